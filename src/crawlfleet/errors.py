@@ -1,0 +1,86 @@
+"""Every exception crawlfleet raises on purpose, in one tree.
+
+    CrawlfleetError
+    ├── ConfigError            a setting, config file or parser module is wrong (start-up)
+    ├── StateError             the state store (SQLite file, Redis, PostgreSQL) is unusable
+    ├── BadUrl                 a URL cannot be parsed, or its scheme is not http(s)/file
+    ├── FetchError             one fetch attempt failed; ``transient`` says if a retry may help
+    │   ├── Blocked            the site refuses us (403 / CAPTCHA); counts toward a block score
+    │   ├── RetryLater         429/503 with Retry-After: the whole domain waits ``delay_s``
+    │   ├── TooLarge           the body passed the size limit (declared, read or decompressed)
+    │   └── ForbiddenAddress   the host resolves to a private/loopback address we may not fetch
+    ├── ParseError             a parser raised on a page; carries the traceback text
+    └── DropItem               a pipeline processor refuses an item; carries the reason
+
+Control-flow exceptions are named for what the caller should do next.
+"""
+
+from __future__ import annotations
+
+
+class CrawlfleetError(Exception):
+    """Base of every error raised by crawlfleet on purpose."""
+
+
+class ConfigError(CrawlfleetError):
+    """A setting, a config file or a parser module is wrong; the message names it."""
+
+
+class StateError(CrawlfleetError):
+    """The state store cannot be used (corrupt, locked, unreachable)."""
+
+
+class BadUrl(CrawlfleetError):
+    """A URL cannot be parsed or uses a scheme we do not fetch."""
+
+
+class FetchError(CrawlfleetError):
+    """One fetch attempt failed.
+
+    ``transient`` is True when the same request may succeed later (connect error, timeout,
+    5xx, 429); False when retrying is pointless (too large, forbidden address, bad redirect).
+    """
+
+    transient: bool = True
+
+    def __init__(self, message: str, *, transient: bool | None = None) -> None:
+        super().__init__(message)
+        if transient is not None:
+            self.transient = transient
+
+
+class Blocked(FetchError):
+    """The site refuses us: 403, or a page that looks like a CAPTCHA/ban page."""
+
+
+class RetryLater(FetchError):
+    """429/503 with Retry-After: the whole domain must wait ``delay_s`` seconds."""
+
+    def __init__(self, message: str, *, delay_s: float) -> None:
+        super().__init__(message, transient=True)
+        self.delay_s = delay_s
+
+
+class TooLarge(FetchError):
+    """The body passed a size limit (declared, read or decompressed)."""
+
+    transient = False
+
+
+class ForbiddenAddress(FetchError):
+    """The host resolves to a private, loopback or link-local address and that is not allowed."""
+
+    transient = False
+
+
+class ParseError(CrawlfleetError):
+    """A parser raised on a page."""
+
+    def __init__(self, message: str, *, url: str, traceback_text: str) -> None:
+        super().__init__(message)
+        self.url = url
+        self.traceback_text = traceback_text
+
+
+class DropItem(CrawlfleetError):
+    """Raised by a pipeline processor to refuse an item; the message is the counted reason."""

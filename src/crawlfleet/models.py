@@ -1,0 +1,186 @@
+"""The values that flow between the parts of a crawl.
+
+They are plain dataclasses so that every runtime (asyncio, Celery) and every store (SQLite,
+Redis, PostgreSQL) can turn them into JSON with ``to_dict`` / ``from_dict``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlRequest:
+    """A canonical URL waiting in (or handed out by) the frontier.
+
+    ``domain`` is the politeness key (host or registrable domain, per settings);
+    ``priority``: higher is served first within a domain; ``attempt`` counts earlier failed
+    attempts (0 on the first try); ``fetcher`` names the fetcher kind (``http``, ``browser``).
+    """
+
+    url: str
+    fingerprint: str
+    domain: str
+    depth: int = 0
+    priority: int = 0
+    attempt: int = 0
+    fetcher: str = "http"
+    parent: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CrawlRequest:
+        return cls(**data)
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A request handed to one worker until ``expires_at`` (epoch seconds).
+
+    ``token`` identifies this hand-out: completing or releasing with a token that is no longer
+    current (the lease expired and the request was handed out again) is refused.
+    """
+
+    request: CrawlRequest
+    token: str
+    expires_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A link found on a page, before canonicalization."""
+
+    url: str
+    priority: int = 0
+    fetcher: str | None = None
+
+
+@dataclass(slots=True)
+class FetchResult:
+    """What a fetcher got for one request.
+
+    ``headers`` keys are lower case. ``redirects`` lists every URL visited before ``final_url``
+    (the request URL first). ``elapsed_s`` is wall time from start to the last body byte.
+    """
+
+    url: str
+    final_url: str
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    elapsed_s: float
+    redirects: tuple[str, ...] = ()
+    fetcher: str = "http"
+
+    @property
+    def content_type(self) -> str:
+        return self.headers.get("content-type", "").split(";")[0].strip().lower()
+
+    @property
+    def is_html(self) -> bool:
+        ct = self.content_type
+        return ct in ("text/html", "application/xhtml+xml") or (
+            not ct and self.body.lstrip()[:15].lower().startswith((b"<!doctype html", b"<html"))
+        )
+
+    @property
+    def encoding(self) -> str:
+        ctype = self.headers.get("content-type", "")
+        for part in ctype.split(";")[1:]:
+            key, _, value = part.strip().partition("=")
+            if key.lower() == "charset" and value:
+                return value.strip("\"' ").lower()
+        return "utf-8"
+
+    @property
+    def text(self) -> str:
+        """The body decoded with the declared charset (UTF-8 by default); bad bytes replaced."""
+        try:
+            return self.body.decode(self.encoding, errors="replace")
+        except LookupError:
+            return self.body.decode("utf-8", errors="replace")
+
+
+@dataclass(slots=True)
+class Item:
+    """One record a parser produced.
+
+    ``key`` is the stable identity within ``type`` (a product id, a canonical URL); when None
+    the pipeline keys the item by its content hash.
+    """
+
+    type: str
+    data: dict[str, Any]
+    key: str | None = None
+    url: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "key": self.key, **self.data}
+
+
+@dataclass(slots=True)
+class ParseResult:
+    """Items and links a parser got from one response."""
+
+    items: list[Item] = field(default_factory=list)
+    links: list[Link] = field(default_factory=list)
+
+
+class Outcome(str, Enum):
+    """How one fetch attempt ended."""
+
+    OK = "ok"
+    RETRY = "retry"
+    DEAD = "dead"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One line of the attempt log: what happened when a worker fetched a URL once."""
+
+    url: str
+    fingerprint: str
+    domain: str
+    worker: str
+    outcome: Outcome
+    status: int | None
+    bytes: int
+    latency_s: float
+    retry: int
+    at: float
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["outcome"] = self.outcome.value
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """A request that used its retry budget, with the errors of its attempts."""
+
+    request: CrawlRequest
+    errors: tuple[str, ...]
+    died_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class QueueCounts:
+    """How many requests are in each state; ``seen`` counts every fingerprint ever admitted."""
+
+    queued: int
+    leased: int
+    done: int
+    dead: int
+    seen: int
+
+    @property
+    def pending(self) -> int:
+        return self.queued + self.leased

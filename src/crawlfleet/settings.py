@@ -1,0 +1,158 @@
+"""One typed settings object for a crawl, validated at start-up.
+
+Sources, lowest priority first: defaults < TOML file (``--config``) < ``CRAWLFLEET_*``
+environment variables < CLI flags. ``load_settings`` turns every validation failure into a
+one-line ``ConfigError`` naming the key.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    InitSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from crawlfleet.errors import ConfigError
+
+DEFAULT_USER_AGENT = "crawlfleet/0.1 (+https://github.com/crawlfleet/crawlfleet)"
+DEFAULT_STRIP_PARAMS = (
+    "utm_*",
+    "gclid",
+    "fbclid",
+    "sessionid",
+    "session_id",
+    "jsessionid",
+    "phpsessid",
+    "sid",
+)
+
+
+class Settings(BaseSettings):
+    """Everything a crawl can be told. Units are in the names (``_s`` seconds, ``_bytes``)."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="CRAWLFLEET_", extra="forbid", validate_default=True
+    )
+
+    # What to crawl
+    seeds: list[str] = Field(default_factory=list)
+    allowed_domains: list[str] = Field(default_factory=list)
+    allow: list[str] = Field(default_factory=list, description="URL regexes; if any, one must match")
+    deny: list[str] = Field(default_factory=list, description="URL regexes that exclude a URL")
+    max_depth: int | None = Field(default=None, ge=0)
+    max_pages: int | None = Field(default=None, ge=1)
+    max_pages_per_domain: int | None = Field(default=None, ge=1)
+    follow_sitemaps: bool = False
+    parsers: list[str] = Field(default_factory=list)
+
+    # URL handling
+    politeness_key: Literal["host", "domain"] = "host"
+    strip_query_params: list[str] = Field(default_factory=lambda: list(DEFAULT_STRIP_PARAMS))
+
+    # Politeness
+    concurrency: int = Field(default=16, ge=1, le=10_000)
+    per_domain_concurrency: int = Field(default=1, ge=1, le=1_000)
+    delay_s: float = Field(default=1.0, ge=0)
+    obey_robots: bool = True
+    robots_ttl_s: float = Field(default=3600.0, gt=0)
+    robots_error_ttl_s: float = Field(default=600.0, gt=0)
+    user_agent: str = Field(default=DEFAULT_USER_AGENT, min_length=1)
+
+    # Fetching
+    allow_private_addresses: bool = False
+    connect_timeout_s: float = Field(default=10.0, gt=0)
+    read_timeout_s: float = Field(default=30.0, gt=0)
+    total_timeout_s: float = Field(default=60.0, gt=0)
+    max_redirects: int = Field(default=10, ge=0, le=100)
+    max_body_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
+    max_decompressed_bytes: int = Field(default=50 * 1024 * 1024, ge=1024)
+
+    # Retries and leases
+    max_retries: int = Field(default=3, ge=0, le=100)
+    backoff_base_s: float = Field(default=1.0, ge=0)
+    backoff_max_s: float = Field(default=300.0, ge=0)
+    lease_s: float = Field(default=120.0, gt=0)
+
+    # Storage
+    state_dir: Path = Path(".crawlfleet")
+    output: Path | None = None
+
+    # Distributed runtime
+    redis_url: str | None = None
+    postgres_dsn: str | None = None
+    crawl_id: str = Field(default="default", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    dedup: Literal["exact", "bloom"] = "exact"
+    bloom_capacity: int = Field(default=10_000_000, ge=1_000)
+    bloom_error_rate: float = Field(default=0.01, gt=0, lt=1)
+
+    @field_validator("output")
+    @classmethod
+    def _known_output_format(cls, value: Path | None) -> Path | None:
+        if value is not None and value.suffix.lower() not in (".jsonl", ".csv", ".sqlite", ".db"):
+            raise ValueError("must end in .jsonl, .csv or .sqlite")
+        return value
+
+    @model_validator(mode="after")
+    def _timeouts_consistent(self) -> Settings:
+        if self.total_timeout_s < self.connect_timeout_s:
+            raise ValueError("total_timeout_s must be >= connect_timeout_s")
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        cli = dict(getattr(init_settings, "init_kwargs", {}))
+        toml = cli.pop("_toml", {})
+        return (
+            InitSettingsSource(settings_cls, cli),
+            env_settings,
+            InitSettingsSource(settings_cls, toml),
+        )
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """The settings in a TOML file (a ``[crawl]`` table or top-level keys)."""
+    try:
+        with path.open("rb") as handle:
+            data = tomllib.load(handle)
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    crawl = data.get("crawl", data)
+    if not isinstance(crawl, dict):
+        raise ConfigError(f"config file {path}: [crawl] must be a table")
+    return crawl
+
+
+def load_settings(config: Path | None = None, **cli: Any) -> Settings:
+    """Build the settings from the file, the environment and the CLI flags (``None`` = unset)."""
+    flags = {key: value for key, value in cli.items() if value is not None}
+    toml = read_toml(config) if config is not None else {}
+    try:
+        return Settings(_toml=toml, **flags)
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(exc, config)) from None
+
+
+def describe_validation_error(exc: ValidationError, config: Path | None) -> str:
+    """One line naming the first bad key and why."""
+    first = exc.errors()[0]
+    key = ".".join(str(part) for part in first["loc"]) or "settings"
+    where = f" (in {config} or CRAWLFLEET_{key.upper()} or a flag)" if config else ""
+    if first["type"] == "extra_forbidden":
+        return f"unknown setting {key!r}{where}"
+    return f"bad setting {key!r}{where}: {first['msg']}"

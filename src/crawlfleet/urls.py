@@ -1,0 +1,97 @@
+"""URL canonicalization, fingerprints and politeness keys.
+
+``UrlRules.canonical`` is the one place a URL is normalized: scheme and host lower-cased,
+default ports dropped, fragment dropped, query arguments sorted, percent-encoding normalized
+(``w3lib.url.canonicalize_url``), and tracking parameters removed (``utm_*``, session ids;
+configurable, ``*`` is a suffix wildcard). Two URLs for the same page get the same canonical
+form, hence the same ``fingerprint``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+from functools import lru_cache
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import tldextract
+from w3lib.url import canonicalize_url
+
+from crawlfleet.errors import BadUrl
+
+FETCHABLE_SCHEMES = frozenset({"http", "https", "file"})
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+_extract = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
+
+
+def fingerprint(canonical_url: str) -> str:
+    """A stable 128-bit hex id of a canonical URL (the first half of its SHA-1)."""
+    return hashlib.sha1(canonical_url.encode("utf-8")).hexdigest()[:32]
+
+
+@lru_cache(maxsize=65_536)
+def registrable_domain(host: str) -> str:
+    """``shop.example.co.uk`` -> ``example.co.uk``; IPs and bare names are returned as given.
+
+    Uses tldextract's bundled public-suffix snapshot: no network.
+    """
+    parts = _extract(host)
+    return parts.top_domain_under_public_suffix or host
+
+
+def host_of(url: str) -> str:
+    """The lower-case host of a URL (empty for file: URLs)."""
+    return (urlsplit(url).hostname or "").lower()
+
+
+class UrlRules:
+    """Canonicalization with the crawl's tracking-parameter list, and its politeness key."""
+
+    def __init__(self, strip_params: tuple[str, ...] | list[str] = (), key: str = "host") -> None:
+        patterns = [p.lower() for p in strip_params]
+        self._exact = frozenset(p for p in patterns if "*" not in p and "?" not in p)
+        self._globs = tuple(p for p in patterns if p not in self._exact)
+        self._by_domain = key == "domain"
+        self.canonical = lru_cache(maxsize=100_000)(self._canonical)  # type: ignore[method-assign]
+
+    def _drop(self, name: str) -> bool:
+        lowered = name.lower()
+        return lowered in self._exact or any(fnmatch.fnmatchcase(lowered, g) for g in self._globs)
+
+    def canonical(self, url: str) -> str:
+        """The canonical form of an absolute URL (cached); raises ``BadUrl``."""
+        return self._canonical(url)
+
+    def _canonical(self, url: str) -> str:
+        """The canonical form of an absolute URL; raises ``BadUrl`` when it cannot be one."""
+        url = url.strip()
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018  (raises ValueError on a bad port)
+        except ValueError as exc:
+            raise BadUrl(f"malformed URL {url!r}: {exc}") from None
+        scheme = parts.scheme.lower()
+        if scheme not in FETCHABLE_SCHEMES:
+            raise BadUrl(f"unsupported scheme in {url!r} (only http, https, file)")
+        if scheme != "file" and not parts.hostname:
+            raise BadUrl(f"URL without a host: {url!r}")
+        if parts.port is not None and _DEFAULT_PORTS.get(scheme) == parts.port:
+            parts = parts._replace(netloc=parts.netloc.rsplit(":", 1)[0])
+        if parts.query and (self._exact or self._globs):
+            kept = [
+                (k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not self._drop(k)
+            ]
+            parts = parts._replace(query=urlencode(kept))
+        url = urlunsplit(parts)
+        try:
+            return canonicalize_url(url, keep_fragments=False)
+        except ValueError as exc:
+            raise BadUrl(f"malformed URL {url!r}: {exc}") from None
+
+    def politeness_key(self, canonical_url: str) -> str:
+        """The domain politeness is counted on: the host, or its registrable domain."""
+        host = host_of(canonical_url)
+        if not host:
+            return "file"
+        return registrable_domain(host) if self._by_domain else host

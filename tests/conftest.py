@@ -1,0 +1,7 @@
+"""Shared fixtures: the local test site and private Redis / PostgreSQL servers."""
+
+pytest_plugins = [
+    "tests.fixtures.testsite",
+    "tests.fixtures.redis_server",
+    "tests.fixtures.postgres_server",
+]
