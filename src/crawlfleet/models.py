@@ -64,7 +64,8 @@ class FetchResult:
     """What a fetcher got for one request.
 
     ``headers`` keys are lower case. ``redirects`` lists every URL visited before ``final_url``
-    (the request URL first). ``elapsed_s`` is wall time from start to the last body byte.
+    (the request URL first). ``elapsed_s`` is wall time from start to the last body byte;
+    ``fetched_at`` is when the response arrived (epoch seconds).
     """
 
     url: str
@@ -75,6 +76,7 @@ class FetchResult:
     elapsed_s: float
     redirects: tuple[str, ...] = ()
     fetcher: str = "http"
+    fetched_at: float = 0.0
 
     @property
     def content_type(self) -> str:

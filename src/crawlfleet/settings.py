@@ -50,7 +50,10 @@ class Settings(BaseSettings):
     max_pages: int | None = Field(default=None, ge=1)
     max_pages_per_domain: int | None = Field(default=None, ge=1)
     follow_sitemaps: bool = False
-    parsers: list[str] = Field(default_factory=list)
+    parsers: list[str] = Field(default_factory=list, description="modules or .py paths")
+    selector_parsers: list[dict[str, Any]] = Field(
+        default_factory=list, description="parsers declared with CSS/XPath selectors, no code"
+    )
 
     # URL handling
     politeness_key: Literal["host", "domain"] = "host"
