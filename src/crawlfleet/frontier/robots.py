@@ -1,0 +1,198 @@
+"""robots.txt: fetched once per origin, cached with a TTL, parsed by ``protego``.
+
+What a fetch outcome means (RFC 9309):
+
+- 2xx: the file is parsed (the first ``max_bytes`` only; a redirect followed by the fetcher
+  is fine).
+- 3xx left unfollowed and 4xx other than 429: no usable file, everything is allowed.
+- 429, 5xx or a ``FetchError``: the file is unreachable, everything is disallowed for
+  ``error_ttl_s``; if an earlier copy of the file was parsed, that copy is used instead.
+
+Concurrent checks for one origin wait on a single fetch. At most ``max_hosts`` origins are
+kept, least recently used first out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from protego import Protego
+
+from crawlfleet.clock import Clock
+from crawlfleet.errors import BadUrl, FetchError
+from crawlfleet.models import FetchResult
+
+FetchFn = Callable[[str], Awaitable[FetchResult]]
+"""Fetches an absolute URL: a ``FetchResult`` for any HTTP status, ``FetchError`` without one."""
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsDecision:
+    """Whether robots.txt lets us fetch a URL; ``reason`` says why not."""
+
+    allowed: bool
+    reason: str | None = None
+    crawl_delay_s: float | None = None
+
+
+ALWAYS_ALLOWED = RobotsDecision(allowed=True)
+
+
+def product_token(user_agent: str) -> str:
+    """The robots.txt name of a User-Agent: ``crawlfleet/0.1 (+https://…)`` -> ``crawlfleet``."""
+    token = user_agent.strip().split("/", 1)[0].split(None, 1)
+    return token[0].lower() if token else ""
+
+
+def origin_of(url: str) -> str:
+    """``scheme://host[:port]`` of an http(s) URL, lower case, default port dropped."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise BadUrl(f"malformed URL {url!r}: {exc}") from None
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if scheme not in _DEFAULT_PORTS or not host:
+        raise BadUrl(f"no robots.txt for {url!r} (only http(s) URLs with a host have one)")
+    if ":" in host:
+        host = f"[{host}]"
+    if port is None or port == _DEFAULT_PORTS[scheme]:
+        return f"{scheme}://{host}"
+    return f"{scheme}://{host}:{port}"
+
+
+class _Entry:
+    """One origin's cached robots.txt outcome, with its two possible decisions built once.
+
+    Without ``rules`` the outcome is the same for every URL: ``permitted`` is that decision.
+    """
+
+    __slots__ = ("expires_at", "permitted", "refused", "rules", "sitemaps")
+
+    def __init__(self, rules: Protego | None, expires_at: float, token: str) -> None:
+        self.rules = rules
+        self.expires_at = expires_at
+        delay_s = _crawl_delay_s(rules, token) if rules is not None else None
+        self.sitemaps = list(rules.sitemaps) if rules is not None else []
+        self.permitted = RobotsDecision(allowed=True, crawl_delay_s=delay_s)
+        self.refused = RobotsDecision(False, "disallowed by robots.txt", delay_s)
+
+    @classmethod
+    def fixed(cls, decision: RobotsDecision, expires_at: float) -> _Entry:
+        entry = cls(None, expires_at, "")
+        entry.permitted = decision
+        return entry
+
+
+def _crawl_delay_s(rules: Protego, token: str) -> float | None:
+    """Crawl-delay, else the interval a Request-rate implies, else None."""
+    delay_s = rules.crawl_delay(token)
+    if delay_s is not None:
+        return float(delay_s)
+    rate = rules.request_rate(token)
+    if rate is not None and rate.requests > 0:
+        return float(rate.seconds) / rate.requests
+    return None
+
+
+class RobotsCache:
+    """Answers "may we fetch this URL?" from each origin's robots.txt, fetched on demand."""
+
+    def __init__(
+        self,
+        fetch: FetchFn,
+        *,
+        user_agent: str,
+        clock: Clock,
+        ttl_s: float,
+        error_ttl_s: float,
+        max_bytes: int = 500 * 1024,
+        max_hosts: int = 10_000,
+    ) -> None:
+        if ttl_s <= 0 or error_ttl_s <= 0:
+            raise ValueError("ttl_s and error_ttl_s must be positive")
+        if max_bytes <= 0 or max_hosts <= 0:
+            raise ValueError("max_bytes and max_hosts must be positive")
+        self._fetch = fetch
+        self._token = product_token(user_agent)
+        self._clock = clock
+        self._ttl_s = ttl_s
+        self._error_ttl_s = error_ttl_s
+        self._max_bytes = max_bytes
+        self._max_hosts = max_hosts
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._loading: dict[str, asyncio.Task[_Entry]] = {}
+
+    async def check(self, url: str) -> RobotsDecision:
+        """The decision for an absolute URL; file: URLs are always allowed.
+
+        Raises ``BadUrl`` for other schemes. Never raises ``FetchError``: an unreachable
+        robots.txt is a "disallowed" decision with the reason.
+        """
+        if url.startswith("file:"):
+            return ALWAYS_ALLOWED
+        entry = await self._entry(origin_of(url))
+        if entry.rules is None or entry.rules.can_fetch(url, self._token):
+            return entry.permitted
+        return entry.refused
+
+    async def sitemaps(self, url: str) -> list[str]:
+        """The ``Sitemap:`` URLs in the robots.txt of the URL's origin (maybe none)."""
+        if url.startswith("file:"):
+            return []
+        entry = await self._entry(origin_of(url))
+        return list(entry.sitemaps)
+
+    async def _entry(self, origin: str) -> _Entry:
+        entry = self._entries.get(origin)
+        if entry is not None and entry.expires_at > self._clock.now():
+            self._entries.move_to_end(origin)
+            return entry
+        task = self._loading.get(origin)
+        if task is None:
+            task = asyncio.ensure_future(self._load(origin, stale=entry))
+            self._loading[origin] = task
+            task.add_done_callback(lambda _: self._loading.pop(origin, None))
+        # Shielded: a cancelled caller must not cancel the fetch the other callers wait on.
+        return await asyncio.shield(task)
+
+    async def _load(self, origin: str, *, stale: _Entry | None) -> _Entry:
+        entry = await self._fetch_entry(origin, stale)
+        self._entries[origin] = entry
+        self._entries.move_to_end(origin)
+        while len(self._entries) > self._max_hosts:
+            self._entries.popitem(last=False)
+        return entry
+
+    async def _fetch_entry(self, origin: str, stale: _Entry | None) -> _Entry:
+        robots_url = f"{origin}/robots.txt"
+        try:
+            result = await self._fetch(robots_url)
+        except FetchError as exc:
+            return self._unreachable(f"robots.txt unavailable ({exc})", stale)
+        now = self._clock.now()
+        status = result.status
+        if 200 <= status < 300:
+            return _Entry(self._parse(result.body), now + self._ttl_s, self._token)
+        if status == 429 or status >= 500:
+            return self._unreachable(f"robots.txt unavailable ({status})", stale)
+        return _Entry.fixed(ALWAYS_ALLOWED, now + self._ttl_s)
+
+    def _unreachable(self, reason: str, stale: _Entry | None) -> _Entry:
+        expires_at = self._clock.now() + self._error_ttl_s
+        if stale is not None and stale.rules is not None:
+            return _Entry(stale.rules, expires_at, self._token)
+        return _Entry.fixed(RobotsDecision(allowed=False, reason=reason), expires_at)
+
+    def _parse(self, body: bytes) -> Protego:
+        if len(body) > self._max_bytes:
+            # Drop the cut line too: half a rule may mean something else than the rule.
+            body = body[: self._max_bytes].rpartition(b"\n")[0]
+        return Protego.parse(body.decode("utf-8", errors="replace"))
