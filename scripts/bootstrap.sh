@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Install what crawlfleet needs on a Debian machine: system packages (only those missing)
+# and a virtualenv in .venv with the pinned Python dependencies.
+#   scripts/bootstrap.sh          the embedded crawler only
+#   scripts/bootstrap.sh --all    plus the distributed extras, Redis and PostgreSQL servers, and test tools
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want_all=0
+[ "${1:-}" = "--all" ] && want_all=1
+
+need=()
+command -v python3 >/dev/null || need+=(python3 python3-venv)
+if [ "$want_all" = 1 ]; then
+    command -v redis-server >/dev/null || need+=(redis-server)
+    command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+fi
+if [ "${#need[@]}" -gt 0 ]; then
+    echo "installing system packages: ${need[*]}"
+    if [ "$(id -u)" = 0 ]; then apt_get=(apt-get); else apt_get=(sudo apt-get); fi
+    "${apt_get[@]}" update -qq
+    DEBIAN_FRONTEND=noninteractive "${apt_get[@]}" install -y -qq "${need[@]}" >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+extras="."
+[ "$want_all" = 1 ] && extras=".[all,test]"
+.venv/bin/python -m pip install -q -e "$extras" 2>&1 | grep -v '^WARNING: Location' || true
+.venv/bin/python -c "import crawlfleet" 

@@ -1,0 +1,121 @@
+"""``crawlfleet dlq list|show|requeue|purge``: the dead-letter queue of a crawl's state."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from crawlfleet.errors import CrawlfleetError
+from crawlfleet.frontier.protocols import QueueStore
+from crawlfleet.frontier.sqlite import SqliteQueueStore
+from crawlfleet.runtime.wiring import state_paths
+
+dlq_app = typer.Typer(help="Inspect and requeue dead-lettered URLs.", no_args_is_help=True)
+out = Console()
+err = Console(stderr=True)
+
+StateOpt = Annotated[Path, typer.Option("--state", help="state directory of the crawl")]
+
+
+@asynccontextmanager
+async def open_store(state: Path) -> AsyncIterator[QueueStore]:
+    state_file, _ = state_paths(state)
+    if not state_file.exists():
+        raise CrawlfleetError(f"no crawl state in {state} (expected {state_file})")
+    store = await SqliteQueueStore.open(state_file)
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+def _run(coro: object) -> None:
+    try:
+        asyncio.run(coro)  # type: ignore[arg-type]
+    except CrawlfleetError as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+
+
+@dlq_app.command("list")
+def list_(state: StateOpt = Path(".crawlfleet"), limit: int = 100, offset: int = 0) -> None:
+    """Dead letters: URL, attempts, last error, when."""
+
+    async def main() -> None:
+        async with open_store(state) as store:
+            letters = await store.dead_letters(limit, offset)
+            table = Table(title=f"dead letters ({(await store.counts()).dead})")
+            for column in ("fingerprint", "url", "attempts", "last error", "died"):
+                table.add_column(column)
+            for letter in letters:
+                died = dt.datetime.fromtimestamp(letter.died_at, dt.UTC).isoformat(timespec="seconds")
+                last = letter.errors[-1] if letter.errors else ""
+                table.add_row(
+                    letter.request.fingerprint[:12],
+                    letter.request.url,
+                    str(len(letter.errors)),
+                    last,
+                    died,
+                )
+            out.print(table)
+
+    _run(main())
+
+
+@dlq_app.command()
+def show(fingerprint: str, state: StateOpt = Path(".crawlfleet")) -> None:
+    """Every attempt error of one dead letter (fingerprint or its prefix)."""
+
+    async def main() -> None:
+        async with open_store(state) as store:
+            for letter in await store.dead_letters(limit=1_000_000):
+                if letter.request.fingerprint.startswith(fingerprint):
+                    out.print(f"[bold]{letter.request.url}[/] ({letter.request.fingerprint})")
+                    out.print(f"depth {letter.request.depth}, parent {letter.request.parent}")
+                    for number, error in enumerate(letter.errors, 1):
+                        out.print(f"  attempt {number}: {error}")
+                    return
+            raise CrawlfleetError(f"no dead letter with fingerprint {fingerprint!r}")
+
+    _run(main())
+
+
+@dlq_app.command()
+def requeue(
+    fingerprints: Annotated[list[str] | None, typer.Argument()] = None,
+    state: StateOpt = Path(".crawlfleet"),
+) -> None:
+    """Put dead letters (all, or the given fingerprints) back in the queue."""
+
+    async def main() -> None:
+        async with open_store(state) as store:
+            count = await store.requeue_dead(fingerprints or None)
+            out.print(f"requeued {count}; run the crawl again to fetch them")
+
+    _run(main())
+
+
+@dlq_app.command()
+def purge(
+    fingerprints: Annotated[list[str] | None, typer.Argument()] = None,
+    state: StateOpt = Path(".crawlfleet"),
+) -> None:
+    """Forget dead letters (all, or the given fingerprints)."""
+
+    async def main() -> None:
+        async with open_store(state) as store:
+            out.print(f"purged {await store.purge_dead(fingerprints or None)}")
+
+    _run(main())
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(dlq_app, name="dlq")

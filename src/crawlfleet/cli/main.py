@@ -1,0 +1,17 @@
+"""The ``crawlfleet`` command: one Typer app, each command group in its own module."""
+
+from __future__ import annotations
+
+import typer
+
+from crawlfleet.cli import crawl, dlq
+
+app = typer.Typer(
+    name="crawlfleet",
+    help="Crawl and scrape the web: embedded, or distributed with Redis and Celery.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.command()(crawl.crawl)
+dlq.register(app)

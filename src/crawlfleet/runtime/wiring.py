@@ -1,0 +1,135 @@
+"""The one place that picks implementations and builds the object graph of a crawl."""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+from crawlfleet.clock import Clock
+from crawlfleet.fetchers.files import FileFetcher
+from crawlfleet.fetchers.http import HttpFetcher
+from crawlfleet.fetchers.protocols import Fetcher
+from crawlfleet.frontier.frontier import Frontier, RetryPolicy
+from crawlfleet.frontier.politeness import BlockDetector
+from crawlfleet.frontier.protocols import Budget, DomainPolicy, QueueStore
+from crawlfleet.frontier.robots import RobotsCache
+from crawlfleet.frontier.scope import Scope
+from crawlfleet.models import CrawlRequest, FetchResult
+from crawlfleet.monitoring.attempt_log import AttemptLog
+from crawlfleet.monitoring.events import EventBus
+from crawlfleet.parsing.loader import load_parsers
+from crawlfleet.pipeline.pipeline import Pipeline
+from crawlfleet.pipeline.processors import default_processors
+from crawlfleet.pipeline.protocols import Sink
+from crawlfleet.runtime.crawler import Crawler, CrawlerParts
+from crawlfleet.settings import Settings
+from crawlfleet.urls import UrlRules, fingerprint
+
+STATE_FILE = "state.sqlite"
+ITEMS_FILE = "items.sqlite"
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def build_frontier(settings: Settings, store: QueueStore, seeds: list[str]) -> Frontier:
+    rules = UrlRules(settings.strip_query_params, settings.politeness_key)
+    scope = Scope.for_seeds(
+        seeds,
+        allowed_domains=settings.allowed_domains,
+        allow=settings.allow,
+        deny=settings.deny,
+        max_depth=settings.max_depth,
+    )
+    return Frontier(
+        store,
+        rules=rules,
+        scope=scope,
+        budget=Budget(settings.max_pages, settings.max_pages_per_domain),
+        default_policy=DomainPolicy(settings.delay_s, settings.per_domain_concurrency),
+        retry=RetryPolicy(settings.max_retries, settings.backoff_base_s, settings.backoff_max_s),
+        lease_s=settings.lease_s,
+        rng=random.Random(),
+    )
+
+
+def build_fetchers(settings: Settings, clock: Clock) -> dict[str, Fetcher]:
+    return {"http": HttpFetcher(settings, clock=clock), "file": FileFetcher(settings)}
+
+
+def robots_fetch(fetcher: Fetcher) -> Callable[[str], Awaitable[FetchResult]]:
+    """A URL -> FetchResult function over a fetcher, for robots.txt and sitemaps."""
+
+    async def fetch(url: str) -> FetchResult:
+        return await fetcher.fetch(
+            CrawlRequest(url=url, fingerprint=fingerprint(url), domain="", fetcher="http")
+        )
+
+    return fetch
+
+
+@dataclass(slots=True)
+class CrawlGraph:
+    """Everything one crawl process needs; ``stack`` closes it all."""
+
+    crawler: Crawler
+    frontier: Frontier
+    attempt_log: AttemptLog
+    sink: Sink
+    stack: AsyncExitStack
+
+
+async def build_crawl(
+    settings: Settings,
+    *,
+    seeds: list[str],
+    store: QueueStore,
+    sink: Sink,
+    attempt_log: AttemptLog,
+    events: EventBus,
+    clock: Clock,
+    stack: AsyncExitStack,
+) -> CrawlGraph:
+    """Wire a crawl over the given stores (embedded or distributed alike)."""
+    registry = load_parsers(settings.parsers, settings.selector_parsers)
+    fetchers = build_fetchers(settings, clock)
+    for fetcher in fetchers.values():
+        stack.push_async_callback(fetcher.close)
+    robots = (
+        RobotsCache(
+            robots_fetch(fetchers["http"]),
+            user_agent=settings.user_agent,
+            clock=clock,
+            ttl_s=settings.robots_ttl_s,
+            error_ttl_s=settings.robots_error_ttl_s,
+        )
+        if settings.obey_robots
+        else None
+    )
+    pipeline = Pipeline(
+        default_processors(registry.schemas()), sink, events=events, clock=clock
+    )
+    frontier = build_frontier(settings, store, seeds)
+    parts = CrawlerParts(
+        frontier=frontier,
+        fetchers=fetchers,
+        robots=robots,
+        parsers=registry,
+        pipeline=pipeline,
+        events=events,
+        clock=clock,
+        blocks=BlockDetector(),
+        worker=worker_name(),
+    )
+    return CrawlGraph(Crawler(parts), frontier, attempt_log, sink, stack)
+
+
+def state_paths(state_dir: Path) -> tuple[Path, Path]:
+    """The queue/attempt-log file and the items file of an embedded crawl."""
+    return state_dir / STATE_FILE, state_dir / ITEMS_FILE
