@@ -1,0 +1,30 @@
+"""A deterministic local web site with several hosts, for tests, benchmarks and the quickstart.
+
+Each role is served on its own loopback address (``DEFAULT_ADDRESSES``), all on one port:
+``shop`` (a product catalogue, data in ``PRODUCTS``), ``quotes`` (``QUOTES``, ``AUTHORS``),
+``lab`` (crawler edge cases; hostile ones only behind ``/hazards``), ``robots-5xx``,
+``robots-404`` and ``slow-robots`` (robots.txt answering 503, 404, or with a Crawl-delay).
+Every request is recorded in an access log of ``AccessRecord``.
+"""
+
+from crawlfleet.demosite.accesslog import AccessRecord, read_access_log
+from crawlfleet.demosite.quotes_data import AUTHORS, QUOTES, Author, Quote
+from crawlfleet.demosite.roles import DEFAULT_ADDRESSES, ROLES
+from crawlfleet.demosite.server import DemoSite
+from crawlfleet.demosite.shop_data import PRODUCTS, Product
+from crawlfleet.demosite.threaded import ThreadedDemoSite
+
+__all__ = [
+    "AUTHORS",
+    "DEFAULT_ADDRESSES",
+    "PRODUCTS",
+    "QUOTES",
+    "ROLES",
+    "AccessRecord",
+    "Author",
+    "DemoSite",
+    "Product",
+    "Quote",
+    "ThreadedDemoSite",
+    "read_access_log",
+]

@@ -1,0 +1,30 @@
+"""The demo site's roles (one "domain" each) and the loopback address that serves each."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import MappingProxyType
+
+SHOP = "shop"
+QUOTES = "quotes"
+LAB = "lab"
+ROBOTS_5XX = "robots-5xx"
+ROBOTS_404 = "robots-404"
+SLOW_ROBOTS = "slow-robots"
+
+ROLES: tuple[str, ...] = (SHOP, QUOTES, LAB, ROBOTS_5XX, ROBOTS_404, SLOW_ROBOTS)
+
+# Linux routes all of 127.0.0.0/8 to the loopback interface, so each address is a distinct host.
+DEFAULT_ADDRESSES: MappingProxyType[str, str] = MappingProxyType(
+    {
+        SHOP: "127.0.0.2",
+        QUOTES: "127.0.0.3",
+        LAB: "127.0.0.4",
+        ROBOTS_5XX: "127.0.0.5",
+        ROBOTS_404: "127.0.0.6",
+        SLOW_ROBOTS: "127.0.0.7",
+    }
+)
+
+UrlFor = Callable[[str, str], str]
+"""Absolute URL of ``path`` on a role: ``url_for("lab", "/")``."""
