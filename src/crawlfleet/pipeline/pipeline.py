@@ -1,0 +1,120 @@
+"""The item pipeline: ordered processors, then the sink, with every outcome counted and evented.
+
+Durability: ``process`` writes through. When it returns, every item it accepted is in the sink
+and every invalid item is in the rejects store, so the crawl loop completes a page's lease
+only after ``process`` returned for that page. When it raises (the sink or the rejects store
+failed, or a processor has a bug), nothing may be assumed stored and the page must be retried;
+the sinks' upserts make the retry harmless.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import orjson
+
+from crawlfleet.clock import Clock, SystemClock
+from crawlfleet.errors import DropItem
+from crawlfleet.models import Item
+from crawlfleet.monitoring.events import EventBus, ItemDropped, ItemInvalid, ItemsStored
+from crawlfleet.pipeline.processors import InvalidItem, StatefulProcessor
+from crawlfleet.pipeline.protocols import Processor, Sink
+from crawlfleet.pipeline.quality import DataQuality
+from crawlfleet.pipeline.rejects import Reject, RejectStore
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineOutcome:
+    """What became of one page's items: stored, dropped (per reason), invalid."""
+
+    stored: int
+    dropped: Mapping[str, int] = field(default_factory=dict)
+    invalid: int = 0
+
+
+class Pipeline:
+    """Runs each item through ``processors`` top to bottom, then writes the survivors to ``sink``.
+
+    ``batch_size`` caps the items per ``sink.write`` call. Items a processor refuses with
+    ``InvalidItem``, or whose data is not JSON-serializable, go to ``rejects`` (when given)
+    and are counted as invalid; other ``DropItem`` reasons are counted as drops.
+    """
+
+    def __init__(
+        self,
+        processors: Sequence[Processor],
+        sink: Sink,
+        *,
+        events: EventBus,
+        batch_size: int = 100,
+        rejects: RejectStore | None = None,
+        quality: DataQuality | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        self.processors: tuple[Processor, ...] = tuple(processors)
+        self.quality = quality if quality is not None else DataQuality()
+        self._sink = sink
+        self._events = events
+        self._batch_size = batch_size
+        self._rejects = rejects
+        self._clock = clock if clock is not None else SystemClock()
+
+    async def process(self, items: Sequence[Item], domain: str) -> PipelineOutcome:
+        """Processes and stores one page's items; ``domain`` is the page's politeness key."""
+        accepted: list[Item] = []
+        dropped: Counter[str] = Counter()
+        drops: list[ItemDropped] = []
+        rejects: list[Reject] = []
+        try:
+            for item in items:
+                try:
+                    for processor in self.processors:
+                        item = processor(item)
+                    _check_json(item)
+                except InvalidItem as exc:
+                    rejects.append(self._reject(item, str(exc)))
+                except DropItem as exc:
+                    reason = str(exc) or type(exc).__name__
+                    dropped[reason] += 1
+                    drops.append(ItemDropped(item.type, reason, item.url, domain))
+                else:
+                    accepted.append(item)
+            if rejects and self._rejects is not None:
+                await self._rejects.add(rejects)
+            for start in range(0, len(accepted), self._batch_size):
+                await self._sink.write(accepted[start : start + self._batch_size])
+        except BaseException:
+            for processor in self.processors:
+                if isinstance(processor, StatefulProcessor):
+                    processor.forget(accepted)
+            raise
+        # Events only once everything is stored, so a failed and retried page counts once.
+        for drop in drops:
+            self._events.emit(drop)
+        for reject in rejects:
+            self._events.emit(ItemInvalid(reject.item_type, reject.reason, reject.url, domain))
+        for item_type, count in Counter(item.type for item in accepted).items():
+            self._events.emit(ItemsStored(item_type, count, domain))
+        self.quality.record_page(domain, accepted, dropped, len(rejects))
+        return PipelineOutcome(len(accepted), dict(dropped), len(rejects))
+
+    async def flush(self) -> None:
+        """Returns once everything ``process`` accepted is stored: at once, as it writes through."""
+
+    async def close(self) -> None:
+        """Closes the sink (the rejects store belongs to whoever made it)."""
+        await self._sink.close()
+
+    def _reject(self, item: Item, reason: str) -> Reject:
+        return Reject(item.type, item.key, item.url, reason, item.data, self._clock.now())
+
+
+def _check_json(item: Item) -> None:
+    try:
+        orjson.dumps(item.data)
+    except orjson.JSONEncodeError as exc:
+        raise InvalidItem(f"not JSON-serializable: {exc}") from None

@@ -1,0 +1,45 @@
+"""An upserting sink in a dict: the in-memory twin of the SQLite and PostgreSQL sinks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import orjson
+
+from crawlfleet.clock import Clock, SystemClock
+from crawlfleet.models import Item
+from crawlfleet.pipeline.sinks.stored import StoredItem, batch_rows
+
+
+class MemorySink:
+    """The upsert rule of crawlfleet.pipeline.sinks.sqlite, with nothing on disk."""
+
+    def __init__(self, *, clock: Clock | None = None) -> None:
+        self._clock = clock if clock is not None else SystemClock()
+        self._items: dict[tuple[str, str], StoredItem] = {}
+
+    async def write(self, items: Sequence[Item]) -> None:
+        now = self._clock.now()
+        for row in batch_rows(items):
+            identity = (row.item_type, row.item_key)
+            old = self._items.get(identity)
+            if old is not None and old.content_hash == row.content_hash:
+                self._items[identity] = replace(old, last_seen=now)
+                continue
+            first_seen = old.first_seen if old is not None else now
+            data = orjson.loads(row.data_json)
+            self._items[identity] = StoredItem(
+                row.item_type, row.item_key, data, row.content_hash, first_seen, now, now
+            )
+
+    async def stored(self, item_type: str | None = None) -> list[StoredItem]:
+        """Every stored item (of ``item_type`` if given), ordered by type and key."""
+        return [
+            self._items[identity]
+            for identity in sorted(self._items)
+            if item_type is None or identity[0] == item_type
+        ]
+
+    async def close(self) -> None:
+        """Nothing to release; the items stay readable."""

@@ -1,0 +1,201 @@
+"""The embedded item store: one SQLite file (``<state_dir>/items.sqlite``) of upserted items.
+
+Tables::
+
+    items(item_type TEXT, item_key TEXT, data TEXT (JSON object), content_hash TEXT,
+          first_seen REAL, last_seen REAL, last_changed REAL,
+          PRIMARY KEY (item_type, item_key))
+    rejects(id INTEGER PRIMARY KEY, item_type TEXT, item_key TEXT NULL, url TEXT,
+            reason TEXT, data TEXT (JSON object), at REAL)
+
+The upsert rule (the PostgreSQL sink mirrors it, with ``data`` as JSONB):
+
+- ``item_key`` is ``Item.key``, or the content hash when the item has none;
+  ``content_hash`` is ``hashing.content_hash(data)`` (volatile fields such as ``fetched_at``
+  left out). Times are epoch seconds from the sink's clock, one ``now`` per ``write`` call.
+- A batch is first reduced to one row per (type, key), the last item winning, and written in
+  (type, key) order, in one transaction: all of it is stored or none of it.
+- A new (type, key) is inserted with ``first_seen = last_seen = last_changed = now``.
+- An existing one always gets ``last_seen = now``. Only when its content hash differs do
+  ``data``, ``content_hash`` and ``last_changed = now`` change; ``first_seen`` never does.
+  So an unchanged item keeps its first ``data``, volatile fields included.
+
+The file runs in WAL mode with ``synchronous=NORMAL``: a committed batch survives a crash of
+the process (not necessarily a power cut of the machine). Every failure to open or write the
+file (locked, corrupt, disk full) is a ``StateError`` naming it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TypeVar
+
+import orjson
+
+from crawlfleet.clock import Clock, SystemClock
+from crawlfleet.errors import StateError
+from crawlfleet.models import Item
+from crawlfleet.pipeline.rejects import Reject
+from crawlfleet.pipeline.sinks.stored import StoredItem, batch_rows
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS items (
+    item_type TEXT NOT NULL,
+    item_key TEXT NOT NULL,
+    data TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    first_seen REAL NOT NULL,
+    last_seen REAL NOT NULL,
+    last_changed REAL NOT NULL,
+    PRIMARY KEY (item_type, item_key)
+);
+CREATE TABLE IF NOT EXISTS rejects (
+    id INTEGER PRIMARY KEY,
+    item_type TEXT NOT NULL,
+    item_key TEXT,
+    url TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    data TEXT NOT NULL,
+    at REAL NOT NULL
+);
+"""
+
+UPSERT = """
+INSERT INTO items (item_type, item_key, data, content_hash, first_seen, last_seen, last_changed)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (item_type, item_key) DO UPDATE SET
+    last_seen = excluded.last_seen,
+    data = CASE WHEN items.content_hash = excluded.content_hash
+                THEN items.data ELSE excluded.data END,
+    last_changed = CASE WHEN items.content_hash = excluded.content_hash
+                        THEN items.last_changed ELSE excluded.last_changed END,
+    content_hash = excluded.content_hash
+"""
+
+INSERT_REJECT = """
+INSERT INTO rejects (item_type, item_key, url, reason, data, at) VALUES (?, ?, ?, ?, ?, ?)
+"""
+
+T = TypeVar("T")
+
+
+class SqliteSink:
+    """Items upserted into one SQLite file; also the ``RejectStore`` for invalid items."""
+
+    def __init__(self, connection: sqlite3.Connection, path: Path, clock: Clock) -> None:
+        """Use ``SqliteSink.open``."""
+        self.path = path
+        self._connection = connection
+        self._clock = clock
+        # One thread owns the connection: calls run one at a time, even if a caller is cancelled.
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-sink")
+
+    @classmethod
+    def open(
+        cls,
+        path: Path,
+        *,
+        clock: Clock | None = None,
+        busy_timeout_s: float = 5.0,
+        max_size_bytes: int | None = None,
+    ) -> SqliteSink:
+        """Opens (creating if needed) the file and its tables.
+
+        ``busy_timeout_s``: how long a write waits for another process's lock before failing.
+        ``max_size_bytes`` caps the file: a write that would pass it fails as if the disk were
+        full.
+        """
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            connection = sqlite3.connect(
+                path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise _state_error(path, exc) from exc
+        try:
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=NORMAL")
+            connection.executescript(SCHEMA)
+            if max_size_bytes is not None:
+                page_size = connection.execute("PRAGMA page_size").fetchone()[0]
+                connection.execute(f"PRAGMA max_page_count={max(1, max_size_bytes // page_size)}")
+        except sqlite3.Error as exc:
+            connection.close()
+            raise _state_error(path, exc) from exc
+        return cls(connection, path, clock if clock is not None else SystemClock())
+
+    async def write(self, items: Sequence[Item]) -> None:
+        rows = batch_rows(items)
+        if not rows:
+            return
+        now = self._clock.now()
+        params = [
+            (row.item_type, row.item_key, row.data_json, row.content_hash, now, now, now)
+            for row in rows
+        ]
+        await self._run(lambda: self._transaction(UPSERT, params))
+
+    async def add(self, rejects: Sequence[Reject]) -> None:
+        """Stores invalid items in the ``rejects`` table, in one transaction."""
+        params = [
+            (r.item_type, r.item_key, r.url, r.reason, _dumps_lenient(r.data), r.at)
+            for r in rejects
+        ]
+        if params:
+            await self._run(lambda: self._transaction(INSERT_REJECT, params))
+
+    async def stored(self, item_type: str | None = None) -> list[StoredItem]:
+        """Every stored item (of ``item_type`` if given), ordered by type and key."""
+        query = (
+            "SELECT item_type, item_key, data, content_hash, first_seen, last_seen, last_changed"
+            " FROM items WHERE ? IS NULL OR item_type = ? ORDER BY item_type, item_key"
+        )
+
+        def read() -> list[StoredItem]:
+            cursor = self._connection.execute(query, (item_type, item_type))
+            return [StoredItem(row[0], row[1], orjson.loads(row[2]), *row[3:]) for row in cursor]
+
+        return await self._run(read)
+
+    async def close(self) -> None:
+        await self._run(self._connection.close)
+        self._thread.shutdown()
+
+    async def _run(self, work: Callable[[], T]) -> T:
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._thread, work)
+        except sqlite3.Error as exc:
+            raise _state_error(self.path, exc) from exc
+
+    def _transaction(self, statement: str, params: Sequence[tuple[object, ...]]) -> None:
+        connection = self._connection
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            connection.executemany(statement, params)
+            connection.execute("COMMIT")
+        except BaseException:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+            raise
+
+
+def _dumps_lenient(data: object) -> str:
+    """JSON text of ``data``; a value JSON cannot hold is stored as its ``repr``."""
+    return orjson.dumps(data, default=repr).decode()
+
+
+def _state_error(path: Path, exc: sqlite3.Error) -> StateError:
+    message = str(exc)
+    if "locked" in message or "busy" in message:
+        return StateError(f"items database {path} is locked by another process ({message})")
+    if "full" in message:
+        return StateError(
+            f"items database {path}: disk full or size limit reached; the batch was not stored"
+        )
+    if "not a database" in message or "malformed" in message:
+        return StateError(f"items database {path} is corrupt ({message})")
+    return StateError(f"items database {path}: {message}")
