@@ -80,7 +80,9 @@ class UrlRules:
             parts = parts._replace(netloc=parts.netloc.rsplit(":", 1)[0])
         if parts.query and (self._exact or self._globs):
             kept = [
-                (k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not self._drop(k)
+                (k, v)
+                for k, v in parse_qsl(parts.query, keep_blank_values=True)
+                if not self._drop(k)
             ]
             parts = parts._replace(query=urlencode(kept))
         url = urlunsplit(parts)
@@ -95,3 +97,16 @@ class UrlRules:
         if not host:
             return "file"
         return registrable_domain(host) if self._by_domain else host
+
+
+def redact_url(url: str) -> str:
+    """The URL or DSN with its password replaced by ``***`` (for error messages and logs)."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return "<unparsable URL>"
+    if not password:
+        return url
+    netloc = parts.netloc.replace(f":{password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))

@@ -1,0 +1,93 @@
+"""The PostgreSQL schema of the distributed runtime, as numbered migrations.
+
+Tables:
+- ``items(item_type, item_key, data jsonb, content_hash, url, crawl_id, first_seen, last_seen,
+  last_changed)``, unique on (item_type, item_key): the same rows as the embedded SQLite sink.
+- ``item_rejects``: invalid items with the reason and the page they came from.
+- ``attempts``: one row per fetch attempt (URL, worker, outcome, status, bytes, latency, error).
+- ``crawl_runs``: one row per crawl id with its settings and when it started and finished.
+- ``schema_migrations``: which migrations ran.
+
+``migrate`` is idempotent and safe to run from several processes at once (an advisory lock).
+"""
+
+from __future__ import annotations
+
+import psycopg
+
+from crawlfleet.errors import StateError
+from crawlfleet.urls import redact_url
+
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE items (
+        item_type    text        NOT NULL,
+        item_key     text        NOT NULL,
+        data         jsonb       NOT NULL,
+        content_hash text        NOT NULL,
+        url          text        NOT NULL DEFAULT '',
+        crawl_id     text        NOT NULL DEFAULT '',
+        first_seen   timestamptz NOT NULL,
+        last_seen    timestamptz NOT NULL,
+        last_changed timestamptz NOT NULL,
+        PRIMARY KEY (item_type, item_key)
+    );
+    CREATE TABLE item_rejects (
+        id        bigserial   PRIMARY KEY,
+        item_type text        NOT NULL,
+        reason    text        NOT NULL,
+        url       text        NOT NULL,
+        data      jsonb       NOT NULL,
+        at        timestamptz NOT NULL DEFAULT now()
+    );
+    CREATE TABLE attempts (
+        id          bigserial        PRIMARY KEY,
+        crawl_id    text             NOT NULL,
+        url         text             NOT NULL,
+        fingerprint text             NOT NULL,
+        domain      text             NOT NULL,
+        worker      text             NOT NULL,
+        outcome     text             NOT NULL,
+        status      integer,
+        bytes       integer          NOT NULL,
+        latency_s   double precision NOT NULL,
+        retry       integer          NOT NULL,
+        at          timestamptz      NOT NULL,
+        error       text
+    );
+    CREATE INDEX attempts_crawl_domain ON attempts (crawl_id, domain);
+    CREATE TABLE crawl_runs (
+        crawl_id    text        PRIMARY KEY,
+        settings    jsonb       NOT NULL,
+        started_at  timestamptz NOT NULL DEFAULT now(),
+        finished_at timestamptz,
+        reason      text
+    );
+    """,
+)
+
+_LOCK_ID = 0x63726177  # "craw": serializes concurrent migrate() calls
+
+
+def migrate(dsn: str) -> list[int]:
+    """Apply the migrations not applied yet; returns their numbers (1-based)."""
+    try:
+        with psycopg.connect(dsn, connect_timeout=10, autocommit=True) as conn:
+            conn.execute("SELECT pg_advisory_lock(%s)", (_LOCK_ID,))
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations "
+                "(version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+            applied = []
+            for number, sql in enumerate(MIGRATIONS, 1):
+                if number in done:
+                    continue
+                with conn.transaction():
+                    conn.execute(sql)  # type: ignore[arg-type]
+                    conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (number,))
+                applied.append(number)
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_LOCK_ID,))
+            return applied
+    except psycopg.Error as exc:
+        raise StateError(f"PostgreSQL at {redact_url(dsn)}: {exc}".strip()) from None
