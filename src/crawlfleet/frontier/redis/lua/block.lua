@@ -1,0 +1,15 @@
+-- Serve nothing from a domain before `until`; never shortens an earlier ready_at.
+-- KEYS[1] ready
+-- KEYS[2] parked
+-- KEYS[3] next
+-- ARGV[1] queue key prefix (unused)
+-- ARGV[2] domain
+-- ARGV[3] until (epoch s)
+
+local domain, until = ARGV[2], tonumber(ARGV[3])
+if until > ready_at(domain) then
+  redis.call('HSET', K.next, domain, fmt(until))
+  redis.call('ZADD', K.ready, 'XX', until, domain)
+  redis.call('ZADD', K.parked, 'XX', until, domain)
+end
+return 1
