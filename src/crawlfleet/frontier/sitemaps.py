@@ -1,0 +1,210 @@
+"""Page URLs from sitemaps: XML urlsets, sitemap indexes, gzip, plain text.
+
+Bodies are parsed as a stream with the stdlib expat parser (any DOCTYPE is refused, so no
+entity can expand and nothing external is loaded); gzip is inflated in pieces under the same
+size cap. A sitemap that cannot be fetched, is too large or is broken is skipped with a logged
+reason; the URLs it gave before the fault are kept, and the other sitemaps are read on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import zlib
+from collections import deque
+from collections.abc import AsyncIterator, Iterator, Sequence
+from xml.parsers import expat
+
+from crawlfleet.errors import FetchError
+from crawlfleet.frontier.robots import FetchFn, RobotsCache, origin_of
+
+logger = logging.getLogger(__name__)
+
+_CHUNK_BYTES = 256 * 1024
+_MAX_URL_CHARS = 2048  # the sitemaps.org limit
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+class _Skip(Exception):
+    """This sitemap is skipped; the message says why."""
+
+
+async def default_sitemaps(robots: RobotsCache, seed_url: str) -> list[str]:
+    """The sitemaps to read for a seed's origin: its robots.txt ``Sitemap:`` lines, then
+    ``/sitemap.xml`` unless robots.txt already lists it or disallows it."""
+    listed = await robots.sitemaps(seed_url)
+    fallback = f"{origin_of(seed_url)}/sitemap.xml"
+    if fallback not in listed and (await robots.check(fallback)).allowed:
+        listed.append(fallback)
+    return listed
+
+
+async def sitemap_urls(
+    fetch: FetchFn,
+    start: Sequence[str],
+    *,
+    max_urls: int = 1_000_000,
+    max_depth: int = 3,
+    max_bytes: int = 50 * 1024 * 1024,
+    max_sitemaps: int = 10_000,
+) -> AsyncIterator[str]:
+    """The page URLs of the ``start`` sitemaps and of the sitemaps their indexes list.
+
+    Indexes are followed ``max_depth`` levels down; each sitemap is fetched once, at most
+    ``max_sitemaps`` in all. ``max_bytes`` caps each body, before and after gzip. Stops after
+    ``max_urls`` URLs. URLs are absolute, in sitemap order, not deduplicated.
+    """
+    queue = deque((url, 0) for url in dict.fromkeys(start))
+    seen = set(start)
+    count = 0
+    while queue:
+        url, depth = queue.popleft()
+        try:
+            body = await _fetch_body(fetch, url, max_bytes)
+            reader = _Reader()
+            for chunk in itertools.chain(_inflate(url, body, max_bytes), [None]):
+                reader.feed(chunk)
+                for page in reader.take_pages():
+                    yield page
+                    count += 1
+                    if count >= max_urls:
+                        return
+                for child in reader.take_sitemaps():
+                    if depth < max_depth and child not in seen and len(seen) < max_sitemaps:
+                        seen.add(child)
+                        queue.append((child, depth + 1))
+                await asyncio.sleep(0)  # a 50 MB sitemap must not stall the event loop
+        except _Skip as exc:
+            logger.warning("skipping sitemap %s: %s", url, exc)
+
+
+async def _fetch_body(fetch: FetchFn, url: str, max_bytes: int) -> bytes:
+    try:
+        result = await fetch(url)
+    except FetchError as exc:
+        raise _Skip(f"fetch failed: {exc}") from None
+    if not 200 <= result.status < 300:
+        raise _Skip(f"HTTP {result.status}")
+    if len(result.body) > max_bytes:
+        raise _Skip(f"body larger than {max_bytes} bytes")
+    return result.body
+
+
+def _inflate(url: str, body: bytes, max_bytes: int) -> Iterator[bytes]:
+    """The body in chunks, gunzipped when it starts with the gzip magic bytes.
+
+    A ``.gz`` sitemap the fetcher already decompressed (Content-Encoding) is read as is.
+    """
+    if not body.startswith(_GZIP_MAGIC):
+        for start in range(0, len(body), _CHUNK_BYTES):
+            yield body[start : start + _CHUNK_BYTES]
+        return
+    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    pending = body
+    total = 0
+    while pending and not inflater.eof:
+        try:
+            chunk = inflater.decompress(pending, _CHUNK_BYTES)
+        except zlib.error as exc:
+            raise _Skip(f"bad gzip data: {exc}") from None
+        pending = inflater.unconsumed_tail
+        total += len(chunk)
+        if total > max_bytes:
+            raise _Skip(f"decompresses to more than {max_bytes} bytes")
+        yield chunk
+    if not inflater.eof:
+        raise _Skip("truncated gzip data")
+
+
+class _Reader:
+    """Picks page and sitemap URLs out of a sitemap body fed in chunks (XML or plain text)."""
+
+    def __init__(self) -> None:
+        self._xml: expat.XMLParserType | None = None
+        self._is_text: bool | None = None
+        self._line_tail = b""
+        self._parents: list[str] = []
+        self._loc_parts: list[str] | None = None
+        self._pages: list[str] = []
+        self._sitemaps: list[str] = []
+
+    def feed(self, chunk: bytes | None) -> None:
+        """Read the next chunk; None ends the body (``_Skip`` if the XML is incomplete)."""
+        if chunk is None:
+            self._close()
+            return
+        if self._is_text is None:
+            # Leading blanks and a BOM: expat rejects blanks before <?xml ...?>.
+            chunk = chunk.lstrip(b"\xef\xbb\xbf \t\r\n")
+            if not chunk:
+                return
+            self._is_text = not chunk.startswith(b"<")
+            if not self._is_text:
+                self._xml = self._new_parser()
+        if self._xml is not None:
+            _parse(self._xml, chunk, final=False)
+        else:
+            lines = (self._line_tail + chunk).split(b"\n")
+            self._line_tail = lines.pop()
+            for line in lines:
+                self._add(self._pages, line.decode("utf-8", errors="replace"))
+
+    def _close(self) -> None:
+        if self._xml is not None:
+            _parse(self._xml, b"", final=True)
+        elif self._line_tail:
+            self._add(self._pages, self._line_tail.decode("utf-8", errors="replace"))
+            self._line_tail = b""
+
+    def take_pages(self) -> list[str]:
+        pages, self._pages = self._pages, []
+        return pages
+
+    def take_sitemaps(self) -> list[str]:
+        sitemaps, self._sitemaps = self._sitemaps, []
+        return sitemaps
+
+    def _new_parser(self) -> expat.XMLParserType:
+        parser = expat.ParserCreate(namespace_separator=" ")
+        parser.StartElementHandler = self._start
+        parser.EndElementHandler = self._end
+        parser.CharacterDataHandler = self._text
+        parser.StartDoctypeDeclHandler = self._refuse_doctype
+        return parser
+
+    def _start(self, name: str, attrs: dict[str, str]) -> None:
+        # Match local names: sitemaps in the wrong (or no) namespace are common. Extensions
+        # such as image:loc sit under image:image, not directly under url.
+        local = name.rpartition(" ")[2]
+        if local == "loc" and self._parents and self._parents[-1] in ("url", "sitemap"):
+            self._loc_parts = []
+        self._parents.append(local)
+
+    def _end(self, name: str) -> None:
+        self._parents.pop()
+        if self._loc_parts is not None and name.rpartition(" ")[2] == "loc":
+            target = self._sitemaps if self._parents[-1] == "sitemap" else self._pages
+            self._add(target, "".join(self._loc_parts))
+            self._loc_parts = None
+
+    def _text(self, data: str) -> None:
+        if self._loc_parts is not None:
+            self._loc_parts.append(data)
+
+    def _refuse_doctype(self, *args: object) -> None:
+        raise _Skip("a DOCTYPE in a sitemap is refused (entity expansion)")
+
+    def _add(self, target: list[str], raw: str) -> None:
+        """Keep absolute http(s) URLs only: sitemaps.org requires them, and a plain-text
+        sitemap's other lines are noise."""
+        url = raw.strip()
+        if len(url) <= _MAX_URL_CHARS and url[:8].lower().startswith(("http://", "https://")):
+            target.append(url)
+
+
+def _parse(parser: expat.XMLParserType, data: bytes, *, final: bool) -> None:
+    try:
+        parser.Parse(data, final)
+    except expat.ExpatError as exc:
+        raise _Skip(f"broken XML: {exc}") from None

@@ -1,0 +1,267 @@
+"""sitemap_urls and default_sitemaps against a local aiohttp server."""
+
+from __future__ import annotations
+
+import gzip
+import logging
+import time
+from collections import Counter
+from collections.abc import AsyncIterator
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from crawlfleet.clock import FakeClock
+from crawlfleet.errors import FetchError
+from crawlfleet.frontier.robots import FetchFn, RobotsCache
+from crawlfleet.frontier.sitemaps import default_sitemaps, sitemap_urls
+from crawlfleet.models import FetchResult
+
+NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+IMAGE_NS = 'xmlns:image="http://www.google.com/schemas/sitemap-image/1.1"'
+
+
+def urlset(urls: list[str], extra: str = "") -> bytes:
+    entries = "".join(f"<url><loc> {u} </loc><lastmod>2024-01-01</lastmod></url>" for u in urls)
+    return (
+        f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset {NS}{extra}>{entries}</urlset>'.encode()
+    )
+
+
+def index(urls: list[str]) -> bytes:
+    entries = "".join(f"<sitemap><loc>{u}</loc></sitemap>" for u in urls)
+    return f"<?xml version='1.0'?><sitemapindex {NS}>{entries}</sitemapindex>".encode()
+
+
+BOMB = b"""<?xml version="1.0"?>
+<!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+<!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">]>
+<urlset><url><loc>http://bomb.example/&lol3;</loc></url></urlset>"""
+
+
+class Site:
+    """Serves fixed bodies by path and counts requests per path."""
+
+    def __init__(self) -> None:
+        self.hits: Counter[str] = Counter()
+        self.pages: dict[str, tuple[bytes, dict[str, str]]] = {}
+        self.base = ""
+
+    def put(self, path: str, body: bytes, **headers: str) -> None:
+        self.pages[path] = (body, headers)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        self.hits[request.path] += 1
+        if request.path not in self.pages:
+            return web.Response(status=404, text="no")
+        body, headers = self.pages[request.path]
+        return web.Response(body=body, headers=headers)
+
+
+@pytest.fixture
+async def site() -> AsyncIterator[Site]:
+    state = Site()
+    app = web.Application()
+    app.router.add_route("GET", "/{tail:.*}", state.handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    state.base = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    yield state
+    await runner.cleanup()
+
+
+@pytest.fixture
+async def fetch() -> AsyncIterator[FetchFn]:
+    """A minimal fetcher: any status is a result; no response is a FetchError."""
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session:
+
+        async def get(url: str) -> FetchResult:
+            started = time.monotonic()
+            try:
+                async with session.get(url) as response:
+                    return FetchResult(
+                        url=url,
+                        final_url=str(response.url),
+                        status=response.status,
+                        headers={k.lower(): v for k, v in response.headers.items()},
+                        body=await response.read(),
+                        elapsed_s=time.monotonic() - started,
+                    )
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                raise FetchError(f"{type(exc).__name__}: {exc}") from exc
+
+        yield get
+
+
+async def collect(urls: AsyncIterator[str]) -> list[str]:
+    return [url async for url in urls]
+
+
+async def test_index_gz_text_broken_and_missing(
+    site: Site, fetch: FetchFn, caplog: pytest.LogCaptureFixture
+) -> None:
+    b = site.base
+    site.put(
+        "/sitemap_index.xml",
+        index(
+            [
+                f"{b}/pages.xml",
+                f"{b}/more.xml.gz",
+                f"{b}/broken.xml",
+                f"{b}/list.txt",
+                f"{b}/missing.xml",
+                f"{b}/nested.xml",
+                f"{b}/pages.xml",
+            ]
+        ),
+    )
+    image = (
+        f"<url><loc>{b}/p/3</loc><image:image><image:loc>{b}/img.png</image:loc>"
+        "</image:image></url>"
+    )
+    site.put(
+        "/pages.xml",
+        urlset([f"{b}/p/1", f"{b}/p/2"], f" {IMAGE_NS}").replace(
+            b"</urlset>", image.encode() + b"</urlset>"
+        ),
+    )
+    site.put("/more.xml.gz", gzip.compress(urlset([f"{b}/gz/1", f"{b}/gz/2"])))
+    site.put("/broken.xml", b"<urlset><url><loc>http://broken.example/1</loc></url></urlse>")
+    site.put(
+        "/list.txt",
+        f"\ufeff{b}/t/1\r\n\n  {b}/t/2  \nnot a url\nftp://x/y\n{b}/t/3".encode(),
+    )
+    site.put("/nested.xml", index([f"{b}/deep.xml"]))
+    site.put("/deep.xml", urlset([f"{b}/deep/1"]))
+
+    with caplog.at_level(logging.WARNING, logger="crawlfleet.frontier.sitemaps"):
+        urls = await collect(sitemap_urls(fetch, [f"{b}/sitemap_index.xml"]))
+
+    assert urls == [
+        f"{b}/p/1",
+        f"{b}/p/2",
+        f"{b}/p/3",
+        f"{b}/gz/1",
+        f"{b}/gz/2",
+        f"{b}/t/1",
+        f"{b}/t/2",
+        f"{b}/t/3",
+        f"{b}/deep/1",
+    ]
+    assert site.hits["/pages.xml"] == 1
+    messages = caplog.text
+    assert f"{b}/broken.xml: broken XML" in messages
+    assert f"{b}/missing.xml: HTTP 404" in messages
+
+
+async def test_depth_limit(site: Site, fetch: FetchFn) -> None:
+    b = site.base
+    site.put("/a.xml", index([f"{b}/b.xml", f"{b}/pa.xml"]))
+    site.put("/b.xml", index([f"{b}/c.xml"]))
+    site.put("/c.xml", urlset([f"{b}/deep"]))
+    site.put("/pa.xml", urlset([f"{b}/shallow"]))
+    assert await collect(sitemap_urls(fetch, [f"{b}/a.xml"], max_depth=1)) == [f"{b}/shallow"]
+    assert site.hits["/c.xml"] == 0
+    assert await collect(sitemap_urls(fetch, [f"{b}/a.xml"], max_depth=2)) == [
+        f"{b}/shallow",
+        f"{b}/deep",
+    ]
+
+
+async def test_index_cycles_are_fetched_once(site: Site, fetch: FetchFn) -> None:
+    b = site.base
+    site.put("/a.xml", index([f"{b}/b.xml"]))
+    site.put("/b.xml", index([f"{b}/a.xml", f"{b}/b.xml"]))
+    assert await collect(sitemap_urls(fetch, [f"{b}/a.xml", f"{b}/a.xml"], max_depth=10)) == []
+    assert site.hits == Counter({"/a.xml": 1, "/b.xml": 1})
+
+
+async def test_max_urls_stops_early(site: Site, fetch: FetchFn) -> None:
+    b = site.base
+    site.put("/one.xml", urlset([f"{b}/{i}" for i in range(100)]))
+    site.put("/two.xml", urlset([f"{b}/x"]))
+    urls = await collect(sitemap_urls(fetch, [f"{b}/one.xml", f"{b}/two.xml"], max_urls=10))
+    assert urls == [f"{b}/{i}" for i in range(10)]
+    assert site.hits["/two.xml"] == 0
+
+
+async def test_large_streamed_sitemap(site: Site, fetch: FetchFn) -> None:
+    b = site.base
+    site.put("/big.xml.gz", gzip.compress(urlset([f"{b}/item/{i}" for i in range(50_000)])))
+    urls = await collect(sitemap_urls(fetch, [f"{b}/big.xml.gz"]))
+    assert len(urls) == 50_000
+    assert urls[-1] == f"{b}/item/49999"
+
+
+async def test_entity_bomb_is_refused(
+    site: Site, fetch: FetchFn, caplog: pytest.LogCaptureFixture
+) -> None:
+    site.put("/bomb.xml", BOMB)
+    site.put("/ok.xml", urlset([f"{site.base}/fine"]))
+    with caplog.at_level(logging.WARNING, logger="crawlfleet.frontier.sitemaps"):
+        urls = await collect(sitemap_urls(fetch, [f"{site.base}/bomb.xml", f"{site.base}/ok.xml"]))
+    assert urls == [f"{site.base}/fine"]
+    assert "DOCTYPE" in caplog.text
+
+
+async def test_gzip_bomb_is_capped(
+    site: Site, fetch: FetchFn, caplog: pytest.LogCaptureFixture
+) -> None:
+    site.put("/zeros.xml.gz", gzip.compress(b"<urlset>" + b" " * 5_000_000))
+    site.put("/bad.xml.gz", b"\x1f\x8bnot really gzip")
+    with caplog.at_level(logging.WARNING, logger="crawlfleet.frontier.sitemaps"):
+        urls = await collect(
+            sitemap_urls(
+                fetch, [f"{site.base}/zeros.xml.gz", f"{site.base}/bad.xml.gz"], max_bytes=1_000_000
+            )
+        )
+    assert urls == []
+    assert "decompresses to more than 1000000 bytes" in caplog.text
+    assert "bad gzip data" in caplog.text
+
+
+async def test_transparently_decompressed_gz_url(site: Site, fetch: FetchFn) -> None:
+    body = gzip.compress(urlset([f"{site.base}/enc"]))
+    site.put("/enc.xml.gz", body, **{"Content-Encoding": "gzip", "Content-Type": "text/xml"})
+    assert await collect(sitemap_urls(fetch, [f"{site.base}/enc.xml.gz"])) == [f"{site.base}/enc"]
+
+
+async def test_unreachable_sitemap_is_skipped(
+    fetch: FetchFn, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="crawlfleet.frontier.sitemaps"):
+        assert await collect(sitemap_urls(fetch, ["http://127.0.0.1:9/sitemap.xml"])) == []
+    assert "fetch failed" in caplog.text
+
+
+async def test_default_sitemaps_from_robots(site: Site, fetch: FetchFn) -> None:
+    site.put("/robots.txt", f"User-agent: *\nSitemap: {site.base}/listed.xml\n".encode())
+    robots = RobotsCache(
+        fetch, user_agent="crawlfleet/0.1", clock=FakeClock(), ttl_s=60, error_ttl_s=60
+    )
+    assert await default_sitemaps(robots, f"{site.base}/some/page") == [
+        f"{site.base}/listed.xml",
+        f"{site.base}/sitemap.xml",
+    ]
+
+
+async def test_default_sitemaps_respects_robots(site: Site, fetch: FetchFn) -> None:
+    site.put("/robots.txt", b"User-agent: *\nDisallow: /sitemap.xml\n")
+    robots = RobotsCache(
+        fetch, user_agent="crawlfleet/0.1", clock=FakeClock(), ttl_s=60, error_ttl_s=60
+    )
+    assert await default_sitemaps(robots, f"{site.base}/") == []
+
+
+async def test_leading_blanks_and_bom_before_xml(site: Site, fetch: FetchFn) -> None:
+    site.put("/blank.xml", b"\xef\xbb\xbf\n\n  " + urlset([f"{site.base}/ok"]))
+    assert await collect(sitemap_urls(fetch, [f"{site.base}/blank.xml"])) == [f"{site.base}/ok"]
+
+
+async def test_html_soft_404_gives_nothing(site: Site, fetch: FetchFn) -> None:
+    site.put("/sitemap.xml", b"<!DOCTYPE html><html><body><a href='/x'>x</a></body></html>")
+    site.put("/plain.xml", b"<html><body><loc>http://nope/</loc></body></html>")
+    starts = [f"{site.base}/sitemap.xml", f"{site.base}/plain.xml"]
+    assert await collect(sitemap_urls(fetch, starts)) == []
