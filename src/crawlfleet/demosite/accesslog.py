@@ -2,11 +2,13 @@
 
 A request is recorded when it arrives (status 0), and its status is filled in when the response
 headers are sent, so a client never sees a response before the server has logged it. A request
-whose client went away before any response is recorded with status 499.
+whose client went away before any response is recorded with status 499 (the handler is
+cancelled), and one whose handler raised an unexpected exception with 500.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -18,7 +20,6 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 CLIENT_CLOSED = 499
-_ENTRY_KEY = "crawlfleet.demosite.access_entry"
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -45,6 +46,9 @@ class AccessRecord:
     @classmethod
     def from_dict(cls, data: dict[str, object]) -> AccessRecord:
         return cls(**data)  # type: ignore[arg-type]
+
+
+_ENTRY_KEY = web.RequestKey("crawlfleet.demosite.access_entry", AccessRecord)
 
 
 class AccessLog:
@@ -86,8 +90,14 @@ class AccessLog:
                 self._records.append(entry)
             try:
                 return await handler(request)
-            except BaseException:
+            except web.HTTPException as error:
+                self._finish(request, error.status)
+                raise
+            except asyncio.CancelledError:
                 self._finish(request, CLIENT_CLOSED)
+                raise
+            except Exception:
+                self._finish(request, web.HTTPInternalServerError.status_code)
                 raise
 
         return record
