@@ -1,0 +1,82 @@
+"""Refusing private addresses: the predicate, a guarding DNS resolver and the literal-IP check.
+
+The guard must see the address a socket actually connects to, so it sits in the resolver the
+connection pool uses (a DNS answer that changes between a check and the connect cannot slip
+past it). aiohttp does not call the resolver for literal IP hosts, so those are checked by
+``check_literal_host`` before every hop.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Callable
+
+from aiohttp.abc import AbstractResolver, ResolveResult
+
+from crawlfleet.errors import ForbiddenAddress
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+AddressPredicate = Callable[[IPAddress], bool]
+
+# NAT64 (RFC 6052) embeds an IPv4 address in its last 32 bits.
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+
+
+def is_forbidden_address(address: IPAddress) -> bool:
+    """True for any address that is not globally routable unicast.
+
+    Covers private, loopback, link-local, multicast, reserved, unspecified and shared (CGNAT)
+    ranges, and IPv6 addresses that embed such an IPv4 address (mapped, 6to4, NAT64).
+    """
+    if isinstance(address, ipaddress.IPv6Address):
+        embedded = address.ipv4_mapped or address.sixtofour
+        if embedded is None and address in _NAT64:
+            embedded = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+        if embedded is not None and is_forbidden_address(embedded):
+            return True
+    return address.is_multicast or not address.is_global
+
+
+def parse_ip(host: str) -> IPAddress | None:
+    """The address if ``host`` is a literal IP (brackets and IPv6 zone allowed), else None."""
+    try:
+        return ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return None
+
+
+def check_literal_host(host: str, forbidden: AddressPredicate) -> None:
+    """Raise ``ForbiddenAddress`` if ``host`` is a literal IP that ``forbidden`` refuses."""
+    address = parse_ip(host)
+    if address is not None and forbidden(address):
+        raise ForbiddenAddress(f"address {address} is not allowed")
+
+
+class GuardedResolver(AbstractResolver):
+    """Resolves with ``inner`` and drops every address ``forbidden`` refuses.
+
+    Raises ``ForbiddenAddress`` when no allowed address is left; lookup errors of ``inner``
+    (``OSError``) pass through unchanged.
+    """
+
+    def __init__(self, inner: AbstractResolver, forbidden: AddressPredicate) -> None:
+        self._inner = inner
+        self._forbidden = forbidden
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        results = await self._inner.resolve(host, port, family)
+        allowed = [r for r in results if not self._is_forbidden(r["host"])]
+        if not allowed:
+            addresses = ", ".join(sorted({r["host"] for r in results})) or "nothing"
+            raise ForbiddenAddress(f"{host} resolves to {addresses}, which is not allowed")
+        return allowed
+
+    def _is_forbidden(self, resolved: str) -> bool:
+        address = parse_ip(resolved)
+        return address is None or self._forbidden(address)
+
+    async def close(self) -> None:
+        await self._inner.close()

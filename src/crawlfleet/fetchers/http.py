@@ -1,0 +1,204 @@
+"""The HTTP fetcher: one pooled aiohttp session, with our own redirects, limits and address guard.
+
+Why aiohttp: docs/decisions/0002-http-client.md. aiohttp's own exceptions never leave this
+module; every failure becomes a ``FetchError`` (or subclass) whose message names the URL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import aiohttp
+from yarl import URL
+
+from crawlfleet.clock import Clock, SystemClock
+from crawlfleet.errors import FetchError, ForbiddenAddress, TooLarge
+from crawlfleet.fetchers.addresses import (
+    AddressPredicate,
+    GuardedResolver,
+    check_literal_host,
+    is_forbidden_address,
+)
+from crawlfleet.fetchers.decoding import decode_body
+from crawlfleet.fetchers.headers import default_headers
+from crawlfleet.models import CrawlRequest, FetchResult
+from crawlfleet.settings import Settings
+
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+_HTTP_SCHEMES = frozenset({"http", "https"})
+
+
+class HttpFetcher:
+    """Fetches http(s) URLs; a ``Fetcher``.
+
+    ``forbidden`` decides which resolved addresses may not be connected to (default:
+    ``is_forbidden_address``); it is not consulted when ``settings.allow_private_addresses``.
+    Cookies are not kept between fetches. Create, use and close it in one event loop.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        clock: Clock | None = None,
+        forbidden: AddressPredicate | None = None,
+    ) -> None:
+        self._settings = settings
+        self._clock = clock or SystemClock()
+        self._forbidden = (
+            None if settings.allow_private_addresses else (forbidden or is_forbidden_address)
+        )
+        self._headers = default_headers(settings.user_agent)
+        self._session: aiohttp.ClientSession | None = None
+
+    def _open_session(self) -> aiohttp.ClientSession:
+        settings = self._settings
+        resolver: aiohttp.abc.AbstractResolver = aiohttp.DefaultResolver()
+        if self._forbidden is not None:
+            resolver = GuardedResolver(resolver, self._forbidden)
+        connector = aiohttp.TCPConnector(limit=settings.concurrency, resolver=resolver)
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            headers=self._headers,
+            timeout=aiohttp.ClientTimeout(
+                total=None,
+                sock_connect=settings.connect_timeout_s,
+                sock_read=settings.read_timeout_s,
+            ),
+            auto_decompress=False,
+            cookie_jar=aiohttp.DummyCookieJar(),
+        )
+        return self._session
+
+    async def fetch(self, request: CrawlRequest) -> FetchResult:
+        """Follow redirects to a response and return it, whatever its status."""
+        session = self._session or self._open_session()
+        started = time.perf_counter()
+        url = request.url
+        redirects: list[str] = []
+        try:
+            async with asyncio.timeout(self._settings.total_timeout_s):
+                while True:
+                    target = URL(url)
+                    if self._forbidden is not None and target.host is not None:
+                        check_literal_host(target.host, self._forbidden)
+                    async with session.get(target, allow_redirects=False) as response:
+                        status = response.status
+                        location = (
+                            response.headers.get("Location")
+                            if status in REDIRECT_STATUSES
+                            else None
+                        )
+                        if location is None:
+                            body = await self._read_body(response, url)
+                            headers = _lower_case_headers(response)
+                            break
+                    redirects.append(url)
+                    url = self._next_hop(target, location, redirects)
+        except ForbiddenAddress as exc:
+            raise ForbiddenAddress(f"{url}: {exc}") from None
+        except FetchError:
+            raise
+        except Exception as exc:
+            raise self._describe(exc, url) from exc
+        return FetchResult(
+            url=request.url,
+            final_url=url,
+            status=status,
+            headers=headers,
+            body=body,
+            elapsed_s=time.perf_counter() - started,
+            redirects=tuple(redirects),
+            fetcher="http",
+            fetched_at=self._clock.now(),
+        )
+
+    async def _read_body(self, response: aiohttp.ClientResponse, url: str) -> bytes:
+        limit = self._settings.max_body_bytes
+        declared = response.content_length
+        if declared is not None:
+            if declared > limit:
+                raise TooLarge(f"{url}: Content-Length {declared} exceeds {limit} bytes")
+            # The parser stops at the declared length, so this read is bounded.
+            body = await response.content.read()
+        else:
+            chunks: list[bytes] = []
+            size = 0
+            while chunk := await response.content.readany():
+                size += len(chunk)
+                if size > limit:
+                    raise TooLarge(f"{url}: body exceeds {limit} bytes")
+                chunks.append(chunk)
+            body = b"".join(chunks)
+        encoding = response.headers.get("Content-Encoding")
+        if encoding:
+            body = decode_body(
+                body, encoding, cap_bytes=self._settings.max_decompressed_bytes, url=url
+            )
+        return body
+
+    def _next_hop(self, current: URL, location: str, chain: list[str]) -> str:
+        """The absolute URL ``location`` points to; refuses bad targets, loops and long chains."""
+        source = chain[-1]
+        try:
+            target = current.join(URL(location))
+        except ValueError:
+            raise FetchError(
+                f"{source}: bad redirect Location {location!r}", transient=False
+            ) from None
+        if target.scheme not in _HTTP_SCHEMES or not target.host:
+            raise FetchError(
+                f"{source}: redirect to non-http(s) URL {str(target)!r}", transient=False
+            )
+        next_url = str(target)
+        if next_url in chain:
+            raise FetchError(f"redirect loop: {' -> '.join([*chain, next_url])}", transient=False)
+        if len(chain) > self._settings.max_redirects:
+            raise FetchError(
+                f"{chain[0]}: more than {self._settings.max_redirects} redirects",
+                transient=False,
+            )
+        return next_url
+
+    def _describe(self, exc: Exception, url: str) -> FetchError:
+        """The ``FetchError`` for a failure of aiohttp, the socket or the total deadline."""
+        settings = self._settings
+        if isinstance(exc, aiohttp.ConnectionTimeoutError):
+            return FetchError(f"timeout connecting to {url} after {settings.connect_timeout_s}s")
+        if isinstance(exc, aiohttp.SocketTimeoutError):
+            return FetchError(f"timeout reading {url}: no data for {settings.read_timeout_s}s")
+        if isinstance(exc, TimeoutError):
+            return FetchError(f"timeout fetching {url} after {settings.total_timeout_s}s total")
+        if isinstance(exc, aiohttp.ClientConnectorDNSError):
+            return FetchError(f"DNS lookup failed for {exc.host} ({url}): {exc.os_error}")
+        if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+            return FetchError(
+                f"TLS certificate of {exc.host} refused ({url}): {exc.certificate_error}",
+                transient=False,
+            )
+        if isinstance(exc, aiohttp.ClientConnectorError):
+            reason = exc.os_error.strerror or exc.os_error
+            return FetchError(f"cannot connect to {exc.host}:{exc.port} ({url}): {reason}")
+        if isinstance(exc, aiohttp.InvalidURL | ValueError):
+            return FetchError(f"invalid URL {url}: {exc}", transient=False)
+        if isinstance(exc, aiohttp.ClientResponseError):
+            return FetchError(f"{url}: malformed response: {exc.message}")
+        if isinstance(exc, aiohttp.ClientError | OSError):
+            return FetchError(f"{url}: {type(exc).__name__}: {exc}")
+        return FetchError(f"{url}: unexpected {type(exc).__name__}: {exc}")
+
+    async def close(self) -> None:
+        """Close the pooled connections; a later ``fetch`` opens a new pool."""
+        if self._session is not None:
+            session, self._session = self._session, None
+            await session.close()
+
+
+def _lower_case_headers(response: aiohttp.ClientResponse) -> dict[str, str]:
+    """Response headers keyed in lower case; repeated headers joined with ``", "``."""
+    raw = response.headers
+    headers = {key.lower(): value for key, value in raw.items()}
+    if len(headers) != len(raw):
+        headers = {key: ", ".join(raw.getall(key)) for key in headers}
+    return headers
