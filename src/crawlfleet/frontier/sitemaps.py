@@ -31,8 +31,10 @@ class _Skip(Exception):
 
 
 async def default_sitemaps(robots: RobotsCache, seed_url: str) -> list[str]:
-    """The sitemaps to read for a seed's origin: its robots.txt ``Sitemap:`` lines, then
-    ``/sitemap.xml`` unless robots.txt already lists it or disallows it."""
+    """The sitemaps to read for a seed's origin: robots.txt ``Sitemap:`` lines, /sitemap.xml.
+
+    /sitemap.xml is left out when robots.txt disallows it.
+    """
     listed = await robots.sitemaps(seed_url)
     fallback = f"{origin_of(seed_url)}/sitemap.xml"
     if fallback not in listed and (await robots.check(fallback)).allowed:
@@ -63,7 +65,7 @@ async def sitemap_urls(
         try:
             body = await _fetch_body(fetch, url, max_bytes)
             reader = _Reader()
-            for chunk in itertools.chain(_inflate(url, body, max_bytes), [None]):
+            for chunk in itertools.chain(_inflate(body, max_bytes), [None]):
                 reader.feed(chunk)
                 for page in reader.take_pages():
                     yield page
@@ -91,7 +93,7 @@ async def _fetch_body(fetch: FetchFn, url: str, max_bytes: int) -> bytes:
     return result.body
 
 
-def _inflate(url: str, body: bytes, max_bytes: int) -> Iterator[bytes]:
+def _inflate(body: bytes, max_bytes: int) -> Iterator[bytes]:
     """The body in chunks, gunzipped when it starts with the gzip magic bytes.
 
     A ``.gz`` sitemap the fetcher already decompressed (Content-Encoding) is read as is.
