@@ -171,7 +171,10 @@ class Dedupe:
         self._seen: OrderedDict[tuple[str, str], None] = OrderedDict()
 
     def __call__(self, item: Item) -> Item:
-        identity = (item.type, item_key(item))
+        try:
+            identity = (item.type, item_key(item))
+        except TypeError as exc:  # orjson.JSONEncodeError: no content hash without JSON
+            raise InvalidItem(f"not JSON-serializable: {exc}") from None
         if identity in self._seen:
             self._seen.move_to_end(identity)
             raise DropItem(DUPLICATE)
