@@ -303,3 +303,23 @@ def test_origin_of() -> None:
     assert origin_of("http://user:pw@[::1]:8080/x") == "http://[::1]:8080"
     with pytest.raises(BadUrl):
         origin_of("http://example.com:99999/")
+
+
+async def test_429_is_unavailable(site: Site, fetch: FetchFn) -> None:
+    async def busy(request: web.Request) -> web.StreamResponse:
+        return web.Response(status=429)
+
+    site.robots = busy
+    decision = await make_cache(fetch, FakeClock()).check(f"{site.base}/public/page")
+    assert not decision.allowed
+    assert decision.reason == "robots.txt unavailable (429)"
+
+
+async def test_request_rate_gives_a_crawl_delay(site: Site, fetch: FetchFn) -> None:
+    async def rate(request: web.Request) -> web.StreamResponse:
+        return web.Response(body=b"User-agent: *\nRequest-rate: 2/10s\n", content_type="text/plain")
+
+    site.robots = rate
+    decision = await make_cache(fetch, FakeClock()).check(f"{site.base}/page")
+    assert decision.allowed
+    assert decision.crawl_delay_s == 5.0
