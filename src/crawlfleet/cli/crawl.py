@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from crawlfleet.cli.progress import CrawlProgress, summary_table
 from crawlfleet.clock import SystemClock
 from crawlfleet.errors import BadUrl, CrawlfleetError
 from crawlfleet.frontier.sqlite import SqliteQueueStore
@@ -20,7 +21,6 @@ from crawlfleet.monitoring.attempt_log import SqliteAttemptLog
 from crawlfleet.monitoring.events import EventBus
 from crawlfleet.monitoring.recorder import AttemptRecorder
 from crawlfleet.monitoring.stats import LiveStats
-from crawlfleet.cli.progress import CrawlProgress, summary_table
 from crawlfleet.pipeline.export import export_items
 from crawlfleet.pipeline.sinks.sqlite import SqliteSink
 from crawlfleet.runtime.local import LocalRunner
@@ -126,20 +126,28 @@ def _on_interrupt(runner: LocalRunner, loop: asyncio.AbstractEventLoop) -> None:
 def crawl(
     seeds: Annotated[list[str] | None, typer.Argument(help="start URLs")] = None,
     config: Annotated[Path | None, typer.Option(help="crawl config (TOML)")] = None,
-    output: Annotated[Path | None, typer.Option("-o", "--output", help=".jsonl/.csv/.sqlite")] = None,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help=".jsonl/.csv/.sqlite")
+    ] = None,
     state: Annotated[Path | None, typer.Option(help="state directory")] = None,
     fresh: Annotated[bool, typer.Option(help="forget the saved state and start over")] = False,
     concurrency: Annotated[int | None, typer.Option()] = None,
     per_domain_concurrency: Annotated[int | None, typer.Option()] = None,
-    delay: Annotated[float | None, typer.Option(help="seconds between requests to a domain")] = None,
+    delay: Annotated[
+        float | None, typer.Option(help="seconds between requests to a domain")
+    ] = None,
     max_pages: Annotated[int | None, typer.Option()] = None,
     max_depth: Annotated[int | None, typer.Option()] = None,
     allow_private_addresses: Annotated[
         bool | None, typer.Option("--allow-private-addresses", help="fetch loopback/private hosts")
     ] = None,
     user_agent: Annotated[str | None, typer.Option()] = None,
-    parsers: Annotated[str | None, typer.Option(help="parser modules or .py files, comma-separated")] = None,
-    sitemaps: Annotated[bool | None, typer.Option("--sitemaps", help="also seed from sitemaps")] = None,
+    parsers: Annotated[
+        str | None, typer.Option(help="parser modules or .py files, comma-separated")
+    ] = None,
+    sitemaps: Annotated[
+        bool | None, typer.Option("--sitemaps", help="also seed from sitemaps")
+    ] = None,
     obey_robots: Annotated[bool | None, typer.Option("--obey-robots/--ignore-robots")] = None,
 ) -> None:
     """Crawl from SEEDS within their domains (or the config's allowed_domains)."""

@@ -56,7 +56,9 @@ def list_(state: StateOpt = Path(".crawlfleet"), limit: int = 100, offset: int =
             for column in ("fingerprint", "url", "attempts", "last error", "died"):
                 table.add_column(column)
             for letter in letters:
-                died = dt.datetime.fromtimestamp(letter.died_at, dt.UTC).isoformat(timespec="seconds")
+                died = dt.datetime.fromtimestamp(letter.died_at, dt.UTC).isoformat(
+                    timespec="seconds"
+                )
                 last = letter.errors[-1] if letter.errors else ""
                 table.add_row(
                     letter.request.fingerprint[:12],

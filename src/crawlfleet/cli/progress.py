@@ -63,7 +63,7 @@ def summary_table(summary: Mapping[str, DomainSummary]) -> Table:
         table.add_column(column, justify="left" if column in ("domain", "statuses") else "right")
     for domain in sorted(summary):
         d = summary[domain]
-        statuses = " ".join(f"{code}×{n}" for code, n in sorted(d.statuses.items()))
+        statuses = " ".join(f"{code}:{n}" for code, n in sorted(d.statuses.items()))
         table.add_row(
             domain,
             str(d.pages),

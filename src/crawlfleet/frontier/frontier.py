@@ -72,7 +72,9 @@ class Frontier:
         reason_to_skip = self.scope.reason_to_skip
         for link in links:
             raw, priority, kind = (
-                (link, 0, None) if isinstance(link, str) else (link.url, link.priority, link.fetcher)
+                (link, 0, None)
+                if isinstance(link, str)
+                else (link.url, link.priority, link.fetcher)
             )
             try:
                 url = canonical(raw)

@@ -11,14 +11,20 @@ from __future__ import annotations
 import traceback
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from urllib.parse import urljoin
 
 from crawlfleet.clock import Clock
 from crawlfleet.errors import FetchError
 from crawlfleet.fetchers.protocols import Fetcher
 from crawlfleet.frontier.frontier import Frontier
-from crawlfleet.frontier.politeness import BlockDetector, parse_retry_after
+from crawlfleet.frontier.politeness import (
+    BlockDetector,
+    StatusClass,
+    classify,
+    parse_retry_after,
+)
 from crawlfleet.frontier.robots import RobotsCache
-from crawlfleet.models import Attempt, CrawlRequest, FetchResult, Lease, Link, Outcome
+from crawlfleet.models import Attempt, CrawlRequest, FetchResult, Item, Lease, Link, Outcome
 from crawlfleet.monitoring.events import (
     DomainBlocked,
     EventBus,
@@ -30,7 +36,7 @@ from crawlfleet.monitoring.events import (
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.pipeline import Pipeline
 
-RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504, 520, 521, 522, 523, 524})
+LATE_START_S = 0.001
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +61,6 @@ class Crawler:
         self.parts = parts
         self._prepared: set[str] = set()
         self._base_delay: dict[str, float] = {}
-        self._slowed: set[str] = set()
 
     async def seed(self, urls: Iterable[str | Link]) -> int:
         """Offer seed URLs (depth 0); returns how many were new."""
@@ -65,55 +70,78 @@ class Crawler:
         """One crawl step. Never raises for a page-level problem: it is recorded instead."""
         p = self.parts
         request = lease.request
-        if p.robots is not None:
+        if p.robots is not None and request.fetcher != "file":
             decision = await p.robots.check(request.url)
             if not decision.allowed:
                 await self._skip(lease, decision.reason or "disallowed by robots.txt")
                 return
-        fetcher = p.fetchers.get(request.fetcher) or p.fetchers["http"]
         started = p.clock.now()
+        claimed_at = lease.expires_at - p.frontier.lease_s
+        delay_s = self._delay_of(request.domain)
+        if delay_s > 0 and started - claimed_at > LATE_START_S:
+            # Politeness counts from the claim; a late start (a robots.txt fetch, a busy loop)
+            # must not bring this request closer to the next one than the domain's delay.
+            await p.frontier.store.block(request.domain, started + delay_s)
+        fetcher = p.fetchers.get(request.fetcher) or p.fetchers["http"]
         try:
             result = await fetcher.fetch(request)
         except FetchError as exc:
-            await self._failed(lease, started, str(exc), None, 0, retry=exc.transient)
+            await self._failed(lease, started, str(exc), None, 0.0, retry=exc.transient)
             return
-        await self._fetched(lease, result)
+        await self._fetched(lease, started, result)
 
-    async def _fetched(self, lease: Lease, result: FetchResult) -> None:
+    async def _fetched(self, lease: Lease, started: float, result: FetchResult) -> None:
         p = self.parts
         request = lease.request
         now = p.clock.now()
-        status = result.status
         verdict = p.blocks.observe(request.domain, result)
-        if verdict.delay_multiplier != 1.0 or request.domain in self._slowed:
-            await self._adapt_delay(request.domain, verdict.delay_multiplier)
-        retry_after = parse_retry_after(result.headers.get("retry-after"), now)
-        if status in (429, 503) and retry_after is not None:
-            until = now + retry_after
-            await p.frontier.store.block(request.domain, until)
-            p.events.emit(DomainBlocked(request.domain, until, f"HTTP {status} Retry-After"))
-            await self._failed(lease, now - result.elapsed_s, f"HTTP {status}", result, until)
+        if verdict.changed:
+            await p.frontier.set_delay(request.domain, self._delay_of(request.domain))
+        if verdict.blocked:
+            until = now + verdict.cooldown_s
+            p.events.emit(DomainBlocked(request.domain, until, verdict.reason or "blocked"))
+            await self._failed(lease, started, f"blocked: {verdict.reason}", result, until)
             return
-        if status in RETRY_STATUSES or verdict.blocked:
-            reason = "blocked (CAPTCHA or ban page)" if verdict.blocked else f"HTTP {status}"
-            await self._failed(lease, now - result.elapsed_s, reason, result, 0.0)
+        kind = classify(result)
+        if kind is StatusClass.RETRY_AFTER:
+            wait_s = parse_retry_after(result.headers.get("retry-after"), now) or 0.0
+            until = now + wait_s
+            await p.frontier.store.block(request.domain, until)
+            p.events.emit(DomainBlocked(request.domain, until, f"HTTP {result.status} Retry-After"))
+            await self._failed(lease, started, f"HTTP {result.status}", result, until)
+            return
+        if kind is StatusClass.TRANSIENT:
+            await self._failed(lease, started, f"HTTP {result.status}", result, 0.0)
             return
         if result.redirects:
             await p.frontier.mark_seen((*result.redirects[1:], result.final_url))
-        name, parser = p.parsers.select(result.final_url)
-        links: list[Link] = []
-        items = []
-        try:
-            parsed = parser(result)
-            links, items = parsed.links, parsed.items
-        except Exception as exc:
-            p.events.emit(
-                ParseFailed(request.url, name, f"{type(exc).__name__}: {exc}", traceback.format_exc())
-            )
+        if kind is StatusClass.FINAL:
+            await p.frontier.complete(lease)
+            self._log(request, Outcome.FAILED, result, started, f"HTTP {result.status}")
+            return
+        if kind is StatusClass.REDIRECT:
+            links = [Link(urljoin(result.final_url, result.headers["location"]))]
+            items: list[Item] = []
+        else:
+            links, items = self._parse(request, result)
         await self._admit(links, request)
         await p.pipeline.process(items, request.domain)
         await p.frontier.complete(lease)
-        self._log(request, Outcome.OK, result.status, len(result.body), result.elapsed_s, now, None)
+        self._log(request, Outcome.OK, result, started, None)
+
+    def _parse(self, request: CrawlRequest, result: FetchResult) -> tuple[list[Link], list[Item]]:
+        name, parser = self.parts.parsers.select(result.final_url)
+        try:
+            parsed = parser(result)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            self.parts.events.emit(ParseFailed(request.url, name, error, traceback.format_exc()))
+            return [], []
+        return parsed.links, parsed.items
+
+    def _delay_of(self, domain: str) -> float:
+        base = self._base_delay.get(domain, self.parts.frontier.default_policy.delay_s)
+        return base * self.parts.blocks.multiplier(domain)
 
     async def _admit(self, links: Iterable[str | Link], parent: CrawlRequest | None) -> int:
         p = self.parts
@@ -137,19 +165,11 @@ class Crawler:
             self._base_delay[request.domain] = delay_s
             await self.parts.frontier.set_delay(request.domain, delay_s)
 
-    async def _adapt_delay(self, domain: str, multiplier: float) -> None:
-        base = self._base_delay.get(domain, self.parts.frontier.default_policy.delay_s)
-        if multiplier == 1.0:
-            self._slowed.discard(domain)
-        else:
-            self._slowed.add(domain)
-        await self.parts.frontier.set_delay(domain, max(base, 0.05) * multiplier)
-
     async def _skip(self, lease: Lease, reason: str) -> None:
         request = lease.request
         await self.parts.frontier.complete(lease)
         self.parts.events.emit(RequestSkipped(request.url, request.domain, reason))
-        self._log(request, Outcome.SKIPPED, None, 0, 0.0, self.parts.clock.now(), reason)
+        self._log(request, Outcome.SKIPPED, None, self.parts.clock.now(), reason)
 
     async def _failed(
         self,
@@ -169,21 +189,17 @@ class Crawler:
         else:
             await p.frontier.store.bury(lease, error, now)
             retried = False
-        outcome = Outcome.RETRY if retried else Outcome.DEAD
-        status = result.status if result is not None else None
-        size = len(result.body) if result is not None else 0
-        self._log(request, outcome, status, size, now - started, now, error)
+        self._log(request, Outcome.RETRY if retried else Outcome.DEAD, result, started, error)
 
     def _log(
         self,
         request: CrawlRequest,
         outcome: Outcome,
-        status: int | None,
-        size: int,
-        latency_s: float,
-        at: float,
+        result: FetchResult | None,
+        started: float,
         error: str | None,
     ) -> None:
+        now = self.parts.clock.now()
         self.parts.events.emit(
             FetchAttempted(
                 Attempt(
@@ -192,11 +208,11 @@ class Crawler:
                     domain=request.domain,
                     worker=self.parts.worker,
                     outcome=outcome,
-                    status=status,
-                    bytes=size,
-                    latency_s=latency_s,
+                    status=result.status if result is not None else None,
+                    bytes=len(result.body) if result is not None else 0,
+                    latency_s=result.elapsed_s if result is not None else now - started,
                     retry=request.attempt,
-                    at=at,
+                    at=now,
                     error=error,
                 )
             )

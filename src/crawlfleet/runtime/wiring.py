@@ -112,9 +112,7 @@ async def build_crawl(
         if settings.obey_robots
         else None
     )
-    pipeline = Pipeline(
-        default_processors(registry.schemas()), sink, events=events, clock=clock
-    )
+    pipeline = Pipeline(default_processors(registry.schemas()), sink, events=events, clock=clock)
     frontier = build_frontier(settings, store, seeds)
     parts = CrawlerParts(
         frontier=frontier,
@@ -124,7 +122,7 @@ async def build_crawl(
         pipeline=pipeline,
         events=events,
         clock=clock,
-        blocks=BlockDetector(),
+        blocks=BlockDetector(clock),
         worker=worker_name(),
     )
     return CrawlGraph(Crawler(parts), frontier, attempt_log, sink, stack)
