@@ -1,5 +1,6 @@
-"""The lab's hazards: error statuses, flaky, slow, hanging, huge and compressed-bomb responses,
-and an infinite spider trap. Only ``/hazards`` links to them.
+"""The lab's hazards: error statuses, flaky, slow, hanging, huge, bomb and spider-trap pages.
+
+Only ``/hazards`` links to them, and nothing reachable from the lab's home links to it.
 """
 
 from __future__ import annotations
