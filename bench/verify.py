@@ -104,7 +104,7 @@ def read_items(path: Path) -> tuple[int, set[str]]:
                 continue
             lines += 1
             record = json.loads(raw)
-            product = record.get("id") or record.get("product_id") or record.get("key")
-            if product is not None:
+            product = record.get("id")  # crawlfleet items carry a type; Scrapy's do not
+            if product is not None and record.get("type", "product") == "product":
                 products.add(str(product))
     return lines, products
