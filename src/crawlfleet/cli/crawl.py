@@ -93,7 +93,7 @@ async def run_embedded(settings: Settings, seeds: list[str], *, fresh: bool) -> 
             loop.add_signal_handler(signal.SIGINT, _on_interrupt, runner, loop)
             loop.add_signal_handler(signal.SIGTERM, runner.stop.set)
             try:
-                result = await runner.run(seeds)
+                result = await runner.run(seeds, sitemaps=settings.follow_sitemaps)
             finally:
                 loop.remove_signal_handler(signal.SIGINT)
                 loop.remove_signal_handler(signal.SIGTERM)
@@ -149,6 +149,13 @@ def crawl(
         bool | None, typer.Option("--sitemaps", help="also seed from sitemaps")
     ] = None,
     obey_robots: Annotated[bool | None, typer.Option("--obey-robots/--ignore-robots")] = None,
+    redis: Annotated[
+        str | None, typer.Option("--redis", help="Redis URL: crawl distributed")
+    ] = None,
+    postgres: Annotated[
+        str | None, typer.Option("--postgres", help="PostgreSQL DSN for items")
+    ] = None,
+    crawl_id: Annotated[str | None, typer.Option(help="name of a distributed crawl")] = None,
 ) -> None:
     """Crawl from SEEDS within their domains (or the config's allowed_domains)."""
     try:
@@ -165,13 +172,21 @@ def crawl(
             user_agent=user_agent,
             follow_sitemaps=sitemaps,
             obey_robots=obey_robots,
+            redis_url=redis,
+            postgres_dsn=postgres,
+            crawl_id=crawl_id,
         )
         if parsers:
             settings.parsers = [*settings.parsers, *(p.strip() for p in parsers.split(",") if p)]
         all_seeds = valid_seeds(settings, [*settings.seeds, *(seeds or [])])
         if not all_seeds:
             raise CrawlfleetError("no valid seed URL given")
-        code = asyncio.run(run_embedded(settings, all_seeds, fresh=fresh))
+        if settings.redis_url is not None:
+            from crawlfleet.cli.distributed import run_distributed
+
+            code = asyncio.run(run_distributed(settings, all_seeds, fresh=fresh))
+        else:
+            code = asyncio.run(run_embedded(settings, all_seeds, fresh=fresh))
     except CrawlfleetError as exc:
         err.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None

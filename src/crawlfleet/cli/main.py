@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from crawlfleet.cli import crawl, dlq
+from crawlfleet.cli import crawl, demo, demo_site, dlq
 
 app = typer.Typer(
     name="crawlfleet",
@@ -15,3 +15,5 @@ app = typer.Typer(
 )
 app.command()(crawl.crawl)
 dlq.register(app)
+demo.register(app)
+demo_site.register(app)

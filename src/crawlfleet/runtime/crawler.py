@@ -23,7 +23,8 @@ from crawlfleet.frontier.politeness import (
     classify,
     parse_retry_after,
 )
-from crawlfleet.frontier.robots import RobotsCache
+from crawlfleet.frontier.robots import FetchFn, RobotsCache, origin_of
+from crawlfleet.frontier.sitemaps import default_sitemaps, sitemap_urls
 from crawlfleet.models import Attempt, CrawlRequest, FetchResult, Item, Lease, Link, Outcome
 from crawlfleet.monitoring.events import (
     DomainBlocked,
@@ -37,6 +38,8 @@ from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.pipeline import Pipeline
 
 LATE_START_S = 0.001
+SITEMAP_BATCH = 1000
+MAX_CRAWL_DELAY_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +55,7 @@ class CrawlerParts:
     clock: Clock
     blocks: BlockDetector
     worker: str
+    fetch_url: FetchFn
 
 
 class Crawler:
@@ -65,6 +69,25 @@ class Crawler:
     async def seed(self, urls: Iterable[str | Link]) -> int:
         """Offer seed URLs (depth 0); returns how many were new."""
         return await self._admit(urls, None)
+
+    async def seed_sitemaps(self, seeds: Iterable[str]) -> int:
+        """Offer the URLs of the seeds' sitemaps (robots.txt ``Sitemap:`` and /sitemap.xml)."""
+        p = self.parts
+        origins = {origin_of(seed): seed for seed in seeds if not seed.startswith("file:")}
+        admitted = 0
+        for origin, seed in origins.items():
+            if p.robots is not None:
+                start = await default_sitemaps(p.robots, seed)
+            else:
+                start = [f"{origin}/sitemap.xml"]
+            batch: list[str] = []
+            async for url in sitemap_urls(p.fetch_url, start):
+                batch.append(url)
+                if len(batch) >= SITEMAP_BATCH:
+                    admitted += await self._admit(batch, None)
+                    batch = []
+            admitted += await self._admit(batch, None)
+        return admitted
 
     async def process(self, lease: Lease) -> None:
         """One crawl step. Never raises for a page-level problem: it is recorded instead."""
@@ -161,7 +184,8 @@ class Crawler:
             return
         decision = await robots.check(request.url)
         if decision.crawl_delay_s is not None:
-            delay_s = max(self.parts.frontier.default_policy.delay_s, decision.crawl_delay_s)
+            crawl_delay_s = min(decision.crawl_delay_s, MAX_CRAWL_DELAY_S)
+            delay_s = max(self.parts.frontier.default_policy.delay_s, crawl_delay_s)
             self._base_delay[request.domain] = delay_s
             await self.parts.frontier.set_delay(request.domain, delay_s)
 

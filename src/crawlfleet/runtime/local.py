@@ -58,10 +58,12 @@ class LocalRunner:
         self._grace_s = grace_s
         self.stop = asyncio.Event()
 
-    async def run(self, seeds: Sequence[str]) -> RunResult:
+    async def run(self, seeds: Sequence[str], *, sitemaps: bool = False) -> RunResult:
         store = self._frontier.store
         await store.reap(float("inf"))
         await self._crawler.seed(seeds)
+        if sitemaps:
+            await self._crawler.seed_sitemaps(seeds)
         self._events.emit(CrawlStarted(self._crawl_id, len(seeds), self._clock.now()))
         tasks: set[asyncio.Task[None]] = set()
         stop_wait = asyncio.ensure_future(self.stop.wait())

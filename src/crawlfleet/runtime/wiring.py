@@ -101,9 +101,10 @@ async def build_crawl(
     fetchers = build_fetchers(settings, clock)
     for fetcher in fetchers.values():
         stack.push_async_callback(fetcher.close)
+    fetch_url = robots_fetch(fetchers["http"])
     robots = (
         RobotsCache(
-            robots_fetch(fetchers["http"]),
+            fetch_url,
             user_agent=settings.user_agent,
             clock=clock,
             ttl_s=settings.robots_ttl_s,
@@ -124,6 +125,7 @@ async def build_crawl(
         clock=clock,
         blocks=BlockDetector(clock),
         worker=worker_name(),
+        fetch_url=fetch_url,
     )
     return CrawlGraph(Crawler(parts), frontier, attempt_log, sink, stack)
 

@@ -1,0 +1,49 @@
+"""``crawlfleet demo``: serve the bundled demo site and crawl it, with no network needed."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from crawlfleet.cli.crawl import run_embedded
+from crawlfleet.demosite import ThreadedDemoSite
+from crawlfleet.errors import CrawlfleetError
+from crawlfleet.settings import load_settings
+
+DEMO_ROLES = ("shop", "quotes", "lab")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``demo`` command to ``app``."""
+
+    @app.command()
+    def demo(
+        output: Annotated[Path, typer.Option("-o", "--output")] = Path("demo-items.jsonl"),
+        state: Annotated[Path, typer.Option(help="state directory")] = Path(".crawlfleet-demo"),
+        delay: Annotated[float, typer.Option(help="seconds between requests to a host")] = 0.05,
+    ) -> None:
+        """Crawl the local demo site (shop, quotes, lab hosts on 127.0.0.x) into OUTPUT."""
+        console = Console(stderr=True)
+        with ThreadedDemoSite(port=0) as site:
+            seeds = [site.url(role, "/") for role in DEMO_ROLES]
+            console.print(f"demo site up: {', '.join(seeds)}")
+            try:
+                settings = load_settings(
+                    None,
+                    output=output,
+                    state_dir=state,
+                    delay_s=delay,
+                    concurrency=8,
+                    allow_private_addresses=True,
+                    max_retries=1,
+                    backoff_base_s=0.1,
+                )
+                code = asyncio.run(run_embedded(settings, seeds, fresh=True))
+            except CrawlfleetError as exc:
+                console.print(f"[red]error:[/] {exc}")
+                raise typer.Exit(2) from None
+        raise typer.Exit(code)
