@@ -1,0 +1,305 @@
+"""One contract for every upserting sink (memory, SQLite, PostgreSQL), then the file sinks.
+
+The upsert rule is written down in crawlfleet.pipeline.sinks.sqlite.
+"""
+
+from __future__ import annotations
+
+import csv
+import sqlite3
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from crawlfleet.clock import FakeClock
+from crawlfleet.errors import StateError
+from crawlfleet.models import Item
+from crawlfleet.pipeline.hashing import content_hash
+from crawlfleet.pipeline.protocols import Sink
+from crawlfleet.pipeline.sinks.csv import CsvSink
+from crawlfleet.pipeline.sinks.jsonl import JsonlSink
+from crawlfleet.pipeline.sinks.memory import MemorySink
+from crawlfleet.pipeline.sinks.sqlite import SqliteSink
+
+StoredRow = tuple[str, str, dict[str, Any], float, float, float]
+"""(type, key, data, first_seen, last_seen, last_changed)"""
+
+
+@dataclass
+class Harness:
+    """Opens a sink of one kind on the same store, and reads that store back."""
+
+    open: Callable[[FakeClock], Awaitable[Sink]]
+    rows: Callable[[Sink], Awaitable[list[StoredRow]]]
+    durable: bool
+
+
+def memory_harness() -> Harness:
+    async def open_sink(clock: FakeClock) -> Sink:
+        return MemorySink(clock=clock)
+
+    async def rows(sink: Sink) -> list[StoredRow]:
+        assert isinstance(sink, MemorySink)
+        return [
+            (s.item_type, s.item_key, s.data, s.first_seen, s.last_seen, s.last_changed)
+            for s in await sink.stored()
+        ]
+
+    return Harness(open_sink, rows, durable=False)
+
+
+def sqlite_harness(path: Path) -> Harness:
+    async def open_sink(clock: FakeClock) -> Sink:
+        return SqliteSink.open(path, clock=clock)
+
+    async def rows(_: Sink) -> list[StoredRow]:
+        db = sqlite3.connect(path)
+        try:
+            found = db.execute(
+                "SELECT item_type, item_key, data, first_seen, last_seen, last_changed"
+                " FROM items ORDER BY item_type, item_key"
+            ).fetchall()
+        finally:
+            db.close()
+        return [(t, k, orjson.loads(d), f, s, c) for t, k, d, f, s, c in found]
+
+    return Harness(open_sink, rows, durable=True)
+
+
+def postgres_harness(request: pytest.FixtureRequest) -> Harness:
+    postgres = pytest.importorskip("crawlfleet.pipeline.sinks.postgres")
+    schema = pytest.importorskip("crawlfleet.pipeline.sinks.postgres_schema")
+    psycopg = pytest.importorskip("psycopg")
+    try:
+        dsn: str = request.getfixturevalue("postgres_dsn")
+    except pytest.FixtureLookupError:
+        pytest.skip("no postgres_dsn fixture")
+    schema.migrate(dsn)
+
+    async def open_sink(clock: FakeClock) -> Sink:
+        sink: Sink = await postgres.PostgresSink.open(dsn, clock=clock)
+        return sink
+
+    async def rows(_: Sink) -> list[StoredRow]:
+        async with await psycopg.AsyncConnection.connect(dsn) as conn:
+            cursor = await conn.execute(
+                "SELECT item_type, item_key, data, extract(epoch from first_seen),"
+                " extract(epoch from last_seen), extract(epoch from last_changed)"
+                " FROM items ORDER BY item_type, item_key"
+            )
+            found = await cursor.fetchall()
+        return [(t, k, d, float(f), float(s), float(c)) for t, k, d, f, s, c in found]
+
+    return Harness(open_sink, rows, durable=True)
+
+
+@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def harness(request: pytest.FixtureRequest, tmp_path: Path) -> Harness:
+    if request.param == "memory":
+        return memory_harness()
+    if request.param == "sqlite":
+        return sqlite_harness(tmp_path / "items.sqlite")
+    return postgres_harness(request)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(1000.0)
+
+
+@pytest.fixture
+async def sink(harness: Harness, clock: FakeClock) -> AsyncIterator[Sink]:
+    opened = await harness.open(clock)
+    yield opened
+    await opened.close()
+
+
+async def test_new_items_are_inserted_with_all_times_now(
+    harness: Harness, sink: Sink, clock: FakeClock
+) -> None:
+    await sink.write([Item("product", {"name": "a"}, key="1"), Item("review", {"stars": 5})])
+    assert await harness.rows(sink) == [
+        ("product", "1", {"name": "a"}, 1000.0, 1000.0, 1000.0),
+        ("review", content_hash({"stars": 5}), {"stars": 5}, 1000.0, 1000.0, 1000.0),
+    ]
+
+
+async def test_same_content_moves_only_last_seen(
+    harness: Harness, sink: Sink, clock: FakeClock
+) -> None:
+    await sink.write([Item("product", {"name": "a", "fetched_at": 1.0}, key="1")])
+    clock.advance(10)
+    await sink.write([Item("product", {"name": "a", "fetched_at": 2.0}, key="1")])
+    assert await harness.rows(sink) == [
+        ("product", "1", {"name": "a", "fetched_at": 1.0}, 1000.0, 1010.0, 1000.0)
+    ]
+
+
+async def test_changed_content_moves_data_and_last_changed(
+    harness: Harness, sink: Sink, clock: FakeClock
+) -> None:
+    await sink.write([Item("product", {"name": "a"}, key="1")])
+    clock.advance(10)
+    await sink.write([Item("product", {"name": "b"}, key="1")])
+    clock.advance(10)
+    await sink.write([Item("product", {"name": "b"}, key="1")])
+    assert await harness.rows(sink) == [("product", "1", {"name": "b"}, 1000.0, 1020.0, 1010.0)]
+
+
+async def test_duplicate_keys_in_a_batch_last_one_wins(
+    harness: Harness, sink: Sink, clock: FakeClock
+) -> None:
+    await sink.write(
+        [
+            Item("product", {"name": "a"}, key="1"),
+            Item("product", {"name": "b"}, key="2"),
+            Item("product", {"name": "c"}, key="1"),
+            Item("quote", {"text": "x"}),
+            Item("quote", {"text": "x"}),
+        ]
+    )
+    rows = await harness.rows(sink)
+    assert [(t, k, d) for t, k, d, *_ in rows] == [
+        ("product", "1", {"name": "c"}),
+        ("product", "2", {"name": "b"}),
+        ("quote", content_hash({"text": "x"}), {"text": "x"}),
+    ]
+
+
+async def test_empty_batch_is_a_no_op(harness: Harness, sink: Sink) -> None:
+    await sink.write([])
+    assert await harness.rows(sink) == []
+
+
+async def test_unicode_and_nested_data_round_trip(harness: Harness, sink: Sink) -> None:
+    data = {
+        "name": "Café ☕ 日本",
+        "price": {"amount": "1.50", "currency": "EUR"},
+        "tags": [1, None],
+    }
+    await sink.write([Item("product", data, key="ü")])
+    assert [(k, d) for _, k, d, *_ in await harness.rows(sink)] == [("ü", data)]
+
+
+async def test_reopening_keeps_the_items(harness: Harness, clock: FakeClock) -> None:
+    if not harness.durable:
+        pytest.skip("an in-memory sink keeps nothing across instances")
+    first = await harness.open(clock)
+    await first.write([Item("product", {"name": "a"}, key="1")])
+    await first.close()
+    clock.advance(5)
+    second = await harness.open(clock)
+    await second.write([Item("product", {"name": "a"}, key="1")])
+    assert await harness.rows(second) == [("product", "1", {"name": "a"}, 1000.0, 1005.0, 1000.0)]
+    await second.close()
+
+
+# SQLite: failures of the file itself.
+
+
+async def test_sqlite_full_disk_is_a_state_error_and_nothing_is_half_written(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "items.sqlite"
+    sink = SqliteSink.open(path, max_size_bytes=64 * 1024)
+    await sink.write([Item("product", {"name": "kept"}, key="0")])
+    big = "x" * 2000
+    with pytest.raises(StateError, match=r"items\.sqlite.*disk full"):
+        await sink.write(
+            [Item("product", {"blob": big, "n": n}, key=str(n)) for n in range(1, 200)]
+        )
+    await sink.write([Item("product", {"name": "after"}, key="after")])
+    await sink.close()
+    rows = sqlite_harness(path)
+    assert [k for _, k, *_ in await rows.rows(sink)] == ["0", "after"]
+
+
+async def test_sqlite_locked_file_is_a_state_error_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "items.sqlite"
+    SqliteSink.open(path)  # creates the file and tables
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    sink = SqliteSink.open(path, busy_timeout_s=0.05)
+    try:
+        with pytest.raises(StateError, match=r"items\.sqlite is locked"):
+            await sink.write([Item("product", {"name": "a"}, key="1")])
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    await sink.write([Item("product", {"name": "a"}, key="1")])
+    await sink.close()
+
+
+def test_sqlite_corrupt_file_is_a_state_error_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "items.sqlite"
+    path.write_bytes(b"this is not a database, just some bytes " * 100)
+    with pytest.raises(StateError, match=r"items\.sqlite is corrupt"):
+        SqliteSink.open(path)
+
+
+async def test_sqlite_rejects_table_keeps_unserializable_values_as_repr(tmp_path: Path) -> None:
+    from crawlfleet.pipeline.rejects import Reject
+
+    sink = SqliteSink.open(tmp_path / "items.sqlite")
+    await sink.add([Reject("note", None, "http://a/", "bad", {"d": Decimal("1.5")}, 7.0)])
+    await sink.close()
+    db = sqlite3.connect(tmp_path / "items.sqlite")
+    found = db.execute("SELECT item_type, item_key, url, reason, data, at FROM rejects").fetchall()
+    db.close()
+    assert found == [("note", None, "http://a/", "bad", '{"d":"Decimal(\'1.5\')"}', 7.0)]
+
+
+# The live-file sinks: append, whole batches only.
+
+
+async def test_jsonl_sink_appends_records_with_type_and_key(tmp_path: Path) -> None:
+    path = tmp_path / "out" / "items.jsonl"
+    sink = JsonlSink(path)
+    await sink.write([Item("product", {"name": "a"}, key="1"), Item("quote", {"text": "q"})])
+    await sink.close()
+    sink = JsonlSink(path)
+    await sink.write([Item("product", {"name": "b"}, key="1")])
+    await sink.close()
+    lines = [orjson.loads(line) for line in path.read_bytes().splitlines()]
+    assert lines == [
+        {"type": "product", "key": "1", "name": "a"},
+        {"type": "quote", "key": content_hash({"text": "q"}), "text": "q"},
+        {"type": "product", "key": "1", "name": "b"},
+    ]
+
+
+async def test_csv_sink_header_from_first_batch_and_extra_column(tmp_path: Path) -> None:
+    path = tmp_path / "items.csv"
+    sink = CsvSink(path)
+    await sink.write(
+        [
+            Item("product", {"name": "a", "price": {"amount": "1", "currency": "GBP"}}, key="1"),
+            Item("product", {"name": 'b, "quoted"', "stock": 3}, key="2"),
+        ]
+    )
+    await sink.write([Item("product", {"name": "c", "colour": "red"}, key="3")])
+    await sink.close()
+    reopened = CsvSink(path)  # an existing file keeps its header
+    await reopened.write([Item("product", {"name": "d", "stock": None}, key="4")])
+    await reopened.close()
+    with path.open(newline="") as handle:
+        table = list(csv.reader(handle))
+    assert table == [
+        ["type", "key", "name", "price", "stock", "_extra"],
+        ["product", "1", "a", '{"amount":"1","currency":"GBP"}', "", ""],
+        ["product", "2", 'b, "quoted"', "", "3", ""],
+        ["product", "3", "c", "", "", '{"colour":"red"}'],
+        ["product", "4", "d", "", "", ""],
+    ]
+
+
+def test_csv_sink_refuses_a_foreign_csv(tmp_path: Path) -> None:
+    path = tmp_path / "theirs.csv"
+    path.write_text("a,b\n1,2\n")
+    with pytest.raises(StateError, match="not a crawlfleet CSV"):
+        CsvSink(path)
