@@ -354,7 +354,7 @@ async def test_connection_refused_is_transient() -> None:
 async def test_dns_failure_is_transient(allow_private: bool) -> None:
     fetcher = HttpFetcher(_settings(allow_private_addresses=allow_private))
     try:
-        with pytest.raises(FetchError, match="DNS lookup failed for nothing.invalid") as caught:
+        with pytest.raises(FetchError, match=r"DNS lookup failed for nothing\.invalid") as caught:
             await fetcher.fetch(_request("http://nothing.invalid/page"))
     finally:
         await fetcher.close()
@@ -483,7 +483,7 @@ async def test_name_resolving_to_loopback_is_refused(server: Site) -> None:
     port = server.base.rsplit(":", 1)[1]
     fetcher = HttpFetcher(_settings(allow_private_addresses=False))
     try:
-        with pytest.raises(ForbiddenAddress, match="localhost resolves to 127.0.0.1"):
+        with pytest.raises(ForbiddenAddress, match=r"localhost resolves to 127\.0\.0\.1"):
             await fetcher.fetch(_request(f"http://localhost:{port}/page"))
     finally:
         await fetcher.close()
