@@ -18,11 +18,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 from redis.asyncio import Redis
-from redis.backoff import ExponentialBackoff
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
-from redis.retry import Retry
 
 from crawlfleet.errors import StateError
 from crawlfleet.frontier.protocols import Budget, DomainPolicy
@@ -101,7 +101,7 @@ class RedisQueueStore:
         store = cls(client, CrawlKeys(prefix), bloom, where)
         try:
             with store._guard():
-                await client.ping()
+                await _ping_once(url)
                 await store._check_config(dedup)
         except StateError:
             await client.aclose()
@@ -275,6 +275,15 @@ class RedisQueueStore:
 
     async def close(self) -> None:
         await self._client.aclose()
+
+
+async def _ping_once(url: str) -> None:
+    """PING without retries, so an unreachable Redis fails ``open`` at once."""
+    probe = Redis.from_url(url, retry=Retry(NoBackoff(), retries=0), socket_connect_timeout=5)
+    try:
+        await probe.ping()
+    finally:
+        await probe.aclose()
 
 
 def _dumps(request: CrawlRequest) -> str:

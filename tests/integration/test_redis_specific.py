@@ -1,0 +1,203 @@
+"""What only the Redis store must do: share one Redis, survive restarts, Bloom dedup."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any, Protocol
+
+import pytest
+from redis.asyncio import Redis
+
+from crawlfleet.errors import StateError
+from crawlfleet.frontier.protocols import Budget, DomainPolicy
+from crawlfleet.frontier.redis import BloomGeometry, CrawlKeys, RedisQueueStore
+from crawlfleet.models import CrawlRequest
+from tests.fixtures.redis_server import RedisServer, free_port
+
+pytestmark = pytest.mark.redis
+
+NOW = 1_000_000.0
+POLITE = DomainPolicy(delay_s=0.0, max_in_flight=2)
+
+
+class Opener(Protocol):
+    def __call__(self, url: str, prefix: str, **options: Any) -> Awaitable[RedisQueueStore]: ...
+
+
+def req(n: int, domain: str = "a.test", priority: int = 0) -> CrawlRequest:
+    return CrawlRequest(
+        url=f"http://{domain}/{n}", fingerprint=f"{domain}-{n}", domain=domain, priority=priority
+    )
+
+
+@pytest.fixture
+async def opened() -> AsyncIterator[Opener]:
+    """``await opened(url, prefix, **options)``: a store closed when the test ends."""
+    stores: list[RedisQueueStore] = []
+
+    async def open_store(url: str, prefix: str, **options: Any) -> RedisQueueStore:
+        store = await RedisQueueStore.open(url, prefix, **options)
+        stores.append(store)
+        return store
+
+    yield open_store
+    for store in stores:
+        await store.close()
+
+
+@pytest.fixture
+async def raw(redis_url: str) -> AsyncIterator[Redis]:
+    client = Redis.from_url(redis_url, decode_responses=True)
+    yield client
+    await client.aclose()
+
+
+async def test_two_crawls_share_one_redis_without_seeing_each_other(
+    opened: Opener, redis_url: str, raw: Redis
+) -> None:
+    one = await opened(redis_url, "crawl-one")
+    two = await opened(redis_url, "crawl-two")
+    batch = [req(i) for i in range(3)]
+    assert await one.add(batch, Budget()) == 3
+    assert await two.add(batch, Budget()) == 3
+    leases = await one.claim(10, NOW, 60, POLITE)
+    assert len(leases) == 2
+    assert not await two.complete(leases[0])
+    assert (await one.counts()).leased == 2
+    assert (await two.counts()).leased == 0
+    assert len(await two.claim(10, NOW, 60, POLITE)) == 2
+    keys = await raw.keys("*")
+    assert keys
+    assert all(k.startswith(("crawl-one:", "crawl-two:")) for k in keys)
+    await two.close()
+
+
+async def test_key_names_come_from_one_module(opened: Opener, redis_url: str, raw: Redis) -> None:
+    store = await opened(redis_url, "layout", dedup="bloom", bloom_capacity=1000)
+    await store.add([req(1)], Budget())
+    lease = (await store.claim(1, NOW, 60, POLITE))[0]
+    await store.retry(lease, NOW + 5, "boom")
+    await store.set_policy("a.test", POLITE)
+    keys = CrawlKeys("layout")
+    known = set(keys.all_fixed()) | {keys.queue("a.test")}
+    assert set(await raw.keys("layout:*")) <= known
+
+
+async def test_scripts_are_loaded_again_after_script_flush(
+    opened: Opener, redis_url: str, raw: Redis
+) -> None:
+    store = await opened(redis_url, "noscript")
+    await store.add([req(1), req(2)], Budget())
+    await raw.script_flush()
+    assert len(await store.claim(5, NOW, 60, POLITE)) == 2
+    assert await store.add([req(3)], Budget()) == 1
+
+
+async def test_state_survives_sigkill_and_the_client_reconnects(
+    opened: Opener,
+    redis_server_aof: RedisServer,
+) -> None:
+    store = await opened(redis_server_aof.url, "aof")
+    await store.add([req(i) for i in range(5)], Budget())
+    first = await store.claim(2, NOW, 60, POLITE)
+    assert await store.complete(first[0])
+    assert await store.retry(first[1], NOW + 10, "timeout")
+    before = await store.counts()
+
+    redis_server_aof.kill()
+    redis_server_aof.restart()
+
+    assert await store.counts() == before
+    assert before.done == 1
+    assert before.queued == 4
+    later = await store.claim(10, NOW + 11, 60, POLITE)
+    assert len(later) == 2
+    assert await store.complete(later[0])
+
+
+async def test_claims_from_two_connections_respect_max_in_flight(
+    opened: Opener, redis_url: str
+) -> None:
+    workers = [await opened(redis_url, "shared") for _ in range(4)]
+    await workers[0].add([req(i) for i in range(50)], Budget())
+    rounds = await asyncio.gather(*(w.claim(10, NOW, 60, POLITE) for w in workers))
+    assert sum(len(r) for r in rounds) == POLITE.max_in_flight
+    added = await asyncio.gather(
+        *(w.add([req(i) for i in range(40, 60)], Budget()) for w in workers)
+    )
+    assert sum(added) == 10
+
+
+async def test_bloom_false_positive_rate_is_near_the_configured_rate(
+    opened: Opener, redis_url: str, raw: Redis
+) -> None:
+    capacity, rate = 100_000, 0.01
+    store = await opened(
+        redis_url, "bloom", dedup="bloom", bloom_capacity=capacity, bloom_error_rate=rate
+    )
+    geometry = BloomGeometry.for_capacity(capacity, rate)
+    await store.mark_seen([f"seen-{i}" for i in range(capacity)])
+    binary = Redis.from_url(redis_url)
+    bitmap = bytearray(await binary.get("bloom:bloom") or b"")
+    await binary.aclose()
+
+    def looks_seen(fp: str) -> bool:
+        return all(bitmap[p >> 3] & (0x80 >> (p & 7)) for p in geometry.positions(fp))
+
+    assert all(looks_seen(f"seen-{i}") for i in range(0, capacity, 97))
+    false_positives = sum(looks_seen(f"new-{i}") for i in range(capacity))
+    measured = false_positives / capacity
+    assert rate / 2 <= measured <= rate * 2, measured
+
+    # The add script tests the same bits: it refuses exactly the fingerprints that look seen.
+    for i in range(1000):
+        fp = f"probe-{i}"
+        expected = 0 if looks_seen(fp) else 1
+        admitted = await store.add([CrawlRequest(f"http://b.test/{i}", fp, "b.test")], Budget())
+        assert admitted == expected, fp
+        for p in geometry.positions(fp):
+            bitmap[p >> 3] |= 0x80 >> (p & 7)
+
+
+async def test_bloom_bitmap_has_the_computed_size(
+    opened: Opener, redis_url: str, raw: Redis
+) -> None:
+    store = await opened(redis_url, "size", dedup="bloom", bloom_capacity=50_000)
+    geometry = BloomGeometry.for_capacity(50_000, 0.01)
+    assert geometry.hashes == 7
+    assert await raw.strlen("size:bloom") == geometry.size_bytes
+    await store.add([req(1)], Budget())
+    assert await raw.strlen("size:bloom") == geometry.size_bytes
+
+
+async def test_reopening_with_other_dedup_settings_is_refused(
+    opened: Opener, redis_url: str
+) -> None:
+    await opened(redis_url, "fixed", dedup="bloom", bloom_capacity=1000)
+    with pytest.raises(StateError, match="fixed"):
+        await opened(redis_url, "fixed", dedup="exact")
+    await opened(redis_url, "fixed", dedup="bloom", bloom_capacity=1000)
+
+
+async def test_unreachable_redis_names_the_url_without_its_password() -> None:
+    url = f"redis://crawler:s3cret-pw@127.0.0.1:{free_port()}/0"
+    with pytest.raises(StateError) as info:
+        await RedisQueueStore.open(url, "x")
+    message = str(info.value)
+    assert "s3cret-pw" not in message
+    assert "redis://crawler:***@127.0.0.1" in message
+
+
+async def test_priority_order_survives_packing_into_one_score(
+    opened: Opener, redis_url: str
+) -> None:
+    store = await opened(redis_url, "prio")
+    batch = [req(1, priority=-5), req(2, priority=70_000), req(3, priority=3), req(4, priority=3)]
+    await store.add(batch, Budget())
+    order = []
+    for _ in batch:
+        lease = (await store.claim(1, NOW, 60, DomainPolicy(0.0, 1)))[0]
+        order.append(lease.request.fingerprint)
+        await store.complete(lease)
+    assert order == ["a.test-2", "a.test-3", "a.test-4", "a.test-1"]
