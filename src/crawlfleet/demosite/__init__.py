@@ -7,7 +7,7 @@ Each role is served on its own loopback address (``DEFAULT_ADDRESSES``), all on 
 Every request is recorded in an access log of ``AccessRecord``.
 """
 
-from crawlfleet.demosite.accesslog import AccessRecord, read_access_log
+from crawlfleet.demosite.accesslog import AccessRecord, gaps_s, read_access_log
 from crawlfleet.demosite.quotes_data import AUTHORS, QUOTES, Author, Quote
 from crawlfleet.demosite.roles import DEFAULT_ADDRESSES, ROLES
 from crawlfleet.demosite.server import DemoSite
@@ -26,5 +26,6 @@ __all__ = [
     "Product",
     "Quote",
     "ThreadedDemoSite",
+    "gaps_s",
     "read_access_log",
 ]

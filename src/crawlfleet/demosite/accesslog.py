@@ -9,10 +9,11 @@ cancelled), and one whose handler raised an unexpected exception with 500.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -129,3 +130,9 @@ def read_access_log(path: Path) -> list[AccessRecord]:
         return []
     lines = path.read_text(encoding="utf-8").splitlines()
     return [AccessRecord.from_dict(json.loads(line)) for line in lines if line.strip()]
+
+
+def gaps_s(records: Iterable[AccessRecord], role: str) -> list[float]:
+    """Seconds between consecutive request arrivals at ``role``, in arrival order."""
+    times = sorted(r.monotonic_s for r in records if r.role == role)
+    return [later - earlier for earlier, later in itertools.pairwise(times)]

@@ -30,8 +30,7 @@ class RobotsSite:
 
     async def robots(self, request: web.Request) -> web.Response:
         if self._robots_status != 200:
-            headers = {"Retry-After": "1"} if self._robots_status == 503 else {}
-            return web.Response(status=self._robots_status, headers=headers, text="unavailable")
+            return web.Response(status=self._robots_status, text=f"status {self._robots_status}")
         delay = f"Crawl-delay: {self._crawl_delay_s:g}\n" if self._crawl_delay_s else ""
         return robots_response(f"User-agent: *\n{delay}Disallow:\n")
 
