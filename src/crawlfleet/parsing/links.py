@@ -1,0 +1,143 @@
+"""Link extraction from HTML: ``<a href>`` and ``<area href>``, resolved but not canonical.
+
+Resolution follows the page's ``<base href>`` (itself resolved against the page URL) when
+present, else the page URL, with ``urllib.parse.urljoin``. Skipped: empty and fragment-only
+hrefs, ``rel`` containing ``nofollow``, and every scheme but http(s) (``file:`` only from a
+``file:`` page), which drops ``javascript:``, ``mailto:``, ``tel:`` and ``data:``. A page whose
+``<meta name="robots">`` says ``nofollow`` (or ``none``) gives no links at all.
+Canonicalization, scope and dedup across pages are the crawl loop's job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from urllib.parse import urljoin, urlsplit
+
+from selectolax.lexbor import LexborHTMLParser
+
+from crawlfleet.models import Link
+
+LINK_SELECTOR = "a[href], area[href]"
+_WEB_SCHEMES = frozenset({"http", "https"})
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsMeta:
+    """The page-level flags of ``<meta name="robots">``."""
+
+    noindex: bool = False
+    nofollow: bool = False
+
+
+def parse_html(html: str | bytes) -> LexborHTMLParser:
+    """A parsed HTML document; never raises on broken markup (bytes are read as UTF-8)."""
+    if isinstance(html, bytes):
+        html = html.decode("utf-8", errors="replace")
+    return LexborHTMLParser(html)
+
+
+def robots_meta(tree: LexborHTMLParser) -> RobotsMeta:
+    """The union of the directives of every ``<meta name="robots">`` on the page."""
+    tokens: set[str] = set()
+    for node in tree.css("meta[name]"):
+        attrs = node.attributes
+        if (attrs.get("name") or "").strip().lower() == "robots":
+            content = (attrs.get("content") or "").lower()
+            tokens.update(token.strip() for token in content.split(","))
+    if "none" in tokens:
+        return RobotsMeta(noindex=True, nofollow=True)
+    return RobotsMeta(noindex="noindex" in tokens, nofollow="nofollow" in tokens)
+
+
+def base_url(tree: LexborHTMLParser, page_url: str) -> str:
+    """The URL relative links resolve against: ``<base href>`` if usable, else ``page_url``."""
+    node = tree.css_first("base[href]")
+    href = (node.attributes.get("href") or "").strip() if node is not None else ""
+    if not href:
+        return page_url
+    try:
+        return urljoin(page_url, href)
+    except ValueError:
+        return page_url
+
+
+def origin_of(url: str) -> str | None:
+    """``scheme://netloc`` of an http(s) URL, or None for other URLs."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme.lower() not in _WEB_SCHEMES:
+        return None
+    return f"{scheme}://{rest.split('/', 1)[0].split('?', 1)[0].split('#', 1)[0]}"
+
+
+def resolve(base: str, href: str | None, origin: str | None = None) -> str | None:
+    """``href`` made absolute against ``base`` without its fragment; None if not followable.
+
+    ``origin`` (``origin_of(base)``) enables a fast path for the commonest hrefs, absolute
+    http(s) and root-relative paths without dot segments, which skips ``urljoin`` (4 us each).
+    """
+    if not href:
+        return None
+    href = href.strip()
+    if not href or href[0] == "#":
+        return None
+    if origin is not None and _plain(href):
+        url = href if href[0] != "/" else origin + href
+        return url.partition("#")[0]
+    try:
+        url = urljoin(base, href)
+        scheme = urlsplit(url).scheme
+    except ValueError:
+        return None
+    if scheme not in _WEB_SCHEMES and not (scheme == "file" and base.startswith("file:")):
+        return None
+    return url.partition("#")[0]
+
+
+def _plain(href: str) -> bool:
+    """True if ``urljoin`` would leave ``href`` unchanged but for a root-relative origin."""
+    if href.startswith("/"):
+        if href.startswith("//"):
+            return False
+    elif not href.startswith(("http://", "https://")):
+        return False
+    return "/." not in href and "\\" not in href and not any(c in href for c in "\t\r\n")
+
+
+def extract_links(
+    page: LexborHTMLParser | str | bytes,
+    page_url: str,
+    *,
+    css_regions: Sequence[str] = (),
+    priority: int = 0,
+    fetcher: str | None = None,
+) -> list[Link]:
+    """The followable links of a page in document order (region by region), each URL once.
+
+    ``page_url`` is the response's final URL. ``css_regions`` restricts extraction to links
+    inside elements matching any of those selectors (the whole page when empty).
+    """
+    tree = page if isinstance(page, LexborHTMLParser) else parse_html(page)
+    if robots_meta(tree).nofollow:
+        return []
+    base = base_url(tree, page_url)
+    origin = origin_of(base)
+    if css_regions:
+        nodes = [
+            a for region in css_regions for r in tree.css(region) for a in r.css(LINK_SELECTOR)
+        ]
+    else:
+        nodes = tree.css(LINK_SELECTOR)
+    seen: set[str] = set()
+    links: list[Link] = []
+    for node in nodes:
+        attrs = node.attributes
+        rel = attrs.get("rel")
+        if rel and "nofollow" in rel.lower().split():
+            continue
+        url = resolve(base, attrs.get("href"), origin)
+        if url is None or url in seen:
+            continue
+        seen.add(url)
+        links.append(Link(url, priority, fetcher))
+    return links

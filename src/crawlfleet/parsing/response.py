@@ -1,0 +1,95 @@
+"""The response a plugin parser receives: a ``FetchResult`` with selector helpers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cached_property
+from typing import TYPE_CHECKING
+from urllib.parse import urljoin
+
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+from crawlfleet.errors import ConfigError
+from crawlfleet.models import FetchResult, Link
+from crawlfleet.parsing.links import RobotsMeta, base_url, extract_links, robots_meta
+
+if TYPE_CHECKING:
+    from parsel import Selector, SelectorList
+
+
+class Response:
+    """One fetched page; the HTML is parsed once, on first use.
+
+    ``css`` uses selectolax (fast); ``xpath`` uses parsel, from the ``xpath`` extra.
+    """
+
+    def __init__(self, result: FetchResult) -> None:
+        self.result = result
+        self._links: dict[tuple[str, ...], list[Link]] = {}
+
+    @property
+    def url(self) -> str:
+        """The canonical request URL."""
+        return self.result.url
+
+    @property
+    def final_url(self) -> str:
+        """The URL after redirects; relative links resolve against it (or ``<base>``)."""
+        return self.result.final_url
+
+    @property
+    def status(self) -> int:
+        return self.result.status
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return self.result.headers
+
+    @property
+    def body(self) -> bytes:
+        return self.result.body
+
+    @cached_property
+    def text(self) -> str:
+        return self.result.text
+
+    @cached_property
+    def tree(self) -> LexborHTMLParser:
+        return LexborHTMLParser(self.text)
+
+    @cached_property
+    def base_url(self) -> str:
+        return base_url(self.tree, self.final_url)
+
+    @cached_property
+    def robots(self) -> RobotsMeta:
+        return robots_meta(self.tree)
+
+    @cached_property
+    def selector(self) -> Selector:
+        """The page as a parsel ``Selector``; raises ``ConfigError`` without parsel."""
+        try:
+            from parsel import Selector  # the optional xpath extra
+        except ImportError:
+            raise ConfigError("XPath needs parsel: pip install 'crawlfleet[xpath]'") from None
+        return Selector(text=self.text, base_url=self.final_url)
+
+    def css(self, selector: str) -> list[LexborNode]:
+        return self.tree.css(selector)
+
+    def css_first(self, selector: str) -> LexborNode | None:
+        return self.tree.css_first(selector)
+
+    def xpath(self, query: str) -> SelectorList[Selector]:
+        return self.selector.xpath(query)
+
+    def urljoin(self, href: str) -> str:
+        """``href`` made absolute against the page's base URL."""
+        return urljoin(self.base_url, href.strip())
+
+    def links(self, css_regions: Sequence[str] = ()) -> list[Link]:
+        """The followable links of the page (see ``parsing.links``), computed once per regions."""
+        regions = tuple(css_regions)
+        if regions not in self._links:
+            self._links[regions] = extract_links(self.tree, self.final_url, css_regions=regions)
+        return self._links[regions]
