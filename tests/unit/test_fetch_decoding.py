@@ -1,0 +1,63 @@
+"""Content-Encoding decoding with a cap."""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+
+import brotli
+import pytest
+
+from crawlfleet.errors import FetchError, TooLarge
+from crawlfleet.fetchers.decoding import decode_body
+
+TEXT = b"<p>" + b"crawl " * 500 + b"</p>"
+URL = "http://example.com/"
+
+ENCODED = {
+    "gzip": gzip.compress(TEXT),
+    "x-gzip": gzip.compress(TEXT),
+    "deflate": zlib.compress(TEXT),
+    "br": brotli.compress(TEXT),
+    "identity": TEXT,
+    "gzip, br": brotli.compress(gzip.compress(TEXT)),
+    "GZIP ": gzip.compress(TEXT),
+}
+
+
+@pytest.mark.parametrize("coding", ENCODED)
+def test_known_codings_are_undone(coding: str) -> None:
+    assert decode_body(ENCODED[coding], coding, cap_bytes=10_000, url=URL) == TEXT
+
+
+def test_raw_deflate_is_accepted() -> None:
+    raw = zlib.compress(TEXT, wbits=-zlib.MAX_WBITS)
+    assert decode_body(raw, "deflate", cap_bytes=10_000, url=URL) == TEXT
+
+
+def test_unknown_coding_leaves_the_body() -> None:
+    body = gzip.compress(TEXT)
+    assert decode_body(body, "gzip, zstd-custom", cap_bytes=10_000, url=URL) == body
+
+
+def test_truncated_gzip_gives_what_it_has() -> None:
+    body = gzip.compress(TEXT)[:-30]
+    assert TEXT.startswith(decode_body(body, "gzip", cap_bytes=10_000, url=URL))
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "br"])
+def test_exactly_at_the_cap_is_fine(coding: str) -> None:
+    assert decode_body(ENCODED[coding], coding, cap_bytes=len(TEXT), url=URL) == TEXT
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "br", "gzip, br"])
+def test_one_byte_past_the_cap_is_too_large(coding: str) -> None:
+    with pytest.raises(TooLarge, match="decompresses to more than"):
+        decode_body(ENCODED[coding], coding, cap_bytes=len(TEXT) - 1, url=URL)
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "br"])
+def test_corrupt_data_is_a_permanent_error(coding: str) -> None:
+    with pytest.raises(FetchError, match=f"corrupt {coding} body") as caught:
+        decode_body(b"\x1f\x8b\x08garbage-garbage", coding, cap_bytes=10_000, url=URL)
+    assert caught.value.transient is False
