@@ -55,7 +55,7 @@ def memory_harness() -> Harness:
 
 def sqlite_harness(path: Path) -> Harness:
     async def open_sink(clock: FakeClock) -> Sink:
-        return SqliteSink.open(path, clock=clock)
+        return await SqliteSink.open(path, clock=clock)
 
     async def rows(_: Sink) -> list[StoredRow]:
         db = sqlite3.connect(path)
@@ -206,7 +206,7 @@ async def test_sqlite_full_disk_is_a_state_error_and_nothing_is_half_written(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "items.sqlite"
-    sink = SqliteSink.open(path, max_size_bytes=64 * 1024)
+    sink = await SqliteSink.open(path, max_size_bytes=64 * 1024)
     await sink.write([Item("product", {"name": "kept"}, key="0")])
     big = "x" * 2000
     with pytest.raises(StateError, match=r"items\.sqlite.*disk full"):
@@ -221,10 +221,10 @@ async def test_sqlite_full_disk_is_a_state_error_and_nothing_is_half_written(
 
 async def test_sqlite_locked_file_is_a_state_error_naming_it(tmp_path: Path) -> None:
     path = tmp_path / "items.sqlite"
-    SqliteSink.open(path)  # creates the file and tables
+    await (await SqliteSink.open(path)).close()  # creates the file and tables
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")
-    sink = SqliteSink.open(path, busy_timeout_s=0.05)
+    sink = await SqliteSink.open(path, busy_timeout_s=0.05)
     try:
         with pytest.raises(StateError, match=r"items\.sqlite is locked"):
             await sink.write([Item("product", {"name": "a"}, key="1")])
@@ -235,17 +235,17 @@ async def test_sqlite_locked_file_is_a_state_error_naming_it(tmp_path: Path) -> 
     await sink.close()
 
 
-def test_sqlite_corrupt_file_is_a_state_error_naming_it(tmp_path: Path) -> None:
+async def test_sqlite_corrupt_file_is_a_state_error_naming_it(tmp_path: Path) -> None:
     path = tmp_path / "items.sqlite"
     path.write_bytes(b"this is not a database, just some bytes " * 100)
     with pytest.raises(StateError, match=r"items\.sqlite is corrupt"):
-        SqliteSink.open(path)
+        await SqliteSink.open(path)
 
 
 async def test_sqlite_rejects_table_keeps_unserializable_values_as_repr(tmp_path: Path) -> None:
     from crawlfleet.pipeline.rejects import Reject
 
-    sink = SqliteSink.open(tmp_path / "items.sqlite")
+    sink = await SqliteSink.open(tmp_path / "items.sqlite")
     await sink.add([Reject("note", None, "http://a/", "bad", {"d": Decimal("1.5")}, 7.0)])
     await sink.close()
     db = sqlite3.connect(tmp_path / "items.sqlite")

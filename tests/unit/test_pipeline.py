@@ -159,7 +159,7 @@ async def test_failed_write_raises_emits_nothing_and_the_retry_stores_everything
 
 
 async def test_invalid_items_go_to_the_sqlite_rejects_table(tmp_path: Path) -> None:
-    sink = SqliteSink.open(tmp_path / "items.sqlite")
+    sink = await SqliteSink.open(tmp_path / "items.sqlite")
     pipeline = Pipeline([validate({"product": Product})], sink, events=EventBus(), rejects=sink)
     await pipeline.process([Item("product", {"name": "x"}, key="k", url="http://a/")], "a")
     await pipeline.flush()

@@ -191,3 +191,14 @@ class Dedupe:
 def dedupe(*, max_keys: int = 1_000_000) -> Dedupe:
     """A ``Dedupe`` processor remembering at most ``max_keys`` identities."""
     return Dedupe(max_keys=max_keys)
+
+
+def default_processors(
+    schemas: Mapping[str, type[pydantic.BaseModel]] | None = None,
+) -> list[Processor]:
+    """What a crawl runs unless told otherwise: clean text, validate (if schemas), dedupe."""
+    steps: list[Processor] = [clean_text]
+    if schemas:
+        steps.append(validate(schemas))
+    steps.append(dedupe())
+    return steps

@@ -95,7 +95,7 @@ class SqliteSink:
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-sink")
 
     @classmethod
-    def open(
+    async def open(
         cls,
         path: Path,
         *,
@@ -109,23 +109,7 @@ class SqliteSink:
         ``max_size_bytes`` caps the file: a write that would pass it fails as if the disk were
         full.
         """
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            connection = sqlite3.connect(
-                path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
-            )
-        except sqlite3.Error as exc:
-            raise _state_error(path, exc) from exc
-        try:
-            connection.execute("PRAGMA journal_mode=WAL")
-            connection.execute("PRAGMA synchronous=NORMAL")
-            connection.executescript(SCHEMA)
-            if max_size_bytes is not None:
-                page_size = connection.execute("PRAGMA page_size").fetchone()[0]
-                connection.execute(f"PRAGMA max_page_count={max(1, max_size_bytes // page_size)}")
-        except sqlite3.Error as exc:
-            connection.close()
-            raise _state_error(path, exc) from exc
+        connection = await asyncio.to_thread(_connect, path, busy_timeout_s, max_size_bytes)
         return cls(connection, path, clock if clock is not None else SystemClock())
 
     async def write(self, items: Sequence[Item]) -> None:
@@ -181,6 +165,27 @@ class SqliteSink:
             if connection.in_transaction:
                 connection.execute("ROLLBACK")
             raise
+
+
+def _connect(path: Path, busy_timeout_s: float, max_size_bytes: int | None) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        connection = sqlite3.connect(
+            path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
+        )
+    except sqlite3.Error as exc:
+        raise _state_error(path, exc) from exc
+    try:
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=NORMAL")
+        connection.executescript(SCHEMA)
+        if max_size_bytes is not None:
+            page_size = connection.execute("PRAGMA page_size").fetchone()[0]
+            connection.execute(f"PRAGMA max_page_count={max(1, max_size_bytes // page_size)}")
+    except sqlite3.Error as exc:
+        connection.close()
+        raise _state_error(path, exc) from exc
+    return connection
 
 
 def _dumps_lenient(data: object) -> str:
