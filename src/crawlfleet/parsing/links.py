@@ -20,6 +20,7 @@ from crawlfleet.models import Link
 
 LINK_SELECTOR = "a[href], area[href]"
 _WEB_SCHEMES = frozenset({"http", "https"})
+_SLOW_CHARS = frozenset("\\[]\t\r\n")  # backslashes, IPv6 brackets, stripped controls
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +102,12 @@ def _plain(href: str) -> bool:
             return False
     elif not href.startswith(("http://", "https://")):
         return False
-    return "/." not in href and "\\" not in href and not any(c in href for c in "\t\r\n")
+    return (
+        "/." not in href
+        and "?#" not in href
+        and not href.endswith("?")
+        and not any(c in href for c in _SLOW_CHARS)
+    )
 
 
 def extract_links(

@@ -1,0 +1,153 @@
+"""Link extraction: resolution, base href, nofollow, meta robots, odd schemes, broken HTML."""
+
+from __future__ import annotations
+
+from urllib.parse import urljoin
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from crawlfleet.models import Link
+from crawlfleet.parsing.links import (
+    RobotsMeta,
+    base_url,
+    extract_links,
+    origin_of,
+    parse_html,
+    resolve,
+    robots_meta,
+)
+
+PAGE = "https://shop.example/list/page-2.html?sort=price"
+
+
+def urls(html: str, page_url: str = PAGE, **kwargs: object) -> list[str]:
+    return [link.url for link in extract_links(html, page_url, **kwargs)]  # type: ignore[arg-type]
+
+
+def test_relative_absolute_and_area_links_resolve_against_the_page() -> None:
+    html = """
+      <a href="item-1.html">1</a> <a href="/p/2">2</a> <a href="../up.html">up</a>
+      <a href="?page=3">3</a> <a href="//cdn.example/x">cdn</a>
+      <a href="https://other.example/a#frag">other</a>
+      <map><area href="/area" alt="a"></map>
+    """
+    assert urls(html) == [
+        "https://shop.example/list/item-1.html",
+        "https://shop.example/p/2",
+        "https://shop.example/up.html",
+        "https://shop.example/list/page-2.html?page=3",
+        "https://cdn.example/x",
+        "https://other.example/a",
+        "https://shop.example/area",
+    ]
+
+
+def test_base_href_is_resolved_against_the_page_and_used() -> None:
+    html = '<head><base href="/catalogue/"></head><a href="book.html">b</a><a href="/abs">a</a>'
+    assert urls(html) == ["https://shop.example/catalogue/book.html", "https://shop.example/abs"]
+    tree = parse_html(html)
+    assert base_url(tree, PAGE) == "https://shop.example/catalogue/"
+
+
+def test_absolute_base_href_on_another_host() -> None:
+    html = '<base href="https://mirror.example/m/"><a href="x">x</a>'
+    assert urls(html) == ["https://mirror.example/m/x"]
+
+
+def test_empty_base_href_falls_back_to_the_page_url() -> None:
+    assert urls('<base href=""><a href="x">x</a>') == ["https://shop.example/list/x"]
+
+
+def test_skips_nofollow_odd_schemes_fragments_and_empty_hrefs() -> None:
+    html = """
+      <a href="/keep">k</a>
+      <a href="/sponsored" rel="sponsored NoFollow">n</a>
+      <a href="javascript:void(0)">js</a> <a href=" JavaScript:alert(1)">js2</a>
+      <a href="mailto:a@b.example">m</a> <a href="tel:+100">t</a>
+      <a href="data:text/html,hi">d</a> <a href="ftp://files.example/x">ftp</a>
+      <a href="#top">frag</a> <a href="">empty</a> <a href="   ">blank</a> <a>none</a>
+      <a href="file:///etc/passwd">file</a>
+    """
+    assert urls(html) == ["https://shop.example/keep"]
+
+
+def test_file_links_are_kept_only_on_file_pages() -> None:
+    assert urls('<a href="other.html">o</a>', "file:///tmp/site/index.html") == [
+        "file:///tmp/site/other.html"
+    ]
+
+
+def test_duplicates_are_dropped_in_document_order() -> None:
+    html = '<a href="/b">1</a><a href="/a">2</a><a href="/b#x">3</a><a href="/a">4</a>'
+    assert urls(html) == ["https://shop.example/b", "https://shop.example/a"]
+
+
+def test_meta_robots_nofollow_gives_no_links() -> None:
+    html = '<head><meta name="ROBOTS" content="NoIndex, NoFollow"></head><a href="/x">x</a>'
+    assert urls(html) == []
+    assert robots_meta(parse_html(html)) == RobotsMeta(noindex=True, nofollow=True)
+
+
+def test_meta_robots_none_and_other_metas() -> None:
+    assert robots_meta(parse_html('<meta name="robots" content="none">')) == RobotsMeta(True, True)
+    html = '<meta name="description" content="nofollow"><meta name="robots" content="noindex">'
+    assert robots_meta(parse_html(html)) == RobotsMeta(noindex=True, nofollow=False)
+    assert robots_meta(parse_html("<p>plain</p>")) == RobotsMeta()
+
+
+def test_css_regions_restrict_links() -> None:
+    html = """
+      <nav><a href="/nav">n</a></nav>
+      <ol class="products"><li><a href="/p/1">1</a></li><li><a href="/p/2">2</a></li></ol>
+      <ul class="pager"><a href="/page-3">next</a></ul>
+    """
+    assert urls(html, css_regions=["ol.products"]) == [
+        "https://shop.example/p/1",
+        "https://shop.example/p/2",
+    ]
+    assert urls(html, css_regions=["ul.pager", "ol.products"])[0] == "https://shop.example/page-3"
+    assert urls(html, css_regions=["div.absent"]) == []
+
+
+def test_priority_and_fetcher_are_set_on_every_link() -> None:
+    links = extract_links('<a href="/x">x</a>', PAGE, priority=5, fetcher="browser")
+    assert links == [Link("https://shop.example/x", 5, "browser")]
+
+
+def test_broken_html_and_bad_bytes_do_not_raise() -> None:
+    body = b'<html><body><div><a href="/ok">\xff\xfe broken <p><a href="/two"<<<</div></tabl'
+    assert urls(body)[0] == "https://shop.example/ok"  # type: ignore[arg-type]
+    assert urls("") == []
+    assert urls("<<<>>>&&&;") == []
+
+
+def test_malformed_urls_are_skipped() -> None:
+    assert urls('<a href="http://[::1">bad</a><a href="/fine">ok</a>') == [
+        "https://shop.example/fine"
+    ]
+
+
+def test_origin_of() -> None:
+    assert origin_of("https://u@h.example:8080/a?b") == "https://u@h.example:8080"
+    assert origin_of("https://h.example?q=1") == "https://h.example"
+    assert origin_of("file:///tmp/x") is None
+
+
+HREF = st.one_of(
+    st.text(alphabet="/.?#=&ab-_%:\t \\", max_size=20),
+    st.sampled_from(["/a/./b", "/a/../b", "//host/x", "https://x.example/../y", "/p?q=/./"]),
+).map(lambda tail: tail if tail[:1] in ("/", "h") else "/" + tail)
+
+
+@given(href=HREF)
+def test_the_fast_path_agrees_with_urljoin(href: str) -> None:
+    base = "https://shop.example/list/page.html"
+    expected_url = None
+    try:
+        expected_url = urljoin(base, href.strip()).partition("#")[0]
+    except ValueError:
+        expected_url = None
+    got = resolve(base, href, origin_of(base))
+    if got is not None and expected_url is not None and not href.strip().startswith("#"):
+        assert got == expected_url
