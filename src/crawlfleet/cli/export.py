@@ -1,0 +1,48 @@
+"""``crawlfleet export``: a crawl's stored items as JSONL, CSV or an SQLite copy."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from crawlfleet.errors import CrawlfleetError
+from crawlfleet.pipeline.export import ITEMS_FILE, export_items
+
+
+class ExportFormat(StrEnum):
+    jsonl = "jsonl"
+    csv = "csv"
+    sqlite = "sqlite"
+
+
+def export(
+    output: Annotated[Path, typer.Option("-o", "--output", help="file to write")],
+    state: Annotated[Path, typer.Option("--state", help="state directory of the crawl")] = Path(
+        ".crawlfleet"
+    ),
+    fmt: Annotated[
+        ExportFormat | None,
+        typer.Option("--format", help="default: from the output's suffix"),
+    ] = None,
+    item_type: Annotated[str | None, typer.Option("--type", help="only items of this type")] = None,
+) -> None:
+    """Write the items a crawl stored, ordered by type and key."""
+    try:
+        count = export_items(
+            state / ITEMS_FILE,
+            output,
+            item_type=item_type,
+            fmt=fmt.value if fmt is not None else None,
+        )
+    except CrawlfleetError as exc:
+        Console(stderr=True).print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+    Console(stderr=True).print(f"wrote {count} items to {output}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("export")(export)
