@@ -1,0 +1,225 @@
+"""The in-memory ``QueueStore``: for tests, and the reference model of the contract.
+
+Per domain, due requests sit in a heap by (-priority, admission seq) and retries waiting for
+their not-before time in a heap by (not_before, seq); ``DomainSchedule`` picks the domains.
+Lease tokens are ``"{fingerprint}:{n}"`` where ``n`` counts the hand-outs of that fingerprint,
+so a token from an earlier hand-out is recognisably stale. Nothing survives the process.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from enum import Enum
+
+from crawlfleet.frontier.domains import DomainSchedule
+from crawlfleet.frontier.protocols import Budget, DomainPolicy
+from crawlfleet.models import CrawlRequest, DeadLetter, Lease, QueueCounts
+
+
+class _State(Enum):
+    QUEUED = 0
+    LEASED = 1
+    DONE = 2
+    DEAD = 3
+
+
+@dataclass(slots=True)
+class _Entry:
+    request: CrawlRequest
+    seq: int
+    state: _State = _State.QUEUED
+    not_before: float = 0.0
+    hand_outs: int = 0
+    token: str | None = None
+    errors: list[str] = field(default_factory=list)
+    died_at: float = 0.0
+
+
+class MemoryQueueStore:
+    """``QueueStore`` in plain Python structures; every method is atomic (no awaits inside)."""
+
+    def __init__(self) -> None:
+        self._schedule = DomainSchedule()
+        self._seen: set[str] = set()
+        self._entries: dict[str, _Entry] = {}
+        self._due: dict[str, list[tuple[int, int, str]]] = {}
+        self._waiting: dict[str, list[tuple[float, int, str]]] = {}
+        self._leases: dict[str, tuple[str, float]] = {}
+        self._expiries: list[tuple[float, str]] = []
+        self._dead: set[str] = set()
+        self._counts = dict.fromkeys(_State, 0)
+        self._admitted = 0
+        self._seq = 0
+
+    async def add(self, requests: Sequence[CrawlRequest], budget: Budget) -> int:
+        admitted = 0
+        for request in requests:
+            fp = request.fingerprint
+            if fp in self._seen:
+                continue
+            domain = self._schedule.get(request.domain)
+            if budget.max_total is not None and self._admitted >= budget.max_total:
+                continue
+            if budget.max_per_domain is not None and domain.admitted >= budget.max_per_domain:
+                continue
+            self._seen.add(fp)
+            self._seq += 1
+            self._entries[fp] = _Entry(request, self._seq)
+            self._push(self._entries[fp], 0.0)
+            self._admitted += 1
+            domain.admitted += 1
+            admitted += 1
+        return admitted
+
+    async def mark_seen(self, fingerprints: Sequence[str]) -> None:
+        self._seen.update(fingerprints)
+
+    def _push(self, entry: _Entry, not_before: float) -> None:
+        """Queue an entry (already counted nowhere) in its domain, due from ``not_before``."""
+        request = entry.request
+        entry.not_before = not_before
+        if not_before > 0:
+            waiting = self._waiting.setdefault(request.domain, [])
+            heapq.heappush(waiting, (not_before, entry.seq, request.fingerprint))
+        else:
+            due = self._due.setdefault(request.domain, [])
+            heapq.heappush(due, (-request.priority, entry.seq, request.fingerprint))
+        entry.state = _State.QUEUED
+        self._counts[_State.QUEUED] += 1
+        self._schedule.enqueued(self._schedule.get(request.domain), 1, not_before)
+
+    def _take(self, domain: str, now: float) -> tuple[_Entry, float] | None:
+        due = self._due.setdefault(domain, [])
+        waiting = self._waiting.get(domain)
+        while waiting and waiting[0][0] <= now:
+            _nb, seq, fp = heapq.heappop(waiting)
+            heapq.heappush(due, (-self._entries[fp].request.priority, seq, fp))
+        if not due:
+            return None
+        entry = self._entries[heapq.heappop(due)[2]]
+        return entry, entry.not_before
+
+    def _earliest(self, domain: str) -> float | None:
+        if self._due.get(domain):
+            return 0.0
+        waiting = self._waiting.get(domain)
+        return waiting[0][0] if waiting else None
+
+    async def claim(
+        self, limit: int, now: float, lease_s: float, default: DomainPolicy
+    ) -> list[Lease]:
+        leases: list[Lease] = []
+        expires_at = now + lease_s
+        for _domain, entry in self._schedule.claim(limit, now, default, self._take, self._earliest):
+            entry.hand_outs += 1
+            token = f"{entry.request.fingerprint}:{entry.hand_outs}"
+            entry.token = token
+            entry.state = _State.LEASED
+            self._leases[token] = (entry.request.fingerprint, expires_at)
+            heapq.heappush(self._expiries, (expires_at, token))
+            leases.append(Lease(entry.request, token, expires_at))
+        self._counts[_State.QUEUED] -= len(leases)
+        self._counts[_State.LEASED] += len(leases)
+        return leases
+
+    def _release(self, token: str) -> _Entry | None:
+        """End a current lease (None if stale), freeing its domain slot."""
+        held = self._leases.pop(token, None)
+        if held is None:
+            return None
+        entry = self._entries[held[0]]
+        entry.token = None
+        self._counts[_State.LEASED] -= 1
+        self._schedule.lease_ended(self._schedule.get(entry.request.domain))
+        return entry
+
+    async def complete(self, lease: Lease) -> bool:
+        entry = self._release(lease.token)
+        if entry is None:
+            return False
+        entry.state = _State.DONE
+        entry.errors.clear()
+        self._counts[_State.DONE] += 1
+        return True
+
+    async def retry(self, lease: Lease, not_before: float, error: str) -> bool:
+        entry = self._release(lease.token)
+        if entry is None:
+            return False
+        entry.errors.append(error)
+        entry.request = replace(entry.request, attempt=entry.request.attempt + 1)
+        self._push(entry, not_before)
+        return True
+
+    async def bury(self, lease: Lease, error: str, now: float) -> bool:
+        entry = self._release(lease.token)
+        if entry is None:
+            return False
+        entry.errors.append(error)
+        entry.state = _State.DEAD
+        entry.died_at = now
+        self._dead.add(entry.request.fingerprint)
+        self._counts[_State.DEAD] += 1
+        return True
+
+    async def reap(self, now: float) -> int:
+        reaped = 0
+        while self._expiries and self._expiries[0][0] < now:
+            _expires_at, token = heapq.heappop(self._expiries)
+            entry = self._release(token)
+            if entry is not None:
+                self._push(entry, 0.0)
+                reaped += 1
+        return reaped
+
+    async def set_policy(self, domain: str, policy: DomainPolicy) -> None:
+        self._schedule.set_policy(self._schedule.get(domain), policy)
+
+    async def block(self, domain: str, until: float) -> None:
+        self._schedule.block(self._schedule.get(domain), until)
+
+    async def next_ready_at(self, now: float) -> float | None:
+        return self._schedule.next_ready_at(now)
+
+    async def counts(self) -> QueueCounts:
+        c = self._counts
+        return QueueCounts(
+            queued=c[_State.QUEUED],
+            leased=c[_State.LEASED],
+            done=c[_State.DONE],
+            dead=c[_State.DEAD],
+            seen=len(self._seen),
+        )
+
+    def _dead_entries(self, fingerprints: Sequence[str] | None) -> list[_Entry]:
+        chosen = self._dead if fingerprints is None else self._dead.intersection(fingerprints)
+        return sorted((self._entries[fp] for fp in chosen), key=lambda e: (e.died_at, e.seq))
+
+    async def dead_letters(self, limit: int = 100, offset: int = 0) -> list[DeadLetter]:
+        return [
+            DeadLetter(e.request, tuple(e.errors), e.died_at)
+            for e in self._dead_entries(None)[offset : offset + limit]
+        ]
+
+    async def requeue_dead(self, fingerprints: Sequence[str] | None = None) -> int:
+        entries = self._dead_entries(fingerprints)
+        for entry in entries:
+            self._dead.discard(entry.request.fingerprint)
+            self._counts[_State.DEAD] -= 1
+            entry.errors.clear()
+            entry.request = replace(entry.request, attempt=0)
+            self._push(entry, 0.0)
+        return len(entries)
+
+    async def purge_dead(self, fingerprints: Sequence[str] | None = None) -> int:
+        entries = self._dead_entries(fingerprints)
+        for entry in entries:
+            self._dead.discard(entry.request.fingerprint)
+            del self._entries[entry.request.fingerprint]
+        self._counts[_State.DEAD] -= len(entries)
+        return len(entries)
+
+    async def close(self) -> None:
+        """Nothing to release; the state is dropped with the object."""
