@@ -206,3 +206,14 @@ async def test_quality_snapshot_per_crawl_and_domain() -> None:
 def test_reject_is_a_plain_record() -> None:
     reject = Reject("t", None, "u", "why", {"a": 1}, 1.0)
     assert reject.reason == "why"
+
+
+def test_public_api() -> None:
+    import crawlfleet.pipeline as pipeline
+    import crawlfleet.pipeline.sinks as sinks
+
+    for package in (pipeline, sinks):
+        for name in package.__all__:
+            assert getattr(package, name) is not None
+    assert pipeline.Pipeline is Pipeline
+    assert sinks.SqliteSink is SqliteSink
