@@ -180,10 +180,13 @@ class HttpFetcher:
         if isinstance(exc, aiohttp.ClientConnectorError):
             reason = exc.os_error.strerror or exc.os_error
             return FetchError(f"cannot connect to {exc.host}:{exc.port} ({url}): {reason}")
+        if isinstance(exc, aiohttp.NonHttpUrlClientError):
+            return FetchError(f"{url}: not an http(s) URL", transient=False)
         if isinstance(exc, aiohttp.InvalidURL | ValueError):
             return FetchError(f"invalid URL {url}: {exc}", transient=False)
         if isinstance(exc, aiohttp.ClientResponseError):
-            return FetchError(f"{url}: malformed response: {exc.message}")
+            reason = exc.message.splitlines()[0] if exc.message else "unreadable"
+            return FetchError(f"{url}: malformed response: {reason}")
         if isinstance(exc, aiohttp.ClientError | OSError):
             return FetchError(f"{url}: {type(exc).__name__}: {exc}")
         return FetchError(f"{url}: unexpected {type(exc).__name__}: {exc}")
