@@ -47,6 +47,9 @@ class FileFetcher:
             fetched_at=self._clock.now(),
         )
 
+    async def close(self) -> None:
+        """Nothing to release: every fetch opens and closes its own file."""
+
     def _read(self, url: str) -> tuple[int, dict[str, str], bytes]:
         parts = urlsplit(url)
         if parts.scheme != "file":
