@@ -208,3 +208,239 @@ async def test_next_ready_at_is_none_with_only_leases_out(store: QueueStore) -> 
     await claim(store)
     assert await store.next_ready_at(T0) is None
     assert (await store.counts()).pending == 1
+
+
+# --- leases, retries, reaping --------------------------------------------------------------
+
+
+async def test_complete_marks_done_once(store: QueueStore) -> None:
+    await store.add([req("1")], NO_BUDGET)
+    (lease,) = await claim(store)
+    assert await store.complete(lease)
+    assert await store.counts() == QueueCounts(queued=0, leased=0, done=1, dead=0, seen=1)
+    assert not await store.complete(lease)
+    assert not await store.retry(lease, T0, "late")
+    assert not await store.bury(lease, "late", T0)
+    assert (await store.counts()).done == 1
+
+
+async def test_each_hand_out_gets_a_new_token(store: QueueStore) -> None:
+    await store.add([req("1")], NO_BUDGET)
+    (first,) = await claim(store)
+    await store.retry(first, 0.0, "e")
+    (second,) = await claim(store, now=T0 + 1)
+    assert first.token != second.token
+    assert not await store.complete(first)
+    assert await store.complete(second)
+
+
+async def test_forged_token_is_refused(store: QueueStore) -> None:
+    await store.add([req("1")], NO_BUDGET)
+    (lease,) = await claim(store)
+    for token in ("", "nonsense", f"{lease.token}9", f"{lease.request.fingerprint}:x"):
+        assert not await store.complete(Lease(lease.request, token, lease.expires_at))
+    assert await store.complete(lease)
+
+
+async def test_reap_returns_expired_leases_and_stales_them(store: QueueStore) -> None:
+    await store.add([req("1"), req("2")], NO_BUDGET)
+    early, late = await store.claim(1, T0, 10.0, FREE), await store.claim(1, T0 + 5, 10.0, FREE)
+    assert await store.reap(T0 + 10) == 0
+    assert await store.reap(T0 + 11) == 1
+    counts = await store.counts()
+    assert (counts.queued, counts.leased) == (1, 1)
+    assert not await store.complete(early[0])
+    (again,) = await claim(store, now=T0 + 11)
+    assert again.request == early[0].request
+    assert again.token != early[0].token
+    assert await store.complete(again)
+    assert await store.complete(late[0])
+
+
+async def test_reap_infinity_returns_every_lease(store: QueueStore) -> None:
+    await store.add([req(str(i), d) for d in ("a.test", "b.test") for i in range(3)], NO_BUDGET)
+    leases = await store.claim(10, T0, 1e9, FREE)
+    assert len(leases) == 6
+    assert await store.reap(float("inf")) == 6
+    assert (await store.counts()).queued == 6
+    assert all([not await store.complete(lease) for lease in leases])
+    assert len(await claim(store, now=T0 + 1)) == 6
+
+
+async def test_reaped_request_frees_its_domain_slot(store: QueueStore) -> None:
+    await store.add([req("1"), req("2")], NO_BUDGET)
+    policy = DomainPolicy(delay_s=0.0, max_in_flight=1)
+    assert len(await store.claim(5, T0, 10.0, policy)) == 1
+    assert await store.claim(5, T0 + 5, 10.0, policy) == []
+    await store.reap(T0 + 20)
+    assert len(await store.claim(5, T0 + 20, 10.0, policy)) == 1
+
+
+async def test_retry_waits_for_not_before_and_counts_attempts(store: QueueStore) -> None:
+    await store.add([req("1")], NO_BUDGET)
+    (lease,) = await claim(store)
+    assert lease.request.attempt == 0
+    assert await store.retry(lease, T0 + 30, "timeout")
+    assert (await store.counts()).queued == 1
+    assert await claim(store, now=T0 + 29) == []
+    assert await store.next_ready_at(T0 + 10) == T0 + 30
+    (again,) = await claim(store, now=T0 + 30)
+    assert again.request.attempt == 1
+    assert again.request.url == lease.request.url
+    assert not await store.complete(lease)
+
+
+async def test_waiting_retry_does_not_hold_up_its_domain(store: QueueStore) -> None:
+    await store.add([req("1", priority=9), req("2")], NO_BUDGET)
+    (first,) = await claim(store, limit=1)
+    await store.retry(first, T0 + 100, "e")
+    assert names(await claim(store, now=T0 + 1)) == ["2"]
+    assert names(await claim(store, now=T0 + 100)) == ["1"]
+
+
+async def test_bury_keeps_the_error_history(store: QueueStore) -> None:
+    await store.add([req("1")], NO_BUDGET)
+    (lease,) = await claim(store)
+    await store.retry(lease, T0 + 1, "timeout")
+    (lease,) = await claim(store, now=T0 + 1)
+    await store.retry(lease, T0 + 2, "HTTP 503")
+    (lease,) = await claim(store, now=T0 + 2)
+    assert await store.bury(lease, "HTTP 500", T0 + 3)
+    assert not await store.complete(lease)
+    assert await store.counts() == QueueCounts(queued=0, leased=0, done=0, dead=1, seen=1)
+    (letter,) = await store.dead_letters()
+    assert letter.errors == ("timeout", "HTTP 503", "HTTP 500")
+    assert letter.request.url == req("1").url
+    assert letter.request.attempt == 2
+    assert letter.died_at == T0 + 3
+
+
+# --- dead letters --------------------------------------------------------------------------
+
+
+async def bury_all(store: QueueStore, count: int) -> list[str]:
+    """Admit ``count`` requests and bury each; their fingerprints in death order."""
+    await store.add([req(str(i)) for i in range(count)], NO_BUDGET)
+    died: list[str] = []
+    for i, lease in enumerate(await claim(store)):
+        await store.bury(lease, f"error {i}", T0 + i)
+        died.append(lease.request.fingerprint)
+    return died
+
+
+async def test_dead_letters_page_in_death_order(store: QueueStore) -> None:
+    died = await bury_all(store, 5)
+    assert [d.request.fingerprint for d in await store.dead_letters()] == died
+    page = await store.dead_letters(limit=2, offset=1)
+    assert [d.request.fingerprint for d in page] == died[1:3]
+    assert [d.errors for d in page] == [("error 1",), ("error 2",)]
+    assert await store.dead_letters(limit=10, offset=5) == []
+
+
+async def test_requeue_dead_all(store: QueueStore) -> None:
+    await bury_all(store, 3)
+    assert await store.requeue_dead() == 3
+    assert await store.counts() == QueueCounts(queued=3, leased=0, done=0, dead=0, seen=3)
+    leases = await claim(store, now=T0 + 10)
+    assert len(leases) == 3
+    assert {lease.request.attempt for lease in leases} == {0}
+    assert await store.requeue_dead() == 0
+
+
+async def test_requeue_dead_by_fingerprint(store: QueueStore) -> None:
+    died = await bury_all(store, 3)
+    assert await store.requeue_dead([died[1], "fp-unknown", req("x").fingerprint]) == 1
+    assert [d.request.fingerprint for d in await store.dead_letters()] == [died[0], died[2]]
+    (lease,) = await claim(store, now=T0 + 10)
+    assert lease.request.fingerprint == died[1]
+    assert await store.complete(lease)
+
+
+async def test_requeued_letter_keeps_admission_done_requests_untouched(store: QueueStore) -> None:
+    await store.add([req("ok")], NO_BUDGET)
+    (ok,) = await claim(store)
+    await store.complete(ok)
+    assert await store.requeue_dead([ok.request.fingerprint]) == 0
+    assert (await store.counts()).done == 1
+
+
+async def test_purge_dead_forgets_but_stays_seen(store: QueueStore) -> None:
+    died = await bury_all(store, 4)
+    assert await store.purge_dead([died[0]]) == 1
+    assert len(await store.dead_letters()) == 3
+    assert await store.purge_dead() == 3
+    assert await store.dead_letters() == []
+    counts = await store.counts()
+    assert (counts.dead, counts.queued, counts.seen) == (0, 0, 4)
+    assert await store.add([req("0"), req("3")], NO_BUDGET) == 0
+    assert await store.requeue_dead() == 0
+
+
+# --- invariants ----------------------------------------------------------------------------
+
+
+async def test_counts_in_every_state(store: QueueStore) -> None:
+    await store.add([req(str(i)) for i in range(6)], NO_BUDGET)
+    await store.mark_seen(["fp-redirect-target"])
+    done, retried, dead, leased = (await claim(store, limit=4))[:4]
+    await store.complete(done)
+    await store.retry(retried, T0 + 5, "e")
+    await store.bury(dead, "e", T0)
+    assert leased.token
+    assert await store.counts() == QueueCounts(queued=3, leased=1, done=1, dead=1, seen=7)
+    assert (await store.counts()).pending == 4
+
+
+async def test_random_operations_keep_every_fingerprint_in_one_state(store: QueueStore) -> None:
+    rng = random.Random(7)
+    model: dict[str, str] = {}
+    leases: dict[str, Lease] = {}
+    now = T0
+    policy = DomainPolicy(delay_s=0.5, max_in_flight=2)
+    for _step in range(300):
+        now += rng.choice((0.0, 0.25, 1.0))
+        op = rng.random()
+        if op < 0.3:
+            batch = [req(str(rng.randrange(80)), f"d{rng.randrange(4)}.test") for _ in range(5)]
+            fresh = {r.fingerprint for r in batch} - model.keys()
+            assert await store.add(batch, Budget(max_total=60)) == min(len(fresh), 60 - len(model))
+            for r in batch:
+                if r.fingerprint not in model and len(model) < 60:
+                    model[r.fingerprint] = "queued"
+        elif op < 0.55:
+            for lease in await store.claim(rng.randrange(1, 6), now, 5.0, policy):
+                fp = lease.request.fingerprint
+                assert model[fp] == "queued"
+                model[fp] = "leased"
+                leases[fp] = lease
+        elif op < 0.9 and leases:
+            fp = rng.choice(sorted(leases))
+            lease = leases.pop(fp)
+            fate = rng.choice(("done", "queued", "dead"))
+            if fate == "done":
+                ok = await store.complete(lease)
+            elif fate == "queued":
+                ok = await store.retry(lease, now + rng.choice((0.0, 2.0)), "e")
+            else:
+                ok = await store.bury(lease, "e", now)
+            assert ok, "a lease stays current until it is reaped"
+            model[fp] = fate
+        elif op < 0.95:
+            reaped = await store.reap(now)
+            expired = [fp for fp, lease in leases.items() if lease.expires_at < now]
+            assert reaped == len(expired)
+            for fp in expired:
+                model[fp] = "queued"
+                del leases[fp]
+        else:
+            assert await store.requeue_dead() == sum(s == "dead" for s in model.values())
+            model.update({fp: "queued" for fp, s in model.items() if s == "dead"})
+        states = list(model.values())
+        counts = await store.counts()
+        assert counts == QueueCounts(
+            queued=states.count("queued"),
+            leased=states.count("leased"),
+            done=states.count("done"),
+            dead=states.count("dead"),
+            seen=len(model),
+        )
