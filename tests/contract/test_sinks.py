@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import csv
 import sqlite3
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -303,3 +305,47 @@ def test_csv_sink_refuses_a_foreign_csv(tmp_path: Path) -> None:
     path.write_text("a,b\n1,2\n")
     with pytest.raises(StateError, match="not a crawlfleet CSV"):
         CsvSink(path)
+
+
+FULL_DISK_SCRIPT = """
+import asyncio, resource, signal, sys
+from pathlib import Path
+from crawlfleet.errors import StateError
+from crawlfleet.models import Item
+from crawlfleet.pipeline.sinks.csv import CsvSink
+from crawlfleet.pipeline.sinks.jsonl import JsonlSink
+
+async def main(kind, path):
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+    sink = (JsonlSink if kind == "jsonl" else CsvSink)(Path(path))
+    await sink.write([Item("t", {"n": 0}, key="0")])
+    try:
+        await sink.write([Item("t", {"n": n, "pad": "x" * 100}, key=str(n)) for n in range(99)])
+    except StateError as exc:
+        print("StateError", exc)
+    await sink.write([Item("t", {"n": 1}, key="1")])
+    await sink.close()
+
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+"""
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "csv"])
+def test_file_sink_full_disk_cuts_the_failed_batch_off(kind: str, tmp_path: Path) -> None:
+    # The file size limit (RLIMIT_FSIZE) is per process: a child process plays the full disk.
+    path = tmp_path / f"items.{kind}"
+    done = subprocess.run(
+        [sys.executable, "-c", FULL_DISK_SCRIPT, kind, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.startswith("StateError cannot write to"), done.stderr
+    assert str(path) in done.stdout
+    lines = path.read_text().splitlines()
+    if kind == "jsonl":
+        assert [orjson.loads(line)["key"] for line in lines] == ["0", "1"]
+    else:
+        assert [row[1] for row in csv.reader(lines)] == ["key", "0", "1"]

@@ -64,9 +64,8 @@ class DataQuality:
         for item in stored:
             fill = self._fill[item.type]
             fill.items += 1
-            fill.filled.update(name for name, value in item.data.items() if _is_filled(value))
-            for name in item.data:
-                fill.filled[name] += 0
+            for name, value in item.data.items():
+                fill.filled[name] += _is_filled(value)  # an empty field still gets a rate
 
     def snapshot(self) -> dict[str, Any]:
         """The crawl's totals, plus ``domains`` (same totals per domain) and ``fill_rate``."""
