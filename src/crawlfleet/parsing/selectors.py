@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 class Selection(Protocol):
     """A document or element to select within.
 
-    ``value`` reads ``"text"`` (whitespace-normalized text), ``"html"`` (outer HTML) or an
+    ``value`` reads ``"text"`` (the DOM's ``textContent``, whitespace runs made one space, as
+    XPath's ``normalize-space``), ``"html"`` (outer HTML) or an
     attribute by name; None when the attribute is missing.
     """
 
@@ -48,7 +49,7 @@ class LexborSelection:
 
     def value(self, attr: str) -> str | None:
         if attr == "text":
-            return _normalized(self.node.text(deep=True, separator=" "))
+            return _normalized(self.node.text(deep=True))
         if attr == "html":
             return self.node.html
         return self.node.attributes.get(attr)
