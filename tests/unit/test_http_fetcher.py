@@ -9,7 +9,7 @@ import json
 import socket
 import tracemalloc
 import zlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 
 import brotli
@@ -19,11 +19,13 @@ from aiohttp import web
 from crawlfleet.clock import FakeClock
 from crawlfleet.errors import FetchError, ForbiddenAddress, TooLarge
 from crawlfleet.fetchers import HttpFetcher
+from crawlfleet.fetchers.addresses import AddressPredicate
 from crawlfleet.models import CrawlRequest
 from crawlfleet.settings import Settings
 
 PAGE = b"<!doctype html><html><body><p>hello</p></body></html>"
 BOMB_BYTES = 100 * 1024 * 1024
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def _gzip_bomb() -> bytes:
@@ -37,9 +39,8 @@ def _gzip_bomb() -> bytes:
 def _brotli_bomb() -> bytes:
     compressor = brotli.Compressor(quality=5)
     zeros = bytes(1024 * 1024)
-    return b"".join(compressor.process(zeros) for _ in range(BOMB_BYTES // len(zeros))) + (
-        compressor.finish()
-    )
+    parts = [compressor.process(zeros) for _ in range(BOMB_BYTES // len(zeros))]
+    return bytes(b"".join(parts) + compressor.finish())
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +63,7 @@ def _app(site: Site, bombs: dict[str, bytes]) -> web.Application:
     routes = web.RouteTableDef()
 
     @web.middleware
-    async def record(request: web.Request, handler: web.Handler) -> web.StreamResponse:
+    async def record(request: web.Request, handler: Handler) -> web.StreamResponse:
         site.paths.append(request.path_qs)
         return await handler(request)
 
@@ -490,7 +491,7 @@ async def test_name_resolving_to_loopback_is_refused(server: Site) -> None:
     assert server.paths == []
 
 
-def _forbid(*addresses: str) -> object:
+def _forbid(*addresses: str) -> AddressPredicate:
     refused = {ipaddress.ip_address(a) for a in addresses}
     return lambda address: address in refused
 
@@ -501,7 +502,7 @@ async def test_redirect_to_forbidden_literal_is_refused_at_the_hop(
     allowed, private = servers["127.0.0.2"], servers["127.0.0.3"]
     fetcher = HttpFetcher(
         _settings(allow_private_addresses=False),
-        forbidden=_forbid("127.0.0.3"),  # type: ignore[arg-type]
+        forbidden=_forbid("127.0.0.3"),
     )
     try:
         assert (await fetcher.fetch(_request(allowed.url("/page")))).status == 200
@@ -520,7 +521,7 @@ async def test_redirect_to_name_resolving_to_forbidden_is_refused(
     target = f"http://localhost:{private.base.rsplit(':', 1)[1]}/page"
     fetcher = HttpFetcher(
         _settings(allow_private_addresses=False),
-        forbidden=_forbid("127.0.0.1", "::1"),  # type: ignore[arg-type]
+        forbidden=_forbid("127.0.0.1", "::1"),
     )
     try:
         with pytest.raises(ForbiddenAddress, match="localhost resolves to"):
