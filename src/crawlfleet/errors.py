@@ -11,6 +11,7 @@
     │   └── ForbiddenAddress   the host resolves to a private/loopback address we may not fetch
     ├── ParseError             a parser raised on a page; carries the traceback text
     └── DropItem               a pipeline processor refuses an item; carries the reason
+        └── InvalidItem        the item failed its schema (pipeline.processors); kept as a reject
 
 Control-flow exceptions are named for what the caller should do next.
 """

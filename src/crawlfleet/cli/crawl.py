@@ -73,6 +73,7 @@ async def run_embedded(settings: Settings, seeds: list[str], *, fresh: bool) -> 
             events=events,
             clock=clock,
             stack=stack,
+            rejects=sink,
         )
         recorder = AttemptRecorder(events, attempt_log)
         with CrawlProgress(console, stats, enabled=sys.stderr.isatty()) as progress:

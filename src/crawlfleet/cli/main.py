@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from crawlfleet.cli import crawl, demo, demo_site, dlq
+from crawlfleet.cli import crawl, demo, demo_site, dlq, export
 
 app = typer.Typer(
     name="crawlfleet",
@@ -17,3 +17,4 @@ app.command()(crawl.crawl)
 dlq.register(app)
 demo.register(app)
 demo_site.register(app)
+export.register(app)

@@ -23,15 +23,16 @@ from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.monitoring.attempt_log import AttemptLog
 from crawlfleet.monitoring.events import EventBus
 from crawlfleet.parsing.loader import load_parsers
+from crawlfleet.pipeline.export import ITEMS_FILE
 from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.pipeline.processors import default_processors
 from crawlfleet.pipeline.protocols import Sink
+from crawlfleet.pipeline.rejects import RejectStore
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
 from crawlfleet.settings import Settings
 from crawlfleet.urls import UrlRules, fingerprint
 
 STATE_FILE = "state.sqlite"
-ITEMS_FILE = "items.sqlite"
 
 
 def worker_name() -> str:
@@ -95,6 +96,7 @@ async def build_crawl(
     events: EventBus,
     clock: Clock,
     stack: AsyncExitStack,
+    rejects: RejectStore | None = None,
 ) -> CrawlGraph:
     """Wire a crawl over the given stores (embedded or distributed alike)."""
     registry = load_parsers(settings.parsers, settings.selector_parsers)
@@ -113,7 +115,9 @@ async def build_crawl(
         if settings.obey_robots
         else None
     )
-    pipeline = Pipeline(default_processors(registry.schemas()), sink, events=events, clock=clock)
+    pipeline = Pipeline(
+        default_processors(registry.schemas()), sink, events=events, clock=clock, rejects=rejects
+    )
     frontier = build_frontier(settings, store, seeds)
     parts = CrawlerParts(
         frontier=frontier,

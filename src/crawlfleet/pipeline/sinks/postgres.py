@@ -1,6 +1,6 @@
 """The PostgreSQL item sink: JSONB rows upserted by (item_type, item_key).
 
-Same semantics as the SQLite sink: a batch is deduplicated by key (the last one wins), then
+Same semantics as the SQLite sink: a batch is deduplicated by key (``batch_rows``), then
 ``INSERT … ON CONFLICT (item_type, item_key) DO UPDATE``: ``last_seen`` always moves; ``data``,
 ``content_hash`` and ``last_changed`` change only when the content hash changed. A write that
 fails (server down, connection lost) raises ``StateError`` and the caller keeps the batch; the
@@ -12,23 +12,21 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 
-import orjson
 import psycopg
 
 from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.errors import StateError
 from crawlfleet.models import Item
-from crawlfleet.pipeline.hashing import content_hash, item_key
+from crawlfleet.pipeline.sinks.stored import batch_rows
 from crawlfleet.urls import redact_url
 
 UPSERT = """
-INSERT INTO items AS i (item_type, item_key, data, content_hash, url, crawl_id,
+INSERT INTO items AS i (item_type, item_key, data, content_hash, crawl_id,
                         first_seen, last_seen, last_changed)
-VALUES (%s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s)
+VALUES (%s, %s, %s::jsonb, %s, %s, %s, %s, %s)
 ON CONFLICT (item_type, item_key) DO UPDATE SET
     last_seen = excluded.last_seen,
     data = CASE WHEN i.content_hash = excluded.content_hash THEN i.data ELSE excluded.data END,
-    url = CASE WHEN i.content_hash = excluded.content_hash THEN i.url ELSE excluded.url END,
     last_changed = CASE WHEN i.content_hash = excluded.content_hash
                         THEN i.last_changed ELSE excluded.last_changed END,
     content_hash = excluded.content_hash
@@ -65,24 +63,14 @@ class PostgresSink:
         if not items:
             return
         now = dt.datetime.fromtimestamp(self._clock.now(), dt.UTC)
-        rows: dict[tuple[str, str], tuple[object, ...]] = {}
-        for item in items:
-            key = item_key(item)
-            rows[(item.type, key)] = (
-                item.type,
-                key,
-                orjson.dumps(item.data).decode(),
-                content_hash(item.data),
-                item.url,
-                self._crawl_id,
-                now,
-                now,
-                now,
-            )
+        rows = [
+            (r.item_type, r.item_key, r.data_json, r.content_hash, self._crawl_id, now, now, now)
+            for r in batch_rows(items)
+        ]
         conn = await self._connection()
         try:
             async with conn.transaction(), conn.cursor() as cur:
-                await cur.executemany(UPSERT, sorted(rows.values(), key=lambda r: r[:2]))  # type: ignore[arg-type]
+                await cur.executemany(UPSERT, rows)
         except psycopg.Error as exc:
             await conn.close()
             raise StateError(f"PostgreSQL at {redact_url(self._dsn)}: {exc}".strip()) from None

@@ -1,7 +1,7 @@
 """The PostgreSQL schema of the distributed runtime, as numbered migrations.
 
 Tables:
-- ``items(item_type, item_key, data jsonb, content_hash, url, crawl_id, first_seen, last_seen,
+- ``items(item_type, item_key, data jsonb, content_hash, crawl_id, first_seen, last_seen,
   last_changed)``, unique on (item_type, item_key): the same rows as the embedded SQLite sink.
 - ``item_rejects``: invalid items with the reason and the page they came from.
 - ``attempts``: one row per fetch attempt (URL, worker, outcome, status, bytes, latency, error).
@@ -25,7 +25,6 @@ MIGRATIONS: tuple[str, ...] = (
         item_key     text        NOT NULL,
         data         jsonb       NOT NULL,
         content_hash text        NOT NULL,
-        url          text        NOT NULL DEFAULT '',
         crawl_id     text        NOT NULL DEFAULT '',
         first_seen   timestamptz NOT NULL,
         last_seen    timestamptz NOT NULL,
