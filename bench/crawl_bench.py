@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import signal
 import statistics
 import sys
 from dataclasses import dataclass
@@ -170,6 +171,7 @@ def main() -> None:
         args.parsers = None
     if "scrapy" in args.tools and not SCRAPY_PYTHON.exists():
         sys.exit(f"no Scrapy venv at {SCRAPY_PYTHON}; see bench/README.md")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so nginx is stopped on the way out
     site = args.site
     manifest = ensure_site(site, args.pages, args.hosts, args.port)
     results: list[RunResult] = []

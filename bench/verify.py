@@ -72,7 +72,8 @@ def verify(manifest: dict[str, Any], log: list[LogLine], items_file: Path) -> Ve
     examples += [f"missed {h}{p}" for h, p in sorted(missed)[:3]]
     bad = [key for key in counts if key in disallowed]
     examples += [f"disallowed {h}{p}" for h, p in sorted(bad)[:3]]
-    unexpected = [key for key in counts if key not in expected | disallowed | robots]
+    known = expected | disallowed | robots
+    unexpected = [key for key in counts if key not in known]
     examples += [f"unexpected {h}{p}" for h, p in sorted(unexpected)[:3]]
     items, products = read_items(items_file)
     return Verdict(
