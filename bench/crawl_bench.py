@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import signal
 import statistics
@@ -91,6 +92,7 @@ def run_once(
     run_dir.mkdir(parents=True)
     argv = command(tool, manifest["seeds"], run_dir, args.parsers)
     nginx.clear_log()
+    load_1m = os.getloadavg()[0]  # other work on the machine skews the figures
     usage = run_measured(argv, timeout_s=args.timeout_s, log_path=run_dir / "output.log")
     shutil.copy(nginx.access_log, run_dir / "access.log")
     verdict = verify(manifest, read_log(nginx.access_log), run_dir / "items.jsonl")
@@ -99,7 +101,8 @@ def run_once(
     print(
         f"{tool:10} run {run}: {verdict.responses} responses in {usage.wall_s:.1f} s = "
         f"{result.pages_per_s:.0f} pages/s, {usage.cpu_s:.1f} CPU s "
-        f"({result.cpu_ms_per_page:.2f} ms/page), peak RSS {usage.peak_rss_mb:.0f} MB, {status}"
+        f"({result.cpu_ms_per_page:.2f} ms/page), peak RSS {usage.peak_rss_mb:.0f} MB, {status}, "
+        f"load average before {load_1m:.1f}"
         f"\n{'':12}{'OK' if verdict.ok else 'CHECK FAILED'}: {verdict.summary()}"
         + "".join(f"\n{'':14}{e}" for e in verdict.examples),
         flush=True,
