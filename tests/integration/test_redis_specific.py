@@ -70,7 +70,6 @@ async def test_two_crawls_share_one_redis_without_seeing_each_other(
     keys = await raw.keys("*")
     assert keys
     assert all(k.startswith(("crawl-one:", "crawl-two:")) for k in keys)
-    await two.close()
 
 
 async def test_key_names_come_from_one_module(opened: Opener, redis_url: str, raw: Redis) -> None:
@@ -103,17 +102,22 @@ async def test_state_survives_sigkill_and_the_client_reconnects(
     first = await store.claim(2, NOW, 60, POLITE)
     assert await store.complete(first[0])
     assert await store.retry(first[1], NOW + 10, "timeout")
+    (held,) = await store.claim(1, NOW, 60, POLITE)
     before = await store.counts()
 
     redis_server_aof.kill()
     redis_server_aof.restart()
 
     assert await store.counts() == before
-    assert before.done == 1
-    assert before.queued == 4
-    later = await store.claim(10, NOW + 11, 60, POLITE)
-    assert len(later) == 2
-    assert await store.complete(later[0])
+    assert (before.queued, before.leased, before.done) == (3, 1, 1)
+    assert await store.complete(held)
+    later = await store.claim(10, NOW + 11, 60, DomainPolicy(0.0, 10))
+    assert len(later) == 3
+    (retried,) = [x for x in later if x.request.fingerprint == first[1].request.fingerprint]
+    assert retried.request.attempt == 1
+    assert await store.bury(retried, "gone", NOW + 12)
+    (dead,) = await store.dead_letters()
+    assert dead.errors == ("timeout", "gone")
 
 
 async def test_claims_from_two_connections_respect_max_in_flight(

@@ -6,10 +6,10 @@
 -- ARGV[2] domain
 -- ARGV[3] until (epoch s)
 
-local domain, until = ARGV[2], tonumber(ARGV[3])
-if until > ready_at(domain) then
-  redis.call('HSET', K.next, domain, fmt(until))
-  redis.call('ZADD', K.ready, 'XX', until, domain)
-  redis.call('ZADD', K.parked, 'XX', until, domain)
+local domain, block_until = ARGV[2], tonumber(ARGV[3])
+if block_until > ready_at(domain) then
+  redis.call('HSET', K.next, domain, fmt(block_until))
+  redis.call('ZADD', K.ready, 'XX', block_until, domain)
+  redis.call('ZADD', K.parked, 'XX', block_until, domain)
 end
 return 1

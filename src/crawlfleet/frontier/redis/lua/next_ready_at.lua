@@ -1,6 +1,7 @@
 -- Earliest time a queued request may become claimable, as a string; false when none is queued.
 -- Parked domains count with their ready_at (they wait for a lease to end, too); a delayed
 -- retry counts with the later of its not-before and its domain's ready_at.
+-- The time may be in the past: the caller compares it with now.
 -- KEYS[1] req
 -- KEYS[2] delayed
 -- KEYS[3] ready
@@ -20,9 +21,20 @@ for _, key in ipairs({K.ready, K.parked}) do
     consider(tonumber(first[2]))
   end
 end
-local retry = redis.call('ZRANGE', K.delayed, 0, 0, 'WITHSCORES')
-if retry[1] then
-  local r = stored_request(retry[1])
-  consider(math.max(tonumber(retry[2]), ready_at(r.domain)))
+-- Retries in not-before order; stop once not-befores pass the best time so far, or after
+-- SCAN_MAX of them (then the next not-before stands in: early, never late).
+local SCAN_MAX = 1000
+local delayed = redis.call('ZRANGE', K.delayed, 0, SCAN_MAX, 'WITHSCORES')
+for i = 1, #delayed, 2 do
+  local not_before = tonumber(delayed[i + 1])
+  if best and not_before >= best then
+    break
+  end
+  if i > 2 * SCAN_MAX then
+    consider(not_before)
+    break
+  end
+  local r = stored_request(delayed[i])
+  consider(math.max(not_before, ready_at(r.domain)))
 end
 return best and fmt(best)

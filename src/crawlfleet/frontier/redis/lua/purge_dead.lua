@@ -14,5 +14,7 @@ for i = 2, #ARGV do
     purged = purged + 1
   end
 end
-redis.call('HINCRBY', K.counts, 'dead', -purged)
+if purged > 0 then
+  redis.call('HINCRBY', K.counts, 'dead', -purged)
+end
 return purged

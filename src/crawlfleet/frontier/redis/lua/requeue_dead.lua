@@ -21,6 +21,8 @@ for i = 2, #ARGV, 4 do
     moved = moved + 1
   end
 end
-redis.call('HINCRBY', K.counts, 'dead', -moved)
-redis.call('HINCRBY', K.counts, 'queued', moved)
+if moved > 0 then
+  redis.call('HINCRBY', K.counts, 'dead', -moved)
+  redis.call('HINCRBY', K.counts, 'queued', moved)
+end
 return moved
