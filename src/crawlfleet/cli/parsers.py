@@ -1,0 +1,278 @@
+"""``crawlfleet parse | new-parser | check``: try, scaffold and check site parsers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import mimetypes
+import re
+import time
+import traceback
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from crawlfleet.errors import CrawlfleetError
+from crawlfleet.fetchers.files import FileFetcher
+from crawlfleet.fetchers.http import HttpFetcher
+from crawlfleet.models import CrawlRequest, FetchResult, ParseResult
+from crawlfleet.parsing.contracts import Fetch, check_contracts
+from crawlfleet.parsing.loader import load_parsers
+from crawlfleet.parsing.registry import ParserRegistry
+from crawlfleet.settings import Settings, load_settings
+from crawlfleet.urls import UrlRules, fingerprint
+
+ParsersOpt = Annotated[
+    str | None, typer.Option("--parsers", help="parser modules or .py files, comma-separated")
+]
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", help="crawl config (TOML): parsers, selector_parsers")
+]
+PrivateOpt = Annotated[
+    bool, typer.Option("--allow-private-addresses", help="fetch loopback/private hosts")
+]
+
+
+def register(app: typer.Typer) -> None:
+    """Add the parser commands to ``app``."""
+    app.command("parse")(parse)
+    app.command("new-parser")(new_parser)
+    app.command("check")(check)
+
+
+def crawl_settings(config: Path | None, parsers: str | None, allow_private: bool) -> Settings:
+    """The settings of ``config`` with the ``--parsers`` modules added."""
+    settings = load_settings(config, allow_private_addresses=allow_private or None)
+    extra = [source.strip() for source in (parsers or "").split(",") if source.strip()]
+    settings.parsers = [*settings.parsers, *extra]
+    return settings
+
+
+@asynccontextmanager
+async def fetching(settings: Settings) -> AsyncIterator[Fetch]:
+    """A URL -> FetchResult function over the project's fetchers (``file:`` and http(s))."""
+    rules = UrlRules(settings.strip_query_params, settings.politeness_key)
+    http, files = HttpFetcher(settings), FileFetcher(settings)
+
+    async def fetch(url: str) -> FetchResult:
+        canonical = rules.canonical(url)
+        request = CrawlRequest(canonical, fingerprint(canonical), rules.politeness_key(canonical))
+        fetcher = files if canonical.startswith("file:") else http
+        return await fetcher.fetch(request)
+
+    try:
+        yield fetch
+    finally:
+        await http.close()
+        await files.close()
+
+
+def saved_page(path: Path, url: str | None) -> FetchResult:
+    """A saved file as a response from ``url`` (default: its ``file:`` URL)."""
+    page_url = url or path.resolve().as_uri()
+    content_type = mimetypes.guess_type(path.name)[0] or ""
+    return FetchResult(
+        url=page_url,
+        final_url=page_url,
+        status=200,
+        headers={"content-type": content_type} if content_type else {},
+        body=path.read_bytes(),
+        elapsed_s=0.0,
+        fetcher="file",
+        fetched_at=time.time(),
+    )
+
+
+async def _fetch_one(settings: Settings, url: str) -> FetchResult:
+    async with fetching(settings) as fetch:
+        return await fetch(url)
+
+
+def as_json(name: str, response: FetchResult, parsed: ParseResult) -> dict[str, Any]:
+    return {
+        "parser": name,
+        "url": response.url,
+        "status": response.status,
+        "items": [item.to_dict() for item in parsed.items],
+        "links": [
+            {"url": link.url, "priority": link.priority, "fetcher": link.fetcher}
+            for link in parsed.links
+        ],
+    }
+
+
+def parse(
+    target: Annotated[str, typer.Argument(help="a URL to fetch, or a saved page")],
+    parser: Annotated[str | None, typer.Option("--parser", help="parser name to use")] = None,
+    parsers: ParsersOpt = None,
+    config: ConfigOpt = None,
+    url: Annotated[str | None, typer.Option("--url", help="the URL a saved page came from")] = None,
+    save: Annotated[Path | None, typer.Option("--save", help="also write the body here")] = None,
+    allow_private_addresses: PrivateOpt = False,
+) -> None:
+    """Run a parser on one page and print its items and links as JSON."""
+    err = Console(stderr=True)
+    try:
+        settings = crawl_settings(config, parsers, allow_private_addresses)
+        registry = load_parsers(settings.parsers, settings.selector_parsers)
+        path = Path(target)
+        if path.is_file():
+            response = saved_page(path, url)
+        else:
+            response = asyncio.run(_fetch_one(settings, target))
+        if save is not None:
+            save.write_bytes(response.body)
+        name, chosen = (
+            registry.get(parser) if parser else registry.select(url or response.final_url)
+        )
+    except (CrawlfleetError, OSError) as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+    try:
+        parsed = chosen(response)
+    except Exception:
+        err.print(f"[red]parser {name!r} raised:[/]\n{traceback.format_exc()}")
+        raise typer.Exit(1) from None
+    typer.echo(
+        json.dumps(as_json(name, response, parsed), indent=2, ensure_ascii=False, default=str)
+    )
+    err.print(
+        f"{name}: {len(parsed.items)} items, {len(parsed.links)} links (HTTP {response.status})"
+    )
+
+
+async def _check(settings: Settings, registry: ParserRegistry) -> bool:
+    async with fetching(settings) as fetch:
+        reports = await check_contracts(registry, fetch)
+    console = Console(stderr=True)
+    if not reports:
+        console.print("no parser declares a sample_url: nothing to check")
+        return True
+    table = Table("parser", "sample URL", "items", "links", "result")
+    for report in reports:
+        result = "[green]ok[/]" if report.ok else "[red]" + "; ".join(report.problems) + "[/]"
+        table.add_row(report.parser, report.url, str(report.items), str(report.links), result)
+    console.print(table)
+    return all(report.ok for report in reports)
+
+
+def check(
+    parsers: ParsersOpt = None,
+    config: ConfigOpt = None,
+    allow_private_addresses: PrivateOpt = False,
+) -> None:
+    """Run every parser on its sample_url and check its contract; exit 1 if one fails."""
+    err = Console(stderr=True)
+    try:
+        settings = crawl_settings(config, parsers, allow_private_addresses)
+        registry = load_parsers(settings.parsers, settings.selector_parsers)
+        passed = asyncio.run(_check(settings, registry))
+    except CrawlfleetError as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+    if not passed:
+        raise typer.Exit(1)
+
+
+def module_name(domain: str) -> str:
+    """``books.toscrape.com`` -> ``books_toscrape_com`` (a valid module name)."""
+    name = re.sub(r"\W+", "_", domain.lower()).strip("_")
+    return f"site_{name}" if not name or name[0].isdigit() else name
+
+
+def new_parser(
+    domain: Annotated[str, typer.Argument(help="the site's domain, e.g. books.example")],
+    directory: Annotated[Path, typer.Option("--dir", help="where to write the files")] = Path(),
+) -> None:
+    """Write a parser module for DOMAIN, a saved sample page and a test that runs it offline."""
+    err = Console(stderr=True)
+    domain = domain.strip().strip(".").lower()
+    module = module_name(domain)
+    files = {
+        directory / f"{module}.py": PARSER_TEMPLATE,
+        directory / f"test_{module}.py": TEST_TEMPLATE,
+        directory / "pages" / f"{module}.html": PAGE_TEMPLATE,
+    }
+    existing = [str(path) for path in files if path.exists()]
+    if existing:
+        err.print(f"[red]error:[/] not overwriting {', '.join(existing)}")
+        raise typer.Exit(1)
+    values = {"domain": domain, "domain_re": re.escape(domain), "module": module}
+    for path, template in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(template.format(**values))
+    err.print(
+        f"wrote {', '.join(str(path) for path in files)}\n"
+        f"try it: crawlfleet parse https://{domain}/ --parsers {directory / (module + '.py')}"
+    )
+
+
+PARSER_TEMPLATE = '''"""The {domain} parser: edit the selectors to match the site."""
+
+from collections.abc import Iterator
+from typing import Any
+
+from crawlfleet.parsing import Contract, Follow, Response, parser
+
+
+@parser(
+    "{domain}",
+    name="{module}",
+    item_type="{module}",
+    # Links on the page matching a rule are followed (first matching rule wins); others are not.
+    follow=[Follow(pattern=r"^https?://([^/]+\\.)?{domain_re}(:\\d+)?/")],
+    sample_url="https://{domain}/",
+    contract=Contract(min_items=1, required_fields=["title"]),
+)
+def parse(response: Response) -> Iterator[Any]:
+    """One item per page; yield dicts (items), Items, or URLs to follow."""
+    title = response.css_first("h1") or response.css_first("title")
+    yield {{
+        "key": response.url,
+        "url": response.url,
+        "title": title.text(strip=True) if title else None,
+    }}
+'''
+
+TEST_TEMPLATE = '''"""The {domain} parser on a saved page, offline.
+
+Save a real page with: crawlfleet parse https://{domain}/ --save pages/{module}.html
+"""
+
+from pathlib import Path
+
+from crawlfleet.models import FetchResult
+from crawlfleet.parsing import load_parsers
+
+HERE = Path(__file__).parent
+URL = "https://{domain}/"
+
+
+def test_parser_on_saved_page() -> None:
+    registry = load_parsers([str(HERE / "{module}.py")], use_entry_points=False)
+    name, parse = registry.select(URL)
+    response = FetchResult(
+        url=URL,
+        final_url=URL,
+        status=200,
+        headers={{"content-type": "text/html"}},
+        body=(HERE / "pages" / "{module}.html").read_bytes(),
+        elapsed_s=0.0,
+    )
+    result = parse(response)
+    assert name == "{module}"
+    assert [item.data["title"] for item in result.items] == ["Welcome to {domain}"]
+    assert [link.url for link in result.links] == ["https://{domain}/about"]
+'''
+
+PAGE_TEMPLATE = """<!doctype html>
+<html><head><title>{domain}</title></head>
+<body><h1>Welcome to {domain}</h1>
+<a href="/about">About</a> <a href="https://elsewhere.example/">Elsewhere</a>
+</body></html>
+"""
