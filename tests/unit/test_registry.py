@@ -410,3 +410,11 @@ async def test_a_raising_parser_and_an_error_status_break_the_contract() -> None
         ("parser raised ValueError: selector drifted",),
         ("sample page answered HTTP 404",),
     ]
+
+
+def test_public_api() -> None:
+    import crawlfleet.parsing as package
+
+    exported: dict[str, object] = {}
+    exec("from crawlfleet.parsing import *", exported)
+    assert set(exported) - {"__builtins__"} == set(package.__all__)
