@@ -1,0 +1,127 @@
+"""Memory of the Redis seen filter per 1M URLs: exact SET against the Bloom bitmap.
+
+Starts a private redis-server on a free loopback port (never the shared one), inserts N real
+fingerprints through ``RedisQueueStore.mark_seen`` (the same Lua path as ``add``), batched
+and several batches in flight, once with ``dedup="exact"`` and once with ``dedup="bloom"``
+(capacity N), then prints ``MEMORY USAGE`` of the key scaled to 1M URLs and the measured Bloom
+false-positive rate on fresh fingerprints.
+
+    .venv/bin/python bench/redis_memory.py              # 1,000,000 fingerprints, 1% error
+    .venv/bin/python bench/redis_memory.py --count 200000
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Literal
+
+from redis.asyncio import Redis
+
+from crawlfleet.frontier.redis import BloomGeometry, CrawlKeys, RedisQueueStore
+from crawlfleet.urls import fingerprint
+
+REDIS_BINARY = "/usr/bin/redis-server"
+BATCH = 1000
+IN_FLIGHT = 4
+FP_PROBES = 100_000
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def start_redis(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    args = [REDIS_BINARY, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+            "--appendonly", "no", "--dir", str(workdir), "--daemonize", "no"]  # fmt: skip
+    process = subprocess.Popen(args, stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
+                sock.sendall(b"PING\r\n")
+                if sock.recv(16).startswith(b"+PONG"):
+                    return process, f"redis://127.0.0.1:{port}/0"
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError("redis-server did not start")
+        time.sleep(0.02)
+
+
+def fingerprints(count: int, tag: str) -> list[str]:
+    return [fingerprint(f"https://site{i % 5000}.example/{tag}/page/{i}") for i in range(count)]
+
+
+async def insert(
+    url: str, prefix: str, dedup: Literal["exact", "bloom"], fps: list[str], error_rate: float
+) -> RedisQueueStore:
+    store = await RedisQueueStore.open(
+        url, prefix, dedup=dedup, bloom_capacity=len(fps), bloom_error_rate=error_rate
+    )
+    batches = [fps[i : i + BATCH] for i in range(0, len(fps), BATCH)]
+    for start in range(0, len(batches), IN_FLIGHT):
+        await asyncio.gather(*(store.mark_seen(b) for b in batches[start : start + IN_FLIGHT]))
+    return store
+
+
+async def bench(url: str, count: int, error_rate: float) -> None:
+    client = Redis.from_url(url)
+    fps = fingerprints(count, "seen")
+    per_million = 1_000_000 / count
+    print(f"{count:,} fingerprints, Bloom error rate {error_rate:.2%}")
+    print(f"{'path':<8}{'key':<14}{'insert s':>10}{'MiB/1M':>10}{'MB/1M':>10}{'seen':>12}")
+    for dedup, key in (("exact", "seen"), ("bloom", "bloom")):
+        prefix = f"bench-{dedup}"
+        started = time.perf_counter()
+        store = await insert(url, prefix, dedup, fps, error_rate)
+        elapsed_s = time.perf_counter() - started
+        name = CrawlKeys(prefix).key(key)
+        used = int(await client.memory_usage(name, samples=0) or 0) * per_million
+        seen = (await store.counts()).seen
+        print(
+            f"{dedup:<8}{name:<14}{elapsed_s:>10.1f}{used / 2**20:>10.2f}{used / 1e6:>10.2f}"
+            f"{seen:>12,}"
+        )
+        if dedup == "bloom":
+            geometry = BloomGeometry.for_capacity(count, error_rate)
+            bitmap = await client.get(name) or b""
+            probes = fingerprints(min(FP_PROBES, count), "fresh")
+            false_positives = sum(
+                all(bitmap[p >> 3] & (0x80 >> (p & 7)) for p in geometry.positions(fp))
+                for fp in probes
+            )
+            print(
+                f"bloom: m={geometry.bits:,} bits, k={geometry.hashes}, "
+                f"false positives {false_positives / len(probes):.3%} on {len(probes):,} fresh"
+            )
+        await store.close()
+    await client.aclose()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--count", type=int, default=1_000_000)
+    parser.add_argument("--error-rate", type=float, default=0.01)
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="redis-bench-") as workdir:
+        process, url = start_redis(Path(workdir))
+        try:
+            asyncio.run(bench(url, options.count, options.error_rate))
+        finally:
+            process.terminate()
+            process.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()
