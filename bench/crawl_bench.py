@@ -19,7 +19,7 @@ import shutil
 import signal
 import statistics
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,11 @@ class RunResult:
     @property
     def pages_per_s(self) -> float:
         return self.verdict.responses / self.usage.wall_s
+
+    @property
+    def distinct_per_s(self) -> float:
+        """Expected paths fetched (each counted once) per wall second."""
+        return self.verdict.fetched_expected / self.usage.wall_s
 
     @property
     def cpu_ms_per_page(self) -> float:
@@ -97,6 +102,8 @@ def run_once(
     shutil.copy(nginx.access_log, run_dir / "access.log")
     verdict = verify(manifest, read_log(nginx.access_log), run_dir / "items.jsonl")
     result = RunResult(tool, run, usage, verdict)
+    record = {"tool": tool, "run": run, "usage": asdict(usage), "verdict": asdict(verdict)}
+    (run_dir / "result.json").write_text(json.dumps(record, indent=1))
     status = "TIMED OUT" if usage.timed_out else f"exit {usage.exit_code}"
     print(
         f"{tool:10} run {run}: {verdict.responses} responses in {usage.wall_s:.1f} s = "
@@ -124,6 +131,7 @@ def getattr_path(result: RunResult, key: str) -> float:
 def table(results: list[RunResult], tools: list[str]) -> str:
     rows = [
         ("pages/s", "pages_per_s", "{:.0f}", "≥ 5x"),
+        ("distinct pages/s", "distinct_per_s", "{:.0f}", ""),
         ("CPU ms per page", "cpu_ms_per_page", "{:.2f}", "≤ 0.2x"),
         ("peak RSS MB", "usage.peak_rss_mb", "{:.0f}", "≤ 1x"),
         ("wall s", "usage.wall_s", "{:.1f}", ""),
