@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from crawlfleet.cli import crawl, demo, demo_site, dlq, export
+from crawlfleet.cli import crawl, demo, demo_site, dlq, export, worker
 
 app = typer.Typer(
     name="crawlfleet",
@@ -18,3 +18,4 @@ dlq.register(app)
 demo.register(app)
 demo_site.register(app)
 export.register(app)
+worker.register(app)

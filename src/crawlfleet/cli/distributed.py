@@ -1,0 +1,73 @@
+"""The dispatcher side of ``crawlfleet crawl --redis URL --postgres DSN``.
+
+The Celery broker is the crawl's Redis unless ``CRAWLFLEET_BROKER_URL`` (or the
+``broker_url`` argument) names another, e.g. ``amqp://guest:guest@127.0.0.1:5672/``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+from contextlib import AsyncExitStack
+
+from rich.console import Console
+
+from crawlfleet.cli.progress import CrawlProgress, summary_table
+from crawlfleet.clock import SystemClock
+from crawlfleet.monitoring.events import EventBus
+from crawlfleet.monitoring.stats import LiveStats
+from crawlfleet.runtime.celery.dispatcher import Dispatcher, open_crawl
+from crawlfleet.settings import Settings
+
+BROKER_ENV = "CRAWLFLEET_BROKER_URL"
+
+
+async def run_distributed(
+    settings: Settings, seeds: list[str], *, fresh: bool, broker_url: str | None = None
+) -> int:
+    """Dispatch a crawl to the Celery workers and wait until it is done; the exit code."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    clock = SystemClock()
+    events = EventBus()
+    stats = LiveStats(events, clock.now())
+    console = Console(stderr=True)
+    async with AsyncExitStack() as stack:
+        crawl = await open_crawl(
+            settings,
+            seeds,
+            broker_url=broker_url or os.environ.get(BROKER_ENV) or None,
+            fresh=fresh,
+            events=events,
+            clock=clock,
+            stack=stack,
+        )
+        with CrawlProgress(console, stats, enabled=sys.stderr.isatty()) as progress:
+
+            async def tick() -> None:
+                progress.refresh(clock.now())
+
+            dispatcher = Dispatcher(crawl, clock=clock, events=events, on_tick=tick)
+            loop = asyncio.get_running_loop()
+            loop.add_signal_handler(signal.SIGINT, dispatcher.stop.set)
+            loop.add_signal_handler(signal.SIGTERM, dispatcher.stop.set)
+            try:
+                result = await dispatcher.run()
+            finally:
+                loop.remove_signal_handler(signal.SIGINT)
+                loop.remove_signal_handler(signal.SIGTERM)
+        console.print(summary_table(await crawl.attempt_log.summary()))
+    counts = result.counts
+    console.print(
+        f"crawl {settings.crawl_id}: {counts.done} done, {counts.dead} dead-lettered, "
+        f"{counts.pending} pending"
+    )
+    if result.complete:
+        return 0
+    console.print(
+        f"crawl interrupted with {counts.pending} URLs pending; run the same command "
+        f"(crawl id {settings.crawl_id}) again to resume"
+    )
+    return 130

@@ -1,0 +1,77 @@
+"""``crawlfleet worker``: one Celery worker process serving every active distributed crawl.
+
+Celery, Redis and psycopg are imported when the command runs, so the embedded install
+(without the ``distributed`` extra) still loads the CLI.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from crawlfleet.errors import CrawlfleetError
+
+err = Console(stderr=True)
+QUEUE_NAMES = ("http", "browser")
+
+
+def celery_argv(queues: tuple[str, ...], loglevel: str, extra: list[str]) -> list[str]:
+    """The ``celery worker`` arguments: solo pool (one process, N pages in flight)."""
+    return [
+        "worker",
+        "--pool",
+        "solo",
+        "--queues",
+        ",".join(queues),
+        "--loglevel",
+        loglevel,
+        "--hostname",
+        f"crawlfleet-{os.getpid()}@%h",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+        *extra,
+    ]
+
+
+def worker(
+    ctx: typer.Context,
+    redis: Annotated[str, typer.Option("--redis", help="Redis URL of the crawls' frontier")],
+    postgres: Annotated[str, typer.Option("--postgres", help="PostgreSQL DSN for items")],
+    queues: Annotated[str, typer.Option(help="queues to serve, comma-separated")] = "http",
+    concurrency: Annotated[int, typer.Option(min=1, help="pages in flight")] = 16,
+    broker: Annotated[
+        str | None, typer.Option(help="Celery broker URL (default: the Redis URL)")
+    ] = None,
+    batch_s: Annotated[float, typer.Option(help="longest a task claims new pages")] = 5.0,
+    loglevel: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING")] = "INFO",
+) -> None:
+    """Run a worker; extra arguments are passed to ``celery worker``."""
+    from crawlfleet.runtime.celery.app import TaskLimits, make_app
+    from crawlfleet.runtime.celery.executor import WorkerConfig, WorkerRuntime, check_backends
+    from crawlfleet.runtime.celery.tasks import register as register_tasks
+
+    chosen = tuple(q.strip() for q in queues.split(",") if q.strip())
+    try:
+        unknown = set(chosen) - set(QUEUE_NAMES)
+        if unknown or not chosen:
+            raise CrawlfleetError(f"unknown queue(s) {sorted(unknown)}; choose from {QUEUE_NAMES}")
+        config = WorkerConfig(redis, postgres, concurrency, chosen, batch_s)
+        app = make_app(broker or redis, TaskLimits(batch_s=batch_s))
+        check_backends(config)
+    except CrawlfleetError as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+    runtime = WorkerRuntime(config)
+    register_tasks(app, runtime)
+    try:
+        app.worker_main(celery_argv(chosen, loglevel, list(ctx.args)))
+    finally:
+        runtime.shutdown()
+
+
+def register(app: typer.Typer) -> None:
+    app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(worker)

@@ -1,0 +1,156 @@
+"""``AttemptLog`` in PostgreSQL: the ``attempts`` table, one crawl id per log.
+
+The table comes from ``pipeline.sinks.postgres_schema.migrate``. Several workers write the
+same crawl's attempts; ``summary`` and ``recent`` read only this log's ``crawl_id``. A write
+that fails (server down, connection lost) raises ``StateError``; the next call reconnects.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+
+import psycopg
+
+from crawlfleet.errors import StateError
+from crawlfleet.models import Attempt, Outcome
+from crawlfleet.monitoring.attempt_log import DomainSummary
+from crawlfleet.urls import redact_url
+
+COLUMNS = "url, fingerprint, domain, worker, outcome, status, bytes, latency_s, retry, at, error"
+INSERT = (
+    f"INSERT INTO attempts (crawl_id, {COLUMNS}) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
+RECENT = f"SELECT {COLUMNS} FROM attempts WHERE crawl_id = %s ORDER BY id DESC LIMIT %s"
+RECENT_FOR_URL = (
+    f"SELECT {COLUMNS} FROM attempts WHERE crawl_id = %s AND url = %s ORDER BY id DESC LIMIT %s"
+)
+TOTALS = """
+SELECT domain, count(*) FILTER (WHERE outcome = 'ok'), coalesce(sum(bytes), 0),
+       avg(latency_s) FILTER (WHERE status IS NOT NULL),
+       count(*) FILTER (WHERE outcome = 'retry'), count(*) FILTER (WHERE outcome = 'dead'),
+       count(*) FILTER (WHERE outcome = 'skipped')
+FROM attempts WHERE crawl_id = %s GROUP BY domain
+"""
+STATUSES = """
+SELECT domain, status, count(*) FROM attempts
+WHERE crawl_id = %s AND status IS NOT NULL GROUP BY domain, status
+"""
+
+Connection = psycopg.AsyncConnection[tuple[object, ...]]
+
+
+class PostgresAttemptLog:
+    """The attempts of one crawl in the ``attempts`` table."""
+
+    def __init__(self, dsn: str, *, crawl_id: str) -> None:
+        self._dsn = dsn
+        self.crawl_id = crawl_id
+        self._conn: Connection | None = None
+
+    @classmethod
+    async def open(cls, dsn: str, *, crawl_id: str) -> PostgresAttemptLog:
+        """Connect now, so a wrong DSN is a start-up error (``StateError``)."""
+        log = cls(dsn, crawl_id=crawl_id)
+        await log._connection()
+        return log
+
+    def _error(self, exc: psycopg.Error) -> StateError:
+        return StateError(f"PostgreSQL at {redact_url(self._dsn)}: {exc}".strip())
+
+    async def _connection(self) -> Connection:
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            try:
+                self._conn = await psycopg.AsyncConnection.connect(
+                    self._dsn, connect_timeout=10, autocommit=True
+                )
+            except psycopg.Error as exc:
+                raise self._error(exc) from None
+        return self._conn
+
+    async def _fetch(self, sql: str, params: tuple[object, ...]) -> list[tuple[object, ...]]:
+        conn = await self._connection()
+        try:
+            async with conn.cursor() as cur:
+                await cur.execute(sql, params)
+                return await cur.fetchall()
+        except psycopg.Error as exc:
+            await conn.close()
+            raise self._error(exc) from None
+
+    async def record(self, attempts: Sequence[Attempt]) -> None:
+        if not attempts:
+            return
+        rows = [
+            (
+                self.crawl_id,
+                a.url,
+                a.fingerprint,
+                a.domain,
+                a.worker,
+                a.outcome.value,
+                a.status,
+                a.bytes,
+                a.latency_s,
+                a.retry,
+                dt.datetime.fromtimestamp(a.at, dt.UTC),
+                a.error,
+            )
+            for a in attempts
+        ]
+        conn = await self._connection()
+        try:
+            async with conn.transaction(), conn.cursor() as cur:
+                await cur.executemany(INSERT, rows)
+        except psycopg.Error as exc:
+            await conn.close()
+            raise self._error(exc) from None
+
+    async def recent(self, limit: int = 100, url: str | None = None) -> list[Attempt]:
+        if url is None:
+            rows = await self._fetch(RECENT, (self.crawl_id, limit))
+        else:
+            rows = await self._fetch(RECENT_FOR_URL, (self.crawl_id, url, limit))
+        return [_attempt(row) for row in rows]
+
+    async def summary(self) -> dict[str, DomainSummary]:
+        summaries: dict[str, DomainSummary] = {}
+        for domain, pages, size, latency_s, retries, dead, skipped in await self._fetch(
+            TOTALS, (self.crawl_id,)
+        ):
+            summaries[str(domain)] = DomainSummary(
+                pages=int(pages),  # type: ignore[call-overload]
+                bytes=int(size),  # type: ignore[call-overload]
+                mean_latency_s=float(latency_s or 0.0),  # type: ignore[arg-type]
+                retries=int(retries),  # type: ignore[call-overload]
+                dead=int(dead),  # type: ignore[call-overload]
+                skipped=int(skipped),  # type: ignore[call-overload]
+            )
+        for domain, status, count in await self._fetch(STATUSES, (self.crawl_id,)):
+            summaries[str(domain)].statuses[int(status)] = int(count)  # type: ignore[call-overload]
+        return summaries
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            await self._conn.close()
+            self._conn = None
+
+
+def _attempt(row: tuple[object, ...]) -> Attempt:
+    url, fp, domain, worker, outcome, status, size, latency_s, retry, at, error = row
+    if not isinstance(at, dt.datetime):
+        raise StateError(f"attempts.at is {type(at).__name__}, not a timestamp")
+    return Attempt(
+        url=str(url),
+        fingerprint=str(fp),
+        domain=str(domain),
+        worker=str(worker),
+        outcome=Outcome(str(outcome)),
+        status=None if status is None else int(status),  # type: ignore[call-overload]
+        bytes=int(size),  # type: ignore[call-overload]
+        latency_s=float(latency_s),  # type: ignore[arg-type]
+        retry=int(retry),  # type: ignore[call-overload]
+        at=at.timestamp(),
+        error=None if error is None else str(error),
+    )

@@ -1,0 +1,87 @@
+"""The Celery application factory: JSON only, late acks, one task, two queues.
+
+Nothing is configured at import time: ``make_app`` builds an app for one broker and
+``runtime.celery.tasks.register`` adds the task to a worker's app. The dispatcher only
+publishes (``send_task`` by name), so its app has no task registered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from celery import Celery
+from kombu.entity import Exchange, Queue
+
+from crawlfleet.errors import ConfigError
+
+TASK_NAME = "crawlfleet.crawl_batch"
+QUEUES = ("http", "browser")
+DEFAULT_QUEUE = "http"
+
+
+@dataclass(frozen=True, slots=True)
+class TaskLimits:
+    """How long one task may run, and how long the broker waits before redelivering it.
+
+    ``soft_s`` and ``hard_s`` are Celery's time limits (enforced by the prefork pool; the solo
+    pool relies on the task's own ``batch_s`` bound). ``visibility_s`` is the Redis
+    transport's visibility timeout: an unacknowledged task is redelivered after it, so it
+    must exceed the hard limit or a running task is handed to a second worker.
+    """
+
+    batch_s: float = 5.0
+    soft_s: float = 60.0
+    hard_s: float = 90.0
+    visibility_s: float = 600.0
+
+    def validate(self) -> None:
+        if not 0 < self.batch_s < self.soft_s:
+            raise ConfigError(
+                f"task batch time ({self.batch_s} s) must be below the soft time limit "
+                f"({self.soft_s} s)"
+            )
+        if self.soft_s >= self.hard_s:
+            raise ConfigError(
+                f"soft time limit ({self.soft_s} s) must be below the hard limit ({self.hard_s} s)"
+            )
+        if self.hard_s >= self.visibility_s:
+            raise ConfigError(
+                f"hard time limit ({self.hard_s} s) must be below the broker visibility timeout "
+                f"({self.visibility_s} s), or a running task is delivered twice"
+            )
+
+
+def make_app(broker_url: str, limits: TaskLimits | None = None) -> Celery:
+    """A Celery app for ``broker_url`` (``redis://`` or ``amqp://``); ``ConfigError`` if unsound."""
+    limits = limits or TaskLimits()
+    limits.validate()
+    app = Celery("crawlfleet", broker=broker_url, set_as_current=False)
+    exchange = Exchange("crawlfleet", type="direct")  # type: ignore[no-untyped-call]
+    app.conf.update(
+        task_serializer="json",
+        accept_content=["json"],
+        result_serializer="json",
+        event_serializer="json",
+        task_ignore_result=True,
+        result_backend=None,
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_soft_time_limit=limits.soft_s,
+        task_time_limit=limits.hard_s,
+        broker_transport_options={"visibility_timeout": limits.visibility_s},
+        broker_connection_retry_on_startup=True,
+        broker_connection_max_retries=None,
+        task_queues=[
+            Queue(name, exchange, routing_key=name)  # type: ignore[no-untyped-call]
+            for name in QUEUES
+        ],
+        task_default_queue=DEFAULT_QUEUE,
+        task_default_exchange=exchange.name,
+        task_default_routing_key=DEFAULT_QUEUE,
+        task_routes={TASK_NAME: {"queue": DEFAULT_QUEUE}},
+        task_create_missing_queues=False,
+        worker_send_task_events=False,
+        worker_enable_remote_control=False,
+    )
+    return app

@@ -1,0 +1,76 @@
+"""A distributed crawl's definition in Redis, and the Redis keys the Celery runtime owns.
+
+Keys (``{p}`` is the crawl's prefix ``crawlfleet:<crawl_id>``, shared with the frontier's
+keys listed in ``frontier/redis/keys.py``):
+
+=============================  ======  ========================================================
+key                            type    contents
+=============================  ======  ========================================================
+``crawlfleet:crawls``          SET     crawl ids being dispatched now; workers skip tasks of
+                                       any other crawl
+``crawlfleet:workers``         HASH    worker name -> JSON ``{"seen_at", "queues",
+                                       "concurrency", "crawl"}``, refreshed by every task
+``{p}:definition``             STRING  JSON ``{"settings": {...}, "seeds": [...]}``: the
+                                       validated settings without the Redis URL and the
+                                       PostgreSQL DSN (workers bring their own)
+``{p}:unfinished``             HASH    fingerprint -> claims of it that never finished (the
+                                       worker died or the lease ran out); past the retry
+                                       budget the next claim buries it (a poison page)
+=============================  ======  ========================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from crawlfleet.errors import ConfigError
+from crawlfleet.settings import Settings
+
+ROOT = "crawlfleet"
+ACTIVE_CRAWLS = f"{ROOT}:crawls"
+WORKERS = f"{ROOT}:workers"
+SECRET_FIELDS = ("redis_url", "postgres_dsn")
+
+
+def crawl_prefix(crawl_id: str) -> str:
+    """The Redis key prefix of every key of one crawl (frontier and runtime)."""
+    return f"{ROOT}:{crawl_id}"
+
+
+def definition_key(crawl_id: str) -> str:
+    return f"{crawl_prefix(crawl_id)}:definition"
+
+
+def unfinished_key(crawl_id: str) -> str:
+    return f"{crawl_prefix(crawl_id)}:unfinished"
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlDefinition:
+    """What every worker needs to build a crawl's object graph."""
+
+    settings: Settings
+    seeds: tuple[str, ...]
+
+    @property
+    def crawl_id(self) -> str:
+        return self.settings.crawl_id
+
+    def to_json(self) -> bytes:
+        data = self.settings.model_dump(mode="json", exclude=set(SECRET_FIELDS))
+        return orjson.dumps({"settings": data, "seeds": list(self.seeds)})
+
+    @classmethod
+    def from_json(cls, raw: str | bytes) -> CrawlDefinition:
+        """Parse a stored definition; ``ConfigError`` if it is not one."""
+        try:
+            data: Any = orjson.loads(raw)
+            settings = Settings.model_validate(data["settings"])
+            seeds = tuple(str(seed) for seed in data["seeds"])
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValidationError) as exc:
+            raise ConfigError(f"stored crawl definition is unreadable: {exc}") from None
+        return cls(settings, seeds)
