@@ -9,9 +9,11 @@ from typing import Any, Protocol
 import pytest
 from redis.asyncio import Redis
 
+import crawlfleet.frontier.redis as redis_frontier
 from crawlfleet.errors import StateError
 from crawlfleet.frontier.protocols import Budget, DomainPolicy
 from crawlfleet.frontier.redis import BloomGeometry, CrawlKeys, RedisQueueStore
+from crawlfleet.frontier.redis.scripts import read_sources
 from crawlfleet.models import CrawlRequest
 from tests.fixtures.redis_server import RedisServer, free_port
 
@@ -205,3 +207,28 @@ async def test_priority_order_survives_packing_into_one_score(
         order.append(lease.request.fingerprint)
         await store.complete(lease)
     assert order == ["a.test-2", "a.test-3", "a.test-4", "a.test-1"]
+
+
+def test_public_api() -> None:
+    assert sorted(redis_frontier.__all__) == ["BloomGeometry", "CrawlKeys", "RedisQueueStore"]
+    assert all(hasattr(redis_frontier, name) for name in redis_frontier.__all__)
+
+
+async def test_every_script_compiles(raw: Redis) -> None:
+    sources = read_sources()
+    assert {"add", "claim", "complete", "retry", "bury", "reap"} <= set(sources)
+    for source in sources.values():
+        assert source.key_names, source.name
+        assert len(await raw.script_load(source.text)) == 40
+
+
+async def test_reap_returns_more_leases_than_one_script_call_takes(
+    opened: Opener, redis_url: str
+) -> None:
+    store = await opened(redis_url, "many")
+    await store.add([req(i) for i in range(2500)], Budget())
+    leases = await store.claim(2500, NOW, 5, DomainPolicy(0.0, 2500))
+    assert len(leases) == 2500
+    assert await store.reap(NOW + 6) == 2500
+    counts = await store.counts()
+    assert (counts.queued, counts.leased) == (2500, 0)

@@ -8,7 +8,7 @@ import math
 from collections import Counter
 from collections.abc import Coroutine
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -57,11 +57,14 @@ class Entry:
 
 class QueueMachine(RuleBasedStateMachine):
     url = ""
+    options: ClassVar[dict[str, Any]] = {}
 
     def __init__(self) -> None:
         super().__init__()
         self.loop = asyncio.new_event_loop()
-        self.store = self.run(RedisQueueStore.open(self.url, f"sm{next(_prefixes)}"))
+        self.store = self.run(
+            RedisQueueStore.open(self.url, f"sm{next(_prefixes)}", **self.options)
+        )
         self.now = 1_000_000.0
         self.entries: dict[str, Entry] = {}
         self.seen: set[str] = set()
@@ -251,10 +254,16 @@ class QueueMachine(RuleBasedStateMachine):
         assert self.run(self.store.next_ready_at(self.now)) == expected
 
 
-def test_redis_store_follows_the_model(redis_url: str) -> None:
-    QueueMachine.url = redis_url
+# With 21 fingerprints in a filter sized for 1M, a Bloom false positive has odds ~1e-25.
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"dedup": "bloom", "bloom_capacity": 1_000_000}],
+    ids=["exact", "bloom"],
+)
+def test_redis_store_follows_the_model(redis_url: str, options: dict[str, Any]) -> None:
+    machine = type("Machine", (QueueMachine,), {"url": redis_url, "options": options})
     run_state_machine_as_test(
-        QueueMachine,
+        machine,
         settings=settings(
             max_examples=50,
             stateful_step_count=30,

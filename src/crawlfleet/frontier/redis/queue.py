@@ -207,7 +207,12 @@ class RedisQueueStore:
         return bool(await self._run("bury", lease.token, error, now))
 
     async def reap(self, now: float) -> int:
-        return int(await self._run("reap", now))
+        total = 0
+        while True:
+            reaped = int(await self._run("reap", now, BATCH))
+            total += reaped
+            if reaped < BATCH:
+                return total
 
     async def set_policy(self, domain: str, policy: DomainPolicy) -> None:
         await self._run("set_policy", domain, repr(float(policy.delay_s)), policy.max_in_flight)
