@@ -69,7 +69,7 @@ async def test_two_crawls_share_one_redis_without_seeing_each_other(
     assert (await one.counts()).leased == 2
     assert (await two.counts()).leased == 0
     assert len(await two.claim(10, NOW, 60, POLITE)) == 2
-    keys = await raw.keys("*")
+    keys = await raw.keys("crawl-*")
     assert keys
     assert all(k.startswith(("crawl-one:", "crawl-two:")) for k in keys)
 
