@@ -24,6 +24,8 @@ def celery_argv(queues: tuple[str, ...], loglevel: str, extra: list[str]) -> lis
         "worker",
         "--pool",
         "solo",
+        "--concurrency",
+        "1",
         "--queues",
         ",".join(queues),
         "--loglevel",
