@@ -183,6 +183,7 @@ def main() -> None:
     if "scrapy" in args.tools and not SCRAPY_PYTHON.exists():
         sys.exit(f"no Scrapy venv at {SCRAPY_PYTHON}; see bench/README.md")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so nginx is stopped on the way out
+    machine = describe_machine()  # before the runs: the commit they measure
     site = args.site
     manifest = ensure_site(site, args.pages, args.hosts, args.port)
     results: list[RunResult] = []
@@ -197,7 +198,7 @@ def main() -> None:
         parsers = args.parsers.relative_to(REPO) if args.parsers else "the default parser"
         body = (
             "## Crawl: crawlfleet embedded vs Scrapy\n\n"
-            f"{describe_machine()}\n\nSite: {args.pages} pages on {args.hosts} hosts "
+            f"{machine}\n\nSite: {args.pages} pages on {args.hosts} hosts "
             f"(bench/gen_site.py, seed 1), served by a private nginx; both crawlers with 64 "
             f"concurrent requests overall and per host, no delay, robots.txt obeyed; crawlfleet "
             f"with {parsers}. Runs alternate, one crawler at a time.\n\n"
