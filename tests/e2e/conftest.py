@@ -11,18 +11,64 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psycopg
 import pytest
+import redis
+from typer.testing import CliRunner
+
+from crawlfleet.cli.main import app
+from crawlfleet.demosite import ThreadedDemoSite
 
 CRAWLFLEET = str(Path(sys.executable).parent / "crawlfleet")
 READY_TIMEOUT_S = 30.0
+
+DELAY_S = 0.05
+FAST = ["--allow-private-addresses", "--delay", str(DELAY_S)]
+ItemKeys = set[tuple[str, str]]
+
+
+def embedded_items(tmp_path: Path, seeds: list[str], *args: str) -> ItemKeys:
+    """(item_type, item_key) of an embedded crawl of the same seeds."""
+    state = tmp_path / "embedded"
+    result = CliRunner().invoke(app, ["crawl", *seeds, "--state", str(state), *FAST, *args])
+    assert result.exit_code == 0, result.output
+    with sqlite3.connect(state / "items.sqlite") as db:
+        return {(t, k) for t, k in db.execute("SELECT item_type, item_key FROM items")}
+
+
+@pytest.fixture(scope="session")
+def shop_quotes_items(
+    testsite: ThreadedDemoSite, tmp_path_factory: pytest.TempPathFactory
+) -> ItemKeys:
+    """The items of an embedded crawl of the shop and quotes hosts (computed once)."""
+    seeds = [testsite.url("shop"), testsite.url("quotes")]
+    return embedded_items(tmp_path_factory.mktemp("embedded"), seeds)
+
+
+def postgres_items(dsn: str) -> ItemKeys:
+    with psycopg.connect(dsn) as conn:
+        return {(t, k) for t, k in conn.execute("SELECT item_type, item_key FROM items")}
+
+
+def crawl_done(redis_url: str, crawl_id: str) -> int:
+    """Requests done so far, from the frontier's counters."""
+    with redis.Redis.from_url(redis_url) as client:
+        return int(client.hget(f"crawlfleet:{crawl_id}:counts", "done") or 0)
+
+
+def attempt_workers(dsn: str) -> Counter[str]:
+    with psycopg.connect(dsn) as conn:
+        return Counter(w for (w,) in conn.execute("SELECT worker FROM attempts"))
 
 
 @dataclass

@@ -17,6 +17,7 @@ from rich.console import Console
 
 from crawlfleet.cli.progress import CrawlProgress, summary_table
 from crawlfleet.clock import SystemClock
+from crawlfleet.errors import StateError
 from crawlfleet.monitoring.events import EventBus
 from crawlfleet.monitoring.stats import LiveStats
 from crawlfleet.runtime.celery.dispatcher import Dispatcher, open_crawl
@@ -58,7 +59,10 @@ async def run_distributed(
             finally:
                 loop.remove_signal_handler(signal.SIGINT)
                 loop.remove_signal_handler(signal.SIGTERM)
-        console.print(summary_table(await crawl.attempt_log.summary()))
+        try:
+            console.print(summary_table(await crawl.attempt_log.summary()))
+        except StateError as exc:
+            console.print(f"[yellow]no summary:[/] {exc}")
     counts = result.counts
     console.print(
         f"crawl {settings.crawl_id}: {counts.done} done, {counts.dead} dead-lettered, "

@@ -65,7 +65,7 @@ def worker(
         app = make_app(broker or redis, TaskLimits(batch_s=batch_s))
         check_backends(config)
     except CrawlfleetError as exc:
-        err.print(f"[red]error:[/] {exc}")
+        err.print(f"[red]error:[/] {exc}", soft_wrap=True)
         raise typer.Exit(2) from None
     runtime = WorkerRuntime(config)
     register_tasks(app, runtime)

@@ -70,14 +70,21 @@ class PostgresAttemptLog:
         return self._conn
 
     async def _fetch(self, sql: str, params: tuple[object, ...]) -> list[tuple[object, ...]]:
-        conn = await self._connection()
-        try:
-            async with conn.cursor() as cur:
-                await cur.execute(sql, params)
-                return await cur.fetchall()
-        except psycopg.Error as exc:
-            await conn.close()
-            raise self._error(exc) from None
+        """Run a query; a connection lost since the last call (a restart) is replaced once."""
+        for retry in (True, False):
+            conn = await self._connection()
+            try:
+                async with conn.cursor() as cur:
+                    await cur.execute(sql, params)
+                    return await cur.fetchall()
+            except psycopg.OperationalError as exc:
+                await conn.close()
+                if not retry:
+                    raise self._error(exc) from None
+            except psycopg.Error as exc:
+                await conn.close()
+                raise self._error(exc) from None
+        raise StateError(f"PostgreSQL at {redact_url(self._dsn)}: unreachable")
 
     async def record(self, attempts: Sequence[Attempt]) -> None:
         if not attempts:
