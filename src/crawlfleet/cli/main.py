@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from crawlfleet.cli import crawl, demo, demo_site, dlq, export, worker
+from crawlfleet.cli import crawl, db, demo, demo_site, dlq, export, status, worker
 
 app = typer.Typer(
     name="crawlfleet",
@@ -19,3 +19,5 @@ demo.register(app)
 demo_site.register(app)
 export.register(app)
 worker.register(app)
+status.register(app)
+db.register(app)

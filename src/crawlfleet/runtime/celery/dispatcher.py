@@ -16,7 +16,6 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 
-import orjson
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
@@ -29,14 +28,13 @@ from crawlfleet.monitoring.postgres_attempt_log import PostgresAttemptLog
 from crawlfleet.pipeline.sinks.postgres import PostgresSink
 from crawlfleet.pipeline.sinks.postgres_schema import migrate
 from crawlfleet.runtime.celery.app import make_app
+from crawlfleet.runtime.celery.crawls import delete_crawl, live_workers, one_line
 from crawlfleet.runtime.celery.definition import (
     ACTIVE_CRAWLS,
-    WORKERS,
     CrawlDefinition,
     crawl_prefix,
     definition_key,
 )
-from crawlfleet.runtime.celery.executor import one_line
 from crawlfleet.runtime.celery.publisher import TaskPublisher
 from crawlfleet.runtime.local import RunResult
 from crawlfleet.runtime.wiring import CrawlGraph, build_crawl
@@ -48,37 +46,7 @@ TICK_S = 0.1
 SAMPLE_EVERY_S = 0.5
 LEASES_PER_TASK = 64
 MIN_WAITING_TASKS = 2
-WORKER_SEEN_S = 30.0  # a worker whose heartbeat is older than this is not counted
 OUTAGE_LIMIT_S = 120.0  # give up when Redis or the broker stay unreachable this long
-SCAN_COUNT = 1000
-
-
-async def delete_crawl(client: Redis, crawl_id: str) -> int:
-    """Delete every key of a crawl (SCAN + UNLINK under its prefix); how many."""
-    deleted = 0
-    batch: list[str] = []
-    async for key in client.scan_iter(match=f"{crawl_prefix(crawl_id)}:*", count=SCAN_COUNT):
-        batch.append(key)
-        if len(batch) >= SCAN_COUNT:
-            deleted += int(await client.unlink(*batch))
-            batch = []
-    if batch:
-        deleted += int(await client.unlink(*batch))
-    await client.srem(ACTIVE_CRAWLS, crawl_id)
-    return deleted
-
-
-async def live_workers(client: Redis, now: float) -> int:
-    """Workers whose heartbeat is recent."""
-    beats = await client.hgetall(WORKERS)
-    alive = 0
-    for raw in beats.values():
-        try:
-            seen_at = float(orjson.loads(raw)["seen_at"])
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-            continue
-        alive += now - seen_at < WORKER_SEEN_S
-    return alive
 
 
 @dataclass(slots=True)

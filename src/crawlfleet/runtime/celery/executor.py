@@ -35,6 +35,7 @@ from crawlfleet.monitoring.postgres_attempt_log import PostgresAttemptLog
 from crawlfleet.monitoring.recorder import AttemptRecorder
 from crawlfleet.pipeline.sinks.postgres import PostgresSink
 from crawlfleet.pipeline.sinks.postgres_schema import migrate
+from crawlfleet.runtime.celery.crawls import one_line
 from crawlfleet.runtime.celery.definition import (
     ACTIVE_CRAWLS,
     WORKERS,
@@ -84,10 +85,6 @@ def check_backends(config: WorkerConfig) -> None:
         migrate(config.postgres_dsn)
     except StateError as exc:
         raise StateError(one_line(str(exc))) from None
-
-
-def one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 @dataclass(slots=True)

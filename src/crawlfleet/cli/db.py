@@ -1,0 +1,38 @@
+"""``crawlfleet db migrate``: create or update the PostgreSQL schema of the distributed runtime."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from crawlfleet.errors import CrawlfleetError
+
+db_app = typer.Typer(help="PostgreSQL schema of the distributed runtime.", no_args_is_help=True)
+out = Console()
+err = Console(stderr=True)
+
+
+@db_app.command()
+def migrate(
+    postgres: Annotated[str, typer.Option("--postgres", help="PostgreSQL DSN")],
+) -> None:
+    """Apply the migrations not applied yet (idempotent); prints what it applied."""
+    from crawlfleet.pipeline.sinks.postgres_schema import migrate as apply_migrations
+    from crawlfleet.urls import redact_url
+
+    try:
+        applied = apply_migrations(postgres)
+    except CrawlfleetError as exc:
+        err.print(f"[red]error:[/] {' '.join(str(exc).split())}", soft_wrap=True)
+        raise typer.Exit(2) from None
+    where = redact_url(postgres)
+    if applied:
+        out.print(f"applied migrations {', '.join(map(str, applied))} to {where}", soft_wrap=True)
+    else:
+        out.print(f"schema of {where} is up to date", soft_wrap=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(db_app, name="db")

@@ -1,0 +1,125 @@
+"""Distributed crawls as seen in Redis: list them, open one's frontier, delete one, workers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import orjson
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from crawlfleet.errors import StateError
+from crawlfleet.frontier.redis.queue import RedisQueueStore, redact
+from crawlfleet.runtime.celery.definition import (
+    ACTIVE_CRAWLS,
+    ROOT,
+    WORKERS,
+    CrawlDefinition,
+    crawl_prefix,
+    definition_key,
+)
+
+SCAN_COUNT = 1000
+WORKER_SEEN_S = 30.0  # a worker whose heartbeat is older than this is not counted as live
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerBeat:
+    """A worker's last heartbeat."""
+
+    name: str
+    seen_at: float
+    crawl: str
+    concurrency: int
+    queues: tuple[str, ...]
+
+
+def connect(redis_url: str) -> Redis:
+    """A client for the runtime's own keys (the frontier has its own)."""
+    try:
+        return Redis.from_url(redis_url, decode_responses=True, socket_connect_timeout=5)
+    except ValueError as exc:
+        raise StateError(f"bad Redis URL {redact(redis_url)}: {exc}") from None
+
+
+async def read_definition(client: Redis, crawl_id: str) -> CrawlDefinition | None:
+    raw = await client.get(definition_key(crawl_id))
+    return None if raw is None else CrawlDefinition.from_json(raw)
+
+
+async def open_crawl_store(redis_url: str, crawl_id: str) -> RedisQueueStore:
+    """The frontier of an existing crawl, opened with the dedup settings it was created with.
+
+    ``StateError`` if Redis is unreachable or holds no crawl of that id.
+    """
+    client = connect(redis_url)
+    try:
+        definition = await read_definition(client, crawl_id)
+    except RedisError as exc:
+        raise StateError(one_line(f"Redis at {redact(redis_url)}: {exc}")) from None
+    finally:
+        await client.aclose()
+    if definition is None:
+        raise StateError(f"no crawl {crawl_id!r} in Redis at {redact(redis_url)}")
+    settings = definition.settings
+    return await RedisQueueStore.open(
+        redis_url,
+        crawl_prefix(crawl_id),
+        dedup=settings.dedup,
+        bloom_capacity=settings.bloom_capacity,
+        bloom_error_rate=settings.bloom_error_rate,
+    )
+
+
+async def list_crawls(client: Redis) -> tuple[list[str], set[str]]:
+    """Every crawl id with a definition, sorted, and the ids being dispatched now."""
+    suffix = ":definition"
+    ids = [
+        key[len(ROOT) + 1 : -len(suffix)]
+        async for key in client.scan_iter(match=f"{ROOT}:*{suffix}", count=SCAN_COUNT)
+    ]
+    active = {str(member) for member in await client.smembers(ACTIVE_CRAWLS)}
+    return sorted(ids), active
+
+
+async def delete_crawl(client: Redis, crawl_id: str) -> int:
+    """Delete every key of a crawl (SCAN + UNLINK under its prefix); how many."""
+    deleted = 0
+    batch: list[str] = []
+    async for key in client.scan_iter(match=f"{crawl_prefix(crawl_id)}:*", count=SCAN_COUNT):
+        batch.append(key)
+        if len(batch) >= SCAN_COUNT:
+            deleted += int(await client.unlink(*batch))
+            batch = []
+    if batch:
+        deleted += int(await client.unlink(*batch))
+    await client.srem(ACTIVE_CRAWLS, crawl_id)
+    return deleted
+
+
+async def worker_beats(client: Redis) -> list[WorkerBeat]:
+    """Every worker that ever sent a heartbeat, most recent first."""
+    beats = []
+    for name, raw in (await client.hgetall(WORKERS)).items():
+        try:
+            data = orjson.loads(raw)
+            beat = WorkerBeat(
+                name=str(name),
+                seen_at=float(data["seen_at"]),
+                crawl=str(data["crawl"]),
+                concurrency=int(data["concurrency"]),
+                queues=tuple(str(q) for q in data["queues"]),
+            )
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            continue
+        beats.append(beat)
+    return sorted(beats, key=lambda b: -b.seen_at)
+
+
+async def live_workers(client: Redis, now: float) -> int:
+    """Workers whose heartbeat is recent."""
+    return sum(now - beat.seen_at < WORKER_SEEN_S for beat in await worker_beats(client))
