@@ -28,6 +28,7 @@ class CrawlRequest:
     attempt: int = 0
     fetcher: str = "http"
     parent: str | None = None
+    hops: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from crawlfleet.cli import crawl, db, demo, demo_site, dlq, export, status, worker
+from crawlfleet.cli import crawl, db, demo, demo_site, dlq, export, parsers, status, worker
 
 app = typer.Typer(
     name="crawlfleet",
@@ -18,6 +18,7 @@ dlq.register(app)
 demo.register(app)
 demo_site.register(app)
 export.register(app)
+parsers.register(app)
 worker.register(app)
 status.register(app)
 db.register(app)

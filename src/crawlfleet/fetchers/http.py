@@ -34,6 +34,8 @@ class HttpFetcher:
 
     ``forbidden`` decides which resolved addresses may not be connected to (default:
     ``is_forbidden_address``); it is not consulted when ``settings.allow_private_addresses``.
+    With ``follow_redirects=False`` a 3xx response is returned as it is (the crawl loop
+    queues its Location, so a page reached by a redirect and by a link is fetched once).
     Cookies are not kept between fetches. Create, use and close it in one event loop.
     """
 
@@ -43,8 +45,10 @@ class HttpFetcher:
         *,
         clock: Clock | None = None,
         forbidden: AddressPredicate | None = None,
+        follow_redirects: bool = True,
     ) -> None:
         self._settings = settings
+        self._follow = follow_redirects
         self._clock = clock or SystemClock()
         self._forbidden = (
             None if settings.allow_private_addresses else (forbidden or is_forbidden_address)
@@ -87,7 +91,7 @@ class HttpFetcher:
                         status = response.status
                         location = (
                             response.headers.get("Location")
-                            if status in REDIRECT_STATUSES
+                            if status in REDIRECT_STATUSES and self._follow
                             else None
                         )
                         if location is None:

@@ -49,6 +49,7 @@ class Frontier:
         default_policy: DomainPolicy,
         retry: RetryPolicy,
         lease_s: float,
+        max_redirects: int = 10,
         rng: random.Random | None = None,
     ) -> None:
         self.store = store
@@ -58,6 +59,7 @@ class Frontier:
         self.default_policy = default_policy
         self.retry_policy = retry
         self.lease_s = lease_s
+        self.max_redirects = max_redirects
         self._rng = rng or random.Random()
 
     def requests_for(
@@ -101,16 +103,27 @@ class Frontier:
     async def add(self, requests: Sequence[CrawlRequest]) -> int:
         return await self.store.add(requests, self.budget) if requests else 0
 
-    async def mark_seen(self, urls: Iterable[str]) -> None:
-        """Mark URLs (e.g. redirect hops) seen so a direct link to them is not fetched again."""
-        fps = []
-        for url in urls:
-            try:
-                fps.append(fingerprint(self.rules.canonical(url)))
-            except BadUrl:
-                continue
-        if fps:
-            await self.store.mark_seen(fps)
+    def redirect(self, parent: CrawlRequest, location: str) -> CrawlRequest | str:
+        """The request a redirect leads to (same depth, one more hop), or why it is refused."""
+        if parent.hops >= self.max_redirects:
+            return f"too many redirects ({parent.hops + 1})"
+        try:
+            url = self.rules.canonical(location)
+        except BadUrl as exc:
+            return f"bad redirect: {exc}"
+        reason = self.scope.reason_to_skip(url, parent.depth)
+        if reason is not None:
+            return f"redirect to {url} skipped: {reason}"
+        return CrawlRequest(
+            url=url,
+            fingerprint=fingerprint(url),
+            domain=self.rules.politeness_key(url),
+            depth=parent.depth,
+            priority=parent.priority,
+            fetcher=parent.fetcher,
+            parent=parent.url,
+            hops=parent.hops + 1,
+        )
 
     async def claim(self, limit: int, now: float) -> list[Lease]:
         return await self.store.claim(limit, now, self.lease_s, self.default_policy)

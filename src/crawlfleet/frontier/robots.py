@@ -34,11 +34,16 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 @dataclass(frozen=True, slots=True)
 class RobotsDecision:
-    """Whether robots.txt lets us fetch a URL; ``reason`` says why not."""
+    """Whether robots.txt lets us fetch a URL; ``reason`` says why not.
+
+    ``unavailable``: refused only because robots.txt could not be read (5xx, timeout, no
+    connection); the URL should be tried again later, not skipped for good.
+    """
 
     allowed: bool
     reason: str | None = None
     crawl_delay_s: float | None = None
+    unavailable: bool = False
 
 
 ALWAYS_ALLOWED = RobotsDecision(allowed=True)
@@ -189,7 +194,9 @@ class RobotsCache:
         expires_at = self._clock.now() + self._error_ttl_s
         if stale is not None and stale.rules is not None:
             return _Entry(stale.rules, expires_at, self._token)
-        return _Entry.fixed(RobotsDecision(allowed=False, reason=reason), expires_at)
+        return _Entry.fixed(
+            RobotsDecision(allowed=False, reason=reason, unavailable=True), expires_at
+        )
 
     def _parse(self, body: bytes) -> Protego:
         if len(body) > self._max_bytes:

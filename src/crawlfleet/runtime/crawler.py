@@ -37,7 +37,6 @@ from crawlfleet.monitoring.events import (
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.pipeline import Pipeline
 
-LATE_START_S = 0.001
 SITEMAP_BATCH = 1000
 MAX_CRAWL_DELAY_S = 60.0
 
@@ -95,62 +94,89 @@ class Crawler:
         request = lease.request
         if p.robots is not None and request.fetcher != "file":
             decision = await p.robots.check(request.url)
+            if decision.unavailable:
+                await self._failed(lease, p.clock.now(), decision.reason or "", None, 0.0)
+                return
             if not decision.allowed:
                 await self._skip(lease, decision.reason or "disallowed by robots.txt")
                 return
         started = p.clock.now()
-        claimed_at = lease.expires_at - p.frontier.lease_s
-        delay_s = self._delay_of(request.domain)
-        if delay_s > 0 and started - claimed_at > LATE_START_S:
-            # Politeness counts from the claim; a late start (a robots.txt fetch, a busy loop)
-            # must not bring this request closer to the next one than the domain's delay.
-            await p.frontier.store.block(request.domain, started + delay_s)
         fetcher = p.fetchers.get(request.fetcher) or p.fetchers["http"]
         try:
             result = await fetcher.fetch(request)
         except FetchError as exc:
+            await self._rest(request.domain)
             await self._failed(lease, started, str(exc), None, 0.0, retry=exc.transient)
             return
+        await self._rest(request.domain)
         await self._fetched(lease, started, result)
+
+    async def _rest(self, domain: str) -> None:
+        """Keep the domain quiet for its delay after this response.
+
+        The claim already spaced request *starts*; a start delayed by a robots.txt fetch or a
+        new connection would still reach the server early, so the delay also runs from here.
+        """
+        delay_s = self._delay_of(domain)
+        if delay_s > 0:
+            await self.parts.frontier.store.block(domain, self.parts.clock.now() + delay_s)
 
     async def _fetched(self, lease: Lease, started: float, result: FetchResult) -> None:
         p = self.parts
         request = lease.request
         now = p.clock.now()
+        kind = classify(result)
         verdict = p.blocks.observe(request.domain, result)
         if verdict.changed:
             await p.frontier.set_delay(request.domain, self._delay_of(request.domain))
-        if verdict.blocked:
-            until = now + verdict.cooldown_s
-            p.events.emit(DomainBlocked(request.domain, until, verdict.reason or "blocked"))
-            await self._failed(lease, started, f"blocked: {verdict.reason}", result, until)
-            return
-        kind = classify(result)
         if kind is StatusClass.RETRY_AFTER:
             wait_s = parse_retry_after(result.headers.get("retry-after"), now) or 0.0
-            until = now + wait_s
-            await p.frontier.store.block(request.domain, until)
-            p.events.emit(DomainBlocked(request.domain, until, f"HTTP {result.status} Retry-After"))
-            await self._failed(lease, started, f"HTTP {result.status}", result, until)
+            await self._block(
+                lease, started, result, now + wait_s, f"HTTP {result.status} Retry-After"
+            )
+            return
+        if verdict.blocked:
+            reason = f"blocked: {verdict.reason}"
+            await self._block(lease, started, result, now + verdict.cooldown_s, reason)
             return
         if kind is StatusClass.TRANSIENT:
             await self._failed(lease, started, f"HTTP {result.status}", result, 0.0)
             return
-        if result.redirects:
-            await p.frontier.mark_seen((*result.redirects[1:], result.final_url))
         if kind is StatusClass.FINAL:
             await p.frontier.complete(lease)
             self._log(request, Outcome.FAILED, result, started, f"HTTP {result.status}")
             return
         if kind is StatusClass.REDIRECT:
-            links = [Link(urljoin(result.final_url, result.headers["location"]))]
-            items: list[Item] = []
-        else:
-            links, items = self._parse(request, result)
+            await self._redirected(lease, started, result)
+            return
+        links, items = self._parse(request, result)
         await self._admit(links, request)
         await p.pipeline.process(items, request.domain)
         await p.frontier.complete(lease)
         self._log(request, Outcome.OK, result, started, None)
+
+    async def _block(
+        self, lease: Lease, started: float, result: FetchResult, until: float, reason: str
+    ) -> None:
+        """The whole domain rests until ``until``; this request is retried after it."""
+        p = self.parts
+        await p.frontier.store.block(lease.request.domain, until)
+        p.events.emit(DomainBlocked(lease.request.domain, until, reason))
+        await self._failed(lease, started, reason, result, until)
+
+    async def _redirected(self, lease: Lease, started: float, result: FetchResult) -> None:
+        """Queue the Location like a link: the seen filter makes its page fetched once."""
+        p = self.parts
+        location = urljoin(result.final_url, result.headers["location"])
+        target = p.frontier.redirect(lease.request, location)
+        if isinstance(target, str):
+            await p.frontier.complete(lease)
+            self._log(lease.request, Outcome.FAILED, result, started, target)
+            return
+        await self._prepare_all([target])
+        await p.frontier.add([target])
+        await p.frontier.complete(lease)
+        self._log(lease.request, Outcome.OK, result, started, None)
 
     def _parse(self, request: CrawlRequest, result: FetchResult) -> tuple[list[Link], list[Item]]:
         name, parser = self.parts.parsers.select(result.final_url)
@@ -169,12 +195,15 @@ class Crawler:
     async def _admit(self, links: Iterable[str | Link], parent: CrawlRequest | None) -> int:
         p = self.parts
         requests, _rejected = p.frontier.requests_for(links, parent)
-        for request in requests:
-            if request.domain not in self._prepared:
-                await self._prepare(request)
+        await self._prepare_all(requests)
         admitted = await p.frontier.add(requests)
         p.events.emit(LinksAdded(offered=len(requests), admitted=admitted))
         return admitted
+
+    async def _prepare_all(self, requests: Iterable[CrawlRequest]) -> None:
+        for request in requests:
+            if request.domain not in self._prepared:
+                await self._prepare(request)
 
     async def _prepare(self, request: CrawlRequest) -> None:
         """Read a new domain's robots.txt before its first URL is queued (Crawl-delay)."""

@@ -56,16 +56,21 @@ def build_frontier(settings: Settings, store: QueueStore, seeds: list[str]) -> F
         default_policy=DomainPolicy(settings.delay_s, settings.per_domain_concurrency),
         retry=RetryPolicy(settings.max_retries, settings.backoff_base_s, settings.backoff_max_s),
         lease_s=settings.lease_s,
+        max_redirects=settings.max_redirects,
         rng=random.Random(),
     )
 
 
 def build_fetchers(settings: Settings, clock: Clock) -> dict[str, Fetcher]:
-    return {"http": HttpFetcher(settings, clock=clock), "file": FileFetcher(settings)}
+    """The crawl's fetchers by kind; redirects become queued links (``Crawler``)."""
+    return {
+        "http": HttpFetcher(settings, clock=clock, follow_redirects=False),
+        "file": FileFetcher(settings, clock=clock),
+    }
 
 
 def robots_fetch(fetcher: Fetcher) -> Callable[[str], Awaitable[FetchResult]]:
-    """A URL -> FetchResult function over a fetcher, for robots.txt and sitemaps."""
+    """A URL -> FetchResult function (redirects followed), for robots.txt and sitemaps."""
 
     async def fetch(url: str) -> FetchResult:
         return await fetcher.fetch(
@@ -103,7 +108,9 @@ async def build_crawl(
     fetchers = build_fetchers(settings, clock)
     for fetcher in fetchers.values():
         stack.push_async_callback(fetcher.close)
-    fetch_url = robots_fetch(fetchers["http"])
+    side_fetcher = HttpFetcher(settings, clock=clock)
+    stack.push_async_callback(side_fetcher.close)
+    fetch_url = robots_fetch(side_fetcher)
     robots = (
         RobotsCache(
             fetch_url,
