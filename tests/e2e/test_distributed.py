@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
+from typer.testing import CliRunner
+
+from crawlfleet.cli.main import app
 from crawlfleet.demosite import ThreadedDemoSite, gaps_s
 from tests.e2e.conftest import (
     DELAY_S,
@@ -11,6 +14,7 @@ from tests.e2e.conftest import (
     ItemKeys,
     Workers,
     attempt_workers,
+    crawl_done,
     dispatch,
     postgres_items,
 )
@@ -43,3 +47,11 @@ def test_two_workers_crawl_like_the_embedded_runtime(
         assert min(gaps_s(pages, role)) >= DELAY_S
     assert len(attempt_workers(postgres_dsn)) == 2
     assert "crawl summary" in result.stdout
+
+    status = CliRunner().invoke(app, ["status", "--redis", redis_url, "--crawl-id", "two"])
+    assert status.exit_code == 0, status.output
+    assert "finished" in status.output
+    assert f" {crawl_done(redis_url, 'two')} " in status.output
+    migrate = CliRunner().invoke(app, ["db", "migrate", "--postgres", postgres_dsn])
+    assert migrate.exit_code == 0, migrate.output
+    assert "up to date" in migrate.output

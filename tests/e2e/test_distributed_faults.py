@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
+import redis
 from celery import Celery
 from kombu.connection import Connection
 from kombu.messaging import Producer
@@ -266,3 +267,72 @@ def test_unreachable_servers_give_one_line_errors(
         assert worker.process.wait(timeout=30) == 2
         assert named in worker.log()
         assert "hunter2" not in worker.log()
+
+
+def test_a_page_that_keeps_killing_its_worker_ends_in_the_dlq(
+    site: ThreadedDemoSite, redis_url: str, postgres_dsn: str, workers: Workers, tmp_path: Path
+) -> None:
+    poison = "/slow?delay_ms=20000"
+    env = {**SHORT_LEASE, "CRAWLFLEET_MAX_RETRIES": "1"}
+    worker = workers.start(redis_url, postgres_dsn, concurrency=1)
+    proc = start_dispatch(
+        site.url("lab", poison),
+        "--redis",
+        redis_url,
+        "--postgres",
+        postgres_dsn,
+        "--crawl-id",
+        "poison",
+        *FAST,
+        log_path=tmp_path / "dispatch.log",
+        env=env,
+    )
+    deadline = time.monotonic() + CRAWL_TIMEOUT_S
+    killed = 0
+    try:
+        while proc.poll() is None and time.monotonic() < deadline:
+            fetched = sum(1 for r in site.log if r.path == poison)
+            if fetched > killed:  # the worker is in the middle of the page: it "crashes"
+                worker.kill()
+                killed += 1
+                worker = workers.start(redis_url, postgres_dsn, concurrency=1, ready=False)
+            time.sleep(0.05)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    output = (tmp_path / "dispatch.log").read_text()
+    assert proc.wait() == 0, output
+    assert killed == 2  # max_retries=1: two lost attempts, then buried unfetched
+    assert "1 dead-lettered" in output
+    with redis.Redis.from_url(redis_url) as client:
+        errors = client.hget(
+            "crawlfleet:poison:errors", next(iter(client.zrange("crawlfleet:poison:dead", 0, 0)))
+        )
+    assert b"lost 2 times" in (errors or b"")
+
+
+def test_sigterm_lets_a_worker_finish_its_task_and_exit_0(
+    site: ThreadedDemoSite,
+    redis_url: str,
+    postgres_dsn: str,
+    workers: Workers,
+    tmp_path: Path,
+    shop_quotes_items: ItemKeys,
+) -> None:
+    site.clear_log()
+    leaving = workers.start(redis_url, postgres_dsn, concurrency=4)
+    workers.start(redis_url, postgres_dsn, concurrency=4)
+    exit_code: int | None = None
+
+    def fault(done: int) -> bool:
+        nonlocal exit_code
+        if done >= 20:
+            exit_code = leaving.terminate()
+        return exit_code is not None
+
+    code, output = crawl_with(site, redis_url, postgres_dsn, "sigterm", tmp_path, fault)
+    assert exit_code == 0, leaving.log()[-3000:]
+    assert code == 0, output
+    assert postgres_items(postgres_dsn) == shop_quotes_items
+    counts = page_counts(site)
+    assert sum(counts.values()) == len(counts)  # nothing fetched twice: no lease abandoned
