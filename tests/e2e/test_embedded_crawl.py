@@ -171,7 +171,8 @@ def test_bad_input_gets_clear_errors(site: ThreadedDemoSite, tmp_path: Path) -> 
         "1",
     )
     assert code == 0, output
-    assert "malformed URL" in output and "unsupported scheme" in output
+    assert "malformed URL" in output
+    assert "unsupported scheme" in output
 
     config = tmp_path / "bad.toml"
     config.write_text("[crawl]\ndelay = 3\n")
@@ -180,7 +181,8 @@ def test_bad_input_gets_clear_errors(site: ThreadedDemoSite, tmp_path: Path) -> 
     assert "unknown setting 'delay'" in output
 
     code, output = crawl(tmp_path, "ftp://x/")
-    assert code == 2 and "no valid seed" in output
+    assert code == 2
+    assert "no valid seed" in output
 
     corrupt = tmp_path / "corrupt"
     corrupt.mkdir()
