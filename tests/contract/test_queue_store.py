@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import random
+from dataclasses import replace
 
-from crawlfleet.frontier.protocols import Budget, DomainPolicy, QueueStore
+from crawlfleet.frontier.protocols import LEASE_EXPIRED, Budget, DomainPolicy, QueueStore
 from crawlfleet.models import CrawlRequest, Lease, QueueCounts
 
 T0 = 1_000_000.0
@@ -16,6 +17,7 @@ FREE = DomainPolicy(delay_s=0.0, max_in_flight=100)
 POLITE = DomainPolicy(delay_s=1.0, max_in_flight=1)
 NO_BUDGET = Budget()
 LEASE_S = 60.0
+MAX_RETRIES = 3
 
 
 def req(name: str, domain: str = "a.test", priority: int = 0, **kw: object) -> CrawlRequest:
@@ -183,7 +185,7 @@ async def test_block_after_claim_extends_the_delay(store: QueueStore) -> None:
     await store.add([req("1"), req("2")], NO_BUDGET)
     assert len(await claim(store, policy=POLITE, limit=1)) == 1
     await store.block("a.test", T0 + 30)
-    await store.reap(float("inf"))
+    await store.reap(float("inf"), MAX_RETRIES)
     assert await claim(store, now=T0 + 29, policy=POLITE) == []
     assert len(await claim(store, now=T0 + 30, policy=POLITE)) == 1
 
@@ -245,13 +247,13 @@ async def test_forged_token_is_refused(store: QueueStore) -> None:
 async def test_reap_returns_expired_leases_and_stales_them(store: QueueStore) -> None:
     await store.add([req("1"), req("2")], NO_BUDGET)
     early, late = await store.claim(1, T0, 10.0, FREE), await store.claim(1, T0 + 5, 10.0, FREE)
-    assert await store.reap(T0 + 10) == 0
-    assert await store.reap(T0 + 11) == 1
+    assert await store.reap(T0 + 10, MAX_RETRIES) == 0
+    assert await store.reap(T0 + 11, MAX_RETRIES) == 1
     counts = await store.counts()
     assert (counts.queued, counts.leased) == (1, 1)
     assert not await store.complete(early[0])
     (again,) = await claim(store, now=T0 + 11)
-    assert again.request == early[0].request
+    assert again.request == replace(early[0].request, attempt=1)
     assert again.token != early[0].token
     assert await store.complete(again)
     assert await store.complete(late[0])
@@ -261,7 +263,7 @@ async def test_reap_infinity_returns_every_lease(store: QueueStore) -> None:
     await store.add([req(str(i), d) for d in ("a.test", "b.test") for i in range(3)], NO_BUDGET)
     leases = await store.claim(10, T0, 1e9, FREE)
     assert len(leases) == 6
-    assert await store.reap(float("inf")) == 6
+    assert await store.reap(float("inf"), MAX_RETRIES) == 6
     assert (await store.counts()).queued == 6
     assert all([not await store.complete(lease) for lease in leases])
     assert len(await claim(store, now=T0 + 1)) == 6
@@ -272,8 +274,41 @@ async def test_reaped_request_frees_its_domain_slot(store: QueueStore) -> None:
     policy = DomainPolicy(delay_s=0.0, max_in_flight=1)
     assert len(await store.claim(5, T0, 10.0, policy)) == 1
     assert await store.claim(5, T0 + 5, 10.0, policy) == []
-    await store.reap(T0 + 20)
+    await store.reap(T0 + 20, MAX_RETRIES)
     assert len(await store.claim(5, T0 + 20, 10.0, policy)) == 1
+
+
+async def test_poison_page_ends_in_the_dead_letter_queue(store: QueueStore) -> None:
+    await store.add([req("poison")], NO_BUDGET)
+    now = T0
+    for attempt in range(MAX_RETRIES + 1):
+        (lease,) = await store.claim(5, now, 10.0, FREE)
+        assert lease.request.attempt == attempt
+        now += 11
+        assert await store.reap(now, MAX_RETRIES) == 1
+        assert not await store.complete(lease)
+    assert await store.counts() == QueueCounts(queued=0, leased=0, done=0, dead=1, seen=1)
+    assert await store.claim(5, now, 10.0, FREE) == []
+    (letter,) = await store.dead_letters()
+    assert letter.request.attempt == MAX_RETRIES
+    assert letter.errors == (LEASE_EXPIRED,) * (MAX_RETRIES + 1)
+    assert letter.died_at == now - 1  # the expiry of its last lease
+
+
+async def test_reap_joins_the_history_of_ordinary_failures(store: QueueStore) -> None:
+    await store.add([req("1")], NO_BUDGET)
+    (lease,) = await claim(store)
+    await store.retry(lease, T0 + 1, "HTTP 503")
+    (lease,) = await store.claim(5, T0 + 1, 10.0, FREE)
+    assert await store.reap(T0 + 12, 1) == 1
+    (letter,) = await store.dead_letters()
+    assert letter.errors == ("HTTP 503", LEASE_EXPIRED)
+    assert letter.request.attempt == 1
+    assert await store.requeue_dead() == 1
+    (lease,) = await claim(store, now=T0 + 13)
+    assert lease.request.attempt == 0
+    assert await store.bury(lease, "HTTP 500", T0 + 14)
+    assert [d.errors for d in await store.dead_letters()] == [("HTTP 500",)]
 
 
 async def test_retry_waits_for_not_before_and_counts_attempts(store: QueueStore) -> None:
@@ -426,12 +461,11 @@ async def test_random_operations_keep_every_fingerprint_in_one_state(store: Queu
             assert ok, "a lease stays current until it is reaped"
             model[fp] = fate
         elif op < 0.95:
-            reaped = await store.reap(now)
+            reaped = await store.reap(now, 1)
             expired = [fp for fp, lease in leases.items() if lease.expires_at < now]
             assert reaped == len(expired)
             for fp in expired:
-                model[fp] = "queued"
-                del leases[fp]
+                model[fp] = "dead" if leases.pop(fp).request.attempt >= 1 else "queued"
         else:
             assert await store.requeue_dead() == sum(s == "dead" for s in model.values())
             model.update({fp: "queued" for fp, s in model.items() if s == "dead"})

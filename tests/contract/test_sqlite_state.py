@@ -14,7 +14,16 @@ from crawlfleet.errors import StateError
 from crawlfleet.frontier.protocols import Budget, DomainPolicy
 from crawlfleet.frontier.sqlite import SqliteQueueStore
 from crawlfleet.models import QueueCounts
-from tests.contract.test_queue_store import FREE, LEASE_S, NO_BUDGET, T0, claim, names, req
+from tests.contract.test_queue_store import (
+    FREE,
+    LEASE_S,
+    MAX_RETRIES,
+    NO_BUDGET,
+    T0,
+    claim,
+    names,
+    req,
+)
 
 
 async def test_reopened_file_has_the_same_queue_seen_and_dead_letters(tmp_path: Path) -> None:
@@ -40,7 +49,7 @@ async def test_reopened_file_has_the_same_queue_seen_and_dead_letters(tmp_path: 
         assert await store.dead_letters() == letters
         assert await store.add([req(str(i)) for i in range(8)], Budget(max_total=10)) == 0
         assert await store.add([req("new"), req("newer")], Budget(max_total=10)) == 1
-        assert await store.reap(float("inf")) == 1
+        assert await store.reap(float("inf"), MAX_RETRIES) == 1
         assert not await store.complete(leased)
         assert await store.next_ready_at(T0) == T0
         # The policy override (3 in flight) and the block on b.test both survived.

@@ -229,6 +229,6 @@ async def test_reap_returns_more_leases_than_one_script_call_takes(
     await store.add([req(i) for i in range(2500)], Budget())
     leases = await store.claim(2500, NOW, 5, DomainPolicy(0.0, 2500))
     assert len(leases) == 2500
-    assert await store.reap(NOW + 6) == 2500
+    assert await store.reap(NOW + 6, 1) == 2500
     counts = await store.counts()
     assert (counts.queued, counts.leased) == (2500, 0)

@@ -22,7 +22,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from crawlfleet.frontier.protocols import Budget, DomainPolicy
+from crawlfleet.frontier.protocols import LEASE_EXPIRED, Budget, DomainPolicy
 from crawlfleet.frontier.redis import RedisQueueStore
 from crawlfleet.models import CrawlRequest, Lease
 
@@ -183,12 +183,17 @@ class QueueMachine(RuleBasedStateMachine):
             entry.errors.append("fatal")
         assert self.run(self.store.bury(lease, "fatal", self.now)) == (entry is not None)
 
-    @rule()
-    def reap(self) -> None:
+    @rule(max_retries=st.integers(0, 2))
+    def reap(self, max_retries: int) -> None:
         expired = [e for e in self.in_state("leased") if e.expires_at < self.now]
         for e in expired:
-            e.state, e.not_before = "queued", -math.inf
-        assert self.run(self.store.reap(self.now)) == len(expired)
+            e.errors.append(LEASE_EXPIRED)
+            if e.request.attempt >= max_retries:
+                e.state = "dead"
+            else:
+                e.state, e.not_before = "queued", -math.inf
+                e.request = replace(e.request, attempt=e.request.attempt + 1)
+        assert self.run(self.store.reap(self.now, max_retries)) == len(expired)
 
     @rule(picks=st.none() | st.lists(st.integers(0, len(POOL) - 1), max_size=4))
     def requeue_dead(self, picks: list[int] | None) -> None:

@@ -146,6 +146,10 @@ class Frontier:
         await self.store.retry(lease, max(now + wait_s, not_before), error)
         return True
 
+    async def reap(self, now: float) -> int:
+        """Count leases expired before ``now`` as failed attempts (see ``QueueStore.reap``)."""
+        return await self.store.reap(now, self.retry_policy.max_retries)
+
     async def set_delay(self, domain: str, delay_s: float) -> None:
         await self.store.set_policy(
             domain, DomainPolicy(delay_s=delay_s, max_in_flight=self.default_policy.max_in_flight)

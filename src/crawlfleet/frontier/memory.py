@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from crawlfleet.frontier.domains import DomainSchedule
-from crawlfleet.frontier.protocols import Budget, DomainPolicy
+from crawlfleet.frontier.protocols import LEASE_EXPIRED, Budget, DomainPolicy
 from crawlfleet.models import CrawlRequest, DeadLetter, Lease, QueueCounts
 
 
@@ -158,20 +158,30 @@ class MemoryQueueStore:
         if entry is None:
             return False
         entry.errors.append(error)
-        entry.state = _State.DEAD
-        entry.died_at = now
-        self._dead.add(entry.request.fingerprint)
-        self._counts[_State.DEAD] += 1
+        self._kill(entry, now)
         return True
 
-    async def reap(self, now: float) -> int:
+    def _kill(self, entry: _Entry, died_at: float) -> None:
+        """Move a released entry (its error already recorded) to the dead-letter queue."""
+        entry.state = _State.DEAD
+        entry.died_at = died_at
+        self._dead.add(entry.request.fingerprint)
+        self._counts[_State.DEAD] += 1
+
+    async def reap(self, now: float, max_retries: int) -> int:
         reaped = 0
         while self._expiries and self._expiries[0][0] < now:
-            _expires_at, token = heapq.heappop(self._expiries)
+            expires_at, token = heapq.heappop(self._expiries)
             entry = self._release(token)
-            if entry is not None:
+            if entry is None:
+                continue
+            entry.errors.append(LEASE_EXPIRED)
+            if entry.request.attempt >= max_retries:
+                self._kill(entry, expires_at)
+            else:
+                entry.request = replace(entry.request, attempt=entry.request.attempt + 1)
                 self._push(entry, 0.0)
-                reaped += 1
+            reaped += 1
         return reaped
 
     async def set_policy(self, domain: str, policy: DomainPolicy) -> None:

@@ -6,9 +6,14 @@ A ``QueueStore`` keeps, for one crawl:
 - **per-domain queues** ordered by priority (higher first) then by admission order,
 - a **ready-time index** of domains: a domain is served only when ``now >= ready_at`` and its
   in-flight count is below its concurrency limit,
-- **leases**: handed-out requests with an expiry; expired leases go back to their queue,
+- **leases**: handed-out requests with an expiry; an expired lease counts as a failed attempt
+  (``reap``), so a page that kills every worker ends in the dead-letter queue,
 - **retries** (a request back in its queue with a not-before time) and the **dead-letter queue**,
-- **budgets**: total and per-domain admission caps.
+- **budgets**: total and per-domain caps on admissions ever made (done, dead and purged
+  requests still count), never on what is queued right now.
+
+A request that goes back to its queue (retried, reaped, or requeued from the DLQ) keeps its
+admission order: once due, it is served before requests of its priority admitted after it.
 
 Each state change is atomic in the backend (a transaction in SQLite, a Lua script in Redis), so
 every fingerprint is always in exactly one of: queued, leased, done, dead.
@@ -23,6 +28,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from crawlfleet.models import CrawlRequest, DeadLetter, Lease, QueueCounts
+
+LEASE_EXPIRED = "lease expired (worker lost)"
+"""The error ``reap`` records in the history of a request whose lease expired."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,8 +94,15 @@ class QueueStore(Protocol):
         """Move the request to the dead-letter queue. False if the lease is no longer current."""
         ...
 
-    async def reap(self, now: float) -> int:
-        """Return every request whose lease expired before ``now`` to its queue; how many."""
+    async def reap(self, now: float, max_retries: int) -> int:
+        """Count each lease that expired strictly before ``now`` as a failed attempt.
+
+        The error ``LEASE_EXPIRED`` joins the request's history. A request with
+        ``attempt >= max_retries`` goes to the dead-letter queue (``died_at`` = its lease's
+        expiry), the rule ``Frontier.fail`` applies; any other goes back to its queue with
+        ``attempt + 1``, due at once. Returns how many leases were reaped (both kinds); their
+        tokens are no longer current.
+        """
         ...
 
     async def set_policy(self, domain: str, policy: DomainPolicy) -> None:
@@ -99,15 +114,27 @@ class QueueStore(Protocol):
         ...
 
     async def next_ready_at(self, now: float) -> float | None:
-        """Earliest time a queued request may become claimable; None when nothing is queued."""
+        """Earliest time a queued request may become claimable, never earlier than ``now``.
+
+        The later of a domain's ``ready_at`` and its request's not-before time counts. Domains
+        whose in-flight slots are full are left out (they come back when a lease ends), so
+        None means nothing can become claimable without a lease ending first, or nothing is
+        queued: see ``counts().pending``.
+        """
         ...
 
     async def counts(self) -> QueueCounts: ...
 
-    async def dead_letters(self, limit: int = 100, offset: int = 0) -> list[DeadLetter]: ...
+    async def dead_letters(self, limit: int = 100, offset: int = 0) -> list[DeadLetter]:
+        """A page of dead letters, oldest ``died_at`` first (admission order among equals)."""
+        ...
 
     async def requeue_dead(self, fingerprints: Sequence[str] | None = None) -> int:
-        """Move dead letters (all when None) back to their queues with attempt 0; how many."""
+        """Move dead letters (all when None) back to their queues, due at once; how many.
+
+        Each starts afresh: ``attempt`` 0 and an empty error history. Fingerprints that are
+        not dead letters are skipped.
+        """
         ...
 
     async def purge_dead(self, fingerprints: Sequence[str] | None = None) -> int:

@@ -20,7 +20,7 @@ from typing import Any
 from crawlfleet.errors import StateError
 from crawlfleet.frontier import sqlite_schema as q
 from crawlfleet.frontier.domains import DomainSchedule, DomainState
-from crawlfleet.frontier.protocols import Budget, DomainPolicy
+from crawlfleet.frontier.protocols import LEASE_EXPIRED, Budget, DomainPolicy
 from crawlfleet.models import CrawlRequest, DeadLetter, Lease, QueueCounts
 
 
@@ -209,20 +209,25 @@ class SqliteQueueStore:
         self._counts[q.DEAD] += 1
         return True
 
-    async def reap(self, now: float) -> int:
+    async def reap(self, now: float, max_retries: int) -> int:
+        params = (now, max_retries, LEASE_EXPIRED)
         with self._transaction() as db:
-            expired = db.execute(q.EXPIRED_BY_DOMAIN, (now,)).fetchall()
+            expired = db.execute(q.EXPIRED_BY_DOMAIN, params[:2]).fetchall()
             if expired:
-                db.execute(q.REAP, (now,))
+                db.execute(q.REAP_DEAD, params)
+                db.execute(q.REAP, params)
         schedule = self._schedule
-        for name, count in expired:
+        for name, requeued, buried in expired:
             domain = schedule.get(name)
-            schedule.lease_ended(domain, count)
-            schedule.enqueued(domain, count)
-        reaped: int = sum(count for _, count in expired)
-        self._counts[q.LEASED] -= reaped
-        self._counts[q.QUEUED] += reaped
-        return reaped
+            schedule.lease_ended(domain, requeued + buried)
+            if requeued:
+                schedule.enqueued(domain, requeued)
+        requeued_total: int = sum(row[1] for row in expired)
+        buried_total: int = sum(row[2] for row in expired)
+        self._counts[q.LEASED] -= requeued_total + buried_total
+        self._counts[q.QUEUED] += requeued_total
+        self._counts[q.DEAD] += buried_total
+        return requeued_total + buried_total
 
     async def set_policy(self, domain: str, policy: DomainPolicy) -> None:
         self._execute(q.SET_POLICY, (domain, policy.delay_s, policy.max_in_flight))

@@ -102,12 +102,21 @@ BURY = (
     "UPDATE requests SET state = 3, died_at = ?, expires_at = NULL,"
     " errors = json_insert(errors, '$[#]', ?) WHERE fp = ? AND state = 1 AND hand_outs = ?"
 )
+# Expired leases (?1 = now) count as failed attempts: past ?2 = max_retries they die (at
+# their lease's expiry), the others go back to their queue; ?3 is the error recorded.
 EXPIRED_BY_DOMAIN = (
-    "SELECT domain, count(*) FROM requests WHERE state = 1 AND expires_at < ? GROUP BY domain"
+    "SELECT domain, sum(attempt < ?2), sum(attempt >= ?2) FROM requests"
+    " WHERE state = 1 AND expires_at < ?1 GROUP BY domain"
+)
+REAP_DEAD = (
+    "UPDATE requests SET state = 3, died_at = expires_at, expires_at = NULL,"
+    " errors = json_insert(errors, '$[#]', ?3) WHERE state = 1 AND expires_at < ?1"
+    " AND attempt >= ?2"
 )
 REAP = (
-    "UPDATE requests SET state = 0, not_before = 0, expires_at = NULL"
-    " WHERE state = 1 AND expires_at < ?"
+    "UPDATE requests SET state = 0, attempt = attempt + 1, not_before = 0, expires_at = NULL,"
+    " errors = json_insert(errors, '$[#]', ?3) WHERE state = 1 AND expires_at < ?1"
+    " AND attempt < ?2"
 )
 DEAD_LETTERS = (
     f"SELECT {REQUEST_COLUMNS}, errors, died_at FROM requests WHERE state = 3"

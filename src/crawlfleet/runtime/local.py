@@ -60,7 +60,7 @@ class LocalRunner:
 
     async def run(self, seeds: Sequence[str], *, sitemaps: bool = False) -> RunResult:
         store = self._frontier.store
-        await store.reap(float("inf"))
+        await self._frontier.reap(float("inf"))
         await self._crawler.seed(seeds)
         if sitemaps:
             await self._crawler.seed_sitemaps(seeds)

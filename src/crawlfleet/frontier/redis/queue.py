@@ -25,7 +25,7 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from crawlfleet.errors import StateError
-from crawlfleet.frontier.protocols import Budget, DomainPolicy
+from crawlfleet.frontier.protocols import LEASE_EXPIRED, Budget, DomainPolicy
 from crawlfleet.frontier.redis.bloom import BloomGeometry
 from crawlfleet.frontier.redis.keys import CrawlKeys
 from crawlfleet.frontier.redis.scripts import Scripts
@@ -206,10 +206,10 @@ class RedisQueueStore:
     async def bury(self, lease: Lease, error: str, now: float) -> bool:
         return bool(await self._run("bury", lease.token, error, now))
 
-    async def reap(self, now: float) -> int:
+    async def reap(self, now: float, max_retries: int) -> int:
         total = 0
         while True:
-            reaped = int(await self._run("reap", now, BATCH))
+            reaped = int(await self._run("reap", now, BATCH, max_retries, LEASE_EXPIRED))
             total += reaped
             if reaped < BATCH:
                 return total

@@ -1,5 +1,7 @@
--- Return requests whose lease expired before now to their queues, at most `most` of them;
--- returns how many (the caller calls again while that equals `most`).
+-- Count leases that expired before now as failed attempts, at most `most` of them; returns
+-- how many (the caller calls again while that equals `most`). Each request gets `error` in
+-- its history; with attempt >= max_retries it dies (died_at = its lease's expiry), else it
+-- goes back to its queue with attempt + 1.
 -- KEYS[1] req
 -- KEYS[2] ready
 -- KEYS[3] parked
@@ -7,18 +9,39 @@
 -- KEYS[5] inflight
 -- KEYS[6] leases
 -- KEYS[7] lease
--- KEYS[8] counts
--- KEYS[9] seq
+-- KEYS[8] dead
+-- KEYS[9] errors
+-- KEYS[10] counts
+-- KEYS[11] seq
 -- ARGV[1] queue key prefix
 -- ARGV[2] now (epoch s)
 -- ARGV[3] most
+-- ARGV[4] max_retries
+-- ARGV[5] error
 
-local expired = redis.call('ZRANGEBYSCORE', K.leases, '-inf', '(' .. ARGV[2], 'LIMIT', 0, ARGV[3])
-for _, token in ipairs(expired) do
-  local fp = end_lease(token)
+local max_retries = tonumber(ARGV[4])
+local expired = redis.call('ZRANGEBYSCORE', K.leases, '-inf', '(' .. ARGV[2],
+  'WITHSCORES', 'LIMIT', 0, ARGV[3])
+local requeued, buried = 0, 0
+for i = 1, #expired, 2 do
+  local fp = end_lease(expired[i])
   local r = stored_request(fp)
   release_slot(r.domain)
-  enqueue(r.domain, fp, r.priority)
+  append_error(fp, ARGV[5])
+  if r.attempt >= max_retries then
+    redis.call('ZADD', K.dead, expired[i + 1], fp)
+    buried = buried + 1
+  else
+    r.attempt = r.attempt + 1
+    redis.call('HSET', K.req, fp, cjson.encode(r))
+    enqueue(r.domain, fp, r.priority)
+    requeued = requeued + 1
+  end
 end
-redis.call('HINCRBY', K.counts, 'queued', #expired)
-return #expired
+if requeued > 0 then
+  redis.call('HINCRBY', K.counts, 'queued', requeued)
+end
+if buried > 0 then
+  redis.call('HINCRBY', K.counts, 'dead', buried)
+end
+return requeued + buried
