@@ -10,12 +10,11 @@ key                            type    contents
                                        any other crawl
 ``crawlfleet:workers``         HASH    worker name -> JSON ``{"seen_at", "queues",
                                        "concurrency", "crawl"}``, refreshed by every task
-``{p}:definition``             STRING  JSON ``{"settings": {...}, "seeds": [...]}``: the
-                                       validated settings without the Redis URL and the
-                                       PostgreSQL DSN (workers bring their own)
-``{p}:unfinished``             HASH    fingerprint -> claims of it that never finished (the
-                                       worker died or the lease ran out); past the retry
-                                       budget the next claim buries it (a poison page)
+``{p}:definition``             STRING  JSON ``{"settings": {...}, "seeds": [...], "run": id}``:
+                                       the validated settings without the Redis URL and the
+                                       PostgreSQL DSN (workers bring their own); ``run`` is
+                                       new for each dispatcher run, so workers rebuild their
+                                       per-crawl caches
 =============================  ======  ========================================================
 """
 
@@ -45,16 +44,13 @@ def definition_key(crawl_id: str) -> str:
     return f"{crawl_prefix(crawl_id)}:definition"
 
 
-def unfinished_key(crawl_id: str) -> str:
-    return f"{crawl_prefix(crawl_id)}:unfinished"
-
-
 @dataclass(frozen=True, slots=True)
 class CrawlDefinition:
     """What every worker needs to build a crawl's object graph."""
 
     settings: Settings
     seeds: tuple[str, ...]
+    run: str = ""
 
     @property
     def crawl_id(self) -> str:
@@ -62,7 +58,7 @@ class CrawlDefinition:
 
     def to_json(self) -> bytes:
         data = self.settings.model_dump(mode="json", exclude=set(SECRET_FIELDS))
-        return orjson.dumps({"settings": data, "seeds": list(self.seeds)})
+        return orjson.dumps({"settings": data, "seeds": list(self.seeds), "run": self.run})
 
     @classmethod
     def from_json(cls, raw: str | bytes) -> CrawlDefinition:
@@ -71,6 +67,7 @@ class CrawlDefinition:
             data: Any = orjson.loads(raw)
             settings = Settings.model_validate(data["settings"])
             seeds = tuple(str(seed) for seed in data["seeds"])
+            run = str(data.get("run", ""))
         except (orjson.JSONDecodeError, KeyError, TypeError, ValidationError) as exc:
             raise ConfigError(f"stored crawl definition is unreadable: {exc}") from None
-        return cls(settings, seeds)
+        return cls(settings, seeds, run)

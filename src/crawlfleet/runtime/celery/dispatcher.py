@@ -1,7 +1,7 @@
 """The dispatcher of one distributed crawl: define it, seed it, feed the workers, watch it end.
 
 It stores the crawl's definition in Redis and marks the crawl active, seeds the frontier,
-then loops: return expired leases to their queues (``reap``), keep a few tasks of this crawl
+then loops: count expired leases as failed attempts (``reap``), keep a few tasks of this crawl
 waiting in the broker (so every crawl with a dispatcher gets its share of a shared worker
 pool), and sample the frontier's counts, until nothing is queued or leased. The frontier
 decides what is due; the dispatcher never schedules a URL itself.
@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -104,7 +105,7 @@ async def open_crawl(
         stack.push_async_callback(attempt_log.close)
     except StateError as exc:
         raise StateError(one_line(str(exc))) from None
-    definition = CrawlDefinition(settings, tuple(seeds))
+    definition = CrawlDefinition(settings, tuple(seeds), uuid.uuid4().hex)
     try:
         await client.set(definition_key(crawl_id), definition.to_json())
         await client.sadd(ACTIVE_CRAWLS, crawl_id)
@@ -151,7 +152,7 @@ class Dispatcher:
         crawl = self._crawl
         settings = crawl.definition.settings
         seeds = list(crawl.definition.seeds)
-        await crawl.store.reap(self._clock.now())
+        await crawl.graph.frontier.reap(self._clock.now())
         await crawl.graph.crawler.seed(seeds)
         if settings.follow_sitemaps:
             await crawl.graph.crawler.seed_sitemaps(seeds)
@@ -201,9 +202,9 @@ class Dispatcher:
     async def _tick(self) -> QueueCounts:
         crawl = self._crawl
         now = self._clock.now()
-        reaped = await crawl.store.reap(now)
+        reaped = await crawl.graph.frontier.reap(now)
         if reaped:
-            log.info("returned %d expired leases to their queues", reaped)
+            log.info("%d expired leases counted as failed attempts", reaped)
         counts = await crawl.store.counts()
         if counts.pending:
             await crawl.client.sadd(ACTIVE_CRAWLS, self.crawl_id)

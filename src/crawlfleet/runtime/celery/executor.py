@@ -6,15 +6,15 @@ connections are pooled across tasks; and one ``CrawlGraph`` per crawl id, built 
 crawl's definition in Redis the first time a task of that crawl arrives.
 
 A batch claims as many leases as the worker has free slots, runs them concurrently, and
-claims again as slots free up, until it has run ``max_leases`` leases or ``batch_s`` has
-passed, or nothing is due within ``IDLE_WAIT_S``. Delays live in the frontier: a batch never
-sleeps longer than ``IDLE_WAIT_S`` waiting for a domain to become due.
+claims again as slots free up, until it has claimed ``max_leases`` leases or ``batch_s`` has
+passed (then it lets the pages in flight finish), or it has had nothing to run for
+``IDLE_WAIT_S`` in all. Delays live in the frontier: an idle batch only waits for the next
+domain to become due, never longer than ``IDLE_WAIT_S``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Coroutine
@@ -24,10 +24,14 @@ from typing import Any, TypeVar
 
 import orjson
 from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from crawlfleet.clock import SystemClock
-from crawlfleet.errors import CrawlfleetError, StateError
+from crawlfleet.errors import StateError
 from crawlfleet.frontier.redis.queue import RedisQueueStore, redact
 from crawlfleet.models import Lease
 from crawlfleet.monitoring.events import EventBus
@@ -42,14 +46,14 @@ from crawlfleet.runtime.celery.definition import (
     CrawlDefinition,
     crawl_prefix,
     definition_key,
-    unfinished_key,
 )
 from crawlfleet.runtime.wiring import CrawlGraph, build_crawl, worker_name
 
 log = logging.getLogger(__name__)
 
-IDLE_WAIT_S = 1.0  # longest a batch waits for the next due domain before returning
+IDLE_WAIT_S = 1.0  # longest a batch with nothing to run waits for work before returning
 MIN_WAIT_S = 0.005
+EMPTY_POLL_S = 0.1  # how often an idle batch looks for new work
 T = TypeVar("T")
 
 
@@ -93,7 +97,6 @@ class BatchResult:
 
     crawl_id: str
     processed: int = 0
-    buried: int = 0
     errors: int = 0
     skipped_reason: str | None = None
 
@@ -101,7 +104,6 @@ class BatchResult:
         return {
             "crawl_id": self.crawl_id,
             "processed": self.processed,
-            "buried": self.buried,
             "errors": self.errors,
             "skipped_reason": self.skipped_reason,
         }
@@ -110,10 +112,11 @@ class BatchResult:
 @dataclass(slots=True)
 class _Crawl:
     crawl_id: str
+    run: str
+    stack: AsyncExitStack
     graph: CrawlGraph
     store: RedisQueueStore
     recorder: AttemptRecorder
-    max_retries: int
 
 
 @dataclass(slots=True)
@@ -125,7 +128,6 @@ class WorkerRuntime:
     _loop: asyncio.AbstractEventLoop | None = None
     _redis: Redis | None = None
     _crawls: dict[str, _Crawl] = field(default_factory=dict)
-    _stack: AsyncExitStack = field(default_factory=AsyncExitStack)
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on this process's persistent event loop."""
@@ -142,17 +144,20 @@ class WorkerRuntime:
         self._loop = None
 
     async def _close(self) -> None:
-        for crawl in self._crawls.values():
-            await crawl.recorder.flush()
-        self._crawls.clear()
-        await self._stack.aclose()
+        for crawl in list(self._crawls.values()):
+            await self._drop(crawl)
         if self._redis is not None:
             await self._redis.aclose()
             self._redis = None
 
     def _client(self) -> Redis:
         if self._redis is None:
-            self._redis = Redis.from_url(self.config.redis_url, socket_connect_timeout=5)
+            self._redis = Redis.from_url(
+                self.config.redis_url,
+                socket_connect_timeout=5,
+                retry=Retry(ExponentialBackoff(cap=0.25, base=0.01), retries=8),
+                retry_on_error=[RedisConnectionError, RedisTimeoutError],
+            )
         return self._redis
 
     async def batch(self, crawl_id: str, max_leases: int) -> BatchResult:
@@ -183,18 +188,25 @@ class WorkerRuntime:
             raise StateError(f"Redis at {redact(self.config.redis_url)}: {exc}") from None
         if raw is None:
             return None
-        cached = self._crawls.get(crawl_id)
-        if cached is not None:
-            return cached
         definition = CrawlDefinition.from_json(raw)
+        cached = self._crawls.get(crawl_id)
+        if cached is not None and cached.run == definition.run:
+            return cached
+        if cached is not None:
+            await self._drop(cached)
         crawl = await self._build(definition)
         self._crawls[crawl_id] = crawl
         return crawl
 
+    async def _drop(self, crawl: _Crawl) -> None:
+        """Forget a crawl's graph (a new run of it started, or the worker stops)."""
+        self._crawls.pop(crawl.crawl_id, None)
+        await self._flush(crawl)
+        await crawl.stack.aclose()
+
     async def _build(self, definition: CrawlDefinition) -> _Crawl:
         settings = definition.settings
         stack = AsyncExitStack()
-        await self._stack.enter_async_context(stack)
         store = await RedisQueueStore.open(
             self.config.redis_url,
             crawl_prefix(settings.crawl_id),
@@ -220,7 +232,7 @@ class WorkerRuntime:
         )
         recorder = AttemptRecorder(events, attempt_log)
         log.info("worker %s joined crawl %s", self.name, settings.crawl_id)
-        return _Crawl(settings.crawl_id, graph, store, recorder, settings.max_retries)
+        return _Crawl(settings.crawl_id, definition.run, stack, graph, store, recorder)
 
     async def _heartbeat(self, crawl_id: str) -> None:
         beat = {
@@ -237,41 +249,48 @@ class WorkerRuntime:
     async def _run_leases(self, crawl: _Crawl, max_leases: int, result: BatchResult) -> None:
         frontier = crawl.graph.frontier
         clock = crawl.graph.crawler.parts.clock
+        concurrency = self.config.concurrency
         deadline = time.monotonic() + self.config.batch_s
         running: set[asyncio.Task[None]] = set()
         claimed = 0
-        while True:
-            free = min(self.config.concurrency - len(running), max_leases - claimed)
-            in_time = time.monotonic() < deadline
-            leases = await frontier.claim(free, clock.now()) if free > 0 and in_time else []
-            for lease in leases:
-                claimed += 1
-                running.add(asyncio.create_task(self._one(crawl, lease, result)))
-            if not running:
-                if not in_time or claimed >= max_leases:
-                    return
-                wait_s = await self._idle_wait_s(crawl, deadline)
-                if wait_s is None:
-                    return
-                await asyncio.sleep(wait_s)
-                continue
-            timeout = None if claimed >= max_leases or not in_time else IDLE_WAIT_S
-            if not leases and timeout is not None:
-                next_s = await self._idle_wait_s(crawl, deadline)
-                timeout = next_s if next_s is not None else IDLE_WAIT_S
-            done, running = await asyncio.wait(
-                running, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-            )
-            for task in done:
-                task.result()
-
-    async def _idle_wait_s(self, crawl: _Crawl, deadline: float) -> float | None:
-        """Seconds until the next domain is due, if that is soon and within the batch."""
-        now = time.time()
+        idle_left_s = IDLE_WAIT_S
         try:
-            next_at = await crawl.store.next_ready_at(now)
-        except StateError:
-            return None
+            while True:
+                claiming = time.monotonic() < deadline and claimed < max_leases
+                free = min(concurrency - len(running), max_leases - claimed) if claiming else 0
+                if free > 0:
+                    for lease in await frontier.claim(free, clock.now()):
+                        claimed += 1
+                        running.add(asyncio.create_task(self._one(crawl, lease, result)))
+                if not claiming and not running:
+                    return
+                wait_s: float | None = None  # None: until a page finishes
+                if claiming and len(running) < concurrency:
+                    due_s = await self._due_in_s(crawl, deadline)
+                    if running:
+                        wait_s = IDLE_WAIT_S if due_s is None else due_s
+                    else:
+                        if idle_left_s <= 0:
+                            return
+                        wait_s = min(EMPTY_POLL_S if due_s is None else due_s, idle_left_s)
+                        idle_left_s -= wait_s
+                if running:
+                    _done, running = await asyncio.wait(
+                        running, timeout=wait_s, return_when=asyncio.FIRST_COMPLETED
+                    )
+                else:
+                    await asyncio.sleep(wait_s or 0.0)
+        except StateError as exc:
+            result.errors += 1
+            log.warning("crawl %s: claiming stopped: %s", crawl.crawl_id, exc)
+        finally:
+            if running:
+                await asyncio.gather(*running)
+
+    async def _due_in_s(self, crawl: _Crawl, deadline: float) -> float | None:
+        """Seconds until the next domain is due, if within ``IDLE_WAIT_S`` and the batch."""
+        now = time.time()
+        next_at = await crawl.store.next_ready_at(now)
         if next_at is None:
             return None
         wait_s = max(MIN_WAIT_S, next_at - now)
@@ -280,41 +299,22 @@ class WorkerRuntime:
         return wait_s
 
     async def _one(self, crawl: _Crawl, lease: Lease, result: BatchResult) -> None:
-        """Run one lease; a poison page (its claims never finish) goes to the DLQ instead."""
-        fp = lease.request.fingerprint
-        client = self._client()
-        key = unfinished_key(crawl.crawl_id)
+        """Run one lease; whatever fails outside the page leaves the lease to expire.
+
+        An expired lease counts as a failed attempt when the dispatcher reaps it, so a page
+        that keeps killing its worker ends in the dead-letter queue.
+        """
         try:
-            lost = int(await client.hincrby(key, fp, 1)) - 1
-            if lost > crawl.max_retries:
-                error = f"lost {lost} times: the worker died or the lease ran out mid-page"
-                await crawl.store.bury(lease, error, time.time())
-                await client.hdel(key, fp)
-                result.buried += 1
-                log.warning("buried %s: %s", lease.request.url, error)
-                return
             await crawl.graph.crawler.process(lease)
         except (StateError, RedisError, OSError) as exc:
-            # Infrastructure, not the page: the lease expires and the page is tried again,
-            # and this claim does not count toward burying it.
             result.errors += 1
             log.warning("step for %s failed, lease left to expire: %s", lease.request.url, exc)
-            with contextlib.suppress(RedisError, OSError):
-                await client.hdel(key, fp)
-            return
-        except CrawlfleetError as exc:
-            result.errors += 1
-            log.error("step for %s failed: %s", lease.request.url, exc)
             return
         except Exception as exc:
             result.errors += 1
             log.exception("step for %s raised %s", lease.request.url, type(exc).__name__)
             return
         result.processed += 1
-        try:
-            await client.hdel(key, fp)
-        except RedisError as exc:
-            log.warning("could not clear the claim count of %s: %s", lease.request.url, exc)
 
     async def _flush(self, crawl: _Crawl) -> None:
         try:
