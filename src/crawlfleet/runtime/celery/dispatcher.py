@@ -137,8 +137,10 @@ class Dispatcher:
         clock: Clock,
         events: EventBus,
         on_tick: Callable[[], Awaitable[None]] | None = None,
+        leases_per_task: int = LEASES_PER_TASK,
     ) -> None:
         self._crawl = crawl
+        self._leases_per_task = leases_per_task
         self._clock = clock
         self._events = events
         self._on_tick = on_tick
@@ -217,7 +219,7 @@ class Dispatcher:
         publisher = self._crawl.publisher
         waiting = await asyncio.to_thread(publisher.waiting)
         if waiting < target:
-            await asyncio.to_thread(publisher.publish, target - waiting, LEASES_PER_TASK)
+            await asyncio.to_thread(publisher.publish, target - waiting, self._leases_per_task)
 
     async def _wait(self, seconds: float) -> None:
         try:
