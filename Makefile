@@ -13,13 +13,13 @@ demo: install
 	.venv/bin/crawlfleet demo
 
 test: install-all
-	$(PY) -m ruff check src tests
+	$(PY) -m ruff check src tests examples bench
 	$(PY) -m mypy
 	$(PY) -m pytest -q
 
 lint:
-	$(PY) -m ruff check src tests
-	$(PY) -m ruff format --check src tests
+	$(PY) -m ruff check src tests examples bench
+	$(PY) -m ruff format --check src tests examples bench
 	$(PY) -m mypy
 
 bench: install-all
