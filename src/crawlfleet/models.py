@@ -7,7 +7,7 @@ Redis, PostgreSQL) can turn them into JSON with ``to_dict`` / ``from_dict``.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 
@@ -133,7 +133,7 @@ class ParseResult:
     links: list[Link] = field(default_factory=list)
 
 
-class Outcome(str, Enum):
+class Outcome(StrEnum):
     """How one fetch attempt ended."""
 
     OK = "ok"
