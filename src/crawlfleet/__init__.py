@@ -1,3 +1,39 @@
-"""crawlfleet: crawl and scrape the web, embedded or distributed."""
+"""crawlfleet: crawl and scrape the web, embedded or distributed.
+
+What a parser module and a Python caller need, in one place::
+
+    from crawlfleet import Follow, Item, parser
+"""
+
+from crawlfleet.errors import (
+    ConfigError,
+    CrawlfleetError,
+    DropItem,
+    FetchError,
+    StateError,
+)
+from crawlfleet.models import CrawlRequest, FetchResult, Item, Link, ParseResult
+from crawlfleet.parsing import Contract, Follow, Response, parser
+from crawlfleet.settings import Settings, load_settings
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "ConfigError",
+    "Contract",
+    "CrawlRequest",
+    "CrawlfleetError",
+    "DropItem",
+    "FetchError",
+    "FetchResult",
+    "Follow",
+    "Item",
+    "Link",
+    "ParseResult",
+    "Response",
+    "Settings",
+    "StateError",
+    "__version__",
+    "load_settings",
+    "parser",
+]

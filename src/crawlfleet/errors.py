@@ -5,15 +5,13 @@
     ├── StateError             the state store (SQLite file, Redis, PostgreSQL) is unusable
     ├── BadUrl                 a URL cannot be parsed, or its scheme is not http(s)/file
     ├── FetchError             one fetch attempt failed; ``transient`` says if a retry may help
-    │   ├── Blocked            the site refuses us (403 / CAPTCHA); counts toward a block score
-    │   ├── RetryLater         429/503 with Retry-After: the whole domain waits ``delay_s``
     │   ├── TooLarge           the body passed the size limit (declared, read or decompressed)
     │   └── ForbiddenAddress   the host resolves to a private/loopback address we may not fetch
-    ├── ParseError             a parser raised on a page; carries the traceback text
     └── DropItem               a pipeline processor refuses an item; carries the reason
         └── InvalidItem        the item failed its schema (pipeline.processors); kept as a reject
 
-Control-flow exceptions are named for what the caller should do next.
+Responses are never exceptions: a 403, 429 or CAPTCHA page is a ``FetchResult`` that the
+crawl step judges (``frontier.politeness.classify`` and ``BlockDetector``).
 """
 
 from __future__ import annotations
@@ -50,18 +48,6 @@ class FetchError(CrawlfleetError):
             self.transient = transient
 
 
-class Blocked(FetchError):
-    """The site refuses us: 403, or a page that looks like a CAPTCHA/ban page."""
-
-
-class RetryLater(FetchError):
-    """429/503 with Retry-After: the whole domain must wait ``delay_s`` seconds."""
-
-    def __init__(self, message: str, *, delay_s: float) -> None:
-        super().__init__(message, transient=True)
-        self.delay_s = delay_s
-
-
 class TooLarge(FetchError):
     """The body passed a size limit (declared, read or decompressed)."""
 
@@ -72,15 +58,6 @@ class ForbiddenAddress(FetchError):
     """The host resolves to a private, loopback or link-local address and that is not allowed."""
 
     transient = False
-
-
-class ParseError(CrawlfleetError):
-    """A parser raised on a page."""
-
-    def __init__(self, message: str, *, url: str, traceback_text: str) -> None:
-        super().__init__(message)
-        self.url = url
-        self.traceback_text = traceback_text
 
 
 class DropItem(CrawlfleetError):

@@ -110,7 +110,7 @@ DEFAULT_BLOCK_MARKERS = (
 class BlockVerdict:
     """What one response says about being blocked by its domain.
 
-    ``blocked``: treat the response as ``Blocked`` (retry the request later, do not parse).
+    ``blocked``: the site refuses us: retry the request later, do not parse.
     ``delay_multiplier``: multiply the domain's delay by this (1.0 when all is well).
     ``cooldown_s``: when blocked, how long the domain should rest before the next request.
     ``changed``: the multiplier differs from the one before this response.
