@@ -3,8 +3,9 @@
 Starts a private redis-server on a free loopback port (never the shared one), inserts N real
 fingerprints through ``RedisQueueStore.mark_seen`` (the same Lua path as ``add``), batched
 and several batches in flight, once with ``dedup="exact"`` and once with ``dedup="bloom"``
-(capacity N), then prints ``MEMORY USAGE`` of the key scaled to 1M URLs and the measured Bloom
-false-positive rate on fresh fingerprints.
+(capacity N), then prints ``MEMORY USAGE`` of the keys (the SET; every Bloom shard) scaled to
+1M URLs, the measured Bloom false-positive rate on fresh fingerprints, and whether the Bloom
+filter meets its target: at most ``TARGET_MB_PER_1M`` (decimal MB) per 1M URLs at 1 %.
 
     .venv/bin/python bench/redis_memory.py              # 1,000,000 fingerprints, 1% error
     .venv/bin/python bench/redis_memory.py --count 200000
@@ -24,12 +25,14 @@ from typing import Literal
 from redis.asyncio import Redis
 
 from crawlfleet.frontier.redis import BloomGeometry, CrawlKeys, RedisQueueStore
+from crawlfleet.frontier.redis.bloom import SHARD_BYTES
 from crawlfleet.urls import fingerprint
 
 REDIS_BINARY = "/usr/bin/redis-server"
 BATCH = 1000
 IN_FLIGHT = 4
 FP_PROBES = 100_000
+TARGET_MB_PER_1M = 1.3
 
 
 def free_port() -> int:
@@ -80,33 +83,47 @@ async def bench(url: str, count: int, error_rate: float) -> None:
     fps = fingerprints(count, "seen")
     per_million = 1_000_000 / count
     print(f"{count:,} fingerprints, Bloom error rate {error_rate:.2%}")
-    print(f"{'path':<8}{'key':<14}{'insert s':>10}{'MiB/1M':>10}{'MB/1M':>10}{'seen':>12}")
-    for dedup, key in (("exact", "seen"), ("bloom", "bloom")):
+    print(f"{'path':<8}{'keys':>6}{'insert s':>10}{'MiB/1M':>10}{'MB/1M':>10}{'seen':>12}")
+    bloom_mb = 0.0
+    for dedup in ("exact", "bloom"):
         prefix = f"bench-{dedup}"
+        keys = CrawlKeys(prefix)
+        geometry = BloomGeometry.for_capacity(count, error_rate)
+        names = (
+            [keys.key("seen")]
+            if dedup == "exact"
+            else [keys.bloom_shard(i) for i in range(geometry.shards)]
+        )
         started = time.perf_counter()
         store = await insert(url, prefix, dedup, fps, error_rate)
         elapsed_s = time.perf_counter() - started
-        name = CrawlKeys(prefix).key(key)
-        used = int(await client.memory_usage(name, samples=0) or 0) * per_million
+        used_b = sum([int(await client.memory_usage(n, samples=0) or 0) for n in names])
+        used = used_b * per_million
         seen = (await store.counts()).seen
         print(
-            f"{dedup:<8}{name:<14}{elapsed_s:>10.1f}{used / 2**20:>10.2f}{used / 1e6:>10.2f}"
+            f"{dedup:<8}{len(names):>6}{elapsed_s:>10.1f}{used / 2**20:>10.2f}{used / 1e6:>10.2f}"
             f"{seen:>12,}"
         )
         if dedup == "bloom":
-            geometry = BloomGeometry.for_capacity(count, error_rate)
-            bitmap = await client.get(name) or b""
+            bloom_mb = used / 1e6
+            bitmap = b"".join(await client.mget(names))
             probes = fingerprints(min(FP_PROBES, count), "fresh")
             false_positives = sum(
                 all(bitmap[p >> 3] & (0x80 >> (p & 7)) for p in geometry.positions(fp))
                 for fp in probes
             )
             print(
-                f"bloom: m={geometry.bits:,} bits, k={geometry.hashes}, "
+                f"bloom: m={geometry.bits:,} bits in {geometry.shards} shards of "
+                f"{SHARD_BYTES:,} B, k={geometry.hashes}, "
                 f"false positives {false_positives / len(probes):.3%} on {len(probes):,} fresh"
             )
         await store.close()
     await client.aclose()
+    met = "met" if bloom_mb <= TARGET_MB_PER_1M else "NOT met"
+    print(
+        f"target <= {TARGET_MB_PER_1M} MB per 1M URLs at {error_rate:.0%}: {met} "
+        f"({bloom_mb:.3f} MB)"
+    )
 
 
 def main() -> None:

@@ -205,6 +205,31 @@ async def test_next_ready_at(store: QueueStore) -> None:
     assert await store.next_ready_at(T0 + 60) is None
 
 
+async def test_next_ready_at_leaves_out_domains_with_full_slots(store: QueueStore) -> None:
+    await store.add([req("1"), req("2"), req("1", "b.test")], NO_BUDGET)
+    await store.set_policy("b.test", DomainPolicy(delay_s=5.0, max_in_flight=3))
+    leases = await claim(store, limit=2, policy=DomainPolicy(delay_s=0.0, max_in_flight=1))
+    assert sorted(lease.request.domain for lease in leases) == ["a.test", "b.test"]
+    assert await store.next_ready_at(T0 + 1) is None
+    await store.add([req("3"), req("4")], NO_BUDGET)
+    assert await store.next_ready_at(T0 + 1) is None
+    await store.complete(next(x for x in leases if x.request.domain == "a.test"))
+    assert await store.next_ready_at(T0 + 1) == T0 + 1
+    assert await store.next_ready_at(T0 - 1) == T0  # never earlier than the domain's ready_at
+
+
+async def test_requests_put_back_keep_their_queue_position(store: QueueStore) -> None:
+    await store.add([req(str(i)) for i in range(1, 5)], NO_BUDGET)
+    retried, reaped, buried = await claim(store, limit=3)
+    await store.retry(retried, T0 + 5, "e")
+    await store.bury(buried, "e", T0)
+    assert await store.reap(float("inf"), MAX_RETRIES) == 1
+    assert await store.requeue_dead() == 1
+    await store.add([req("5")], NO_BUDGET)
+    assert names(await claim(store, now=T0 + 5)) == ["1", "2", "3", "4", "5"]
+    assert reaped.request.fingerprint == req("2").fingerprint
+
+
 async def test_next_ready_at_is_none_with_only_leases_out(store: QueueStore) -> None:
     await store.add([req("1")], NO_BUDGET)
     await claim(store)

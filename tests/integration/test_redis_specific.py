@@ -13,6 +13,7 @@ import crawlfleet.frontier.redis as redis_frontier
 from crawlfleet.errors import StateError
 from crawlfleet.frontier.protocols import Budget, DomainPolicy
 from crawlfleet.frontier.redis import BloomGeometry, CrawlKeys, RedisQueueStore
+from crawlfleet.frontier.redis.bloom import SHARD_BYTES
 from crawlfleet.frontier.redis.scripts import read_sources
 from crawlfleet.models import CrawlRequest
 from tests.fixtures.redis_server import RedisServer, free_port
@@ -81,7 +82,7 @@ async def test_key_names_come_from_one_module(opened: Opener, redis_url: str, ra
     await store.retry(lease, NOW + 5, "boom")
     await store.set_policy("a.test", POLITE)
     keys = CrawlKeys("layout")
-    known = set(keys.all_fixed()) | {keys.queue("a.test")}
+    known = set(keys.all_fixed()) | {keys.queue("a.test"), keys.bloom_shard(0)}
     assert set(await raw.keys("layout:*")) <= known
 
 
@@ -145,8 +146,10 @@ async def test_bloom_false_positive_rate_is_near_the_configured_rate(
     geometry = BloomGeometry.for_capacity(capacity, rate)
     await store.mark_seen([f"seen-{i}" for i in range(capacity)])
     binary = Redis.from_url(redis_url)
-    bitmap = bytearray(await binary.get("bloom:bloom") or b"")
+    shards = [CrawlKeys("bloom").bloom_shard(i) for i in range(geometry.shards)]
+    bitmap = bytearray(b"".join(await binary.mget(shards)))
     await binary.aclose()
+    assert len(bitmap) * 8 == geometry.bits
 
     def looks_seen(fp: str) -> bool:
         return all(bitmap[p >> 3] & (0x80 >> (p & 7)) for p in geometry.positions(fp))
@@ -169,12 +172,21 @@ async def test_bloom_false_positive_rate_is_near_the_configured_rate(
 async def test_bloom_bitmap_has_the_computed_size(
     opened: Opener, redis_url: str, raw: Redis
 ) -> None:
-    store = await opened(redis_url, "size", dedup="bloom", bloom_capacity=50_000)
-    geometry = BloomGeometry.for_capacity(50_000, 0.01)
-    assert geometry.hashes == 7
-    assert await raw.strlen("size:bloom") == geometry.size_bytes
-    await store.add([req(1)], Budget())
-    assert await raw.strlen("size:bloom") == geometry.size_bytes
+    store = await opened(redis_url, "size", dedup="bloom", bloom_capacity=200_000)
+    geometry = BloomGeometry.for_capacity(200_000, 0.01)
+    assert (geometry.hashes, geometry.shards) == (7, 8)
+    assert geometry.bits >= 1_917_012  # -n ln(p) / ln(2)^2 for 200k at 1 %
+    shards = [CrawlKeys("size").bloom_shard(i) for i in range(geometry.shards)]
+
+    async def sizes() -> list[int]:
+        return [await raw.strlen(key) for key in shards]
+
+    assert await sizes() == [SHARD_BYTES] * 8
+    assert not await raw.exists("size:bloom", CrawlKeys("size").bloom_shard(8))
+    await store.add([req(i) for i in range(200)], Budget())
+    assert await sizes() == [SHARD_BYTES] * 8
+    # Each shard fills its jemalloc size class (32 KiB) and stays there.
+    assert {await raw.memory_usage(key, samples=0) for key in shards} == {32 * 1024 + 56}
 
 
 async def test_reopening_with_other_dedup_settings_is_refused(

@@ -72,6 +72,7 @@ class QueueMachine(RuleBasedStateMachine):
         self.ready_at: dict[str, float] = dict.fromkeys(DOMAINS, 0.0)
         self.policies: dict[str, DomainPolicy] = {}
         self.leases: list[Lease] = []
+        self.parked: set[str] = set()  # domains a claim found or left at their in-flight limit
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         return self.loop.run_until_complete(coro)
@@ -120,21 +121,26 @@ class QueueMachine(RuleBasedStateMachine):
         for e in self.in_state("queued"):
             if e.not_before <= self.now:
                 claimable.setdefault(e.request.domain, []).append(e)
-        eligible = sorted(
+        # Domains are visited earliest ready_at first (ties by name) until the limit is
+        # reached; one found or left at its in-flight limit is parked.
+        visits = sorted(
             (self.ready_at[d], d)
             for d in claimable
-            if self.ready_at[d] <= self.now
-            and self.inflight(d) < self.policies.get(d, DEFAULT).max_in_flight
+            if self.ready_at[d] <= self.now and d not in self.parked
         )
         plan: dict[str, int] = {}
         left = limit
-        for _, d in eligible:
+        for _, d in visits:
+            if left == 0:
+                break
             policy = self.policies.get(d, DEFAULT)
-            room = 1 if policy.delay_s > 0 else policy.max_in_flight - self.inflight(d)
-            take = min(room, left, len(claimable[d]))
-            if take:
+            free = policy.max_in_flight - self.inflight(d)
+            take = max(0, min(free, left, len(claimable[d]), 1 if policy.delay_s > 0 else free))
+            if take > 0:
                 plan[d] = take
                 left -= take
+            if take >= free:
+                self.parked.add(d)
         leases = self.run(self.store.claim(limit, self.now, LEASE_S, DEFAULT))
         assert Counter(lease.request.domain for lease in leases) == Counter(plan)
         for d, n in plan.items():
@@ -159,6 +165,7 @@ class QueueMachine(RuleBasedStateMachine):
         entry = self.current(lease)
         if entry:
             entry.state = "done"
+            self.parked.discard(entry.request.domain)
         assert self.run(self.store.complete(lease)) == (entry is not None)
 
     @precondition(lambda self: self.leases)
@@ -167,6 +174,7 @@ class QueueMachine(RuleBasedStateMachine):
         lease = self.leases[index % len(self.leases)]
         entry = self.current(lease)
         if entry:
+            self.parked.discard(entry.request.domain)
             entry.state, entry.not_before = "queued", self.now + delay_s
             entry.request = replace(entry.request, attempt=entry.request.attempt + 1)
             entry.errors.append(f"err{index}")
@@ -179,6 +187,7 @@ class QueueMachine(RuleBasedStateMachine):
         lease = self.leases[index % len(self.leases)]
         entry = self.current(lease)
         if entry:
+            self.parked.discard(entry.request.domain)
             entry.state = "dead"
             entry.errors.append("fatal")
         assert self.run(self.store.bury(lease, "fatal", self.now)) == (entry is not None)
@@ -187,6 +196,7 @@ class QueueMachine(RuleBasedStateMachine):
     def reap(self, max_retries: int) -> None:
         expired = [e for e in self.in_state("leased") if e.expires_at < self.now]
         for e in expired:
+            self.parked.discard(e.request.domain)
             e.errors.append(LEASE_EXPIRED)
             if e.request.attempt >= max_retries:
                 e.state = "dead"
@@ -220,6 +230,7 @@ class QueueMachine(RuleBasedStateMachine):
     def set_policy(self, domain: str, delay_s: float, max_in_flight: int) -> None:
         policy = DomainPolicy(delay_s, max_in_flight)
         self.policies[domain] = policy
+        self.parked.discard(domain)
         self.run(self.store.set_policy(domain, policy))
 
     @rule(domain=st.sampled_from(DOMAINS), for_s=st.sampled_from([0.5, 4.0, 50.0]))
@@ -253,7 +264,9 @@ class QueueMachine(RuleBasedStateMachine):
     @invariant()
     def next_ready_at_agrees(self) -> None:
         times = [
-            max(e.not_before, self.ready_at[e.request.domain]) for e in self.in_state("queued")
+            max(e.not_before, self.ready_at[e.request.domain])
+            for e in self.in_state("queued")
+            if e.request.domain not in self.parked
         ]
         expected = max(min(times), self.now) if times else None
         assert self.run(self.store.next_ready_at(self.now)) == expected

@@ -4,8 +4,10 @@ A ``DomainSchedule`` keeps, for each domain, its ready time, in-flight count, qu
 admission count and policy override, plus a heap of domains keyed by the earliest time each may
 have claimable work (lazy invalidation: a heap entry counts only while it matches the domain's
 ``heap_key``). ``delayed`` counts queued requests that carry a not-before time (retries): only
-when every queued request is delayed does the schedule ask the store for the earliest one. A domain whose in-flight slots are full leaves the heap and comes back when one
-of its leases ends, so ``next_ready_at`` never reports a domain that cannot be served.
+when every queued request is delayed does the schedule ask the store for the earliest one.
+A domain a claim finds or leaves at its in-flight limit is **parked**: out of the heap, even
+when requests join its queue, until one of its leases ends or its policy changes, so
+``next_ready_at`` does not report a domain that cannot be served.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class DomainState:
     admitted: int = 0
     policy: DomainPolicy | None = None
     heap_key: float | None = None
+    parked: bool = False
 
 
 class DomainSchedule:
@@ -66,12 +69,16 @@ class DomainSchedule:
         if not_before > 0:
             state.delayed += count
         eligible = max(state.ready_at, not_before)
-        if state.heap_key is None or state.heap_key > eligible:
+        if not state.parked and (state.heap_key is None or state.heap_key > eligible):
             self.wake(state, eligible)
 
     def lease_ended(self, state: DomainState, count: int = 1) -> None:
         """``count`` of the domain's leases completed, failed or expired."""
         state.in_flight -= count
+        self._unpark(state)
+
+    def _unpark(self, state: DomainState) -> None:
+        state.parked = False
         if state.queued > 0 and state.heap_key is None:
             self.wake(state, state.ready_at)
 
@@ -84,8 +91,7 @@ class DomainSchedule:
 
     def set_policy(self, state: DomainState, policy: DomainPolicy) -> None:
         state.policy = policy
-        if state.queued > 0 and state.heap_key is None:
-            self.wake(state, state.ready_at)
+        self._unpark(state)
 
     def _peek(self) -> DomainState | None:
         heap = self._heap
@@ -133,7 +139,8 @@ class DomainSchedule:
             state.heap_key = None
             policy = state.policy or default
             if state.in_flight >= policy.max_in_flight:
-                continue  # back in the heap when a lease ends (lease_ended)
+                state.parked = True  # back in the heap when a lease ends (lease_ended)
+                continue
             got = take(state.name, now)
             if got is None:
                 # Only delayed retries are queued: sleep until the first is due.
@@ -148,7 +155,9 @@ class DomainSchedule:
             if not_before > 0:
                 state.delayed -= 1
             state.ready_at = max(state.ready_at, now + policy.delay_s)
-            if state.queued > 0:
+            if state.in_flight >= policy.max_in_flight:
+                state.parked = True
+            elif state.queued > 0:
                 self.wake(state, self._eligible(state, earliest))
         return taken
 

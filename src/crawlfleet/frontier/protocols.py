@@ -117,9 +117,9 @@ class QueueStore(Protocol):
         """Earliest time a queued request may become claimable, never earlier than ``now``.
 
         The later of a domain's ``ready_at`` and its request's not-before time counts. Domains
-        whose in-flight slots are full are left out (they come back when a lease ends), so
-        None means nothing can become claimable without a lease ending first, or nothing is
-        queued: see ``counts().pending``.
+        whose in-flight slots are full (as a claim found or left them) are left out until one
+        of their leases ends or their policy changes, so None means nothing can become
+        claimable before a lease ends, or nothing is queued: see ``counts().pending``.
         """
         ...
 

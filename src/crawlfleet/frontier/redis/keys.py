@@ -5,11 +5,14 @@ All keys live under the crawl's prefix ``{p}:`` so several crawls share one Redi
 ==========================  ======  ===========================================================
 key                         type    contents
 ==========================  ======  ===========================================================
-``{p}:config``              HASH    ``dedup``, ``bloom_bits``, ``bloom_hashes`` fixed at the
-                                    first open; a later open with other values is refused
+``{p}:config``              HASH    ``dedup``, ``bloom_bits``, ``bloom_hashes``,
+                                    ``bloom_shard_bytes`` fixed at the first open; a later
+                                    open with other values is refused
 ``{p}:seen``                SET     every admitted or ``mark_seen`` fingerprint (dedup=exact)
-``{p}:bloom``               STRING  Bloom filter bitmap of ``bloom_bits`` bits (dedup=bloom),
-                                    pre-sized at open
+``{p}:bloom:<i>``           STRING  shard ``i`` (from 0) of the Bloom bitmap (dedup=bloom):
+                                    ``bloom_shard_bytes`` bytes each, created full size at
+                                    open; global bit ``p`` is bit ``p % (8 * bytes)`` of shard
+                                    ``p // (8 * bytes)`` (see ``bloom.py``)
 ``{p}:req``                 HASH    fingerprint -> request JSON, for queued, leased and dead
                                     requests (deleted when done)
 ``{p}:q:<domain>``          ZSET    one per domain: fingerprints due to be claimed, score
@@ -34,12 +37,16 @@ key                         type    contents
 ``{p}:counts``              HASH    ``queued`` (incl. delayed), ``leased``, ``done``,
                                     ``dead``, ``seen``, ``admitted`` (total, for the budget)
 ``{p}:admitted``            HASH    domain -> requests admitted (per-domain budget)
+``{p}:order``               HASH    fingerprint -> its admission ``seq``, for queued, leased
+                                    and dead requests: a retried, reaped or requeued request
+                                    goes back to its admission place (deleted when done)
 ``{p}:seq``                 STRING  counter giving queue order and unique lease tokens
 ==========================  ======  ===========================================================
 
 Lease tokens are ``<fingerprint>.<seq>``. Every multi-key change is one Lua script in
-``lua/``; the scripts derive ``{p}:q:<domain>`` from the queue prefix passed as ``ARGV[1]``,
-so they need a single Redis node (not a cluster).
+``lua/``; the scripts derive ``{p}:q:<domain>`` from the queue prefix passed as ``ARGV[1]``
+and ``{p}:bloom:<i>`` from the name ``{p}:bloom`` (never a key itself) passed as a key, so they
+need a single Redis node (not a cluster).
 """
 
 from __future__ import annotations
@@ -63,6 +70,7 @@ FIXED_KEYS = (
     "errors",
     "counts",
     "admitted",
+    "order",
     "seq",
 )
 
@@ -85,6 +93,9 @@ class CrawlKeys:
 
     def queue(self, domain: str) -> str:
         return f"{self.queue_prefix}{domain}"
+
+    def bloom_shard(self, index: int) -> str:
+        return f"{self.key('bloom')}:{index}"
 
     def all_fixed(self) -> list[str]:
         return [self.key(name) for name in FIXED_KEYS]

@@ -26,7 +26,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from crawlfleet.errors import StateError
 from crawlfleet.frontier.protocols import LEASE_EXPIRED, Budget, DomainPolicy
-from crawlfleet.frontier.redis.bloom import BloomGeometry
+from crawlfleet.frontier.redis.bloom import SHARD_BITS, SHARD_BYTES, BloomGeometry
 from crawlfleet.frontier.redis.keys import CrawlKeys
 from crawlfleet.frontier.redis.scripts import Scripts
 from crawlfleet.models import CrawlRequest, DeadLetter, Lease, QueueCounts
@@ -108,9 +108,10 @@ class RedisQueueStore:
             raise
         if bloom is not None:
             log.info(
-                "Bloom seen filter for %r: %d bits, %d hashes, %.1f MB in Redis",
+                "Bloom seen filter for %r: %d bits in %d shards, %d hashes, %.1f MB in Redis",
                 prefix,
                 bloom.bits,
+                bloom.shards,
                 bloom.hashes,
                 bloom.size_bytes / 1e6,
             )
@@ -122,6 +123,7 @@ class RedisQueueStore:
             "dedup": dedup,
             "bloom_bits": str(bloom.bits if bloom else 0),
             "bloom_hashes": str(bloom.hashes if bloom else 0),
+            "bloom_shard_bytes": str(SHARD_BYTES if bloom else 0),
         }
         key = self._keys.key("config")
         async with self._client.pipeline(transaction=True) as pipe:
@@ -135,7 +137,11 @@ class RedisQueueStore:
                 f"{stored}, not {wanted}: use another prefix (crawl id) or the same settings"
             )
         if bloom is not None:
-            await self._client.set(self._keys.key("bloom"), b"\0" * bloom.size_bytes, nx=True)
+            zeros = b"\0" * SHARD_BYTES
+            async with self._client.pipeline(transaction=False) as pipe:
+                for index in range(bloom.shards):
+                    pipe.set(self._keys.bloom_shard(index), zeros, nx=True)
+                await pipe.execute()
 
     @contextmanager
     def _guard(self) -> Iterator[None]:
@@ -152,8 +158,9 @@ class RedisQueueStore:
         return self._bloom.positions(fingerprint) if self._bloom else []
 
     @property
-    def _nbits(self) -> int:
-        return self._bloom.hashes if self._bloom else 0
+    def _seen_head(self) -> list[str | int]:
+        """The script arguments saying how to read ``_seen_args``: k, then bits per shard."""
+        return [self._bloom.hashes, SHARD_BITS] if self._bloom else [0, 0]
 
     async def add(self, requests: Sequence[CrawlRequest], budget: Budget) -> int:
         limits = (
@@ -162,7 +169,7 @@ class RedisQueueStore:
         )
         admitted = 0
         for start in range(0, len(requests), BATCH):
-            args: list[str | int] = [self._nbits, *limits]
+            args: list[str | int] = [*self._seen_head, *limits]
             for req in requests[start : start + BATCH]:
                 args += [req.fingerprint, req.domain, req.priority, _dumps(req)]
                 args += self._seen_args(req.fingerprint)
@@ -171,7 +178,7 @@ class RedisQueueStore:
 
     async def mark_seen(self, fingerprints: Sequence[str]) -> None:
         for start in range(0, len(fingerprints), BATCH):
-            args: list[str | int] = [self._nbits]
+            args: list[str | int] = [*self._seen_head]
             for fp in fingerprints[start : start + BATCH]:
                 args += [fp, *self._seen_args(fp)]
             await self._run("mark_seen", *args)

@@ -21,11 +21,15 @@ local function stored_request(fp)
   return cjson.decode(redis.call('HGET', K.req, fp))
 end
 
--- Put fp at the end of its priority class in its domain queue; make the domain servable
--- unless it is parked at its in-flight limit.
+-- Put fp in its domain queue at its admission place (a new fp: the end of its priority
+-- class); make the domain servable unless it is parked at its in-flight limit.
 local function enqueue(domain, fp, priority)
-  local seq = redis.call('INCR', K.seq)
-  redis.call('ZADD', QPREFIX .. domain, queue_score(priority, seq), fp)
+  local seq = redis.call('HGET', K.order, fp)
+  if not seq then
+    seq = redis.call('INCR', K.seq)
+    redis.call('HSET', K.order, fp, seq)
+  end
+  redis.call('ZADD', QPREFIX .. domain, queue_score(priority, tonumber(seq)), fp)
   if not redis.call('ZSCORE', K.parked, domain) then
     redis.call('ZADD', K.ready, 'NX', ready_at(domain), domain)
   end
@@ -43,16 +47,23 @@ local function end_lease(token)
   return fp
 end
 
+-- Take a parked domain back into `ready` (if its queue holds anything).
+local function unpark(domain)
+  local at = redis.call('ZSCORE', K.parked, domain)
+  if at then
+    redis.call('ZREM', K.parked, domain)
+    if redis.call('EXISTS', QPREFIX .. domain) == 1 then
+      redis.call('ZADD', K.ready, at, domain)
+    end
+  end
+end
+
 -- One lease of the domain ended: free its slot and unpark the domain.
 local function release_slot(domain)
   if redis.call('HINCRBY', K.inflight, domain, -1) <= 0 then
     redis.call('HDEL', K.inflight, domain)
   end
-  local at = redis.call('ZSCORE', K.parked, domain)
-  if at then
-    redis.call('ZREM', K.parked, domain)
-    redis.call('ZADD', K.ready, at, domain)
-  end
+  unpark(domain)
 end
 
 local function append_error(fp, err)
@@ -62,26 +73,35 @@ local function append_error(fp, err)
   redis.call('HSET', K.errors, fp, cjson.encode(history))
 end
 
--- Seen filter: exact (a SET) when nbits is 0, else a Bloom filter whose bit positions for
--- this fingerprint are ARGV[at .. at + nbits - 1].
-local function is_seen(fp, at, nbits)
+-- Seen filter: exact (a SET) when nbits is 0, else a Bloom filter whose global bit positions
+-- for this fingerprint are ARGV[at .. at + nbits - 1], in shards of shard_bits bits each
+-- (K.bloom .. ':' .. shard, see keys.py).
+local function bloom_bit(position, shard_bits)
+  local p = tonumber(position)
+  local shard = math.floor(p / shard_bits)
+  return K.bloom .. ':' .. shard, p - shard * shard_bits
+end
+
+local function is_seen(fp, at, nbits, shard_bits)
   if nbits == 0 then
     return redis.call('SISMEMBER', K.seen, fp) == 1
   end
   for i = at, at + nbits - 1 do
-    if redis.call('GETBIT', K.bloom, ARGV[i]) == 0 then
+    local key, offset = bloom_bit(ARGV[i], shard_bits)
+    if redis.call('GETBIT', key, offset) == 0 then
       return false
     end
   end
   return true
 end
 
-local function set_seen(fp, at, nbits)
+local function set_seen(fp, at, nbits, shard_bits)
   if nbits == 0 then
     redis.call('SADD', K.seen, fp)
   else
     for i = at, at + nbits - 1 do
-      redis.call('SETBIT', K.bloom, ARGV[i], 1)
+      local key, offset = bloom_bit(ARGV[i], shard_bits)
+      redis.call('SETBIT', key, offset, 1)
     end
   end
   redis.call('HINCRBY', K.counts, 'seen', 1)

@@ -9,26 +9,29 @@
 -- KEYS[7] counts
 -- KEYS[8] admitted
 -- KEYS[9] seq
+-- KEYS[10] order
 -- ARGV[1] queue key prefix
 -- ARGV[2] Bloom bit positions per request (0: exact dedup)
--- ARGV[3] max_total admitted (-1: unlimited)
--- ARGV[4] max_per_domain admitted (-1: unlimited)
--- ARGV[5..] per request: fingerprint, domain, priority, request JSON, then its bit positions
+-- ARGV[3] bits per Bloom shard
+-- ARGV[4] max_total admitted (-1: unlimited)
+-- ARGV[5] max_per_domain admitted (-1: unlimited)
+-- ARGV[6..] per request: fingerprint, domain, priority, request JSON, then its bit positions
 
 local nbits = tonumber(ARGV[2])
-local max_total = tonumber(ARGV[3])
-local max_domain = tonumber(ARGV[4])
+local shard_bits = tonumber(ARGV[3])
+local max_total = tonumber(ARGV[4])
+local max_domain = tonumber(ARGV[5])
 local total = tonumber(redis.call('HGET', K.counts, 'admitted') or '0')
 local admitted = 0
-local i = 5
+local i = 6
 while i <= #ARGV do
   local fp, domain, priority, json = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3]
   local at = i + 4
   i = at + nbits
-  if not is_seen(fp, at, nbits) and (max_total < 0 or total < max_total) then
+  if not is_seen(fp, at, nbits, shard_bits) and (max_total < 0 or total < max_total) then
     local in_domain = tonumber(redis.call('HGET', K.admitted, domain) or '0')
     if max_domain < 0 or in_domain < max_domain then
-      set_seen(fp, at, nbits)
+      set_seen(fp, at, nbits, shard_bits)
       redis.call('HINCRBY', K.admitted, domain, 1)
       redis.call('HSET', K.req, fp, json)
       enqueue(domain, fp, priority)

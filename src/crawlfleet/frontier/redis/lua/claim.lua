@@ -2,7 +2,7 @@
 -- First moves retries whose not-before has come into their domain queues. Then serves the
 -- domains of `ready` with ready_at <= now, earliest first: a domain at its in-flight limit is
 -- parked; otherwise it gives one request (delay_s > 0) or up to its free slots (delay_s = 0),
--- and its ready_at becomes now + delay_s.
+-- its ready_at becomes now + delay_s, and it is parked if that filled its slots.
 -- KEYS[1] req
 -- KEYS[2] delayed
 -- KEYS[3] ready
@@ -14,6 +14,7 @@
 -- KEYS[9] lease
 -- KEYS[10] counts
 -- KEYS[11] seq
+-- KEYS[12] order
 -- ARGV[1] queue key prefix
 -- ARGV[2] now (epoch s)
 -- ARGV[3] lease_s
@@ -92,10 +93,10 @@ while got < limit do
           redis.call('HSET', K.next, domain, fmt(next_at))
           redis.call('ZADD', K.ready, 'XX', next_at, domain)
         end
-        if redis.call('EXISTS', queue) == 0 then
-          redis.call('ZREM', K.ready, domain)
-        elseif inflight >= max then
+        if inflight >= max then
           park(domain)
+        elseif redis.call('EXISTS', queue) == 0 then
+          redis.call('ZREM', K.ready, domain)
         end
       end
     end

@@ -7,6 +7,7 @@
 -- KEYS[6] lease
 -- KEYS[7] errors
 -- KEYS[8] counts
+-- KEYS[9] order
 -- ARGV[1] queue key prefix
 -- ARGV[2] lease token
 
@@ -17,6 +18,7 @@ end
 local r = stored_request(fp)
 redis.call('HDEL', K.req, fp)
 redis.call('HDEL', K.errors, fp)
+redis.call('HDEL', K.order, fp)
 redis.call('HINCRBY', K.counts, 'done', 1)
 release_slot(r.domain)
 return 1

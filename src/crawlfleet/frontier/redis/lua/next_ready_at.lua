@@ -1,6 +1,7 @@
 -- Earliest time a queued request may become claimable, as a string; false when none is queued.
--- Parked domains count with their ready_at (they wait for a lease to end, too); a delayed
--- retry counts with the later of its not-before and its domain's ready_at.
+-- Parked domains (at their in-flight limit) and their delayed retries are left out: they wait
+-- for a lease to end. A delayed retry counts with the later of its not-before and its
+-- domain's ready_at.
 -- The time may be in the past: the caller compares it with now.
 -- KEYS[1] req
 -- KEYS[2] delayed
@@ -15,11 +16,9 @@ local function consider(t)
     best = t
   end
 end
-for _, key in ipairs({K.ready, K.parked}) do
-  local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-  if first[2] then
-    consider(tonumber(first[2]))
-  end
+local first = redis.call('ZRANGE', K.ready, 0, 0, 'WITHSCORES')
+if first[2] then
+  consider(tonumber(first[2]))
 end
 -- Retries in not-before order; stop once not-befores pass the best time so far, or after
 -- SCAN_MAX of them (then the next not-before stands in: early, never late).
@@ -35,6 +34,8 @@ for i = 1, #delayed, 2 do
     break
   end
   local r = stored_request(delayed[i])
-  consider(math.max(not_before, ready_at(r.domain)))
+  if not redis.call('ZSCORE', K.parked, r.domain) then
+    consider(math.max(not_before, ready_at(r.domain)))
+  end
 end
 return best and fmt(best)

@@ -3,6 +3,7 @@
 -- KEYS[2] dead
 -- KEYS[3] errors
 -- KEYS[4] counts
+-- KEYS[5] order
 -- ARGV[1] queue key prefix (unused)
 -- ARGV[2..] fingerprints
 
@@ -11,6 +12,7 @@ for i = 2, #ARGV do
   if redis.call('ZREM', K.dead, ARGV[i]) == 1 then
     redis.call('HDEL', K.req, ARGV[i])
     redis.call('HDEL', K.errors, ARGV[i])
+    redis.call('HDEL', K.order, ARGV[i])
     purged = purged + 1
   end
 end

@@ -13,6 +13,7 @@
 -- KEYS[9] errors
 -- KEYS[10] counts
 -- KEYS[11] seq
+-- KEYS[12] order
 -- ARGV[1] queue key prefix
 -- ARGV[2] now (epoch s)
 -- ARGV[3] most

@@ -8,6 +8,7 @@
 -- KEYS[6] errors
 -- KEYS[7] counts
 -- KEYS[8] seq
+-- KEYS[9] order
 -- ARGV[1] queue key prefix
 -- ARGV[2..] per dead letter: fingerprint, domain, priority, request JSON (attempt reset)
 

@@ -2,15 +2,11 @@
 -- KEYS[1] ready
 -- KEYS[2] parked
 -- KEYS[3] policy
--- ARGV[1] queue key prefix (unused)
+-- ARGV[1] queue key prefix
 -- ARGV[2] domain
 -- ARGV[3] delay_s
 -- ARGV[4] max_in_flight
 
 redis.call('HSET', K.policy, ARGV[2], ARGV[3] .. ' ' .. ARGV[4])
-local at = redis.call('ZSCORE', K.parked, ARGV[2])
-if at then
-  redis.call('ZREM', K.parked, ARGV[2])
-  redis.call('ZADD', K.ready, at, ARGV[2])
-end
+unpark(ARGV[2])
 return 1
