@@ -106,7 +106,7 @@ async def bench(url: str, count: int, error_rate: float) -> None:
         )
         if dedup == "bloom":
             bloom_mb = used / 1e6
-            bitmap = b"".join(await client.mget(names))
+            bitmap = b"".join(v if isinstance(v, bytes) else b"" for v in await client.mget(names))
             probes = fingerprints(min(FP_PROBES, count), "fresh")
             false_positives = sum(
                 all(bitmap[p >> 3] & (0x80 >> (p & 7)) for p in geometry.positions(fp))

@@ -76,10 +76,17 @@ end
 -- Seen filter: exact (a SET) when nbits is 0, else a Bloom filter whose global bit positions
 -- for this fingerprint are ARGV[at .. at + nbits - 1], in shards of shard_bits bits each
 -- (K.bloom .. ':' .. shard, see keys.py).
+local shard_keys = {}  -- shard index -> key name, built once per script call
+
 local function bloom_bit(position, shard_bits)
   local p = tonumber(position)
   local shard = math.floor(p / shard_bits)
-  return K.bloom .. ':' .. shard, p - shard * shard_bits
+  local key = shard_keys[shard]
+  if not key then
+    key = K.bloom .. ':' .. shard
+    shard_keys[shard] = key
+  end
+  return key, p - shard * shard_bits
 end
 
 local function is_seen(fp, at, nbits, shard_bits)
