@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import signal
 import statistics
@@ -24,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import gen_site
-from machine import describe_machine
+from machine import busy_cpu_s, describe_machine
 from measure import ProcessUsage, run_measured
 from nginx_server import NginxServer, read_log
 from results import write_section
@@ -97,19 +96,22 @@ def run_once(
     run_dir.mkdir(parents=True)
     argv = command(tool, manifest["seeds"], run_dir, args.parsers)
     nginx.clear_log()
-    load_1m = os.getloadavg()[0]  # other work on the machine skews the figures
+    busy_before_s = busy_cpu_s()
     usage = run_measured(argv, timeout_s=args.timeout_s, log_path=run_dir / "output.log")
+    # CPU the rest of the machine used meanwhile (nginx included): other work skews figures
+    others_cpu_s = busy_cpu_s() - busy_before_s - usage.cpu_s
     shutil.copy(nginx.access_log, run_dir / "access.log")
     verdict = verify(manifest, read_log(nginx.access_log), run_dir / "items.jsonl")
     result = RunResult(tool, run, usage, verdict)
-    record = {"tool": tool, "run": run, "usage": asdict(usage), "verdict": asdict(verdict)}
+    record = {"tool": tool, "run": run, "others_cpu_s": others_cpu_s}
+    record |= {"usage": asdict(usage), "verdict": asdict(verdict)}
     (run_dir / "result.json").write_text(json.dumps(record, indent=1))
     status = "TIMED OUT" if usage.timed_out else f"exit {usage.exit_code}"
     print(
         f"{tool:10} run {run}: {verdict.responses} responses in {usage.wall_s:.1f} s = "
         f"{result.pages_per_s:.0f} pages/s, {usage.cpu_s:.1f} CPU s "
         f"({result.cpu_ms_per_page:.2f} ms/page), peak RSS {usage.peak_rss_mb:.0f} MB, {status}, "
-        f"load average before {load_1m:.1f}"
+        f"{others_cpu_s:.1f} CPU s used by nginx and other processes meanwhile"
         f"\n{'':12}{'OK' if verdict.ok else 'CHECK FAILED'}: {verdict.summary()}"
         + "".join(f"\n{'':14}{e}" for e in verdict.examples),
         flush=True,

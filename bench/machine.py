@@ -21,6 +21,14 @@ def _output(argv: list[str]) -> str:
     return (done.stdout or done.stderr).strip().splitlines()[0] if done.returncode == 0 else "n/a"
 
 
+def busy_cpu_s() -> float:
+    """CPU seconds every process on the machine has used since boot (all but idle and iowait)."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    jiffies = [int(f) for f in fields[:8]]
+    idle = jiffies[3] + jiffies[4]
+    return (sum(jiffies) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 def cpu_model() -> str:
     for line in Path("/proc/cpuinfo").read_text().splitlines():
         if line.startswith("model name"):
