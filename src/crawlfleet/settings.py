@@ -146,7 +146,7 @@ def load_settings(config: Path | None = None, **cli: Any) -> Settings:
     flags = {key: value for key, value in cli.items() if value is not None}
     toml = read_toml(config) if config is not None else {}
     try:
-        return Settings(_toml=toml, **flags)
+        return Settings(**{"_toml": toml, **flags})
     except ValidationError as exc:
         raise ConfigError(describe_validation_error(exc, config)) from None
 

@@ -88,7 +88,7 @@ class LocalRunner:
                 )
                 for task in done:
                     if task is not stop_wait:
-                        tasks.discard(task)  # type: ignore[arg-type]
+                        tasks.discard(task)
                         task.result()
         finally:
             stop_wait.cancel()

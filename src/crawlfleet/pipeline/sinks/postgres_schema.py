@@ -83,7 +83,7 @@ def migrate(dsn: str) -> list[int]:
                 if number in done:
                     continue
                 with conn.transaction():
-                    conn.execute(sql)  # type: ignore[arg-type]
+                    conn.execute(sql)
                     conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (number,))
                 applied.append(number)
             conn.execute("SELECT pg_advisory_unlock(%s)", (_LOCK_ID,))
