@@ -191,7 +191,11 @@ def test_rabbitmq_broker(
         "rabbit",
         "--max-pages",
         "10",
-        *FAST,
+        "--allow-private-addresses",
+        "--delay",
+        "0",
+        "--per-domain-concurrency",
+        "4",  # several pages of one host in flight: concurrent item writes in one worker
         env={"CRAWLFLEET_BROKER_URL": rabbitmq_vhost},
     )
     assert result.returncode == 0, result.stdout

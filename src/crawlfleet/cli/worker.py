@@ -48,7 +48,7 @@ def worker(
     broker: Annotated[
         str | None, typer.Option(help="Celery broker URL (default: the Redis URL)")
     ] = None,
-    batch_s: Annotated[float, typer.Option(help="longest a task claims new pages")] = 5.0,
+    batch_s: Annotated[float, typer.Option(help="seconds a task keeps claiming pages")] = 2.0,
     loglevel: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING")] = "INFO",
 ) -> None:
     """Run a worker; extra arguments are passed to ``celery worker``."""

@@ -7,6 +7,7 @@ that fails (server down, connection lost) raises ``StateError``; the next call r
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from collections.abc import Sequence
 
@@ -48,6 +49,7 @@ class PostgresAttemptLog:
         self._dsn = dsn
         self.crawl_id = crawl_id
         self._conn: Connection | None = None
+        self._lock = asyncio.Lock()  # one connection: one statement at a time
 
     @classmethod
     async def open(cls, dsn: str, *, crawl_id: str) -> PostgresAttemptLog:
@@ -74,7 +76,7 @@ class PostgresAttemptLog:
         for retry in (True, False):
             conn = await self._connection()
             try:
-                async with conn.cursor() as cur:
+                async with self._lock, conn.cursor() as cur:
                     await cur.execute(sql, params)
                     return await cur.fetchall()
             except psycopg.OperationalError as exc:
@@ -108,7 +110,7 @@ class PostgresAttemptLog:
         ]
         conn = await self._connection()
         try:
-            async with conn.transaction(), conn.cursor() as cur:
+            async with self._lock, conn.transaction(), conn.cursor() as cur:
                 await cur.executemany(INSERT, rows)
         except psycopg.Error as exc:
             await conn.close()

@@ -29,10 +29,10 @@ class TaskLimits:
     must exceed the hard limit or a running task is handed to a second worker.
     """
 
-    batch_s: float = 5.0
-    soft_s: float = 60.0
-    hard_s: float = 90.0
-    visibility_s: float = 600.0
+    batch_s: float = 2.0
+    soft_s: float = 150.0  # a batch, plus its last pages' total fetch timeout (60 s default)
+    hard_s: float = 180.0
+    visibility_s: float = 3600.0
 
     def validate(self) -> None:
         if not 0 < self.batch_s < self.soft_s:

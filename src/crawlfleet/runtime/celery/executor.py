@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -33,10 +33,11 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from crawlfleet.clock import SystemClock
 from crawlfleet.errors import StateError
 from crawlfleet.frontier.redis.queue import RedisQueueStore, redact
-from crawlfleet.models import Lease
+from crawlfleet.models import Item, Lease
 from crawlfleet.monitoring.events import EventBus
 from crawlfleet.monitoring.postgres_attempt_log import PostgresAttemptLog
 from crawlfleet.monitoring.recorder import AttemptRecorder
+from crawlfleet.pipeline.protocols import Sink
 from crawlfleet.pipeline.sinks.postgres import PostgresSink
 from crawlfleet.pipeline.sinks.postgres_schema import migrate
 from crawlfleet.runtime.celery.crawls import one_line
@@ -65,7 +66,7 @@ class WorkerConfig:
     postgres_dsn: str
     concurrency: int
     queues: tuple[str, ...] = ("http",)
-    batch_s: float = 5.0
+    batch_s: float = 2.0
 
 
 def check_backends(config: WorkerConfig) -> None:
@@ -107,6 +108,22 @@ class BatchResult:
             "errors": self.errors,
             "skipped_reason": self.skipped_reason,
         }
+
+
+class SerialSink:
+    """Runs a sink's writes one at a time: ``PostgresSink`` holds a single connection, and
+    this worker's pages in flight write concurrently."""
+
+    def __init__(self, sink: Sink) -> None:
+        self._sink = sink
+        self._lock = asyncio.Lock()
+
+    async def write(self, items: Sequence[Item]) -> None:
+        async with self._lock:
+            await self._sink.write(items)
+
+    async def close(self) -> None:
+        await self._sink.close()
 
 
 @dataclass(slots=True)
@@ -215,7 +232,7 @@ class WorkerRuntime:
             bloom_error_rate=settings.bloom_error_rate,
         )
         stack.push_async_callback(store.close)
-        sink = PostgresSink(self.config.postgres_dsn, crawl_id=settings.crawl_id)
+        sink = SerialSink(PostgresSink(self.config.postgres_dsn, crawl_id=settings.crawl_id))
         stack.push_async_callback(sink.close)
         attempt_log = PostgresAttemptLog(self.config.postgres_dsn, crawl_id=settings.crawl_id)
         stack.push_async_callback(attempt_log.close)
