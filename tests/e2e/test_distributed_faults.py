@@ -3,6 +3,7 @@ PostgreSQL, RabbitMQ as the broker, junk in the task queue, unreachable servers 
 
 from __future__ import annotations
 
+import signal
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -339,3 +340,35 @@ def test_sigterm_lets_a_worker_finish_its_task_and_exit_0(
     assert postgres_items(postgres_dsn) == shop_quotes_items
     twice = [path for path, n in page_counts(site).items() if n > 1]
     assert twice == [], leaving.log()[-3000:]  # no lease abandoned
+
+
+def test_ctrl_c_stops_the_dispatcher_and_the_crawl_resumes(
+    site: ThreadedDemoSite,
+    redis_url: str,
+    postgres_dsn: str,
+    workers: Workers,
+    tmp_path: Path,
+    shop_quotes_items: ItemKeys,
+) -> None:
+    site.clear_log()
+    workers.start(redis_url, postgres_dsn, concurrency=4)
+    seeds = [site.url("shop"), site.url("quotes")]
+    args = [*seeds, "--redis", redis_url, "--postgres", postgres_dsn, "--crawl-id", "resume"]
+    proc = start_dispatch(*args, *FAST, log_path=tmp_path / "first.log")
+    deadline = time.monotonic() + CRAWL_TIMEOUT_S
+    while crawl_done(redis_url, "resume") < 20 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=30) == 130, (tmp_path / "first.log").read_text()
+    assert "run the same command" in (tmp_path / "first.log").read_text()
+    assert postgres_items(postgres_dsn) < shop_quotes_items
+
+    resumed = dispatch(*args, *FAST)
+    assert resumed.returncode == 0, resumed.stdout
+    assert postgres_items(postgres_dsn) == shop_quotes_items
+    counts = page_counts(site)
+    assert sum(counts.values()) - len(counts) <= 4  # only pages in flight at Ctrl-C again
+
+    fresh = dispatch(*args, *FAST, "--fresh", "--max-pages", "3")
+    assert fresh.returncode == 0, fresh.stdout
+    assert crawl_done(redis_url, "resume") == 3
