@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 from typer.testing import CliRunner
 
 from crawlfleet.cli.main import app
 from crawlfleet.demosite import ThreadedDemoSite, gaps_s
+from crawlfleet.errors import ConfigError
+from crawlfleet.runtime.celery.app import TaskLimits, make_app
 from tests.e2e.conftest import (
     DELAY_S,
     FAST,
@@ -55,3 +58,11 @@ def test_two_workers_crawl_like_the_embedded_runtime(
     migrate = CliRunner().invoke(app, ["db", "migrate", "--postgres", postgres_dsn])
     assert migrate.exit_code == 0, migrate.output
     assert "up to date" in migrate.output
+
+
+def test_time_limits_must_fit_under_the_visibility_timeout() -> None:
+    make_app("redis://127.0.0.1:1/0", TaskLimits())
+    with pytest.raises(ConfigError, match="visibility timeout"):
+        make_app("redis://127.0.0.1:1/0", TaskLimits(hard_s=4000.0, soft_s=100.0))
+    with pytest.raises(ConfigError, match="soft time limit"):
+        make_app("redis://127.0.0.1:1/0", TaskLimits(batch_s=200.0))
