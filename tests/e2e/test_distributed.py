@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
+import psycopg
 import pytest
 from typer.testing import CliRunner
 
@@ -20,6 +22,7 @@ from tests.e2e.conftest import (
     crawl_done,
     dispatch,
     postgres_items,
+    start_dispatch,
 )
 
 
@@ -66,3 +69,28 @@ def test_time_limits_must_fit_under_the_visibility_timeout() -> None:
         make_app("redis://127.0.0.1:1/0", TaskLimits(hard_s=4000.0, soft_s=100.0))
     with pytest.raises(ConfigError, match="soft time limit"):
         make_app("redis://127.0.0.1:1/0", TaskLimits(batch_s=200.0))
+
+
+def test_one_worker_pool_serves_two_crawls_at_once(
+    site: ThreadedDemoSite,
+    redis_url: str,
+    postgres_dsn: str,
+    workers: Workers,
+    tmp_path: Path,
+    shop_quotes_items: ItemKeys,
+) -> None:
+    for _ in range(2):
+        workers.start(redis_url, postgres_dsn, concurrency=4)
+    common = ["--redis", redis_url, "--postgres", postgres_dsn, *FAST]
+    shop = start_dispatch(
+        site.url("shop"), "--crawl-id", "shop", *common, log_path=tmp_path / "shop.log"
+    )
+    quotes = start_dispatch(
+        site.url("quotes"), "--crawl-id", "quotes", *common, log_path=tmp_path / "quotes.log"
+    )
+    assert shop.wait(timeout=90) == 0, (tmp_path / "shop.log").read_text()
+    assert quotes.wait(timeout=90) == 0, (tmp_path / "quotes.log").read_text()
+    assert postgres_items(postgres_dsn) == shop_quotes_items
+    with psycopg.connect(postgres_dsn) as conn:
+        per_crawl = dict(conn.execute("SELECT crawl_id, count(*) FROM attempts GROUP BY 1"))
+    assert set(per_crawl) == {"shop", "quotes"}
