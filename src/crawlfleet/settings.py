@@ -44,7 +44,9 @@ class Settings(BaseSettings):
     # What to crawl
     seeds: list[str] = Field(default_factory=list)
     allowed_domains: list[str] = Field(default_factory=list)
-    allow: list[str] = Field(default_factory=list, description="URL regexes; if any, one must match")
+    allow: list[str] = Field(
+        default_factory=list, description="URL regexes; if any, one must match"
+    )
     deny: list[str] = Field(default_factory=list, description="URL regexes that exclude a URL")
     max_depth: int | None = Field(default=None, ge=0)
     max_pages: int | None = Field(default=None, ge=1)

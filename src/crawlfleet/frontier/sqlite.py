@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from crawlfleet import sqlitedb
 from crawlfleet.errors import StateError
 from crawlfleet.frontier import sqlite_schema as q
 from crawlfleet.frontier.domains import DomainSchedule, DomainState
@@ -89,15 +90,9 @@ class SqliteQueueStore:
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        db = self._db
         try:
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            with sqlitedb.write(self._db) as db:
                 yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
         except sqlite3.Error as exc:
             raise StateError(f"state file {self.path}: {exc}") from exc
 

@@ -20,17 +20,16 @@ cannot share one state file; other connections of the same process (the attempt 
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import os
 import sqlite3
 from pathlib import Path
 
+from crawlfleet import sqlitedb
 from crawlfleet.errors import StateError
 
 QUEUED, LEASED, DONE, DEAD, SEEN = 0, 1, 2, 3, 4
 SCHEMA_VERSION = 1
-BUSY_TIMEOUT_MS = 5000
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS requests (
@@ -161,23 +160,8 @@ class FileLock:
 
 
 def connect(path: Path, schema: str) -> sqlite3.Connection:
-    """An autocommit connection to ``path`` in WAL mode with ``schema`` created.
-
-    Raises StateError naming the file when it is not a usable SQLite database.
-    """
-    db: sqlite3.Connection | None = None
-    try:
-        db = sqlite3.connect(path, isolation_level=None)
-        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        db.execute("PRAGMA journal_mode = WAL").fetchall()
-        db.execute("PRAGMA synchronous = NORMAL")
-        db.executescript(f"BEGIN IMMEDIATE; {schema} COMMIT;")
-        return db
-    except sqlite3.Error as exc:
-        if db is not None:
-            with contextlib.suppress(sqlite3.Error):
-                db.close()
-        raise StateError(f"state file {path} is not a usable SQLite database: {exc}") from None
+    """An autocommit WAL connection to the state file with ``schema`` created."""
+    return sqlitedb.connect(path, schema, what="state file")
 
 
 def open_queue_db(path: Path) -> tuple[sqlite3.Connection, FileLock]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from crawlfleet import sqlitedb
 from crawlfleet.errors import StateError
 from crawlfleet.models import Attempt, Outcome
 
@@ -126,29 +127,10 @@ STATUSES = (
 )
 
 
-BUSY_TIMEOUT_MS = 5000
-
-
 def _row(a: Attempt) -> tuple[object, ...]:
     """The ``COLUMNS`` of an attempt."""
     head = (a.url, a.fingerprint, a.domain, a.worker, a.outcome.value, a.status)
     return (*head, a.bytes, a.latency_s, a.retry, a.at, a.error)
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    """An autocommit WAL connection with the table created; StateError naming the file."""
-    db: sqlite3.Connection | None = None
-    try:
-        db = sqlite3.connect(path, isolation_level=None)
-        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        db.execute("PRAGMA journal_mode = WAL").fetchall()
-        db.execute("PRAGMA synchronous = NORMAL")
-        db.executescript(f"BEGIN IMMEDIATE; {SCHEMA} COMMIT;")
-        return db
-    except sqlite3.Error as exc:
-        if db is not None:
-            db.close()
-        raise StateError(f"attempt log {path} is not a usable SQLite database: {exc}") from None
 
 
 class SqliteAttemptLog:
@@ -162,21 +144,15 @@ class SqliteAttemptLog:
     async def open(cls, path: Path) -> SqliteAttemptLog:
         """Open (creating the table if needed); StateError naming the file if unusable."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        return cls(path, _connect(path))
+        return cls(path, sqlitedb.connect(path, SCHEMA, what="attempt log"))
 
     async def record(self, attempts: Sequence[Attempt]) -> None:
         rows = [_row(a) for a in attempts]
         if not rows:
             return
-        db = self._db
         try:
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            with sqlitedb.write(self._db) as db:
                 db.executemany(INSERT, rows)
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
         except sqlite3.Error as exc:
             raise StateError(f"attempt log {self.path}: {exc}") from exc
 

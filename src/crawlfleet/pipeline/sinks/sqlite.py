@@ -36,6 +36,7 @@ from typing import TypeVar
 
 import orjson
 
+from crawlfleet import sqlitedb
 from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.errors import StateError
 from crawlfleet.models import Item
@@ -156,15 +157,8 @@ class SqliteSink:
             raise _state_error(self.path, exc) from exc
 
     def _transaction(self, statement: str, params: Sequence[tuple[object, ...]]) -> None:
-        connection = self._connection
-        try:
-            connection.execute("BEGIN IMMEDIATE")
+        with sqlitedb.write(self._connection) as connection:
             connection.executemany(statement, params)
-            connection.execute("COMMIT")
-        except BaseException:
-            if connection.in_transaction:
-                connection.execute("ROLLBACK")
-            raise
 
 
 def _connect(path: Path, busy_timeout_s: float, max_size_bytes: int | None) -> sqlite3.Connection:

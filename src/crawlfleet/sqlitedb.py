@@ -1,0 +1,61 @@
+"""How every crawlfleet SQLite file is opened and written: WAL, one writer transaction at a time.
+
+The queue store, the attempt log and the item sink each keep their own tables and connection,
+but open them and run write transactions the same way, with errors turned into ``StateError``
+naming the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+from crawlfleet.errors import StateError
+
+BUSY_TIMEOUT_S = 5.0
+
+
+def connect(
+    path: Path,
+    schema: str,
+    *,
+    what: str,
+    busy_timeout_s: float = BUSY_TIMEOUT_S,
+    check_same_thread: bool = True,
+) -> sqlite3.Connection:
+    """An autocommit WAL connection to ``path`` with ``schema`` (idempotent DDL) created.
+
+    ``what`` names the file in errors ("state file", "items database").
+    """
+    db: sqlite3.Connection | None = None
+    try:
+        db = sqlite3.connect(
+            path,
+            timeout=busy_timeout_s,
+            isolation_level=None,
+            check_same_thread=check_same_thread,
+        )
+        db.execute("PRAGMA journal_mode = WAL").fetchall()
+        db.execute("PRAGMA synchronous = NORMAL")
+        db.executescript(f"BEGIN IMMEDIATE; {schema} COMMIT;")
+        return db
+    except sqlite3.Error as exc:
+        if db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                db.close()
+        raise StateError(f"{what} {path} is not a usable SQLite database: {exc}") from None
+
+
+@contextlib.contextmanager
+def write(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One ``BEGIN IMMEDIATE … COMMIT`` transaction, rolled back if the block raises."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
