@@ -189,7 +189,7 @@ def crawl(
         else:
             code = asyncio.run(run_embedded(settings, all_seeds, fresh=fresh))
     except CrawlfleetError as exc:
-        err.print(f"[red]error:[/] {exc}")
+        err.print(f"[red]error:[/] {exc}", soft_wrap=True)
         raise typer.Exit(2) from None
     except (KeyboardInterrupt, asyncio.CancelledError):
         err.print("stopped; run the same command again to resume")

@@ -41,7 +41,7 @@ def _run(coro: object) -> None:
     try:
         asyncio.run(coro)  # type: ignore[arg-type]
     except CrawlfleetError as exc:
-        err.print(f"[red]error:[/] {exc}")
+        err.print(f"[red]error:[/] {exc}", soft_wrap=True)
         raise typer.Exit(2) from None
 
 
