@@ -40,8 +40,10 @@ def registrable_domain(host: str) -> str:
     return parts.top_domain_under_public_suffix or host
 
 
+@lru_cache(maxsize=100_000)
 def host_of(url: str) -> str:
-    """The lower-case host of a URL (empty for file: URLs)."""
+    """The lower-case host of a URL (empty for file: URLs); cached, as the scope check and the
+    politeness key both ask for it on every link."""
     return (urlsplit(url).hostname or "").lower()
 
 
