@@ -162,7 +162,6 @@ async def test_invalid_items_go_to_the_sqlite_rejects_table(tmp_path: Path) -> N
     sink = await SqliteSink.open(tmp_path / "items.sqlite")
     pipeline = Pipeline([validate({"product": Product})], sink, events=EventBus(), rejects=sink)
     await pipeline.process([Item("product", {"name": "x"}, key="k", url="http://a/")], "a")
-    await pipeline.flush()
     await pipeline.close()
     db = sqlite3.connect(tmp_path / "items.sqlite")
     rows = db.execute("SELECT item_type, item_key, url, reason, data FROM rejects").fetchall()

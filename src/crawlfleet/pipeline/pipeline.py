@@ -102,9 +102,6 @@ class Pipeline:
         self.quality.record_page(domain, accepted, dropped, len(rejects))
         return PipelineOutcome(len(accepted), dict(dropped), len(rejects))
 
-    async def flush(self) -> None:
-        """Returns once everything ``process`` accepted is stored: at once, as it writes through."""
-
     async def close(self) -> None:
         """Closes the sink (the rejects store belongs to whoever made it)."""
         await self._sink.close()

@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import random
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from pathlib import Path
 
 from crawlfleet.clock import Clock
+from crawlfleet.errors import StateError
 from crawlfleet.fetchers.files import FileFetcher
 from crawlfleet.fetchers.http import HttpFetcher
 from crawlfleet.fetchers.protocols import Fetcher
@@ -20,19 +20,14 @@ from crawlfleet.frontier.protocols import Budget, DomainPolicy, QueueStore
 from crawlfleet.frontier.robots import RobotsCache
 from crawlfleet.frontier.scope import Scope
 from crawlfleet.models import CrawlRequest, FetchResult
-from crawlfleet.monitoring.attempt_log import AttemptLog
 from crawlfleet.monitoring.events import EventBus
 from crawlfleet.parsing.loader import load_parsers
-from crawlfleet.pipeline.export import ITEMS_FILE
 from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.pipeline.processors import default_processors
-from crawlfleet.pipeline.protocols import Sink
-from crawlfleet.pipeline.rejects import RejectStore
+from crawlfleet.runtime.backends import Backends, open_store
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
 from crawlfleet.settings import Settings
 from crawlfleet.urls import UrlRules, fingerprint
-
-STATE_FILE = "state.sqlite"
 
 
 def worker_name() -> str:
@@ -86,8 +81,6 @@ class CrawlGraph:
 
     crawler: Crawler
     frontier: Frontier
-    attempt_log: AttemptLog
-    sink: Sink
     stack: AsyncExitStack
 
 
@@ -95,15 +88,15 @@ async def build_crawl(
     settings: Settings,
     *,
     seeds: list[str],
-    store: QueueStore,
-    sink: Sink,
-    attempt_log: AttemptLog,
+    backends: Backends,
     events: EventBus,
     clock: Clock,
     stack: AsyncExitStack,
-    rejects: RejectStore | None = None,
 ) -> CrawlGraph:
-    """Wire a crawl over the given stores (embedded or distributed alike)."""
+    """Wire a crawl over the given backends (embedded or distributed alike)."""
+    if backends.sink is None:
+        raise StateError("a crawl step needs an item sink; these backends opened none")
+    store, sink, rejects = backends.store, backends.sink, backends.rejects
     registry = load_parsers(settings.parsers, settings.selector_parsers)
     fetchers = build_fetchers(settings, clock)
     for fetcher in fetchers.values():
@@ -138,9 +131,12 @@ async def build_crawl(
         worker=worker_name(),
         fetch_url=fetch_url,
     )
-    return CrawlGraph(Crawler(parts), frontier, attempt_log, sink, stack)
+    return CrawlGraph(Crawler(parts), frontier, stack)
 
 
-def state_paths(state_dir: Path) -> tuple[Path, Path]:
-    """The queue/attempt-log file and the items file of an embedded crawl."""
-    return state_dir / STATE_FILE, state_dir / ITEMS_FILE
+async def open_frontier(
+    settings: Settings, stack: AsyncExitStack, seeds: Sequence[str] = ()
+) -> Frontier:
+    """The frontier of an existing crawl (SQLite state, or Redis), for views and DLQ commands."""
+    backends = await open_store(settings, stack)
+    return build_frontier(settings, backends.store, list(seeds))

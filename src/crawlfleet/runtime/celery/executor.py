@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -32,20 +32,15 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from crawlfleet.clock import SystemClock
 from crawlfleet.errors import StateError
-from crawlfleet.frontier.redis.queue import RedisQueueStore, redact
-from crawlfleet.models import Item, Lease
+from crawlfleet.frontier.redis.queue import redact
+from crawlfleet.models import Lease
 from crawlfleet.monitoring.events import EventBus
-from crawlfleet.monitoring.postgres_attempt_log import PostgresAttemptLog
-from crawlfleet.monitoring.recorder import AttemptRecorder
-from crawlfleet.pipeline.protocols import Sink
-from crawlfleet.pipeline.sinks.postgres import PostgresSink
 from crawlfleet.pipeline.sinks.postgres_schema import migrate
-from crawlfleet.runtime.celery.crawls import one_line
+from crawlfleet.runtime.backends import one_line, open_distributed
 from crawlfleet.runtime.celery.definition import (
     ACTIVE_CRAWLS,
     WORKERS,
     CrawlDefinition,
-    crawl_prefix,
     definition_key,
 )
 from crawlfleet.runtime.wiring import CrawlGraph, build_crawl, worker_name
@@ -110,30 +105,12 @@ class BatchResult:
         }
 
 
-class SerialSink:
-    """Runs a sink's writes one at a time: ``PostgresSink`` holds a single connection, and
-    this worker's pages in flight write concurrently."""
-
-    def __init__(self, sink: Sink) -> None:
-        self._sink = sink
-        self._lock = asyncio.Lock()
-
-    async def write(self, items: Sequence[Item]) -> None:
-        async with self._lock:
-            await self._sink.write(items)
-
-    async def close(self) -> None:
-        await self._sink.close()
-
-
 @dataclass(slots=True)
 class _Crawl:
     crawl_id: str
     run: str
     stack: AsyncExitStack
     graph: CrawlGraph
-    store: RedisQueueStore
-    recorder: AttemptRecorder
 
 
 @dataclass(slots=True)
@@ -190,10 +167,7 @@ class WorkerRuntime:
             result.skipped_reason = "crawl not active"
             return result
         await self._heartbeat(crawl_id)
-        try:
-            await self._run_leases(crawl, max_leases, result)
-        finally:
-            await self._flush(crawl)
+        await self._run_leases(crawl, max_leases, result)
         return result
 
     async def _crawl(self, crawl_id: str) -> _Crawl | None:
@@ -218,38 +192,28 @@ class WorkerRuntime:
     async def _drop(self, crawl: _Crawl) -> None:
         """Forget a crawl's graph (a new run of it started, or the worker stops)."""
         self._crawls.pop(crawl.crawl_id, None)
-        await self._flush(crawl)
         await crawl.stack.aclose()
 
     async def _build(self, definition: CrawlDefinition) -> _Crawl:
-        settings = definition.settings
+        settings = definition.settings.model_copy(
+            update={"redis_url": self.config.redis_url, "postgres_dsn": self.config.postgres_dsn}
+        )
         stack = AsyncExitStack()
-        store = await RedisQueueStore.open(
-            self.config.redis_url,
-            crawl_prefix(settings.crawl_id),
-            dedup=settings.dedup,
-            bloom_capacity=settings.bloom_capacity,
-            bloom_error_rate=settings.bloom_error_rate,
-        )
-        stack.push_async_callback(store.close)
-        sink = SerialSink(PostgresSink(self.config.postgres_dsn, crawl_id=settings.crawl_id))
-        stack.push_async_callback(sink.close)
-        attempt_log = PostgresAttemptLog(self.config.postgres_dsn, crawl_id=settings.crawl_id)
-        stack.push_async_callback(attempt_log.close)
-        events = EventBus()
-        graph = await build_crawl(
-            settings,
-            seeds=list(definition.seeds),
-            store=store,
-            sink=sink,
-            attempt_log=attempt_log,
-            events=events,
-            clock=SystemClock(),
-            stack=stack,
-        )
-        recorder = AttemptRecorder(events, attempt_log)
+        try:
+            backends = await open_distributed(settings, stack, worker=True)
+            graph = await build_crawl(
+                settings,
+                seeds=list(definition.seeds),
+                backends=backends,
+                events=EventBus(),
+                clock=SystemClock(),
+                stack=stack,
+            )
+        except BaseException:
+            await stack.aclose()
+            raise
         log.info("worker %s joined crawl %s", self.name, settings.crawl_id)
-        return _Crawl(settings.crawl_id, definition.run, stack, graph, store, recorder)
+        return _Crawl(settings.crawl_id, definition.run, stack, graph)
 
     async def _heartbeat(self, crawl_id: str) -> None:
         beat = {
@@ -307,7 +271,7 @@ class WorkerRuntime:
     async def _due_in_s(self, crawl: _Crawl, deadline: float) -> float | None:
         """Seconds until the next domain is due, if within ``IDLE_WAIT_S`` and the batch."""
         now = time.time()
-        next_at = await crawl.store.next_ready_at(now)
+        next_at = await crawl.graph.frontier.next_ready_at(now, self.config.queues)
         if next_at is None:
             return None
         wait_s = max(MIN_WAIT_S, next_at - now)
@@ -332,9 +296,3 @@ class WorkerRuntime:
             log.exception("step for %s raised %s", lease.request.url, type(exc).__name__)
             return
         result.processed += 1
-
-    async def _flush(self, crawl: _Crawl) -> None:
-        try:
-            await crawl.recorder.flush()
-        except StateError as exc:
-            log.warning("attempt log lines lost: %s", exc)
