@@ -113,12 +113,19 @@ _CHALLENGE_SCRIPTS = re.compile(
     rb"(?:cf-chl|challenge-platform|_cf_chl_opt|cf_chl_)",
 )
 """Cloudflare's challenge machinery: found only on its challenge pages."""
-_CAPTCHA_WIDGET = re.compile(
+_BOT_WALL = re.compile(
     rb"<(?:script|iframe)\b[^>]*\bsrc\s*=\s*[\"']?[^\"'>]*"
-    rb"(recaptcha|hcaptcha|turnstile|captcha-delivery|px-captcha|funcaptcha|arkoselabs)"
-    rb"|<(?:div|form)\b[^>]*\b(?:class|id)\s*=\s*[\"']?[^\"'>]*"
-    rb"(g-recaptcha|h-captcha|cf-turnstile|px-captcha|captcha-form)",
+    rb"(captcha-delivery|px-captcha|perimeterx|arkoselabs|funcaptcha)"
 )
+"""Scripts of bot-wall vendors: a page with one and hardly any links is their wall."""
+_CAPTCHA_WIDGET = re.compile(
+    rb"<(?:script|iframe)\b[^>]*\bsrc\s*=\s*[\"']?[^\"'>]*(recaptcha|hcaptcha|turnstile)"
+    rb"|<(?:div|form)\b[^>]*\b(?:class|id)\s*=\s*[\"']?[^\"'>]*"
+    rb"(g-recaptcha|h-captcha|cf-turnstile|captcha-form)"
+)
+"""General CAPTCHA widgets, also found on sign-up and review forms of real pages."""
+BOT_PHRASES = ("unusual traffic", "are you a robot", "verify you are human", "automated queries")
+"""What a page says when its CAPTCHA widget is a wall rather than a form's guard."""
 _TITLE = re.compile(rb"<title\b[^>]*>(.*?)</title", re.DOTALL)
 _LINK = re.compile(rb"<a\b[^>]*\bhref")
 
@@ -128,8 +135,9 @@ def judge(result: FetchResult) -> tuple[Signal, str]:
 
     403 and 429 are blocks. A ban marker counts only on a page that looks like a challenge:
     a 503 HTML page carrying one, or a small (``MAX_CHALLENGE_BYTES``) 200 HTML page whose
-    ``<title>`` carries one, that runs Cloudflare's challenge scripts, or whose CAPTCHA widget
-    (script, iframe, form of a known provider) is nearly all it has. A product page that
+    ``<title>`` carries one, that runs Cloudflare's challenge scripts, or that has hardly any
+    links and a bot-wall vendor's script, or a CAPTCHA widget with a bot phrase ("unusual
+    traffic"). A product page that
     mentions "captcha" or "access denied" in its text is a success. Other 2xx are successes;
     everything else (404, 500, a redirect) is neither.
     """
@@ -168,7 +176,14 @@ def _challenge_reason(lowered: bytes) -> str:
     found = _CHALLENGE_SCRIPTS.search(lowered)
     if found is not None:
         return f"{found.group(0).decode()!r} script"
+    few_links = len(_LINK.findall(lowered)) <= MAX_CHALLENGE_LINKS
+    wall = _BOT_WALL.search(lowered)
+    if wall is not None and few_links:
+        return f"{wall.group(1).decode()!r} CAPTCHA"
     widget = _CAPTCHA_WIDGET.search(lowered)
-    if widget is not None and len(_LINK.findall(lowered)) <= MAX_CHALLENGE_LINKS:
-        return f"{(widget.group(1) or widget.group(2)).decode()!r} CAPTCHA"
+    if widget is not None and few_links:
+        for phrase in BOT_PHRASES:
+            if phrase.encode() in lowered:
+                name = (widget.group(1) or widget.group(2)).decode()
+                return f"{name!r} CAPTCHA saying {phrase!r}"
     return ""
