@@ -88,9 +88,6 @@ class Crawl:
         ``ConfigError`` for settings that cannot be honoured, ``StateError`` when the
         state (files, Redis, PostgreSQL) cannot be used: both one line, before any fetch.
         """
-        self._stop = asyncio.Event()
-        if self._stop_asked:
-            self._stop.set()
         if self.settings.redis_url is not None or self.settings.postgres_dsn is not None:
             return await self._distributed()
         return await self._embedded()
@@ -116,11 +113,12 @@ class Crawl:
             forget_state(settings.state_dir)
         async with AsyncExitStack() as stack:
             backends = await open_embedded(settings, stack)
+            events = EventBus()
             graph = await build_crawl(
                 settings,
                 seeds=self.seeds,
                 backends=backends,
-                events=EventBus(),
+                events=events,
                 clock=clock,
                 stack=stack,
             )
@@ -129,9 +127,11 @@ class Crawl:
                 graph.crawler,
                 concurrency=settings.concurrency,
                 clock=clock,
+                events=events,
+                crawl_id=settings.crawl_id,
                 on_tick=lambda: self._progress(view),
-                stop=self._stop,
             )
+            self._watch(runner.stop)
             run = await runner.run(self.seeds, sitemaps=settings.follow_sitemaps)
             result = await read_result(
                 graph.frontier,
@@ -156,9 +156,8 @@ class Crawl:
                 settings, self.seeds, broker_url=None, fresh=self._fresh, clock=clock, stack=stack
             )
             view = StatsView(crawl.frontier)
-            dispatcher = Dispatcher(
-                crawl, clock=clock, on_tick=lambda: self._progress(view), stop=self._stop
-            )
+            dispatcher = Dispatcher(crawl, clock=clock, on_tick=lambda: self._progress(view))
+            self._watch(dispatcher.stop)
             run = await dispatcher.run()
             return await read_result(
                 crawl.frontier,
@@ -167,6 +166,12 @@ class Crawl:
                 reason=run.reason,
                 elapsed_s=clock.now() - started,
             )
+
+    def _watch(self, stop: asyncio.Event) -> None:
+        """Make ``stop`` the event this crawl's ``stop`` sets (set now if already asked)."""
+        self._stop = stop
+        if self._stop_asked:
+            stop.set()
 
     async def _progress(self, view: StatsView) -> None:
         sample = await view.sample(self._clock.now())

@@ -15,15 +15,15 @@ from crawlfleet.fetchers.files import FileFetcher
 from crawlfleet.fetchers.http import HttpFetcher
 from crawlfleet.fetchers.protocols import Fetcher
 from crawlfleet.frontier.frontier import Frontier, RetryPolicy
-from crawlfleet.frontier.politeness import BlockDetector
-from crawlfleet.frontier.protocols import Budget, DomainPolicy, QueueStore
-from crawlfleet.frontier.robots import RobotsCache
+from crawlfleet.frontier.protocols import BlockRules, Budget, DomainPolicy, QueueStore
+from crawlfleet.frontier.robots import FetchFn, RobotsCache
 from crawlfleet.frontier.scope import Scope
 from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.monitoring.events import EventBus
 from crawlfleet.parsing.loader import load_parsers
 from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.pipeline.processors import default_processors
+from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.backends import Backends, open_store
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
 from crawlfleet.settings import Settings
@@ -34,7 +34,24 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def domain_policy(settings: Settings) -> DomainPolicy:
+    """The crawl's default politeness and block rules, from the settings."""
+    return DomainPolicy(
+        delay_s=settings.delay_s,
+        max_in_flight=settings.per_domain_concurrency,
+        blocks=BlockRules(
+            window=settings.block_window,
+            min_samples=settings.block_min_samples,
+            threshold=settings.block_threshold,
+            recover_after=settings.block_recover_after,
+            max_level=settings.block_max_level,
+            cooldown_s=settings.block_cooldown_s,
+        ),
+    )
+
+
 def build_frontier(settings: Settings, store: QueueStore, seeds: list[str]) -> Frontier:
+    """The crawl's frontier over ``store``; it owns the store from here on."""
     rules = UrlRules(settings.strip_query_params, settings.politeness_key)
     scope = Scope.for_seeds(
         seeds,
@@ -48,10 +65,11 @@ def build_frontier(settings: Settings, store: QueueStore, seeds: list[str]) -> F
         rules=rules,
         scope=scope,
         budget=Budget(settings.max_pages, settings.max_pages_per_domain),
-        default_policy=DomainPolicy(settings.delay_s, settings.per_domain_concurrency),
+        default_policy=domain_policy(settings),
         retry=RetryPolicy(settings.max_retries, settings.backoff_base_s, settings.backoff_max_s),
         lease_s=settings.lease_s,
         max_redirects=settings.max_redirects,
+        overrides=settings.domains,
         rng=random.Random(),
     )
 
@@ -73,6 +91,39 @@ def robots_fetch(fetcher: Fetcher) -> Callable[[str], Awaitable[FetchResult]]:
         )
 
     return fetch
+
+
+def build_robots(
+    settings: Settings, clock: Clock, stack: AsyncExitStack
+) -> tuple[RobotsCache | None, FetchFn]:
+    """The robots.txt cache (None when robots are not obeyed) and the side fetch it and the
+    sitemap reader use (redirects followed)."""
+    side_fetcher = HttpFetcher(settings, clock=clock)
+    stack.push_async_callback(side_fetcher.close)
+    fetch_url = robots_fetch(side_fetcher)
+    if not settings.obey_robots:
+        return None, fetch_url
+    robots = RobotsCache(
+        fetch_url,
+        user_agent=settings.user_agent,
+        clock=clock,
+        ttl_s=settings.robots_ttl_s,
+        error_ttl_s=settings.robots_error_ttl_s,
+    )
+    return robots, fetch_url
+
+
+def build_admitter(
+    settings: Settings,
+    frontier: Frontier,
+    *,
+    events: EventBus,
+    clock: Clock,
+    stack: AsyncExitStack,
+) -> Admitter:
+    """What seeds a crawl without fetchers, parsers or sinks (the dispatcher)."""
+    robots, fetch_url = build_robots(settings, clock, stack)
+    return Admitter(frontier, robots=robots, events=events, fetch_url=fetch_url)
 
 
 @dataclass(slots=True)
@@ -101,35 +152,21 @@ async def build_crawl(
     fetchers = build_fetchers(settings, clock)
     for fetcher in fetchers.values():
         stack.push_async_callback(fetcher.close)
-    side_fetcher = HttpFetcher(settings, clock=clock)
-    stack.push_async_callback(side_fetcher.close)
-    fetch_url = robots_fetch(side_fetcher)
-    robots = (
-        RobotsCache(
-            fetch_url,
-            user_agent=settings.user_agent,
-            clock=clock,
-            ttl_s=settings.robots_ttl_s,
-            error_ttl_s=settings.robots_error_ttl_s,
-        )
-        if settings.obey_robots
-        else None
-    )
+    frontier = build_frontier(settings, store, seeds)
+    robots, fetch_url = build_robots(settings, clock, stack)
     pipeline = Pipeline(
         default_processors(registry.schemas()), sink, events=events, clock=clock, rejects=rejects
     )
-    frontier = build_frontier(settings, store, seeds)
     parts = CrawlerParts(
         frontier=frontier,
+        admitter=Admitter(frontier, robots=robots, events=events, fetch_url=fetch_url),
         fetchers=fetchers,
         robots=robots,
         parsers=registry,
         pipeline=pipeline,
         events=events,
         clock=clock,
-        blocks=BlockDetector(clock),
         worker=worker_name(),
-        fetch_url=fetch_url,
     )
     return CrawlGraph(Crawler(parts), frontier, stack)
 

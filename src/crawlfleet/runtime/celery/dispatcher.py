@@ -25,7 +25,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 
-from crawlfleet.runtime.admission import Admitter
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
@@ -36,7 +35,9 @@ from crawlfleet.frontier.redis.queue import redact
 from crawlfleet.models import QueueCounts
 from crawlfleet.monitoring.attempt_copier import AttemptCopier
 from crawlfleet.monitoring.attempt_log import AttemptReader
+from crawlfleet.monitoring.events import EventBus
 from crawlfleet.parsing.loader import load_parsers
+from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.backends import one_line, open_distributed
 from crawlfleet.runtime.celery.app import make_app
 from crawlfleet.runtime.celery.crawls import WORKER_SEEN_S, delete_crawl, worker_beats
@@ -113,7 +114,7 @@ async def open_crawl(
     except RedisError as exc:
         raise StateError(one_line(f"Redis at {redact(redis_url)}: {exc}")) from None
     frontier = build_frontier(settings, backends.store, seeds)
-    admitter = await build_admitter(settings, frontier, clock=clock, stack=stack)
+    admitter = build_admitter(settings, frontier, events=EventBus(), clock=clock, stack=stack)
     app = make_app(broker_url or os.environ.get(BROKER_ENV) or redis_url)
     publishers = {}
     for kind in WORKER_KINDS:

@@ -5,11 +5,11 @@ created on the first task and reused by every later one, so HTTP, Redis and Post
 connections are pooled across tasks; and one ``CrawlGraph`` per crawl id, built from the
 crawl's definition in Redis the first time a task of that crawl arrives.
 
-A batch claims as many leases as the worker has free slots, runs them concurrently, and
-claims again as slots free up, until it has claimed ``max_leases`` leases or ``batch_s`` has
-passed (then it lets the pages in flight finish), or it has had nothing to run for
-``IDLE_WAIT_S`` in all. Delays live in the frontier: an idle batch only waits for the next
-domain to become due, never longer than ``IDLE_WAIT_S``.
+A batch runs the crawl's ``ClaimLoop`` for the fetcher kinds of the worker's queues: it
+claims as slots free up until it has claimed ``max_leases`` leases or ``batch_s`` has passed
+(then it lets the pages in flight finish), or it has had nothing to run for
+``IDLE_WAIT_S``. Delays live in the frontier: an idle batch only waits for the next domain
+to become due.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from crawlfleet.clock import SystemClock
 from crawlfleet.errors import StateError
 from crawlfleet.frontier.redis.queue import redact
-from crawlfleet.models import Lease
 from crawlfleet.monitoring.events import EventBus
 from crawlfleet.pipeline.sinks.postgres_schema import migrate
 from crawlfleet.runtime.backends import one_line, open_distributed
@@ -43,13 +42,12 @@ from crawlfleet.runtime.celery.definition import (
     CrawlDefinition,
     definition_key,
 )
+from crawlfleet.runtime.loop import ClaimLoop
 from crawlfleet.runtime.wiring import CrawlGraph, build_crawl, worker_name
 
 log = logging.getLogger(__name__)
 
 IDLE_WAIT_S = 1.0  # longest a batch with nothing to run waits for work before returning
-MIN_WAIT_S = 0.005
-EMPTY_POLL_S = 0.1  # how often an idle batch looks for new work
 T = TypeVar("T")
 
 
@@ -228,71 +226,21 @@ class WorkerRuntime:
             log.warning("heartbeat failed: %s", exc)
 
     async def _run_leases(self, crawl: _Crawl, max_leases: int, result: BatchResult) -> None:
-        frontier = crawl.graph.frontier
-        clock = crawl.graph.crawler.parts.clock
-        concurrency = self.config.concurrency
-        deadline = time.monotonic() + self.config.batch_s
-        running: set[asyncio.Task[None]] = set()
-        claimed = 0
-        idle_left_s = IDLE_WAIT_S
+        crawler = crawl.graph.crawler
+        kinds = frozenset(self.config.queues)
+        loop = ClaimLoop(
+            crawler, kinds=kinds, concurrency=self.config.concurrency, clock=crawler.parts.clock
+        )
         try:
-            while True:
-                claiming = time.monotonic() < deadline and claimed < max_leases
-                free = min(concurrency - len(running), max_leases - claimed) if claiming else 0
-                if free > 0:
-                    for lease in await frontier.claim(free, clock.now()):
-                        claimed += 1
-                        running.add(asyncio.create_task(self._one(crawl, lease, result)))
-                if not claiming and not running:
-                    return
-                wait_s: float | None = None  # None: until a page finishes
-                if claiming and len(running) < concurrency:
-                    due_s = await self._due_in_s(crawl, deadline)
-                    if running:
-                        wait_s = IDLE_WAIT_S if due_s is None else due_s
-                    else:
-                        if idle_left_s <= 0:
-                            return
-                        wait_s = min(EMPTY_POLL_S if due_s is None else due_s, idle_left_s)
-                        idle_left_s -= wait_s
-                if running:
-                    _done, running = await asyncio.wait(
-                        running, timeout=wait_s, return_when=asyncio.FIRST_COMPLETED
-                    )
-                else:
-                    await asyncio.sleep(wait_s or 0.0)
+            ran = await loop.run(
+                stop=asyncio.Event(),
+                max_leases=max_leases,
+                deadline_s=self.config.batch_s,
+                idle_s=IDLE_WAIT_S,
+            )
         except StateError as exc:
             result.errors += 1
             log.warning("crawl %s: claiming stopped: %s", crawl.crawl_id, exc)
-        finally:
-            if running:
-                await asyncio.gather(*running)
-
-    async def _due_in_s(self, crawl: _Crawl, deadline: float) -> float | None:
-        """Seconds until the next domain is due, if within ``IDLE_WAIT_S`` and the batch."""
-        now = time.time()
-        next_at = await crawl.graph.frontier.next_ready_at(now, self.config.queues)
-        if next_at is None:
-            return None
-        wait_s = max(MIN_WAIT_S, next_at - now)
-        if wait_s > IDLE_WAIT_S or time.monotonic() + wait_s > deadline:
-            return None
-        return wait_s
-
-    async def _one(self, crawl: _Crawl, lease: Lease, result: BatchResult) -> None:
-        """Run one lease; whatever fails outside the page leaves the lease to expire.
-
-        An expired lease counts as a failed attempt when the dispatcher reaps it, so a page
-        that keeps killing its worker ends in the dead-letter queue.
-        """
-        try:
-            await crawl.graph.crawler.process(lease)
-        except (StateError, RedisError, OSError) as exc:
-            result.errors += 1
-            log.warning("step for %s failed, lease left to expire: %s", lease.request.url, exc)
             return
-        except Exception as exc:
-            result.errors += 1
-            log.exception("step for %s raised %s", lease.request.url, type(exc).__name__)
-            return
-        result.processed += 1
+        result.processed += ran.processed
+        result.errors += ran.errors
