@@ -44,6 +44,11 @@ OWN_FILES = (STATE_FILE, ITEMS_FILE)
 """The files ``--fresh`` deletes (with their ``-wal``/``-shm`` companions): nothing else."""
 
 
+def frontier_prefix(crawl_id: str) -> str:
+    """The Redis key prefix of a crawl's frontier: ``crawlfleet:{<crawl_id>}`` (hash-tagged)."""
+    return f"crawlfleet:{{{crawl_id}}}"
+
+
 def state_paths(state_dir: Path) -> tuple[Path, Path]:
     """The queue/attempt-log file and the items file of an embedded crawl."""
     return state_dir / STATE_FILE, state_dir / ITEMS_FILE
@@ -150,14 +155,13 @@ def _dsn(settings: Settings) -> str:
 
 async def _redis_store(settings: Settings, stack: AsyncExitStack) -> QueueStore:
     from crawlfleet.frontier.redis.queue import RedisQueueStore
-    from crawlfleet.runtime.celery.definition import crawl_prefix
 
     if settings.redis_url is None:
         raise ConfigError("no Redis URL given (--redis)")
     try:
         store = await RedisQueueStore.open(
             settings.redis_url,
-            crawl_prefix(settings.crawl_id),
+            frontier_prefix(settings.crawl_id),
             dedup=settings.dedup,
             bloom_capacity=settings.bloom_capacity,
             bloom_error_rate=settings.bloom_error_rate,

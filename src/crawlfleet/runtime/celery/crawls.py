@@ -12,7 +12,7 @@ from redis.exceptions import RedisError
 from crawlfleet.errors import StateError
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.redis.queue import redact
-from crawlfleet.runtime.backends import one_line
+from crawlfleet.runtime.backends import frontier_prefix, one_line
 from crawlfleet.runtime.celery.definition import (
     ACTIVE_CRAWLS,
     ROOT,
@@ -81,16 +81,17 @@ async def list_crawls(client: Redis) -> tuple[list[str], set[str]]:
 
 
 async def delete_crawl(client: Redis, crawl_id: str) -> int:
-    """Delete every key of a crawl (SCAN + UNLINK under its prefix); how many."""
+    """Delete every key of a crawl (SCAN + UNLINK under its prefixes); how many."""
     deleted = 0
-    batch: list[str] = []
-    async for key in client.scan_iter(match=f"{crawl_prefix(crawl_id)}:*", count=SCAN_COUNT):
-        batch.append(key)
-        if len(batch) >= SCAN_COUNT:
+    for prefix in (crawl_prefix(crawl_id), frontier_prefix(crawl_id)):
+        batch: list[str] = []
+        async for key in client.scan_iter(match=f"{prefix}:*", count=SCAN_COUNT):
+            batch.append(key)
+            if len(batch) >= SCAN_COUNT:
+                deleted += int(await client.unlink(*batch))
+                batch = []
+        if batch:
             deleted += int(await client.unlink(*batch))
-            batch = []
-    if batch:
-        deleted += int(await client.unlink(*batch))
     await client.srem(ACTIVE_CRAWLS, crawl_id)
     return deleted
 
