@@ -21,7 +21,8 @@ def test_a_follow_rule_naming_the_browser_is_refused_naming_parser_and_rule() ->
     with pytest.raises(ConfigError) as caught:
         check_kinds(named_kinds(registry))
     message = str(caught.value)
-    assert "'js_pages'" in message and "follow rule 2" in message and "'browser'" in message
+    assert "parser 'js_pages'" in message
+    assert "follow rule 2 names fetcher 'browser'" in message
     assert "\n" not in message
 
 
