@@ -17,14 +17,14 @@ from tests.e2e.conftest import FAST, Workers, dispatch, start_dispatch
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
 CRAWL_TIMEOUT_S = 90.0
-FAILING_PARSER = '''
+FAILING_PARSER = """
 from crawlfleet import parser
 
 
 @parser("127.0.0.3", pattern="/page/*")
 def broken(response):
     raise ValueError("no quotes here")
-'''
+"""
 
 
 def pages(site: ThreadedDemoSite, role: str) -> list[float]:
@@ -151,6 +151,6 @@ def test_parse_errors_fail_the_distributed_crawl_unless_allowed(
     assert failed.returncode == 3, failed.stdout
     (count,) = re.findall(r"(\d+) pages failed to parse;", failed.stdout)
     assert int(count) >= 1
-    assert f"{count}x ValueError: no quotes here" in failed.stdout
+    assert f"{count}x parser 'broken': ValueError: no quotes here" in failed.stdout
     allowed = dispatch(*args, "--crawl-id", "broken-ok", "--max-parse-errors", count)
     assert allowed.returncode == 0, allowed.stdout
