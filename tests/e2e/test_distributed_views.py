@@ -8,12 +8,15 @@ import re
 import time
 from pathlib import Path
 
+import psycopg
 import pytest
+import redis
 from typer.testing import CliRunner
 
 from crawlfleet.cli.main import app
 from crawlfleet.demosite import ThreadedDemoSite, gaps_s
 from tests.e2e.conftest import FAST, Workers, dispatch, start_dispatch
+from tests.e2e.test_distributed_faults import crawl_with
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
 CRAWL_TIMEOUT_S = 90.0
@@ -154,3 +157,37 @@ def test_parse_errors_fail_the_distributed_crawl_unless_allowed(
     assert f"{count}x parser 'broken': ValueError: no quotes here" in failed.stdout
     allowed = dispatch(*args, "--crawl-id", "broken-ok", "--max-parse-errors", count)
     assert allowed.returncode == 0, allowed.stdout
+
+
+@pytest.mark.slow
+def test_the_summary_counts_every_fetch_of_sigkilled_workers(
+    site: ThreadedDemoSite, redis_url: str, postgres_dsn: str, workers: Workers, tmp_path: Path
+) -> None:
+    victim = workers.start(redis_url, postgres_dsn, concurrency=4)
+    workers.start(redis_url, postgres_dsn, concurrency=4)
+    kills_at = [10, 30, 50]
+    kills = 0
+
+    def fault(done: int) -> bool:
+        nonlocal victim, kills
+        if kills < len(kills_at) and done >= kills_at[kills]:
+            victim.kill()
+            kills += 1
+            victim = workers.start(redis_url, postgres_dsn, concurrency=4, ready=False)
+        return kills == len(kills_at)
+
+    code, output = crawl_with(site, redis_url, postgres_dsn, "summary", tmp_path, fault)
+    assert code == 0, output
+    served = len(pages(site, "shop")) + len(pages(site, "quotes"))
+    fetched = int(re.findall(r"fetched (\d+) responses", output)[-1])
+    with redis.Redis.from_url(redis_url) as client:
+        lost = int(float(client.hget("crawlfleet:{summary}:stats", "lease_expired") or 0))
+    # Every response a worker got is counted, killed or not; a request the server saw
+    # from a worker killed before it recorded the response is an expired lease.
+    assert fetched <= served <= fetched + lost, (served, fetched, lost)
+    assert lost <= 4 * len(kills_at)
+    with psycopg.connect(postgres_dsn) as conn:
+        (rows,) = conn.execute(
+            "SELECT count(*) FROM attempts WHERE crawl_id = 'summary' AND status IS NOT NULL"
+        ).fetchone() or (0,)
+    assert rows == fetched  # the attempt log lost no row either
