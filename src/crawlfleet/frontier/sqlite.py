@@ -3,11 +3,11 @@
 The stdlib ``sqlite3`` runs synchronously inside the async methods: each call is well under a
 millisecond, cheaper than a thread hop, and the lack of awaits makes every method atomic
 within the event loop. Every method commits before it returns, so a killed process loses
-nothing it was told about; a lease end writes its request, attempt row, counters and domain
-policy in one transaction. The file is locked to this store (see ``sqlite_schema``), which
-lets the per-domain schedule (ready times, in-flight and queued counts per lane, policy
-records) and the state counters live in memory, rebuilt from the tables by ``open``; the
-statistics counters are read from the file.
+nothing it was told about; a lease end writes its request row, its attempt row and its
+domain's row (ready time, policy record, counters) in one transaction. The file is locked to
+this store (see ``sqlite_schema``), which lets the per-domain schedule (ready times, in-flight
+and queued counts per lane, policy records, statistics counters) and the state counts live
+in memory, rebuilt from the tables by ``open``.
 """
 
 from __future__ import annotations
@@ -20,8 +20,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from crawlfleet import counters, sqlitedb
-from crawlfleet.counters import Counters, CrawlStats
+import orjson
+
+from crawlfleet import sqlitedb
+from crawlfleet.counters import Counters, CrawlStats, merge
 from crawlfleet.errors import StateError
 from crawlfleet.frontier import domains, policy
 from crawlfleet.frontier import sqlite_rows as rows
@@ -51,6 +53,7 @@ class SqliteQueueStore:
         self._schedule = DomainSchedule()
         self._counts = dict.fromkeys((q.QUEUED, q.LEASED, q.DONE, q.DEAD, q.SEEN), 0)
         self._admitted = 0
+        self._crawl_counters: Counters = {}
         self._load()
 
     @classmethod
@@ -71,11 +74,13 @@ class SqliteQueueStore:
         db, schedule = self._db, self._schedule
         for state, count in db.execute(q.COUNT_BY_STATE):
             self._counts[state] = count
-        for name, ready_at, admitted, *record in db.execute(q.LOAD_DOMAINS):
+        for name, ready_at, admitted, found, *record in db.execute(q.LOAD_DOMAINS):
             domain = schedule.get(name)
             domain.ready_at = ready_at
             domain.admitted = admitted
             domain.record = rows.record(record)
+            domain.counters = orjson.loads(found)
+            merge(self._crawl_counters, domain.counters)
             self._admitted += admitted
         for name, count in db.execute(q.LOAD_LEASED):
             schedule.get(name).in_flight = count
@@ -191,17 +196,21 @@ class SqliteQueueStore:
         record = replace(state.record)
         ready_at, change = policy.end_lease(record, state.name, state.ready_at, report, default)
         added = report_counters(report)
+        counted = dict(state.counters)
+        merge(counted, added)
         with self._transaction() as db:
             if db.execute(sql, (*params, *parsed)).rowcount != 1:
                 return Ended(False), state
             db.execute(q.INSERT_ATTEMPT, rows.attempt_row(report.attempt))
-            db.executemany(q.ADD_COUNTER, [(state.name, k, v) for k, v in added.items()])
             db.execute(
                 q.END_LEASE_DOMAIN,
                 (ready_at, record.level, record.window, record.streak, record.cooldown_until,
-                 record.block_reason, record.retry_after_until, state.name),
+                 record.block_reason, record.retry_after_until, orjson.dumps(counted),
+                 state.name),
             )  # fmt: skip
         state.record = record
+        state.counters = counted
+        merge(self._crawl_counters, added)
         self._counts[q.LEASED] -= 1
         self._schedule.rest(state, ready_at)
         self._schedule.lease_ended(state)
@@ -240,13 +249,18 @@ class SqliteQueueStore:
             db.execute(q.REAP, params)
             attempts = [expired_attempt(r, r.attempt >= max_retries, at) for r, at in expired]
             db.executemany(q.INSERT_ATTEMPT, [rows.attempt_row(a) for a in attempts])
-            added: dict[str, Counters] = {}
+            counted: dict[str, Counters] = {}
             for attempt in attempts:
-                counters.merge(added.setdefault(attempt.domain, {}), expired_counters(attempt))
-            db.executemany(
-                q.ADD_COUNTER,
-                [(d, k, v) for d, values in added.items() for k, v in values.items()],
-            )
+                found = counted.get(attempt.domain)
+                if found is None:
+                    found = dict(self._schedule.get(attempt.domain).counters)
+                    counted[attempt.domain] = found
+                merge(found, expired_counters(attempt))
+            db.executemany(q.SET_COUNTERS, [(d, orjson.dumps(c)) for d, c in counted.items()])
+        for attempt in attempts:
+            merge(self._crawl_counters, expired_counters(attempt))
+        for name, found in counted.items():
+            self._schedule.get(name).counters = found
         schedule = self._schedule
         for request, _at in expired:
             state = schedule.get(request.domain)
@@ -282,18 +296,10 @@ class SqliteQueueStore:
         state = self._schedule.domains.get(domain)
         if state is None:
             state = DomainState(domain)
-        found = dict(self._db.execute(q.DOMAIN_COUNTERS, (domain,)).fetchall())
-        return domains.view(state, default, CrawlStats(found))
+        return domains.view(state, default)
 
     async def domains(self, default: DomainPolicy, limit: int = 100) -> list[DomainView]:
-        states = domains.busiest(self._schedule, limit)
-        names = json.dumps([state.name for state in states])
-        found: dict[str, Counters] = {}
-        for name, counter, value in self._db.execute(q.COUNTERS_OF, (names,)):
-            found.setdefault(name, {})[counter] = value
-        return [
-            domains.view(state, default, CrawlStats(found.get(state.name, {}))) for state in states
-        ]
+        return [domains.view(state, default) for state in domains.busiest(self._schedule, limit)]
 
     async def next_ready_at(self, now: float, kinds: Collection[str]) -> float | None:
         return self._schedule.next_ready_at(now, kinds)
@@ -312,13 +318,16 @@ class SqliteQueueStore:
         self._execute(q.START, (now,))
 
     async def stats(self) -> CrawlStats:
-        found = dict(self._db.execute(q.CRAWL_COUNTERS).fetchall())
         started = self._db.execute(q.STARTED_AT).fetchone()
-        return CrawlStats(found, None if started is None else started[0])
+        return CrawlStats(dict(self._crawl_counters), None if started is None else started[0])
 
     async def add_counters(self, domain: str, counters: Mapping[str, float]) -> None:
-        with self._transaction() as db:
-            db.executemany(q.ADD_COUNTER, [(domain, k, v) for k, v in counters.items()])
+        state = self._schedule.get(domain)
+        counted = dict(state.counters)
+        merge(counted, counters)
+        self._execute(q.SET_COUNTERS, (domain, orjson.dumps(counted)))
+        state.counters = counted
+        merge(self._crawl_counters, counters)
 
     async def pending_attempts(self, limit: int) -> list[Attempt]:
         """Nothing: the attempts are already in the state file's ``attempts`` table."""

@@ -12,9 +12,9 @@ Tables::
                policy record (``frontier.policy.PolicyRecord``): delay_s (base delay, NULL =
                the crawl default) and delay_source, max_in_flight (NULL = default), level,
                block_window ("b"/"o" per judged response), streak, cooldown_until,
-               block_reason, retry_after_until, strategy (JSON object of strings)
-    counters   domain, name, value: the ``crawlfleet.counters`` of each domain; the crawl's
-               are their sums
+               block_reason, retry_after_until, strategy (JSON object of strings); and
+               counters, its ``crawlfleet.counters`` as a JSON object (the crawl's are
+               their sums)
     meta       key, value: ``started_at`` (epoch s)
     attempts   the attempt log, one row per lease end or expired lease, written in the
                transaction of the lease change: url, fingerprint, domain, worker, outcome,
@@ -84,13 +84,8 @@ SCHEMA = (
     cooldown_until REAL NOT NULL DEFAULT 0,
     block_reason TEXT NOT NULL DEFAULT '',
     retry_after_until REAL NOT NULL DEFAULT 0,
-    strategy TEXT NOT NULL DEFAULT '{}'
-) WITHOUT ROWID""",
-    """CREATE TABLE IF NOT EXISTS counters (
-    domain TEXT NOT NULL,
-    name TEXT NOT NULL,
-    value REAL NOT NULL,
-    PRIMARY KEY (domain, name)
+    strategy TEXT NOT NULL DEFAULT '{}',
+    counters TEXT NOT NULL DEFAULT '{}'
 ) WITHOUT ROWID""",
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID",
     """CREATE TABLE IF NOT EXISTS attempts (
@@ -123,6 +118,7 @@ ADDED_COLUMNS = {
         "block_reason TEXT NOT NULL DEFAULT ''",
         "retry_after_until REAL NOT NULL DEFAULT 0",
         "strategy TEXT NOT NULL DEFAULT '{}'",
+        "counters TEXT NOT NULL DEFAULT '{}'",
     ),
     "attempts": ("fetcher TEXT NOT NULL DEFAULT 'http'", "detail TEXT"),
 }
@@ -162,22 +158,17 @@ SAVE_POLICY = (
 # What a lease end changes in its domain's row (admission created the row).
 END_LEASE_DOMAIN = (
     "UPDATE domains SET ready_at = ?, level = ?, block_window = ?, streak = ?,"
-    " cooldown_until = ?, block_reason = ?, retry_after_until = ? WHERE domain = ?"
+    " cooldown_until = ?, block_reason = ?, retry_after_until = ?, counters = ? WHERE domain = ?"
 )
-ADD_COUNTER = (
-    "INSERT INTO counters (domain, name, value) VALUES (?, ?, ?)"
-    " ON CONFLICT (domain, name) DO UPDATE SET value = value + excluded.value"
+SET_COUNTERS = (
+    "INSERT INTO domains (domain, counters) VALUES (?, ?)"
+    " ON CONFLICT (domain) DO UPDATE SET counters = excluded.counters"
 )
 INSERT_ATTEMPT = (
     f"INSERT INTO attempts ({ATTEMPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 START = "INSERT OR IGNORE INTO meta (key, value) VALUES ('started_at', ?)"
 STARTED_AT = "SELECT value FROM meta WHERE key = 'started_at'"
-CRAWL_COUNTERS = "SELECT name, sum(value) FROM counters GROUP BY name"
-DOMAIN_COUNTERS = "SELECT name, value FROM counters WHERE domain = ?"
-COUNTERS_OF = (
-    "SELECT domain, name, value FROM counters WHERE domain IN (SELECT value FROM json_each(?))"
-)
 TAKE = (
     f"SELECT seq, not_before, hand_outs, {REQUEST_COLUMNS} FROM requests"
     " WHERE state = 0 AND domain = ? AND fetcher = ? AND not_before <= ?"
@@ -228,7 +219,7 @@ REQUEUE_DEAD = (
 PURGE_DEAD = f"UPDATE requests SET state = 4, errors = '[]', died_at = NULL WHERE {DEAD_WHERE}"
 
 COUNT_BY_STATE = "SELECT state, count(*) FROM requests GROUP BY state"
-LOAD_DOMAINS = f"SELECT domain, ready_at, admitted, {POLICY_COLUMNS} FROM domains"
+LOAD_DOMAINS = f"SELECT domain, ready_at, admitted, counters, {POLICY_COLUMNS} FROM domains"
 # Per lane: queued, how many wait for a not-before time, and the earliest of those times.
 LOAD_QUEUED = (
     "SELECT domain, fetcher, count(*), sum(not_before > 0),"
