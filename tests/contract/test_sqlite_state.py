@@ -186,5 +186,7 @@ async def test_a_killed_process_loses_nothing_committed(tmp_path: Path) -> None:
         assert await store.counts() == QueueCounts(queued=3, leased=0, done=1, dead=1, seen=5)
         assert len(await store.claim(10, T0 + 1, LEASE_S, FREE, KINDS)) == 3
         assert (await store.stats()).get("attempts") == 3
+        with sqlite3.connect(path) as db:  # written with each lease end, not buffered
+            assert db.execute("SELECT count(*) FROM attempts").fetchone() == (3,)
     finally:
         await store.close()
