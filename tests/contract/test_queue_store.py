@@ -544,6 +544,7 @@ async def test_random_operations_keep_every_fingerprint_in_one_state(store: Queu
     leases: dict[str, Lease] = {}
     now = T0
     policy = DomainPolicy(delay_s=0.5, max_in_flight=2)
+    ended = expired_total = 0
     for _step in range(300):
         now += rng.choice((0.0, 0.25, 1.0))
         op = rng.random()
@@ -572,10 +573,13 @@ async def test_random_operations_keep_every_fingerprint_in_one_state(store: Queu
                 ok = await bury(store, lease, "e", now)
             assert ok, "a lease stays current until it is reaped"
             model[fp] = fate
+            ended += 1
         elif op < 0.95:
             reaped = await store.reap(now, 1)
             expired = [fp for fp, lease in leases.items() if lease.expires_at < now]
             assert reaped == len(expired)
+            ended += reaped
+            expired_total += reaped
             for fp in expired:
                 model[fp] = "dead" if leases.pop(fp).request.attempt >= 1 else "queued"
         else:
@@ -590,3 +594,6 @@ async def test_random_operations_keep_every_fingerprint_in_one_state(store: Queu
             dead=states.count("dead"),
             seen=len(model),
         )
+    stats = await store.stats()
+    assert (stats.get("attempts"), stats.get("lease_expired")) == (ended, expired_total)
+    assert expired_total > 0
