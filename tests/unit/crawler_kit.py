@@ -17,7 +17,7 @@ from crawlfleet.errors import FetchError
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.memory import MemoryQueueStore
 from crawlfleet.frontier.protocols import QueueStore
-from crawlfleet.frontier.robots import RobotsCache
+from crawlfleet.frontier.robots import FetchFn, RobotsCache
 from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.monitoring.events import EventBus
 from crawlfleet.parsing.registry import ParserRegistry
@@ -147,10 +147,12 @@ def make_crawl(
     store: QueueStore | None = None,
     obey_robots: bool = True,
     parsers: ParserRegistry | None = None,
+    robots_fetch: FetchFn | None = None,
     **settings: Any,
 ) -> Crawl:
     """A crawler over ``store`` (a new memory store by default) with ``settings`` on top of
-    fast test defaults (no backoff, delay 0)."""
+    fast test defaults (no backoff, delay 0). robots.txt is read with ``robots_fetch``
+    (default: the canned fetcher)."""
     by_kind = fetchers if isinstance(fetchers, Mapping) else {fetchers.kind: fetchers}
     any_fetcher = next(iter(by_kind.values()))
     clock = any_fetcher.clock
@@ -161,9 +163,10 @@ def make_crawl(
     )
     frontier = build_frontier(config, store or MemoryQueueStore(), seeds)
     events = EventBus()
+    side_fetch = robots_fetch or any_fetcher.fetch_url
     robots = (
         RobotsCache(
-            any_fetcher.fetch_url,
+            side_fetch,
             user_agent=config.user_agent,
             clock=clock,
             ttl_s=config.robots_ttl_s,
@@ -172,7 +175,7 @@ def make_crawl(
         if obey_robots
         else None
     )
-    admitter = Admitter(frontier, robots=robots, events=events, fetch_url=any_fetcher.fetch_url)
+    admitter = Admitter(frontier, robots=robots, events=events, fetch_url=side_fetch)
     sink = MemorySink(clock=clock)
     pipeline = Pipeline(default_processors(), sink, events=events, clock=clock)
     parts = CrawlerParts(
