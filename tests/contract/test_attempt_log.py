@@ -16,7 +16,7 @@ from crawlfleet.monitoring.attempt_log import (
     MemoryAttemptLog,
     SqliteAttemptLog,
 )
-from tests.contract.test_queue_store import NO_BUDGET, T0, claim, req
+from tests.contract.test_queue_store import NO_BUDGET, T0, claim, complete, req
 
 
 @pytest.fixture(params=["memory", "sqlite"])
@@ -126,14 +126,16 @@ async def test_sqlite_log_persists_and_shares_the_queue_file(tmp_path: Path) -> 
         await store.add([req("1")], NO_BUDGET)
         await log.record([attempt("1")])
         (lease,) = await claim(store)
-        assert await store.complete(lease)
+        assert await complete(store, lease, at=T0 + 1)  # the store writes its own row
         await log.record([attempt("2")])
     finally:
         await log.close()
         await store.close()
     reopened = await SqliteAttemptLog.open(path)
     try:
-        assert [a.fingerprint for a in await reopened.recent()] == ["fp-2", "fp-1"]
+        recent = await reopened.recent()
+        assert [a.fingerprint for a in recent] == ["fp-2", req("1").fingerprint, "fp-1"]
+        assert (await reopened.summary())["a.test"].pages == 3
     finally:
         await reopened.close()
 

@@ -22,8 +22,8 @@ from tests.contract.test_queue_store import (
 )
 
 ATTEMPT_COLUMNS = (
-    "url, fingerprint, domain, worker, outcome, status, bytes, latency_s, retry, at, error,"
-    " fetcher, detail"
+    "url, fingerprint, domain, worker, outcome, status, bytes, latency_s, retry, at, error, "
+    "fetcher, detail"
 )
 
 
@@ -33,7 +33,8 @@ async def recorded(store: QueueStore) -> list[Attempt]:
         assert await store.pending_attempts(100) == []
         with sqlite3.connect(store.path) as db:
             rows = db.execute(f"SELECT {ATTEMPT_COLUMNS} FROM attempts ORDER BY id").fetchall()
-        return [Attempt(*row[:4], Outcome(row[4]), *row[5:]) for row in rows]
+        fields = ATTEMPT_COLUMNS.split(", ")
+        return [Attempt.from_dict(dict(zip(fields, row, strict=True))) for row in rows]
     return await store.pending_attempts(100)
 
 

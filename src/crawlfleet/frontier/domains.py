@@ -1,7 +1,7 @@
 """Per-domain scheduling shared by the embedded queue stores, with one lane per fetcher kind.
 
-A ``DomainSchedule`` keeps, for each domain, its ready time, in-flight count, admission count
-and policy record (``frontier.policy``), shared by its lanes, and per lane (fetcher kind) its
+A ``DomainSchedule`` keeps, for each domain, its ready time, in-flight count, admission count,
+policy record (``frontier.policy``) and statistics counters, shared by its lanes, and per lane (fetcher kind) its
 queued count. Each kind has its own heap of domains keyed by the earliest time the domain's
 lane of that kind may have claimable work, so a claim for ``http`` never scans a domain that
 only has ``browser`` work. Heap entries are lazy: one counts only while it matches its lane's
@@ -21,7 +21,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from crawlfleet.counters import CrawlStats
+from crawlfleet.counters import Counters, CrawlStats
 from crawlfleet.frontier import policy
 from crawlfleet.frontier.policy import PolicyRecord
 from crawlfleet.frontier.protocols import DomainPolicy, DomainView
@@ -50,6 +50,7 @@ class DomainState:
     in_flight: int = 0
     admitted: int = 0
     record: PolicyRecord = field(default_factory=PolicyRecord)
+    counters: Counters = field(default_factory=dict)
     lanes: dict[str, Lane] = field(default_factory=dict)
     parked: bool = False
 
@@ -212,7 +213,7 @@ class DomainSchedule:
         return max(state.ready_at, earliest(state.name, kind) or 0.0)
 
 
-def view(state: DomainState, default: DomainPolicy, stats: CrawlStats) -> DomainView:
+def view(state: DomainState, default: DomainPolicy) -> DomainView:
     """The ``DomainView`` of a domain the schedule knows (or a fresh ``DomainState``)."""
     record = state.record
     return DomainView(
@@ -229,7 +230,7 @@ def view(state: DomainState, default: DomainPolicy, stats: CrawlStats) -> Domain
         strategy=dict(record.strategy),
         queued=state.queued,
         in_flight=state.in_flight,
-        stats=stats,
+        stats=CrawlStats(dict(state.counters)),
     )
 
 

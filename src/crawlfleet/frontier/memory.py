@@ -71,7 +71,6 @@ class MemoryQueueStore:
         self._admitted = 0
         self._seq = 0
         self._crawl_counters: Counters = {}
-        self._domain_counters: dict[str, Counters] = {}
         self._started_at: float | None = None
         self._attempts: deque[Attempt] = deque()
 
@@ -175,7 +174,7 @@ class MemoryQueueStore:
 
     def _count(self, domain: str, added: Mapping[str, float]) -> None:
         counters.merge(self._crawl_counters, added)
-        counters.merge(self._domain_counters.setdefault(domain, {}), added)
+        counters.merge(self._schedule.get(domain).counters, added)
 
     async def complete(self, lease: Lease, report: Report, default: DomainPolicy) -> Ended:
         released = self._release(lease.token)
@@ -255,16 +254,10 @@ class MemoryQueueStore:
         state = self._schedule.domains.get(domain)
         if state is None:
             state = DomainState(domain)
-        return domains.view(state, default, self._domain_stats(domain))
+        return domains.view(state, default)
 
     async def domains(self, default: DomainPolicy, limit: int = 100) -> list[DomainView]:
-        return [
-            domains.view(state, default, self._domain_stats(state.name))
-            for state in domains.busiest(self._schedule, limit)
-        ]
-
-    def _domain_stats(self, domain: str) -> CrawlStats:
-        return CrawlStats(dict(self._domain_counters.get(domain, {})))
+        return [domains.view(state, default) for state in domains.busiest(self._schedule, limit)]
 
     async def next_ready_at(self, now: float, kinds: Collection[str]) -> float | None:
         return self._schedule.next_ready_at(now, kinds)
