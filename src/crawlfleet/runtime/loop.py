@@ -181,14 +181,23 @@ class ClaimLoop:
     async def _wait(
         self, tasks: set[asyncio.Task[None]], stop_wait: asyncio.Future[Any], wait_s: float
     ) -> None:
-        """Until a step ends, ``stop`` is set or ``wait_s`` passed on the loop's clock."""
+        """Until a step ends, ``stop`` is set or ``wait_s`` passed.
+
+        With steps in flight the wait is on the event loop's time; with none it is a
+        ``clock.sleep``, so a fake clock moves only while nothing runs (steps move it by
+        their own sleeps), and a step's times are never skewed by the loop's waiting.
+        """
+        if tasks:
+            done, _ = await asyncio.wait(
+                (*tasks, stop_wait), timeout=wait_s, return_when=asyncio.FIRST_COMPLETED
+            )
+            tasks.difference_update(done)
+            return
         sleeper: asyncio.Future[Any] = asyncio.ensure_future(self._clock.sleep(wait_s))
-        waits: set[asyncio.Future[Any]] = {*tasks, stop_wait, sleeper}
         try:
-            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait((stop_wait, sleeper), return_when=asyncio.FIRST_COMPLETED)
         finally:
             sleeper.cancel()
-        tasks.difference_update(done)
 
     async def _step(self, lease: Lease, stop_on_error: bool) -> None:
         """Run one step; a step that raises leaves its lease to expire (and be reaped)."""
