@@ -29,11 +29,14 @@ key                             type    contents
 ``{p}:delayed:<kind>``          ZSET    retried fingerprints of that kind, score = not-before
                                         (epoch s); moved into their lane by a claim of that
                                         kind that finds them due
-``{p}:ready:<kind>``            ZSET    domain -> ready_at, for domains whose lane of that kind
-                                        is not empty and that are not parked
+``{p}:ready:<kind>``            ZSET    domain -> when its lane of that kind may be served:
+                                        its ``ready_at``, or the not-before of the retry that
+                                        refilled the lane if later; for domains whose lane of
+                                        that kind is not empty and that are not parked
 ``{p}:parked``                  SET     domains with queued work found or left at their
                                         in-flight limit by a claim, in no ``ready`` index
-                                        until one of their leases ends or ``set_concurrency``
+                                        until one of their leases ends or their policy
+                                        changes (``set_delay``, ``set_concurrency``)
 ``{p}:kinds``                   SET     every fetcher kind that ever had a lane
 ``{p}:domain:<domain>``         HASH    the domain's politeness and policy (absent field =
                                         default): ``ready_at`` (``%.17g``), ``inflight``,
@@ -54,7 +57,8 @@ key                             type    contents
 ``{p}:counts``                  HASH    ``queued`` (incl. delayed), ``leased``, ``done``,
                                         ``dead``, ``seen``, ``admitted`` (total, budget);
                                         created by the first open, so missing = lost
-``{p}:admitted``                ZSET    domain -> requests admitted (budget, ``domains``)
+``{p}:admitted``                ZSET    domain -> minus its requests admitted (budget), so
+                                        ``ZRANGE`` lists the most first, ties by name
 ``{p}:order``                   HASH    fingerprint -> its admission ``seq``, for queued,
                                         leased and dead requests: a retried, reaped or
                                         requeued request goes back to its admission place

@@ -311,7 +311,7 @@ class RedisQueueStore:
         if limit <= 0:
             return []
         with self._guard():
-            names = await self._client.zrange(self._keys.key("admitted"), 0, limit - 1, desc=True)
+            names = await self._client.zrange(self._keys.key("admitted"), 0, limit - 1)
         return await self._views([str(name) for name in names], default)
 
     async def _views(self, names: list[str], default: DomainPolicy) -> list[DomainView]:

@@ -6,16 +6,16 @@ from collections.abc import Mapping
 
 import orjson
 
-from crawlfleet.counters import CrawlStats, for_attempt, merge
+from crawlfleet.counters import CrawlStats
+from crawlfleet.frontier.accounting import expired_attempt, expired_counters, report_counters
 from crawlfleet.frontier.protocols import (
     DelaySource,
     DomainPolicy,
     DomainView,
     PolicyChange,
     Report,
-    Signal,
 )
-from crawlfleet.models import Attempt, CrawlRequest, Outcome
+from crawlfleet.models import CrawlRequest, Outcome
 
 Arg = str | int | float
 
@@ -64,8 +64,6 @@ def report_args(report: Report, default: DomainPolicy) -> list[Arg]:
     """``finish.lua``'s ARGV from its 7th on: the report, the default policy, the counters."""
     rules = default.blocks
     attempt = report.attempt
-    counters = for_attempt(attempt, blocked=report.signal is Signal.BLOCK)
-    merge(counters, report.counters)
     return [
         report.signal.value,
         report.reason,
@@ -80,7 +78,7 @@ def report_args(report: Report, default: DomainPolicy) -> list[Arg]:
         rules.max_level,
         float(rules.cooldown_s),
         orjson.dumps(attempt.to_dict()).decode(),
-        *counter_args(counters),
+        *counter_args(report_counters(report)),
     ]
 
 
@@ -97,14 +95,16 @@ def policy_change(
 
 
 def reap_counter_args() -> list[Arg]:
-    """``reap.lua``'s counter arguments: ``n``, a requeued request's, then a dead one's."""
-    requeued, dead = (_expired(outcome) for outcome in (Outcome.RETRY, Outcome.DEAD))
+    """``reap.lua``'s counter arguments: ``n``, a requeued request's, then a dead one's.
+
+    The counters of an expired lease depend only on whether its request dies.
+    """
+    any_request = CrawlRequest("", "", "")
+    requeued, dead = (
+        counter_args(expired_counters(expired_attempt(any_request, dies, 0.0)))
+        for dies in (False, True)
+    )
     return [len(requeued), *requeued, *dead]
-
-
-def _expired(outcome: Outcome) -> list[Arg]:
-    attempt = Attempt("", "", "", "?", outcome, None, 0, 0.0, 0, 0.0)
-    return counter_args({**for_attempt(attempt), "lease_expired": 1})
 
 
 def dumps(request: CrawlRequest) -> str:

@@ -70,11 +70,12 @@ local function ready_at(domain)
   return tonumber(redis.call('HGET', domain_key(domain), 'ready_at') or '0')
 end
 
--- The domain's ready_at becomes t, in its record and in every ready index holding it.
+-- The domain's ready_at becomes t (never earlier), in its record and, as a lower bound, in the
+-- score of every ready index holding it (a score may be later: see enqueue).
 local function set_ready(domain, t)
   redis.call('HSET', domain_key(domain), 'ready_at', fmt(t))
   for _, kind in ipairs(kinds()) do
-    redis.call('ZADD', ready_index(kind), 'XX', t, domain)
+    redis.call('ZADD', ready_index(kind), 'XX', 'GT', t, domain)
   end
 end
 
@@ -83,8 +84,10 @@ local function stored_request(fp)
 end
 
 -- Put fp in its lane at its admission place (a new fp: the end of its priority class);
--- make the domain servable for that kind unless it is parked. The caller counts it queued.
-local function enqueue(kind, domain, fp, priority)
+-- unless the domain is parked, its ready score for that kind becomes at most the later of
+-- its ready_at and `due` (a retry's not-before; 0 for other requests). The caller counts fp
+-- as queued.
+local function enqueue(kind, domain, fp, priority, due)
   local seq = redis.call('HGET', K.order, fp)
   if not seq then
     seq = redis.call('INCR', K.seq)
@@ -93,7 +96,7 @@ local function enqueue(kind, domain, fp, priority)
   redis.call('ZADD', lane(kind, domain), queue_score(priority, tonumber(seq)), fp)
   note_kind(kind)
   if redis.call('SISMEMBER', K.parked, domain) == 0 then
-    redis.call('ZADD', ready_index(kind), 'NX', ready_at(domain), domain)
+    redis.call('ZADD', ready_index(kind), 'LT', math.max(ready_at(domain), due), domain)
   end
 end
 

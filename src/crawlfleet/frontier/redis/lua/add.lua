@@ -35,13 +35,13 @@ while i <= #ARGV do
   local at = i + 5
   i = at + nbits
   if not is_seen(fp, at, nbits, shard_bits) and (max_total < 0 or total < max_total) then
-    local in_domain = tonumber(redis.call('ZSCORE', K.admitted, domain) or '0')
+    local in_domain = -tonumber(redis.call('ZSCORE', K.admitted, domain) or '0')
     if max_domain < 0 or in_domain < max_domain then
       set_seen(fp, at, nbits, shard_bits)
-      redis.call('ZINCRBY', K.admitted, 1, domain)
+      redis.call('ZINCRBY', K.admitted, -1, domain)
       redis.call('HSET', K.req, fp, json)
       redis.call('HINCRBY', domain_key(domain), 'queued', 1)
-      enqueue(kind, domain, fp, priority)
+      enqueue(kind, domain, fp, priority, 0)
       total = total + 1
       admitted = admitted + 1
     end

@@ -61,7 +61,7 @@ for i = 1, #expired, 2 do
     r.attempt = r.attempt + 1
     redis.call('HSET', K.req, fp, cjson.encode(r))
     redis.call('HINCRBY', domain_key(r.domain), 'queued', 1)
-    enqueue(r.fetcher, r.domain, fp, r.priority)
+    enqueue(r.fetcher, r.domain, fp, r.priority, 0)
     requeued = requeued + 1
   end
 end

@@ -24,7 +24,7 @@ for i = 2, #ARGV, 5 do
     redis.call('HSET', K.req, fp, ARGV[i + 4])
     redis.call('HDEL', K.errors, fp)
     redis.call('HINCRBY', domain_key(domain), 'queued', 1)
-    enqueue(ARGV[i + 2], domain, fp, tonumber(ARGV[i + 3]))
+    enqueue(ARGV[i + 2], domain, fp, tonumber(ARGV[i + 3]), 0)
     moved = moved + 1
   end
 end
