@@ -63,10 +63,13 @@ async def run_crawl(
     )
     code = result.exit_code(max_parse_errors)
     if not result.complete:
-        again = f" (crawl id {settings.crawl_id})" if settings.redis_url else ""
+        again = (
+            f"run the same command (crawl id {settings.crawl_id}) again"
+            if settings.redis_url
+            else "run again"
+        )
         err.print(
-            f"crawl interrupted with {counts.pending} URLs pending; "
-            f"run the same command{escape(again)} again to resume",
+            f"crawl interrupted with {counts.pending} URLs pending; {escape(again)} to resume",
             soft_wrap=True,
         )
     elif code == PARSE_ERROR_EXIT:
