@@ -97,18 +97,21 @@ async def open_crawl(
     ``ConfigError`` when the crawl names a fetcher kind no worker serves.
     """
     check_servable(settings, seeds)
-    backends = await open_distributed(settings, stack, worker=False)
-    attempt_log = backends.attempt_log
-    if attempt_log is None:
-        raise StateError("the dispatcher opened no attempt log")
     redis_url = settings.redis_url or ""
     crawl_id = settings.crawl_id
     client = Redis.from_url(redis_url, decode_responses=True, socket_connect_timeout=5)
     stack.push_async_callback(client.aclose)
+    if fresh:  # before the store is opened: opening creates the crawl's frontier keys
+        try:
+            await delete_crawl(client, crawl_id)
+        except RedisError as exc:
+            raise StateError(one_line(f"Redis at {redact(redis_url)}: {exc}")) from None
+    backends = await open_distributed(settings, stack, worker=False)
+    attempt_log = backends.attempt_log
+    if attempt_log is None:
+        raise StateError("the dispatcher opened no attempt log")
     definition = CrawlDefinition(settings, tuple(seeds), uuid.uuid4().hex)
     try:
-        if fresh:
-            await delete_crawl(client, crawl_id)
         await client.set(definition_key(crawl_id), definition.to_json())
         await client.sadd(ACTIVE_CRAWLS, crawl_id)
     except RedisError as exc:
