@@ -3,8 +3,13 @@
 What a parser module and a Python caller need, in one place::
 
     from crawlfleet import Follow, Item, parser
+    from crawlfleet import Crawl, load_settings
+
+    result = Crawl(load_settings(seeds=["https://example.com/"])).run()
 """
 
+from crawlfleet.api import Crawl
+from crawlfleet.counters import CrawlStats
 from crawlfleet.errors import (
     ConfigError,
     CrawlfleetError,
@@ -13,6 +18,8 @@ from crawlfleet.errors import (
     StateError,
 )
 from crawlfleet.models import CrawlRequest, FetchResult, Item, Link, ParseResult
+from crawlfleet.monitoring.stats import Sample
+from crawlfleet.monitoring.summary import CrawlResult
 from crawlfleet.parsing import Contract, Follow, Response, parser
 from crawlfleet.settings import Settings, load_settings
 
@@ -21,7 +28,10 @@ __version__ = "0.1.0"
 __all__ = [
     "ConfigError",
     "Contract",
+    "Crawl",
     "CrawlRequest",
+    "CrawlResult",
+    "CrawlStats",
     "CrawlfleetError",
     "DropItem",
     "FetchError",
@@ -31,6 +41,7 @@ __all__ = [
     "Link",
     "ParseResult",
     "Response",
+    "Sample",
     "Settings",
     "StateError",
     "__version__",

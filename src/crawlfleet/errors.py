@@ -3,6 +3,7 @@
     CrawlfleetError
     ├── ConfigError            a setting, config file or parser module is wrong (start-up)
     ├── StateError             the state store (SQLite file, Redis, PostgreSQL) is unusable
+    │   └── FrontierLost       a distributed crawl's frontier vanished while it ran (wiped)
     ├── BadUrl                 a URL cannot be parsed, or its scheme is not http(s)/file
     ├── FetchError             one fetch attempt failed; ``transient`` says if a retry may help
     │   ├── TooLarge           the body passed the size limit (declared, read or decompressed)
@@ -27,6 +28,14 @@ class ConfigError(CrawlfleetError):
 
 class StateError(CrawlfleetError):
     """The state store cannot be used (corrupt, locked, unreachable)."""
+
+
+class FrontierLost(StateError):
+    """The crawl's frontier is gone from its store while the crawl was open.
+
+    Redis was flushed, evicted keys or restarted without persistence: what is queued, leased
+    and done is unknown, so the crawl must not be reported complete.
+    """
 
 
 class BadUrl(CrawlfleetError):

@@ -141,6 +141,12 @@ class Outcome(StrEnum):
     DEAD = "dead"
     SKIPPED = "skipped"
     FAILED = "failed"
+    PARSE_ERROR = "parse_error"
+    """Fetched, but its parser raised or ran over its budget: recorded, counted, not retried."""
+
+
+FETCHER_KINDS = ("http", "browser", "file")
+"""Every fetcher kind a request may name; which of them a runner serves is its own choice."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,11 +164,18 @@ class Attempt:
     retry: int
     at: float
     error: str | None = None
+    fetcher: str = "http"
+    detail: str | None = None
+    """A longer account of ``error`` (a parser's traceback), kept in the attempt log."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["outcome"] = self.outcome.value
         return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Attempt:
+        return cls(**{**data, "outcome": Outcome(data["outcome"])})
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
@@ -32,6 +32,19 @@ DEFAULT_STRIP_PARAMS = (
     "phpsessid",
     "sid",
 )
+
+
+class DomainOverride(BaseModel):
+    """Per-domain politeness from the config (``[crawl.domains."example.com"]``).
+
+    Replaces the crawl's ``delay_s`` / ``per_domain_concurrency`` for that domain; a robots
+    ``Crawl-delay`` never replaces an overridden delay.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    delay_s: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    concurrency: int | None = Field(default=None, ge=1, le=1_000)
 
 
 class Settings(BaseSettings):
@@ -69,6 +82,17 @@ class Settings(BaseSettings):
     robots_ttl_s: float = Field(default=3600.0, gt=0)
     robots_error_ttl_s: float = Field(default=600.0, gt=0)
     user_agent: str = Field(default=DEFAULT_USER_AGENT, min_length=1)
+    domains: dict[str, DomainOverride] = Field(
+        default_factory=dict, description="per-domain delay_s / concurrency, keyed by host"
+    )
+
+    # Block handling: when a domain slows down (frontier.protocols.BlockRules)
+    block_window: int = Field(default=20, ge=1, le=1_000)
+    block_min_samples: int = Field(default=5, ge=1)
+    block_threshold: float = Field(default=0.5, gt=0, le=1)
+    block_recover_after: int = Field(default=20, ge=1)
+    block_max_level: int = Field(default=4, ge=0, le=10)
+    block_cooldown_s: float = Field(default=30.0, ge=0, allow_inf_nan=False)
 
     # Fetching
     allow_private_addresses: bool = False
@@ -104,10 +128,25 @@ class Settings(BaseSettings):
             raise ValueError("must end in .jsonl, .csv or .sqlite")
         return value
 
+    @field_validator("domains")
+    @classmethod
+    def _domain_keys_are_hosts(cls, value: dict[str, DomainOverride]) -> dict[str, DomainOverride]:
+        hosts: dict[str, DomainOverride] = {}
+        for key, override in value.items():
+            host = key.strip().lower().rstrip(".")
+            if not host or any(c in host for c in "/:@ ") or "*" in host:
+                raise ValueError(f"{key!r} is not a host name (write example.com)")
+            if host in hosts:
+                raise ValueError(f"{key!r} is given twice")
+            hosts[host] = override
+        return hosts
+
     @model_validator(mode="after")
     def _timeouts_consistent(self) -> Settings:
         if self.total_timeout_s < self.connect_timeout_s:
             raise ValueError("total_timeout_s must be >= connect_timeout_s")
+        if self.block_min_samples > self.block_window:
+            raise ValueError("block_min_samples must be <= block_window")
         return self
 
     @classmethod

@@ -1,31 +1,33 @@
-"""The ``AttemptLog`` contract, run against the in-memory and SQLite logs."""
+"""The attempt logs: the ``AttemptLog`` contract (memory, PostgreSQL) and the SQLite reader."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from crawlfleet.errors import StateError
+from crawlfleet.frontier.protocols import Report
 from crawlfleet.frontier.sqlite import SqliteQueueStore
 from crawlfleet.models import Attempt, Outcome
-from crawlfleet.monitoring.attempt_log import (
-    AttemptLog,
-    DomainSummary,
-    MemoryAttemptLog,
-    SqliteAttemptLog,
-)
-from tests.contract.test_queue_store import NO_BUDGET, T0, claim, req
+from crawlfleet.monitoring.attempt_log import AttemptLog, MemoryAttemptLog, SqliteAttemptLog
+from tests.contract.test_queue_store import FREE, LEASE_S, NO_BUDGET, T0, req
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-async def log(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[AttemptLog]:
+@pytest.fixture(params=["memory", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def log(request: pytest.FixtureRequest) -> AsyncIterator[AttemptLog]:
     impl: AttemptLog
     if request.param == "memory":
         impl = MemoryAttemptLog()
     else:
-        impl = await SqliteAttemptLog.open(tmp_path / "state.sqlite")
+        from crawlfleet.monitoring.postgres_attempt_log import PostgresAttemptLog
+        from crawlfleet.pipeline.sinks.postgres_schema import migrate
+
+        dsn = request.getfixturevalue("postgres_dsn")
+        migrate(dsn)
+        impl = await PostgresAttemptLog.open(dsn, crawl_id="c1")
     yield impl
     await impl.close()
 
@@ -63,7 +65,7 @@ async def test_recent_is_newest_first_and_limited(log: AttemptLog) -> None:
 async def test_recent_for_one_url(log: AttemptLog) -> None:
     failed = attempt("x", Outcome.RETRY, 503, retry=0, error="HTTP 503", at=T0)
     worked = attempt("x", Outcome.OK, 200, retry=1, at=T0 + 9)
-    await log.record([failed, attempt("y"), worked, attempt("z")])
+    await log.record([failed, attempt("y"), worked, attempt("z", at=T0 + 1)])
     assert await log.recent(url=failed.url) == [worked, failed]
     assert await log.recent(limit=1, url=failed.url) == [worked]
     assert await log.recent(url="https://a.test/never") == []
@@ -72,73 +74,89 @@ async def test_recent_for_one_url(log: AttemptLog) -> None:
 async def test_attempts_round_trip_every_field(log: AttemptLog) -> None:
     odd = attempt(
         "odd",
-        Outcome.FAILED,
-        None,
+        Outcome.PARSE_ERROR,
+        200,
         domain="b.test",
         worker="w-9",
         bytes=0,
         latency_s=2.5,
         retry=3,
         at=T0 + 0.125,
-        error="connect refused",
+        error="ValueError: no price",
+        fetcher="file",
+        detail="Traceback (most recent call last): ...",
     )
     await log.record([odd])
     assert await log.recent() == [odd]
 
 
-async def test_summary_per_domain(log: AttemptLog) -> None:
+async def test_recording_an_attempt_twice_keeps_one(log: AttemptLog) -> None:
+    batch = [attempt(str(i), at=T0 + i) for i in range(3)]
+    await log.record(batch)
+    await log.record([*batch, attempt("3", at=T0 + 3)])
+    assert len(await log.recent()) == 4
+
+
+async def test_top_errors_most_frequent_first(log: AttemptLog) -> None:
     await log.record(
         [
-            attempt("1", latency_s=0.1, bytes=100),
-            attempt("2", latency_s=0.3, bytes=300),
-            attempt("3", Outcome.RETRY, 503, latency_s=0.2, bytes=50),
-            attempt("3", Outcome.DEAD, 503, latency_s=0.2, bytes=50, retry=1),
-            attempt("4", Outcome.RETRY, None, latency_s=30.0, bytes=0, error="timeout"),
-            attempt("5", Outcome.SKIPPED, None, latency_s=0.0, bytes=0),
-            attempt("1", domain="b.test", status=404, bytes=7, latency_s=1.0),
+            attempt("1", Outcome.PARSE_ERROR, error="KeyError: 'price'", at=T0 + 1),
+            attempt("2", Outcome.PARSE_ERROR, error="KeyError: 'price'", at=T0 + 2),
+            attempt("3", Outcome.PARSE_ERROR, error="ValueError: bad", at=T0 + 3),
+            attempt("4", Outcome.RETRY, 503, error="HTTP 503", at=T0 + 4),
         ]
     )
-    summary = await log.summary()
-    assert set(summary) == {"a.test", "b.test"}
-    a = summary["a.test"]
-    assert (a.pages, a.bytes, a.retries, a.dead, a.skipped) == (2, 500, 2, 1, 1)
-    assert a.statuses == {200: 2, 503: 2}
-    assert a.mean_latency_s == pytest.approx(0.2)
-    assert summary["b.test"] == DomainSummary(
-        pages=1, statuses={404: 1}, bytes=7, mean_latency_s=1.0
-    )
+    assert await log.top_errors(Outcome.PARSE_ERROR) == [
+        ("KeyError: 'price'", 2),
+        ("ValueError: bad", 1),
+    ]
+    assert await log.top_errors(Outcome.PARSE_ERROR, limit=1) == [("KeyError: 'price'", 2)]
+    assert await log.top_errors(Outcome.DEAD) == []
 
 
-async def test_summary_of_an_empty_log(log: AttemptLog) -> None:
-    assert await log.summary() == {}
+@pytest.mark.postgres
+async def test_postgres_logs_of_two_crawls_stay_apart(postgres_dsn: str) -> None:
+    from crawlfleet.monitoring.postgres_attempt_log import PostgresAttemptLog
+    from crawlfleet.pipeline.sinks.postgres_schema import migrate
+
+    migrate(postgres_dsn)
+    one = await PostgresAttemptLog.open(postgres_dsn, crawl_id="one")
+    two = await PostgresAttemptLog.open(postgres_dsn, crawl_id="two")
+    try:
+        same = attempt("1")
+        await one.record([same])
+        await two.record([same])
+        assert await one.recent() == [same]
+        assert await two.recent() == [same]
+    finally:
+        await one.close()
+        await two.close()
+    with psycopg.connect(postgres_dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM attempts").fetchone() == (2,)
 
 
-async def test_domain_without_responses_has_zero_latency(log: AttemptLog) -> None:
-    await log.record([attempt("1", Outcome.RETRY, None, latency_s=10.0, error="timeout")])
-    assert (await log.summary())["a.test"].mean_latency_s == 0.0
-
-
-async def test_sqlite_log_persists_and_shares_the_queue_file(tmp_path: Path) -> None:
+async def test_sqlite_reader_reads_what_the_store_wrote(tmp_path: Path) -> None:
     path = tmp_path / "state.sqlite"
     store = await SqliteQueueStore.open(path)
-    log = await SqliteAttemptLog.open(path)
+    reader = await SqliteAttemptLog.open(path)
     try:
-        await store.add([req("1")], NO_BUDGET)
-        await log.record([attempt("1")])
-        (lease,) = await claim(store)
-        assert await store.complete(lease)
-        await log.record([attempt("2")])
+        await store.add([req("1"), req("2")], NO_BUDGET)
+        leases = await store.claim(10, T0, LEASE_S, FREE, ("http",))
+        for n, lease in enumerate(leases):
+            r = lease.request
+            outcome = Outcome.PARSE_ERROR if n else Outcome.OK
+            row = attempt(r.url.rsplit("/", 1)[1], outcome, at=T0 + n, error="E" if n else None)
+            row = Attempt(**{**row.to_dict(), "url": r.url, "fingerprint": r.fingerprint,
+                             "outcome": outcome})  # fmt: skip
+            assert await store.complete(lease, Report(row), FREE)
+        assert [a.at for a in await reader.recent()] == [T0 + 1, T0]
+        assert await reader.top_errors(Outcome.PARSE_ERROR) == [("E", 1)]
     finally:
-        await log.close()
+        await reader.close()
         await store.close()
-    reopened = await SqliteAttemptLog.open(path)
-    try:
-        assert [a.fingerprint for a in await reopened.recent()] == ["fp-2", "fp-1"]
-    finally:
-        await reopened.close()
 
 
-async def test_sqlite_log_refuses_a_file_that_is_not_a_database(tmp_path: Path) -> None:
+async def test_sqlite_reader_refuses_a_file_that_is_not_a_database(tmp_path: Path) -> None:
     path = tmp_path / "state.sqlite"
     path.write_bytes(b"not a database" * 500)
     with pytest.raises(StateError, match=str(path)):

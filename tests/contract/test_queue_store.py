@@ -1,6 +1,8 @@
 """The ``QueueStore`` contract (``crawlfleet.frontier.protocols``), run against every backend.
 
-Times are fake epoch seconds passed as ``now``; nothing sleeps.
+Times are fake epoch seconds passed as ``now``; nothing sleeps. Lease ends report an attempt
+made at ``T0`` unless a test says otherwise, so with the ``FREE`` policy (no delay) the rest
+after a lease end changes nothing.
 """
 
 from __future__ import annotations
@@ -9,8 +11,17 @@ import asyncio
 import random
 from dataclasses import replace
 
-from crawlfleet.frontier.protocols import LEASE_EXPIRED, Budget, DomainPolicy, QueueStore
-from crawlfleet.models import CrawlRequest, Lease, QueueCounts
+from crawlfleet.frontier.protocols import (
+    LEASE_EXPIRED,
+    Budget,
+    DelaySource,
+    DomainPolicy,
+    Ended,
+    QueueStore,
+    Report,
+    Signal,
+)
+from crawlfleet.models import Attempt, CrawlRequest, Lease, Outcome, QueueCounts
 
 T0 = 1_000_000.0
 FREE = DomainPolicy(delay_s=0.0, max_in_flight=100)
@@ -18,6 +29,7 @@ POLITE = DomainPolicy(delay_s=1.0, max_in_flight=1)
 NO_BUDGET = Budget()
 LEASE_S = 60.0
 MAX_RETRIES = 3
+KINDS = ("http",)
 
 
 def req(name: str, domain: str = "a.test", priority: int = 0, **kw: object) -> CrawlRequest:
@@ -34,10 +46,77 @@ def names(leases: list[Lease]) -> list[str]:
     return [lease.request.url.rsplit("/", 1)[1] for lease in leases]
 
 
+def attempt(
+    lease: Lease,
+    outcome: Outcome = Outcome.OK,
+    status: int | None = 200,
+    at: float = T0,
+    **kw: object,
+) -> Attempt:
+    r = lease.request
+    fields: dict[str, object] = {
+        "url": r.url,
+        "fingerprint": r.fingerprint,
+        "domain": r.domain,
+        "worker": "w:1",
+        "outcome": outcome,
+        "status": status,
+        "bytes": 100,
+        "latency_s": 0.2,
+        "retry": r.attempt,
+        "at": at,
+        "fetcher": r.fetcher,
+    } | kw
+    return Attempt(**fields)  # type: ignore[arg-type]
+
+
 async def claim(
-    store: QueueStore, limit: int = 100, now: float = T0, policy: DomainPolicy = FREE
+    store: QueueStore,
+    limit: int = 100,
+    now: float = T0,
+    policy: DomainPolicy = FREE,
+    kinds: tuple[str, ...] = KINDS,
 ) -> list[Lease]:
-    return await store.claim(limit, now, LEASE_S, policy)
+    return await store.claim(limit, now, LEASE_S, policy, kinds)
+
+
+async def complete(
+    store: QueueStore,
+    lease: Lease,
+    at: float = T0,
+    policy: DomainPolicy = FREE,
+    signal: Signal = Signal.NONE,
+    **report: object,
+) -> Ended:
+    done = Report(attempt(lease, at=at), signal, **report)  # type: ignore[arg-type]
+    return await store.complete(lease, done, policy)
+
+
+async def retry(
+    store: QueueStore,
+    lease: Lease,
+    not_before: float,
+    error: str,
+    at: float = T0,
+    policy: DomainPolicy = FREE,
+    signal: Signal = Signal.NONE,
+    **report: object,
+) -> Ended:
+    tried = Report(attempt(lease, Outcome.RETRY, 503, at, error=error), signal, **report)  # type: ignore[arg-type]
+    return await store.retry(lease, not_before, error, tried, policy)
+
+
+async def bury(
+    store: QueueStore,
+    lease: Lease,
+    error: str,
+    now: float,
+    policy: DomainPolicy = FREE,
+    signal: Signal = Signal.NONE,
+    **report: object,
+) -> Ended:
+    died = Report(attempt(lease, Outcome.DEAD, 500, now, error=error), signal, **report)  # type: ignore[arg-type]
+    return await store.bury(lease, error, now, died, policy)
 
 
 # --- add, dedup, budgets -------------------------------------------------------------------
@@ -64,13 +143,6 @@ async def test_concurrent_adds_admit_each_fingerprint_once(store: QueueStore) ->
     assert (await store.counts()).queued == 40
 
 
-async def test_mark_seen_blocks_later_admission(store: QueueStore) -> None:
-    await store.mark_seen([req("1").fingerprint, req("1").fingerprint])
-    assert await store.add([req("1"), req("2")], NO_BUDGET) == 1
-    counts = await store.counts()
-    assert (counts.queued, counts.seen) == (1, 2)
-
-
 async def test_total_budget_refuses_without_marking_seen(store: QueueStore) -> None:
     batch = [req(str(i)) for i in range(5)]
     assert await store.add(batch, Budget(max_total=3)) == 3
@@ -89,7 +161,7 @@ async def test_per_domain_budget_refuses_without_marking_seen(store: QueueStore)
 async def test_budget_counts_every_admission_not_just_the_queue(store: QueueStore) -> None:
     await store.add([req("1"), req("2")], Budget(max_total=2))
     for lease in await claim(store):
-        assert await store.complete(lease)
+        assert await complete(store, lease)
     assert await store.add([req("3")], Budget(max_total=2)) == 0
     assert await store.add([req("3")], Budget(max_total=3, max_per_domain=2)) == 0
     assert await store.add([req("3")], Budget(max_total=3)) == 1
@@ -123,7 +195,7 @@ async def test_claim_respects_limit(store: QueueStore) -> None:
 async def test_lease_carries_the_request_and_expiry(store: QueueStore) -> None:
     original = req("x", depth=3, fetcher="browser", parent="https://a.test/", priority=2)
     await store.add([original], NO_BUDGET)
-    (lease,) = await store.claim(5, T0, 30.0, FREE)
+    (lease,) = await store.claim(5, T0, 30.0, FREE, ("browser",))
     assert lease.request == original
     assert lease.expires_at == T0 + 30.0
 
@@ -133,7 +205,7 @@ async def test_delay_spaces_claims_of_one_domain(store: QueueStore) -> None:
     policy = DomainPolicy(delay_s=2.0, max_in_flight=10)
     assert len(await claim(store, now=T0, policy=policy)) == 1
     assert await claim(store, now=T0 + 1.9, policy=policy) == []
-    assert await store.next_ready_at(T0 + 1.0) == T0 + 2.0
+    assert await store.next_ready_at(T0 + 1.0, KINDS) == T0 + 2.0
     assert len(await claim(store, now=T0 + 2.0, policy=policy)) == 1
 
 
@@ -149,80 +221,93 @@ async def test_max_in_flight_caps_leases_per_domain(store: QueueStore) -> None:
     first = await claim(store, policy=policy)
     assert len(first) == 2
     assert await claim(store, now=T0 + 1, policy=policy) == []
-    assert await store.complete(first[0])
+    assert await complete(store, first[0])
     assert len(await claim(store, now=T0 + 2, policy=policy)) == 1
 
 
-async def test_set_policy_overrides_the_default_for_one_domain(store: QueueStore) -> None:
+async def test_per_domain_overrides_replace_the_default(store: QueueStore) -> None:
     await store.add([req(str(i), d) for d in ("a.test", "b.test") for i in range(4)], NO_BUDGET)
-    await store.set_policy("a.test", DomainPolicy(delay_s=5.0, max_in_flight=1))
+    await store.set_delay("a.test", 5.0, DelaySource.OVERRIDE)
+    await store.set_concurrency("a.test", 1)
     leases = await claim(store)
     assert sorted(lease.request.domain for lease in leases) == ["a.test"] + ["b.test"] * 4
     assert await claim(store, now=T0 + 4) == []
-    await store.complete(next(x for x in leases if x.request.domain == "a.test"))
+    await complete(store, next(x for x in leases if x.request.domain == "a.test"))
     assert [x.request.domain for x in await claim(store, now=T0 + 5)] == ["a.test"]
 
 
-async def test_set_policy_raising_max_in_flight_frees_slots(store: QueueStore) -> None:
+async def test_set_concurrency_raising_max_in_flight_frees_slots(store: QueueStore) -> None:
     await store.add([req(str(i)) for i in range(3)], NO_BUDGET)
-    await store.set_policy("a.test", DomainPolicy(delay_s=0.0, max_in_flight=1))
+    await store.set_concurrency("a.test", 1)
     assert len(await claim(store)) == 1
-    await store.set_policy("a.test", DomainPolicy(delay_s=0.0, max_in_flight=3))
+    assert await store.next_ready_at(T0, KINDS) is None
+    await store.set_concurrency("a.test", 3)
+    assert await store.next_ready_at(T0, KINDS) == T0
     assert len(await claim(store)) == 2
 
 
-async def test_block_holds_a_domain_and_is_never_shortened(store: QueueStore) -> None:
-    await store.block("a.test", T0 + 10)
-    await store.add([req("1"), req("2"), req("1", "b.test")], NO_BUDGET)
-    assert [x.request.domain for x in await claim(store)] == ["b.test"]
-    await store.block("a.test", T0 + 5)
+async def test_block_until_holds_a_domain_and_is_never_shortened(store: QueueStore) -> None:
+    await store.add([req("1"), req("2"), req("3")], NO_BUDGET)
+    one, two = await claim(store, limit=2)
+    await store.add([req("1", "b.test")], NO_BUDGET)
+    await retry(store, one, 0.0, "HTTP 429", block_until=T0 + 10, reason="Retry-After: 10")
+    await complete(store, two, block_until=T0 + 5, reason="Retry-After: 5")
+    assert [x.request.domain for x in await claim(store, now=T0 + 1)] == ["b.test"]
     assert await claim(store, now=T0 + 6) == []
-    assert await store.next_ready_at(T0 + 6) == T0 + 10
+    assert await store.next_ready_at(T0 + 6, KINDS) == T0 + 10
+    view = await store.domain("a.test", FREE)
+    assert (view.retry_after_until, view.ready_at) == (T0 + 10, T0 + 10)
     assert len(await claim(store, now=T0 + 10)) == 2
 
 
-async def test_block_after_claim_extends_the_delay(store: QueueStore) -> None:
-    await store.add([req("1"), req("2")], NO_BUDGET)
-    assert len(await claim(store, policy=POLITE, limit=1)) == 1
-    await store.block("a.test", T0 + 30)
-    await store.reap(float("inf"), MAX_RETRIES)
-    assert await claim(store, now=T0 + 29, policy=POLITE) == []
-    assert len(await claim(store, now=T0 + 30, policy=POLITE)) == 1
+async def test_a_lease_end_rests_its_domain_for_the_delay(store: QueueStore) -> None:
+    await store.add([req(str(i)) for i in range(3)], NO_BUDGET)
+    (lease,) = await claim(store, policy=POLITE)
+    assert await complete(store, lease, at=T0 + 3, policy=POLITE)
+    assert await claim(store, now=T0 + 3.9, policy=POLITE) == []
+    assert await store.next_ready_at(T0 + 2, KINDS) == T0 + 4
+    (lease,) = await claim(store, now=T0 + 4, policy=POLITE)
+    skipped = Report(attempt(lease, Outcome.SKIPPED, None, T0 + 9))
+    assert await store.complete(lease, skipped, POLITE)
+    assert await store.next_ready_at(T0 + 4, KINDS) == T0 + 5
 
 
 async def test_next_ready_at(store: QueueStore) -> None:
-    assert await store.next_ready_at(T0) is None
+    assert await store.next_ready_at(T0, KINDS) is None
     await store.add([req("1"), req("2")], NO_BUDGET)
-    assert await store.next_ready_at(T0) == T0
+    assert await store.next_ready_at(T0, KINDS) == T0
     leases = await claim(store, policy=DomainPolicy(delay_s=3.0, max_in_flight=5))
-    assert await store.next_ready_at(T0 + 1) == T0 + 3
-    await store.retry(leases[0], T0 + 50, "e")
+    assert await store.next_ready_at(T0 + 1, KINDS) == T0 + 3
+    await retry(store, leases[0], T0 + 50, "e")
     for lease in await claim(store, now=T0 + 3):
-        await store.complete(lease)
-    assert await store.next_ready_at(T0 + 4) == T0 + 50
+        await complete(store, lease)
+    assert await store.next_ready_at(T0 + 4, KINDS) == T0 + 50
     for lease in await claim(store, now=T0 + 50):
-        await store.complete(lease)
-    assert await store.next_ready_at(T0 + 60) is None
+        await complete(store, lease)
+    assert await store.next_ready_at(T0 + 60, KINDS) is None
 
 
 async def test_next_ready_at_leaves_out_domains_with_full_slots(store: QueueStore) -> None:
     await store.add([req("1"), req("2"), req("1", "b.test")], NO_BUDGET)
-    await store.set_policy("b.test", DomainPolicy(delay_s=5.0, max_in_flight=3))
+    await store.set_delay("b.test", 5.0, DelaySource.OVERRIDE)
+    await store.set_concurrency("b.test", 3)
     leases = await claim(store, limit=2, policy=DomainPolicy(delay_s=0.0, max_in_flight=1))
     assert sorted(lease.request.domain for lease in leases) == ["a.test", "b.test"]
-    assert await store.next_ready_at(T0 + 1) is None
+    assert await store.next_ready_at(T0 + 1, KINDS) is None
     await store.add([req("3"), req("4")], NO_BUDGET)
-    assert await store.next_ready_at(T0 + 1) is None
-    await store.complete(next(x for x in leases if x.request.domain == "a.test"))
-    assert await store.next_ready_at(T0 + 1) == T0 + 1
-    assert await store.next_ready_at(T0 - 1) == T0  # never earlier than the domain's ready_at
+    assert await store.next_ready_at(T0 + 1, KINDS) is None
+    await complete(store, next(x for x in leases if x.request.domain == "a.test"))
+    assert await store.next_ready_at(T0 + 1, KINDS) == T0 + 1
+    assert (
+        await store.next_ready_at(T0 - 1, KINDS) == T0
+    )  # never earlier than the domain's ready_at
 
 
 async def test_requests_put_back_keep_their_queue_position(store: QueueStore) -> None:
     await store.add([req(str(i)) for i in range(1, 5)], NO_BUDGET)
     retried, reaped, buried = await claim(store, limit=3)
-    await store.retry(retried, T0 + 5, "e")
-    await store.bury(buried, "e", T0)
+    await retry(store, retried, T0 + 5, "e")
+    await bury(store, buried, "e", T0)
     assert await store.reap(float("inf"), MAX_RETRIES) == 1
     assert await store.requeue_dead() == 1
     await store.add([req("5")], NO_BUDGET)
@@ -233,7 +318,7 @@ async def test_requests_put_back_keep_their_queue_position(store: QueueStore) ->
 async def test_next_ready_at_is_none_with_only_leases_out(store: QueueStore) -> None:
     await store.add([req("1")], NO_BUDGET)
     await claim(store)
-    assert await store.next_ready_at(T0) is None
+    assert await store.next_ready_at(T0, KINDS) is None
     assert (await store.counts()).pending == 1
 
 
@@ -243,77 +328,80 @@ async def test_next_ready_at_is_none_with_only_leases_out(store: QueueStore) -> 
 async def test_complete_marks_done_once(store: QueueStore) -> None:
     await store.add([req("1")], NO_BUDGET)
     (lease,) = await claim(store)
-    assert await store.complete(lease)
+    assert await complete(store, lease)
     assert await store.counts() == QueueCounts(queued=0, leased=0, done=1, dead=0, seen=1)
-    assert not await store.complete(lease)
-    assert not await store.retry(lease, T0, "late")
-    assert not await store.bury(lease, "late", T0)
+    assert not await complete(store, lease)
+    assert not await retry(store, lease, T0, "late")
+    assert not await bury(store, lease, "late", T0)
     assert (await store.counts()).done == 1
 
 
 async def test_each_hand_out_gets_a_new_token(store: QueueStore) -> None:
     await store.add([req("1")], NO_BUDGET)
     (first,) = await claim(store)
-    await store.retry(first, 0.0, "e")
+    await retry(store, first, 0.0, "e")
     (second,) = await claim(store, now=T0 + 1)
     assert first.token != second.token
-    assert not await store.complete(first)
-    assert await store.complete(second)
+    assert not await complete(store, first)
+    assert await complete(store, second)
 
 
 async def test_forged_token_is_refused(store: QueueStore) -> None:
     await store.add([req("1")], NO_BUDGET)
     (lease,) = await claim(store)
     for token in ("", "nonsense", f"{lease.token}9", f"{lease.request.fingerprint}:x"):
-        assert not await store.complete(Lease(lease.request, token, lease.expires_at))
-    assert await store.complete(lease)
+        assert not await complete(store, Lease(lease.request, token, lease.expires_at))
+    assert await complete(store, lease)
 
 
 async def test_reap_returns_expired_leases_and_stales_them(store: QueueStore) -> None:
     await store.add([req("1"), req("2")], NO_BUDGET)
-    early, late = await store.claim(1, T0, 10.0, FREE), await store.claim(1, T0 + 5, 10.0, FREE)
+    early, late = (
+        await store.claim(1, T0, 10.0, FREE, KINDS),
+        await store.claim(1, T0 + 5, 10.0, FREE, KINDS),
+    )
     assert await store.reap(T0 + 10, MAX_RETRIES) == 0
     assert await store.reap(T0 + 11, MAX_RETRIES) == 1
     counts = await store.counts()
     assert (counts.queued, counts.leased) == (1, 1)
-    assert not await store.complete(early[0])
+    assert not await complete(store, early[0])
     (again,) = await claim(store, now=T0 + 11)
     assert again.request == replace(early[0].request, attempt=1)
     assert again.token != early[0].token
-    assert await store.complete(again)
-    assert await store.complete(late[0])
+    assert await complete(store, again)
+    assert await complete(store, late[0])
 
 
 async def test_reap_infinity_returns_every_lease(store: QueueStore) -> None:
     await store.add([req(str(i), d) for d in ("a.test", "b.test") for i in range(3)], NO_BUDGET)
-    leases = await store.claim(10, T0, 1e9, FREE)
+    leases = await store.claim(10, T0, 1e9, FREE, KINDS)
     assert len(leases) == 6
     assert await store.reap(float("inf"), MAX_RETRIES) == 6
     assert (await store.counts()).queued == 6
-    assert all([not await store.complete(lease) for lease in leases])
+    assert all([not await complete(store, lease) for lease in leases])
     assert len(await claim(store, now=T0 + 1)) == 6
 
 
 async def test_reaped_request_frees_its_domain_slot(store: QueueStore) -> None:
     await store.add([req("1"), req("2")], NO_BUDGET)
     policy = DomainPolicy(delay_s=0.0, max_in_flight=1)
-    assert len(await store.claim(5, T0, 10.0, policy)) == 1
-    assert await store.claim(5, T0 + 5, 10.0, policy) == []
+    assert len(await store.claim(5, T0, 10.0, policy, KINDS)) == 1
+    assert await store.claim(5, T0 + 5, 10.0, policy, KINDS) == []
     await store.reap(T0 + 20, MAX_RETRIES)
-    assert len(await store.claim(5, T0 + 20, 10.0, policy)) == 1
+    assert len(await store.claim(5, T0 + 20, 10.0, policy, KINDS)) == 1
 
 
 async def test_poison_page_ends_in_the_dead_letter_queue(store: QueueStore) -> None:
     await store.add([req("poison")], NO_BUDGET)
     now = T0
     for attempt in range(MAX_RETRIES + 1):
-        (lease,) = await store.claim(5, now, 10.0, FREE)
+        (lease,) = await store.claim(5, now, 10.0, FREE, KINDS)
         assert lease.request.attempt == attempt
         now += 11
         assert await store.reap(now, MAX_RETRIES) == 1
-        assert not await store.complete(lease)
+        assert not await complete(store, lease)
     assert await store.counts() == QueueCounts(queued=0, leased=0, done=0, dead=1, seen=1)
-    assert await store.claim(5, now, 10.0, FREE) == []
+    assert await store.claim(5, now, 10.0, FREE, KINDS) == []
     (letter,) = await store.dead_letters()
     assert letter.request.attempt == MAX_RETRIES
     assert letter.errors == (LEASE_EXPIRED,) * (MAX_RETRIES + 1)
@@ -323,8 +411,8 @@ async def test_poison_page_ends_in_the_dead_letter_queue(store: QueueStore) -> N
 async def test_reap_joins_the_history_of_ordinary_failures(store: QueueStore) -> None:
     await store.add([req("1")], NO_BUDGET)
     (lease,) = await claim(store)
-    await store.retry(lease, T0 + 1, "HTTP 503")
-    (lease,) = await store.claim(5, T0 + 1, 10.0, FREE)
+    await retry(store, lease, T0 + 1, "HTTP 503")
+    (lease,) = await store.claim(5, T0 + 1, 10.0, FREE, KINDS)
     assert await store.reap(T0 + 12, 1) == 1
     (letter,) = await store.dead_letters()
     assert letter.errors == ("HTTP 503", LEASE_EXPIRED)
@@ -332,7 +420,7 @@ async def test_reap_joins_the_history_of_ordinary_failures(store: QueueStore) ->
     assert await store.requeue_dead() == 1
     (lease,) = await claim(store, now=T0 + 13)
     assert lease.request.attempt == 0
-    assert await store.bury(lease, "HTTP 500", T0 + 14)
+    assert await bury(store, lease, "HTTP 500", T0 + 14)
     assert [d.errors for d in await store.dead_letters()] == [("HTTP 500",)]
 
 
@@ -340,20 +428,20 @@ async def test_retry_waits_for_not_before_and_counts_attempts(store: QueueStore)
     await store.add([req("1")], NO_BUDGET)
     (lease,) = await claim(store)
     assert lease.request.attempt == 0
-    assert await store.retry(lease, T0 + 30, "timeout")
+    assert await retry(store, lease, T0 + 30, "timeout")
     assert (await store.counts()).queued == 1
     assert await claim(store, now=T0 + 29) == []
-    assert await store.next_ready_at(T0 + 10) == T0 + 30
+    assert await store.next_ready_at(T0 + 10, KINDS) == T0 + 30
     (again,) = await claim(store, now=T0 + 30)
     assert again.request.attempt == 1
     assert again.request.url == lease.request.url
-    assert not await store.complete(lease)
+    assert not await complete(store, lease)
 
 
 async def test_waiting_retry_does_not_hold_up_its_domain(store: QueueStore) -> None:
     await store.add([req("1", priority=9), req("2")], NO_BUDGET)
     (first,) = await claim(store, limit=1)
-    await store.retry(first, T0 + 100, "e")
+    await retry(store, first, T0 + 100, "e")
     assert names(await claim(store, now=T0 + 1)) == ["2"]
     assert names(await claim(store, now=T0 + 100)) == ["1"]
 
@@ -361,12 +449,12 @@ async def test_waiting_retry_does_not_hold_up_its_domain(store: QueueStore) -> N
 async def test_bury_keeps_the_error_history(store: QueueStore) -> None:
     await store.add([req("1")], NO_BUDGET)
     (lease,) = await claim(store)
-    await store.retry(lease, T0 + 1, "timeout")
+    await retry(store, lease, T0 + 1, "timeout")
     (lease,) = await claim(store, now=T0 + 1)
-    await store.retry(lease, T0 + 2, "HTTP 503")
+    await retry(store, lease, T0 + 2, "HTTP 503")
     (lease,) = await claim(store, now=T0 + 2)
-    assert await store.bury(lease, "HTTP 500", T0 + 3)
-    assert not await store.complete(lease)
+    assert await bury(store, lease, "HTTP 500", T0 + 3)
+    assert not await complete(store, lease)
     assert await store.counts() == QueueCounts(queued=0, leased=0, done=0, dead=1, seen=1)
     (letter,) = await store.dead_letters()
     assert letter.errors == ("timeout", "HTTP 503", "HTTP 500")
@@ -383,7 +471,7 @@ async def bury_all(store: QueueStore, count: int) -> list[str]:
     await store.add([req(str(i)) for i in range(count)], NO_BUDGET)
     died: list[str] = []
     for i, lease in enumerate(await claim(store)):
-        await store.bury(lease, f"error {i}", T0 + i)
+        await bury(store, lease, f"error {i}", T0 + i)
         died.append(lease.request.fingerprint)
     return died
 
@@ -413,13 +501,13 @@ async def test_requeue_dead_by_fingerprint(store: QueueStore) -> None:
     assert [d.request.fingerprint for d in await store.dead_letters()] == [died[0], died[2]]
     (lease,) = await claim(store, now=T0 + 10)
     assert lease.request.fingerprint == died[1]
-    assert await store.complete(lease)
+    assert await complete(store, lease)
 
 
 async def test_requeued_letter_keeps_admission_done_requests_untouched(store: QueueStore) -> None:
     await store.add([req("ok")], NO_BUDGET)
     (ok,) = await claim(store)
-    await store.complete(ok)
+    await complete(store, ok)
     assert await store.requeue_dead([ok.request.fingerprint]) == 0
     assert (await store.counts()).done == 1
 
@@ -441,13 +529,12 @@ async def test_purge_dead_forgets_but_stays_seen(store: QueueStore) -> None:
 
 async def test_counts_in_every_state(store: QueueStore) -> None:
     await store.add([req(str(i)) for i in range(6)], NO_BUDGET)
-    await store.mark_seen(["fp-redirect-target"])
     done, retried, dead, leased = (await claim(store, limit=4))[:4]
-    await store.complete(done)
-    await store.retry(retried, T0 + 5, "e")
-    await store.bury(dead, "e", T0)
+    await complete(store, done)
+    await retry(store, retried, T0 + 5, "e")
+    await bury(store, dead, "e", T0)
     assert leased.token
-    assert await store.counts() == QueueCounts(queued=3, leased=1, done=1, dead=1, seen=7)
+    assert await store.counts() == QueueCounts(queued=3, leased=1, done=1, dead=1, seen=6)
     assert (await store.counts()).pending == 4
 
 
@@ -457,6 +544,7 @@ async def test_random_operations_keep_every_fingerprint_in_one_state(store: Queu
     leases: dict[str, Lease] = {}
     now = T0
     policy = DomainPolicy(delay_s=0.5, max_in_flight=2)
+    ended = expired_total = 0
     for _step in range(300):
         now += rng.choice((0.0, 0.25, 1.0))
         op = rng.random()
@@ -468,7 +556,7 @@ async def test_random_operations_keep_every_fingerprint_in_one_state(store: Queu
                 if r.fingerprint not in model and len(model) < 60:
                     model[r.fingerprint] = "queued"
         elif op < 0.55:
-            for lease in await store.claim(rng.randrange(1, 6), now, 5.0, policy):
+            for lease in await store.claim(rng.randrange(1, 6), now, 5.0, policy, KINDS):
                 fp = lease.request.fingerprint
                 assert model[fp] == "queued"
                 model[fp] = "leased"
@@ -478,17 +566,20 @@ async def test_random_operations_keep_every_fingerprint_in_one_state(store: Queu
             lease = leases.pop(fp)
             fate = rng.choice(("done", "queued", "dead"))
             if fate == "done":
-                ok = await store.complete(lease)
+                ok = await complete(store, lease)
             elif fate == "queued":
-                ok = await store.retry(lease, now + rng.choice((0.0, 2.0)), "e")
+                ok = await retry(store, lease, now + rng.choice((0.0, 2.0)), "e")
             else:
-                ok = await store.bury(lease, "e", now)
+                ok = await bury(store, lease, "e", now)
             assert ok, "a lease stays current until it is reaped"
             model[fp] = fate
+            ended += 1
         elif op < 0.95:
             reaped = await store.reap(now, 1)
             expired = [fp for fp, lease in leases.items() if lease.expires_at < now]
             assert reaped == len(expired)
+            ended += reaped
+            expired_total += reaped
             for fp in expired:
                 model[fp] = "dead" if leases.pop(fp).request.attempt >= 1 else "queued"
         else:
@@ -503,3 +594,6 @@ async def test_random_operations_keep_every_fingerprint_in_one_state(store: Queu
             dead=states.count("dead"),
             seen=len(model),
         )
+    stats = await store.stats()
+    assert (stats.get("attempts"), stats.get("lease_expired")) == (ended, expired_total)
+    assert expired_total > 0

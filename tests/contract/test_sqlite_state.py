@@ -11,18 +11,22 @@ from pathlib import Path
 import pytest
 
 from crawlfleet.errors import StateError
-from crawlfleet.frontier.protocols import Budget, DomainPolicy
+from crawlfleet.frontier.protocols import Budget, DelaySource, DomainPolicy, Signal
 from crawlfleet.frontier.sqlite import SqliteQueueStore
 from crawlfleet.models import QueueCounts
 from tests.contract.test_queue_store import (
     FREE,
+    KINDS,
     LEASE_S,
     MAX_RETRIES,
     NO_BUDGET,
     T0,
+    bury,
     claim,
+    complete,
     names,
     req,
+    retry,
 )
 
 
@@ -30,33 +34,42 @@ async def test_reopened_file_has_the_same_queue_seen_and_dead_letters(tmp_path: 
     path = tmp_path / "state.sqlite"
     store = await SqliteQueueStore.open(path)
     await store.add([req(str(i), priority=i % 3) for i in range(8)], Budget(max_total=9))
-    await store.mark_seen(["fp-redirected"])
-    await store.set_policy("a.test", DomainPolicy(delay_s=0.0, max_in_flight=3))
+    await store.set_concurrency("a.test", 3)
+    await store.set_delay("a.test", 0.0, DelaySource.OVERRIDE)
+    await store.set_strategy("a.test", {"fetcher": "http"})
     done, retried, dead = await claim(store, limit=3)
-    await store.complete(done)
-    await store.retry(retried, T0 + 40, "timeout")
-    await store.bury(dead, "HTTP 500", T0)
+    await complete(store, done, signal=Signal.BLOCK, reason="captcha")
+    await retry(store, retried, T0 + 40, "timeout")
+    await bury(store, dead, "HTTP 500", T0)
     await store.add([req("b", "b.test")], NO_BUDGET)
-    await store.block("b.test", T0 + 100)
+    (blocked,) = await claim(store, limit=1)
+    await retry(store, blocked, 0.0, "HTTP 429", block_until=T0 + 100, reason="Retry-After")
     (leased,) = await claim(store, limit=1)
+    await store.start(T0)
+    views = await store.domains(FREE)
+    stats = await store.stats()
     before = await store.counts()
     letters = await store.dead_letters()
     await store.close()
 
     store = await SqliteQueueStore.open(path)
     try:
-        assert await store.counts() == before == QueueCounts(6, 1, 1, 1, 10)
+        assert await store.counts() == before == QueueCounts(6, 1, 1, 1, 9)
+        assert await store.domains(FREE) == views
+        assert await store.stats() == stats
+        assert stats.started_at == T0
+        assert (stats.get("blocks"), stats.get("attempts")) == (1, 4)
         assert await store.dead_letters() == letters
         assert await store.add([req(str(i)) for i in range(8)], Budget(max_total=10)) == 0
         assert await store.add([req("new"), req("newer")], Budget(max_total=10)) == 1
         assert await store.reap(float("inf"), MAX_RETRIES) == 1
-        assert not await store.complete(leased)
-        assert await store.next_ready_at(T0) == T0
-        # The policy override (3 in flight) and the block on b.test both survived.
-        got = await claim(store, now=T0 + 1, policy=DomainPolicy(0.0, 1))
+        assert not await complete(store, leased)
+        assert await store.next_ready_at(T0, KINDS) == T0
+        # The policy overrides (3 in flight, no delay) and the block on b.test survived.
+        got = await claim(store, now=T0 + 1, policy=DomainPolicy(1.0, 1))
         assert len(got) == 3
         assert {x.request.domain for x in got} == {"a.test"}
-        assert await store.next_ready_at(T0 + 1) == T0 + 100
+        assert await store.next_ready_at(T0 + 1, KINDS) == T0 + 100
     finally:
         await store.close()
 
@@ -69,7 +82,7 @@ async def test_reopen_keeps_lease_tokens_current(tmp_path: Path) -> None:
     await store.close()
     store = await SqliteQueueStore.open(path)
     try:
-        assert await store.complete(lease)
+        assert await complete(store, lease)
         assert (await store.counts()).done == 1
     finally:
         await store.close()
@@ -80,11 +93,11 @@ async def test_reopen_with_only_waiting_retries(tmp_path: Path) -> None:
     store = await SqliteQueueStore.open(path)
     await store.add([req("1")], NO_BUDGET)
     (lease,) = await claim(store)
-    await store.retry(lease, T0 + 50, "e")
+    await retry(store, lease, T0 + 50, "e")
     await store.close()
     store = await SqliteQueueStore.open(path)
     try:
-        assert await store.next_ready_at(T0) == T0 + 50
+        assert await store.next_ready_at(T0, KINDS) == T0 + 50
         assert await claim(store, now=T0 + 49) == []
         assert names(await claim(store, now=T0 + 50)) == ["1"]
     finally:
@@ -141,15 +154,15 @@ KILLED_CHILD = """
 import asyncio, os, signal, sys
 from pathlib import Path
 from crawlfleet.frontier.sqlite import SqliteQueueStore
-from tests.contract.test_queue_store import FREE, NO_BUDGET, T0, req
+from tests.contract.test_queue_store import NO_BUDGET, T0, bury, claim, complete, req, retry
 
 async def main() -> None:
     store = await SqliteQueueStore.open(Path(sys.argv[1]))
     await store.add([req(str(i)) for i in range(5)], NO_BUDGET)
-    first, second, third = await store.claim(3, T0, 60.0, FREE)
-    await store.complete(first)
-    await store.retry(second, T0 + 1, "e")
-    await store.bury(third, "e", T0)
+    first, second, third = await claim(store, 3)
+    await complete(store, first)
+    await retry(store, second, T0 + 1, "e")
+    await bury(store, third, "e", T0)
     os.kill(os.getpid(), signal.SIGKILL)
 
 asyncio.run(main())
@@ -171,6 +184,9 @@ async def test_a_killed_process_loses_nothing_committed(tmp_path: Path) -> None:
     store = await SqliteQueueStore.open(path)
     try:
         assert await store.counts() == QueueCounts(queued=3, leased=0, done=1, dead=1, seen=5)
-        assert len(await store.claim(10, T0 + 1, LEASE_S, FREE)) == 3
+        assert len(await store.claim(10, T0 + 1, LEASE_S, FREE, KINDS)) == 3
+        assert (await store.stats()).get("attempts") == 3
+        with sqlite3.connect(path) as db:  # written with each lease end, not buffered
+            assert db.execute("SELECT count(*) FROM attempts").fetchone() == (3,)
     finally:
         await store.close()

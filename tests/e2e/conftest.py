@@ -63,7 +63,7 @@ def postgres_items(dsn: str) -> ItemKeys:
 def crawl_done(redis_url: str, crawl_id: str) -> int:
     """Requests done so far, from the frontier's counters."""
     with redis.Redis.from_url(redis_url) as client:
-        return int(client.hget(f"crawlfleet:{crawl_id}:counts", "done") or 0)
+        return int(client.hget(f"crawlfleet:{{{crawl_id}}}:counts", "done") or 0)
 
 
 def attempt_workers(dsn: str) -> Counter[str]:

@@ -310,8 +310,8 @@ def test_a_page_that_keeps_killing_its_worker_ends_in_the_dlq(
     assert killed == 2  # max_retries=1: two attempts, both lost with their worker
     assert "1 dead-lettered" in output
     with redis.Redis.from_url(redis_url) as client:
-        (dead,) = client.zrange("crawlfleet:poison:dead", 0, -1)
-        errors = client.hget("crawlfleet:poison:errors", dead)
+        (dead,) = client.zrange("crawlfleet:{poison}:dead", 0, -1)
+        errors = client.hget("crawlfleet:{poison}:errors", dead)
     assert (errors or b"").count(b"lease expired") == 2
 
 

@@ -24,7 +24,7 @@ def rows(dsn: str) -> list[tuple[object, ...]]:
 
 
 def test_migrate_is_idempotent(postgres_dsn: str) -> None:
-    assert migrate(postgres_dsn) == [1]
+    assert migrate(postgres_dsn) == [1, 2]
     assert migrate(postgres_dsn) == []
 
 

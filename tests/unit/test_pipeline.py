@@ -85,7 +85,15 @@ async def test_drops_invalid_and_stored_are_counted_and_evented() -> None:
         ],
         "shop.example",
     )
-    assert outcome == PipelineOutcome(stored=1, dropped={"duplicate": 1, "draft": 1}, invalid=3)
+    assert outcome == PipelineOutcome(
+        stored=1,
+        dropped={"duplicate": 1, "draft": 1},
+        invalid=3,
+        by_type={
+            "product": {"stored": 1, "duplicate": 1, "dropped": 1, "invalid": 2},
+            "note": {"invalid": 1},
+        },
+    )
     assert [(s.item_key, s.data) for s in await sink.stored()] == [
         ("a", {"name": "A", "price": {"amount": "1.50", "currency": "GBP"}})
     ]
@@ -153,7 +161,9 @@ async def test_failed_write_raises_emits_nothing_and_the_retry_stores_everything
     assert pipeline.quality.snapshot()["pages"] == 0
     sink.down = False
     outcome = await pipeline.process(page, "d")
-    assert outcome == PipelineOutcome(stored=2, dropped={"duplicate": 1})
+    assert outcome == PipelineOutcome(
+        stored=2, dropped={"duplicate": 1}, by_type={"t": {"stored": 2, "duplicate": 1}}
+    )
     assert len(await sink.stored()) == 2
     assert len(events) == 2
 
@@ -162,7 +172,6 @@ async def test_invalid_items_go_to_the_sqlite_rejects_table(tmp_path: Path) -> N
     sink = await SqliteSink.open(tmp_path / "items.sqlite")
     pipeline = Pipeline([validate({"product": Product})], sink, events=EventBus(), rejects=sink)
     await pipeline.process([Item("product", {"name": "x"}, key="k", url="http://a/")], "a")
-    await pipeline.flush()
     await pipeline.close()
     db = sqlite3.connect(tmp_path / "items.sqlite")
     rows = db.execute("SELECT item_type, item_key, url, reason, data FROM rejects").fetchall()

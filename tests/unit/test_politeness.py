@@ -1,4 +1,4 @@
-"""Backoff, Retry-After, status classes and the block detector: pure logic, fake clock."""
+"""Backoff, Retry-After, status classes and the block judge: pure logic."""
 
 from __future__ import annotations
 
@@ -8,15 +8,16 @@ from email.utils import format_datetime
 
 import pytest
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.frontier.politeness import (
     DAY_S,
-    BlockDetector,
+    MAX_CHALLENGE_BYTES,
     StatusClass,
     backoff_s,
     classify,
+    judge,
     parse_retry_after,
 )
+from crawlfleet.frontier.protocols import Signal
 from crawlfleet.models import FetchResult
 
 
@@ -29,6 +30,9 @@ def result(status: int, body: bytes = b"", headers: dict[str, str] | None = None
         body=body,
         elapsed_s=0.01,
     )
+
+
+JSON = {"content-type": "application/json"}
 
 
 # backoff_s
@@ -130,129 +134,129 @@ def test_classify(status: int, headers: dict[str, str], expected: StatusClass) -
     assert classify(result(status, headers=headers)) is expected
 
 
-# BlockDetector
+# judge: real-looking pages
 
+NAV = "".join(f'<li><a href="/category/{n}">Category {n}</a></li>' for n in range(12))
+PRODUCT_PAGE = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Trail Runner 2 | Example Shop</title>
+<script src="https://www.google.com/recaptcha/api.js" async defer></script></head>
+<body><nav><ul>{NAV}</ul></nav>
+<main><h1>Trail Runner 2</h1><p class="price">$89.00</p>
+<p>Lightweight trail shoe. Access denied to the warehouse? Pick it up in store.</p>
+<section id="reviews"><h2>Write a review</h2>
+<form action="/reviews" method="post"><textarea name="text"></textarea>
+<div class="g-recaptcha" data-sitekey="6LcX"></div>
+<p>Please solve the captcha before posting.</p><button>Post</button></form></section>
+</main><footer><a href="/about">About</a> <a href="/contact">Contact</a></footer></body></html>
+""".encode()
 
-def test_plain_success_is_not_remembered() -> None:
-    detector = BlockDetector(FakeClock())
-    verdict = detector.observe("a.com", result(200, b"<html>hello</html>"))
-    assert not verdict.blocked
-    assert verdict.delay_multiplier == 1.0
-    assert not verdict.changed
-    assert verdict.cooldown_s == 0.0
+CLOUDFLARE_CHALLENGE = b"""<!DOCTYPE html><html lang="en-US"><head><title>Just a moment...</title>
+<meta http-equiv="refresh" content="390"></head><body><div class="main-wrapper" role="main">
+<div class="main-content"><h1 class="zone-name-title h1">shop.example.com</h1>
+<h2 class="h2" id="challenge-running">Checking if the site connection is secure</h2>
+<noscript><div id="challenge-error-title">Enable JavaScript and cookies to continue</div>
+</noscript></div></div><script>(function(){window._cf_chl_opt={cvId: '2',cType: 'managed'};
+var cpo = document.createElement('script');
+cpo.src = '/cdn-cgi/challenge-platform/h/b/orchestrate/managed/v1?ray=8a1';
+document.getElementsByTagName('head')[0].appendChild(cpo);}());</script></body></html>"""
 
+AKAMAI_DENIED = b"""<HTML><HEAD>
+<TITLE>Access Denied</TITLE>
+</HEAD><BODY>
+<H1>Access Denied</H1>
+You don't have permission to access "http&#58;&#47;&#47;shop&#46;example&#46;com&#47;" on this
+server.<P>Reference&#32;&#35;18&#46;2f3c1002&#46;1700000000&#46;1a2b3c</BODY></HTML>"""
 
-def test_strikes_double_the_multiplier_up_to_16() -> None:
-    detector = BlockDetector(FakeClock(), cooldown_base_s=10.0)
-    multipliers = []
-    for _ in range(6):
-        verdict = detector.observe("a.com", result(403))
-        assert verdict.blocked
-        assert verdict.reason == "403 forbidden"
-        assert verdict.cooldown_s == 10.0 * verdict.delay_multiplier
-        multipliers.append(verdict.delay_multiplier)
-    assert multipliers == [2.0, 4.0, 8.0, 16.0, 16.0, 16.0]
-    assert detector.multiplier("a.com") == 16.0
-    assert detector.multiplier("b.com") == 1.0
-
-
-def test_429_is_a_strike() -> None:
-    detector = BlockDetector(FakeClock())
-    verdict = detector.observe("a.com", result(429))
-    assert verdict.blocked
-    assert verdict.reason == "429 too many requests"
-    assert verdict.changed
-
-
-def test_successes_halve_back() -> None:
-    detector = BlockDetector(FakeClock(), successes_per_step=2)
-    for _ in range(3):
-        detector.observe("a.com", result(403))
-    assert detector.multiplier("a.com") == 8.0
-    ok = result(200, b"<html>fine</html>")
-    seen = [detector.observe("a.com", ok) for _ in range(6)]
-    assert [v.delay_multiplier for v in seen] == [8.0, 4.0, 4.0, 2.0, 2.0, 1.0]
-    assert [v.changed for v in seen] == [False, True, False, True, False, True]
-    assert detector.multiplier("a.com") == 1.0
-
-
-def test_errors_are_neutral() -> None:
-    detector = BlockDetector(FakeClock(), successes_per_step=1)
-    detector.observe("a.com", result(403))
-    for status in (404, 500, 503, 301):
-        verdict = detector.observe("a.com", result(status))
-        assert not verdict.blocked
-        assert verdict.delay_multiplier == 2.0
-
-
-def test_a_strike_breaks_the_success_streak() -> None:
-    detector = BlockDetector(FakeClock(), successes_per_step=2)
-    ok = result(200, b"<html>fine</html>")
-    detector.observe("a.com", result(403))
-    detector.observe("a.com", result(403))
-    detector.observe("a.com", ok)
-    detector.observe("a.com", result(403))
-    assert detector.observe("a.com", ok).delay_multiplier == 8.0
-    assert detector.observe("a.com", ok).delay_multiplier == 4.0
-
-
-def test_strikes_decay_with_time() -> None:
-    clock = FakeClock()
-    detector = BlockDetector(clock, decay_s=100.0)
-    for _ in range(3):
-        detector.observe("a.com", result(403))
-    clock.advance(99)
-    assert detector.multiplier("a.com") == 8.0
-    clock.advance(1)
-    assert detector.multiplier("a.com") == 4.0
-    clock.advance(250)
-    assert detector.multiplier("a.com") == 1.0
-    verdict = detector.observe("a.com", result(403))
-    assert verdict.delay_multiplier == 2.0
+DATADOME_CAPTCHA = b"""<html><head><title>shop.example.com</title>
+<style>#cmsg{animation: A 1.5s;}</style></head><body style="margin:0">
+<p id="cmsg">Please enable JS and disable any ad blocker</p>
+<script data-cfasync="false">var dd={'rt':'c','cid':'AHrlqAAAAAMA','hsh':'2211F52'}</script>
+<script data-cfasync="false" src="https://ct.captcha-delivery.com/c.js"></script>
+<iframe src="https://geo.captcha-delivery.com/captcha/?initialCid=AHrl" title="DataDome CAPTCHA"
+ width="100%" height="100%" style="height:100vh;" frameborder="0"></iframe></body></html>"""
 
 
 @pytest.mark.parametrize(
-    "body",
+    ("status", "body", "headers", "signal", "reason"),
     [
-        b"<html><div class='g-recaptcha'></div></html>",
-        b"<html><title>Just a moment...</title><form id='cf-challenge-form'></form></html>",
-        b"<html><h1>Access Denied</h1></html>",
-        b"<html>Our systems have detected unusual traffic</html>",
+        (200, PRODUCT_PAGE, {}, Signal.SUCCESS, ""),
+        (200, b'{"captcha": true, "access denied": 1}', JSON, Signal.SUCCESS, ""),
+        (204, b"", {}, Signal.SUCCESS, ""),
+        (
+            200,
+            CLOUDFLARE_CHALLENGE,
+            {},
+            Signal.BLOCK,
+            "challenge page (HTTP 200, '_cf_chl_opt' script)",
+        ),
+        (
+            503,
+            CLOUDFLARE_CHALLENGE,
+            {},
+            Signal.BLOCK,
+            "challenge page (HTTP 503, 'challenge-platform')",
+        ),
+        (
+            200,
+            CLOUDFLARE_CHALLENGE.replace(b"_cf_chl_opt", b"cfg"),
+            {},
+            Signal.BLOCK,
+            "challenge page (HTTP 200, 'challenge-platform' script)",
+        ),
+        (403, AKAMAI_DENIED, {}, Signal.BLOCK, "challenge page (HTTP 403, 'access denied')"),
+        (
+            200,
+            AKAMAI_DENIED,
+            {},
+            Signal.BLOCK,
+            "challenge page (HTTP 200, title says 'access denied')",
+        ),
+        (
+            200,
+            DATADOME_CAPTCHA,
+            {},
+            Signal.BLOCK,
+            "challenge page (HTTP 200, 'captcha-delivery' CAPTCHA)",
+        ),
+        (403, b"", {}, Signal.BLOCK, "HTTP 403"),
+        (429, b"slow down", {"content-type": "text/plain"}, Signal.BLOCK, "HTTP 429"),
+        (503, b"<html><title>Down for maintenance</title></html>", {}, Signal.NONE, ""),
+        (404, b"<html><title>Not found</title>captcha</html>", {}, Signal.NONE, ""),
+        (500, AKAMAI_DENIED, {}, Signal.NONE, ""),
+        (301, b"", {"location": "/x"}, Signal.NONE, ""),
     ],
 )
-def test_ban_pages_on_200_are_blocks(body: bytes) -> None:
-    detector = BlockDetector(FakeClock())
-    verdict = detector.observe("a.com", result(200, body))
-    assert verdict.blocked
-    assert verdict.reason is not None
-    assert verdict.reason.startswith("ban marker ")
-    assert verdict.delay_multiplier == 2.0
+def test_judge(
+    status: int, body: bytes, headers: dict[str, str], signal: Signal, reason: str
+) -> None:
+    got_signal, got_reason = judge(result(status, body, headers))
+    assert got_signal is signal
+    assert got_reason.startswith(reason)
+    assert bool(got_reason) == (signal is Signal.BLOCK)
 
 
-def test_markers_are_ignored_in_large_or_non_html_or_other_status_bodies() -> None:
-    detector = BlockDetector(FakeClock(), max_marker_bytes=1024)
-    big = b"<html>" + b"x" * 2000 + b"captcha</html>"
-    assert not detector.observe("a.com", result(200, big)).blocked
-    json_page = result(200, b'{"captcha": true}', {"content-type": "application/json"})
-    assert not detector.observe("a.com", json_page).blocked
-    assert not detector.observe("a.com", result(404, b"<html>captcha</html>")).blocked
-    verdict = detector.observe("a.com", result(403, b"<html>captcha</html>"))
-    assert verdict.reason == "ban marker 'captcha' in a 403 page"
+def test_a_product_page_mentioning_captcha_is_a_success_at_any_size() -> None:
+    small = PRODUCT_PAGE.replace(NAV.encode(), b"")
+    assert len(small) < MAX_CHALLENGE_BYTES
+    # A small page with a review form's CAPTCHA and a handful of links is still a page.
+    assert judge(result(200, small)) == (Signal.SUCCESS, "")
+    assert judge(result(200, PRODUCT_PAGE * 10)) == (Signal.SUCCESS, "")
 
 
-def test_custom_markers() -> None:
-    detector = BlockDetector(FakeClock(), markers=["Go Away"])
-    assert not detector.observe("a.com", result(200, b"<html>captcha</html>")).blocked
-    assert detector.observe("a.com", result(200, b"<html>GO AWAY</html>")).blocked
+def test_a_recaptcha_wall_is_a_block() -> None:
+    sorry = b"""<html><head><title>https://www.example.com/search?q=shoes</title></head><body>
+<div><form id="captcha-form" action="index" method="post">
+<script src="https://www.google.com/recaptcha/api.js" async defer></script>
+<div id="recaptcha" class="g-recaptcha" data-sitekey="6LfwuyUT"></div></form>
+<div>Our systems have detected unusual traffic from your computer network.</div>
+</div></body></html>"""
+    signal, reason = judge(result(200, sorry))
+    assert signal is Signal.BLOCK
+    assert reason == "challenge page (HTTP 200, 'captcha-form' CAPTCHA saying 'unusual traffic')"
 
 
-def test_domains_are_independent() -> None:
-    detector = BlockDetector(FakeClock())
-    detector.observe("a.com", result(403))
-    assert detector.multiplier("a.com") == 2.0
-    assert detector.multiplier("b.com") == 1.0
-
-
-def test_bad_configuration_is_refused() -> None:
-    with pytest.raises(ValueError, match="successes_per_step"):
-        BlockDetector(FakeClock(), successes_per_step=0)
+def test_a_challenge_marker_in_a_large_page_is_not_a_block() -> None:
+    page = b"<html><head><title>Captcha solvers compared</title></head><body>"
+    page += b"<p>text</p>" * 3000 + b"</body></html>"
+    assert len(page) > MAX_CHALLENGE_BYTES
+    assert judge(result(200, page)) == (Signal.SUCCESS, "")

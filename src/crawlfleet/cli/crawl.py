@@ -1,4 +1,9 @@
-"""``crawlfleet crawl``: run a crawl embedded (default) or distributed (``--redis``)."""
+"""``crawlfleet crawl``: run a crawl embedded (default) or distributed (``--redis``).
+
+A thin layer over ``crawlfleet.Crawl``: flags to settings, progress and summary on stderr,
+signals, exit codes (0 complete, 2 bad input or state, 3 pages failed to parse beyond
+``--max-parse-errors``, 130 interrupted).
+"""
 
 from __future__ import annotations
 
@@ -6,122 +11,84 @@ import asyncio
 import contextlib
 import signal
 import sys
-from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
-from crawlfleet.cli.progress import CrawlProgress, summary_table
-from crawlfleet.clock import SystemClock
-from crawlfleet.errors import BadUrl, CrawlfleetError
-from crawlfleet.frontier.sqlite import SqliteQueueStore
-from crawlfleet.monitoring.attempt_log import SqliteAttemptLog
-from crawlfleet.monitoring.events import EventBus
-from crawlfleet.monitoring.recorder import AttemptRecorder
-from crawlfleet.monitoring.stats import LiveStats
-from crawlfleet.pipeline.export import export_items
-from crawlfleet.pipeline.sinks.sqlite import SqliteSink
-from crawlfleet.runtime.local import LocalRunner
-from crawlfleet.runtime.wiring import build_crawl, state_paths
+from crawlfleet.api import Crawl, split_seeds
+from crawlfleet.cli.progress import LOG_EVERY_S, CrawlProgress, summary
+from crawlfleet.errors import ConfigError, CrawlfleetError
+from crawlfleet.monitoring.summary import PARSE_ERROR_EXIT
 from crawlfleet.settings import Settings, load_settings
-from crawlfleet.urls import UrlRules
 
 err = Console(stderr=True)
 
 
-def valid_seeds(settings: Settings, seeds: list[str]) -> list[str]:
-    """The seeds that are URLs we can fetch; each bad one is reported on stderr."""
-    rules = UrlRules(settings.strip_query_params, settings.politeness_key)
-    good = []
-    for seed in seeds:
-        try:
-            rules.canonical(seed)
-        except BadUrl as exc:
-            err.print(f"[yellow]skipping seed:[/] {exc}")
-            continue
-        good.append(seed)
-    return good
-
-
-async def run_embedded(settings: Settings, seeds: list[str], *, fresh: bool) -> int:
-    """Crawl in this process with state under ``settings.state_dir``; the exit code."""
-    state_dir = settings.state_dir
-    state_dir.mkdir(parents=True, exist_ok=True)
-    state_file, items_file = state_paths(state_dir)
-    if fresh:
-        for path in state_dir.glob("*.sqlite*"):
-            path.unlink()
-    clock = SystemClock()
-    events = EventBus()
-    stats = LiveStats(events, clock.now())
+async def run_crawl(
+    settings: Settings,
+    seeds: list[str],
+    *,
+    fresh: bool,
+    max_parse_errors: int = 0,
+    log_every_s: float = LOG_EVERY_S,
+) -> int:
+    """Run a crawl (``crawlfleet.Crawl``) with progress and a summary on stderr; the exit code."""
+    good, bad = split_seeds(settings, [*settings.seeds, *seeds])
+    for error in bad:
+        err.print(f"[yellow]skipping seed:[/] {escape(error)}")
+    if not good:
+        raise ConfigError("no valid seed URL given")
+    settings = settings.model_copy(update={"seeds": []})
     console = Console(stderr=True)
-    async with AsyncExitStack() as stack:
-        store = await SqliteQueueStore.open(state_file)
-        stack.push_async_callback(store.close)
-        attempt_log = await SqliteAttemptLog.open(state_file)
-        stack.push_async_callback(attempt_log.close)
-        sink = await SqliteSink.open(items_file)
-        stack.push_async_callback(sink.close)
-        graph = await build_crawl(
-            settings,
-            seeds=seeds,
-            store=store,
-            sink=sink,
-            attempt_log=attempt_log,
-            events=events,
-            clock=clock,
-            stack=stack,
-            rejects=sink,
-        )
-        recorder = AttemptRecorder(events, attempt_log)
-        with CrawlProgress(console, stats, enabled=sys.stderr.isatty()) as progress:
-
-            async def tick() -> None:
-                await recorder.flush()
-                progress.refresh(clock.now())
-
-            runner = LocalRunner(
-                graph.crawler,
-                concurrency=settings.concurrency,
-                clock=clock,
-                events=events,
-                crawl_id=settings.crawl_id,
-                on_tick=tick,
-            )
-            loop = asyncio.get_running_loop()
-            loop.add_signal_handler(signal.SIGINT, _on_interrupt, runner, loop)
-            loop.add_signal_handler(signal.SIGTERM, runner.stop.set)
-            try:
-                result = await runner.run(seeds, sitemaps=settings.follow_sitemaps)
-            finally:
-                loop.remove_signal_handler(signal.SIGINT)
-                loop.remove_signal_handler(signal.SIGTERM)
-                await recorder.flush()
-        console.print(summary_table(await attempt_log.summary()))
-        if settings.output is not None:
-            written = await asyncio.to_thread(export_items, items_file, settings.output)
-            console.print(f"wrote {written} items to {settings.output}")
+    with CrawlProgress(console, tty=sys.stderr.isatty(), log_every_s=log_every_s) as progress:
+        crawl = Crawl(settings, seeds=good, fresh=fresh, on_progress=progress.update)
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGINT, _on_interrupt, crawl, loop)
+        loop.add_signal_handler(signal.SIGTERM, crawl.stop)
+        try:
+            result = await crawl.run_async()
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+            loop.remove_signal_handler(signal.SIGTERM)
+    console.print(summary(result))
+    if result.exported_items is not None:
+        console.print(f"wrote {result.exported_items} items to {escape(str(settings.output))}")
     counts = result.counts
     console.print(
-        f"{counts.done} done, {counts.dead} dead-lettered, {counts.pending} pending; "
-        f"{stats.items} items stored this run"
+        f"crawl {escape(settings.crawl_id)}: {counts.done} done, {counts.dead} dead-lettered, "
+        f"{counts.pending} pending"
     )
-    if result.complete:
-        return 0
-    err.print(f"crawl interrupted with {counts.pending} URLs pending; run again to resume")
-    return 130
+    code = result.exit_code(max_parse_errors)
+    if not result.complete:
+        again = (
+            f"run the same command (crawl id {settings.crawl_id}) again"
+            if settings.redis_url
+            else "run again"
+        )
+        err.print(
+            f"crawl interrupted with {counts.pending} URLs pending; {escape(again)} to resume",
+            soft_wrap=True,
+        )
+    elif code == PARSE_ERROR_EXIT:
+        err.print(
+            f"[red]error:[/] {result.parse_errors} pages failed to parse "
+            f"(--max-parse-errors {max_parse_errors})",
+            soft_wrap=True,
+        )
+    return code
 
 
-def _on_interrupt(runner: LocalRunner, loop: asyncio.AbstractEventLoop) -> None:
+def _on_interrupt(crawl: Crawl, loop: asyncio.AbstractEventLoop) -> None:
     """First Ctrl-C: stop claiming and finish in-flight pages; second: stop now."""
-    if runner.stop.is_set():
+    if crawl.stopping:
         for task in asyncio.all_tasks(loop):
             task.cancel()
         return
     err.print("stopping: finishing in-flight pages (Ctrl-C again to stop now)")
-    runner.stop.set()
+    crawl.stop()
 
 
 def crawl(
@@ -157,6 +124,14 @@ def crawl(
         str | None, typer.Option("--postgres", help="PostgreSQL DSN for items")
     ] = None,
     crawl_id: Annotated[str | None, typer.Option(help="name of a distributed crawl")] = None,
+    max_parse_errors: Annotated[
+        int,
+        typer.Option(min=0, help=f"pages allowed to fail parsing before exit {PARSE_ERROR_EXIT}"),
+    ] = 0,
+    progress_every: Annotated[
+        float,
+        typer.Option(min=0.1, help="seconds between progress lines when stderr is no terminal"),
+    ] = LOG_EVERY_S,
 ) -> None:
     """Crawl from SEEDS within their domains (or the config's allowed_domains)."""
     try:
@@ -179,15 +154,15 @@ def crawl(
         )
         if parsers:
             settings.parsers = [*settings.parsers, *(p.strip() for p in parsers.split(",") if p)]
-        all_seeds = valid_seeds(settings, [*settings.seeds, *(seeds or [])])
-        if not all_seeds:
-            raise CrawlfleetError("no valid seed URL given")
-        if settings.redis_url is not None:
-            from crawlfleet.cli.distributed import run_distributed
-
-            code = asyncio.run(run_distributed(settings, all_seeds, fresh=fresh))
-        else:
-            code = asyncio.run(run_embedded(settings, all_seeds, fresh=fresh))
+        code = asyncio.run(
+            run_crawl(
+                settings,
+                seeds or [],
+                fresh=fresh,
+                max_parse_errors=max_parse_errors,
+                log_every_s=progress_every,
+            )
+        )
     except CrawlfleetError as exc:
         err.print(f"[red]error:[/] {exc}", soft_wrap=True)
         raise typer.Exit(2) from None

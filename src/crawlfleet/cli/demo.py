@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from crawlfleet.cli.crawl import run_embedded
+from crawlfleet.cli.crawl import run_crawl
 from crawlfleet.demosite import ThreadedDemoSite
 from crawlfleet.errors import CrawlfleetError
 from crawlfleet.settings import load_settings
@@ -42,7 +42,7 @@ def register(app: typer.Typer) -> None:
                     max_retries=1,
                     backoff_base_s=0.1,
                 )
-                code = asyncio.run(run_embedded(settings, seeds, fresh=True))
+                code = asyncio.run(run_crawl(settings, seeds, fresh=True))
             except CrawlfleetError as exc:
                 console.print(f"[red]error:[/] {exc}")
                 raise typer.Exit(2) from None

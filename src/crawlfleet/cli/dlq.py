@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -14,9 +14,9 @@ from rich.console import Console
 from rich.table import Table
 
 from crawlfleet.errors import CrawlfleetError
-from crawlfleet.frontier.protocols import QueueStore
-from crawlfleet.frontier.sqlite import SqliteQueueStore
-from crawlfleet.runtime.wiring import state_paths
+from crawlfleet.frontier.frontier import Frontier
+from crawlfleet.runtime.wiring import open_frontier
+from crawlfleet.settings import Settings
 
 dlq_app = typer.Typer(help="Inspect and requeue dead-lettered URLs.", no_args_is_help=True)
 out = Console()
@@ -26,15 +26,10 @@ StateOpt = Annotated[Path, typer.Option("--state", help="state directory of the 
 
 
 @asynccontextmanager
-async def open_store(state: Path) -> AsyncIterator[QueueStore]:
-    state_file, _ = state_paths(state)
-    if not state_file.exists():
-        raise CrawlfleetError(f"no crawl state in {state} (expected {state_file})")
-    store = await SqliteQueueStore.open(state_file)
-    try:
-        yield store
-    finally:
-        await store.close()
+async def open_store(state: Path) -> AsyncIterator[Frontier]:
+    """The frontier of the crawl in ``state`` (``StateError`` if there is none)."""
+    async with AsyncExitStack() as stack:
+        yield await open_frontier(Settings(state_dir=state), stack)
 
 
 def _run(coro: object) -> None:

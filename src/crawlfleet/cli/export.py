@@ -10,7 +10,8 @@ import typer
 from rich.console import Console
 
 from crawlfleet.errors import CrawlfleetError
-from crawlfleet.pipeline.export import ITEMS_FILE, export_items
+from crawlfleet.pipeline.export import export_items
+from crawlfleet.runtime.backends import state_paths
 
 
 class ExportFormat(StrEnum):
@@ -32,8 +33,9 @@ def export(
 ) -> None:
     """Write the items a crawl stored, ordered by type and key."""
     try:
+        _, items_file = state_paths(state)
         count = export_items(
-            state / ITEMS_FILE,
+            items_file,
             output,
             item_type=item_type,
             fmt=fmt.value if fmt is not None else None,

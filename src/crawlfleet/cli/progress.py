@@ -1,18 +1,26 @@
-"""The live progress bar and the end-of-crawl summary table (rich)."""
+"""The live progress (a rich bar on a terminal, a log line otherwise) and the end-of-crawl summary.
+
+Both read the store's statistics (``monitoring.stats.Sample``, ``monitoring.summary.CrawlResult``),
+so the embedded and the distributed crawl show the same figures.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from rich.console import Console
+from rich.console import Console, Group
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
-from crawlfleet.monitoring.attempt_log import DomainSummary
-from crawlfleet.monitoring.stats import LiveStats
+from crawlfleet.counters import CrawlStats
+from crawlfleet.models import Outcome
+from crawlfleet.monitoring.stats import Sample
+from crawlfleet.monitoring.summary import CrawlResult
+
+LOG_EVERY_S = 10.0
 
 
-def _eta(seconds: float | None) -> str:
+def eta_text(seconds: float | None) -> str:
     if seconds is None:
         return "--:--"
     minutes, secs = divmod(int(seconds), 60)
@@ -20,11 +28,24 @@ def _eta(seconds: float | None) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
 
 
-class CrawlProgress:
-    """A rich progress bar fed from ``LiveStats``: pages done, queue, pages/s, errors, ETA."""
+def progress_line(sample: Sample) -> str:
+    """``done/total done · queue Q · R pages/s · E errors · ETA``."""
+    counts = sample.counts
+    total = sample.finished + counts.pending
+    return (
+        f"{sample.finished}/{total} done · queue {counts.queued} · {sample.rate:.1f} pages/s · "
+        f"{sample.stats.errors} errors · ETA {eta_text(sample.eta_s)}"
+    )
 
-    def __init__(self, console: Console, stats: LiveStats, *, enabled: bool) -> None:
-        self._stats = stats
+
+class CrawlProgress:
+    """Shows samples: a progress bar on a terminal, else a log line every ``log_every_s``."""
+
+    def __init__(self, console: Console, *, tty: bool, log_every_s: float = LOG_EVERY_S) -> None:
+        self._console = console
+        self._tty = tty
+        self._log_every_s = log_every_s
+        self._last_log_at: float | None = None
         self._progress = Progress(
             TextColumn("[bold]crawl"),
             BarColumn(),
@@ -32,7 +53,7 @@ class CrawlProgress:
             TimeElapsedColumn(),
             console=console,
             transient=False,
-            disable=not enabled,
+            disable=not tty,
         )
         self._task: TaskID = self._progress.add_task("crawl", total=None, line="starting")
 
@@ -43,34 +64,76 @@ class CrawlProgress:
     def __exit__(self, *exc: object) -> None:
         self._progress.stop()
 
-    def refresh(self, now: float) -> None:
-        s = self._stats
-        counts = s.counts
-        total = counts.done + counts.dead + counts.pending
-        line = (
-            f"{counts.done + counts.dead}/{total} done · queue {counts.queued} · "
-            f"{s.rate(now):.1f} pages/s · {s.errors} errors · ETA {_eta(s.eta_s(now))}"
-        )
-        self._progress.update(
-            self._task, completed=counts.done + counts.dead, total=max(total, 1), line=line
-        )
+    def update(self, sample: Sample) -> None:
+        line = progress_line(sample)
+        if self._tty:
+            total = sample.finished + sample.counts.pending
+            self._progress.update(
+                self._task, completed=sample.finished, total=max(total, 1), line=line
+            )
+            return
+        if self._last_log_at is None or sample.at - self._last_log_at >= self._log_every_s:
+            self._last_log_at = sample.at
+            self._console.print(f"progress: {line}", highlight=False)
 
 
-def summary_table(summary: Mapping[str, DomainSummary]) -> Table:
-    """Per domain: pages, status codes, bytes, mean latency, retries, dead-lettered."""
+def _row(name: str, s: CrawlStats) -> list[str]:
+    statuses = " ".join(f"{cls}:{n}" for cls, n in sorted(s.statuses().items()))
+    return [
+        escape(name),
+        str(s.pages),
+        statuses,
+        f"{s.get('bytes'):,}",
+        f"{s.mean_latency_s * 1000:.0f} ms",
+        str(s.get(f"outcome.{Outcome.RETRY.value}")),
+        str(s.get(f"outcome.{Outcome.DEAD.value}")),
+        str(s.get(f"outcome.{Outcome.SKIPPED.value}")),
+        str(s.get(f"outcome.{Outcome.PARSE_ERROR.value}")),
+    ]
+
+
+def summary_table(result: CrawlResult) -> Table:
+    """Per domain, then in total: pages, status classes, bytes, latency, retries, dead, ..."""
     table = Table(title="crawl summary")
-    for column in ("domain", "pages", "statuses", "bytes", "mean latency", "retries", "dead"):
+    columns = ("domain", "pages", "statuses", "bytes", "mean latency", "retries", "dead")
+    for column in (*columns, "skipped", "parse errors"):
         table.add_column(column, justify="left" if column in ("domain", "statuses") else "right")
-    for domain in sorted(summary):
-        d = summary[domain]
-        statuses = " ".join(f"{code}:{n}" for code, n in sorted(d.statuses.items()))
-        table.add_row(
-            domain,
-            str(d.pages),
-            statuses,
-            f"{d.bytes:,}",
-            f"{d.mean_latency_s * 1000:.0f} ms",
-            str(d.retries),
-            str(d.dead),
-        )
+    for domain in sorted(result.domains):
+        table.add_row(*_row(domain, result.domains[domain]))
+    table.add_section()
+    table.add_row(*_row("total", result.stats))
     return table
+
+
+def items_table(result: CrawlResult) -> Table | None:
+    """Items stored, invalid (kept as rejects) and dropped as duplicates, per type."""
+    kinds = {kind: result.stats.items(kind) for kind in ("stored", "invalid", "duplicate")}
+    types = sorted({t for counts in kinds.values() for t in counts})
+    if not types:
+        return None
+    table = Table(title="items")
+    for column in ("type", "stored", "invalid", "duplicate"):
+        table.add_column(column, justify="left" if column == "type" else "right")
+    for item_type in types:
+        table.add_row(escape(item_type), *(str(kinds[k].get(item_type, 0)) for k in kinds))
+    return table
+
+
+def summary(result: CrawlResult) -> Group:
+    """The summary tables, the top parse errors and the fetch totals, for printing."""
+    parts: list[Table | Text] = [summary_table(result)]
+    items = items_table(result)
+    if items is not None:
+        parts.append(items)
+    if result.top_parse_errors:
+        parts.append(Text(f"{result.parse_errors} pages failed to parse; most frequent errors:"))
+        parts.extend(Text(f"  {count}x {error}") for error, count in result.top_parse_errors)
+    s = result.stats
+    rate = s.fetched / result.elapsed_s if result.elapsed_s > 0 else 0.0
+    parts.append(
+        Text(
+            f"fetched {s.fetched} responses ({s.pages} pages ok) in {result.elapsed_s:.1f} s, "
+            f"{rate:.1f} responses/s"
+        )
+    )
+    return Group(*parts)

@@ -1,32 +1,105 @@
-"""``crawlfleet status``: the distributed crawls in a Redis, their frontier counts, the workers."""
+"""``crawlfleet status``: crawls, their counts and per-domain state, and the workers seen.
+
+``--redis URL``: the distributed crawls in that Redis (one with ``--crawl-id``) and the
+workers; ``--state DIR``: the embedded crawl in that state directory. With one crawl, a table
+per domain: queued, in flight, done, failed, dead, delay and block state.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from contextlib import AsyncExitStack
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from crawlfleet.errors import CrawlfleetError
+from crawlfleet.frontier.frontier import Frontier
+from crawlfleet.frontier.protocols import DomainView
+from crawlfleet.models import Outcome
 
 out = Console()
 err = Console(stderr=True)
 
+DOMAIN_ROWS = 50
 
-async def _status(redis_url: str, crawl_id: str | None) -> None:
+
+def block_state(view: DomainView, now: float) -> str:
+    """``ok``, or the block level with its cooldown and reason, and any Retry-After wait."""
+    parts = []
+    if view.level > 0:
+        parts.append(f"level {view.level}")
+    if view.cooldown_until > now:
+        parts.append(f"cooldown {view.cooldown_until - now:.0f} s")
+    if view.retry_after_until > now:
+        parts.append(f"Retry-After {view.retry_after_until - now:.0f} s")
+    if parts and view.block_reason:
+        parts.append(view.block_reason)
+    return ", ".join(parts) or "ok"
+
+
+def domain_table(views: list[DomainView], now: float, title: str) -> Table:
+    """One row per domain; ``done`` counts finished requests, ``failed`` those without a page."""
+    table = Table(title=title)
+    for column in ("domain", "queued", "in flight", "done", "failed", "dead", "delay", "block"):
+        table.add_column(column, justify="left" if column in ("domain", "block") else "right")
+    for view in views:
+        s = view.stats
+        failed = s.get(f"outcome.{Outcome.FAILED.value}") + s.get(
+            f"outcome.{Outcome.PARSE_ERROR.value}"
+        )
+        done = (
+            failed
+            + s.get(f"outcome.{Outcome.OK.value}")
+            + s.get(f"outcome.{Outcome.SKIPPED.value}")
+        )
+        table.add_row(
+            escape(view.domain),
+            str(view.queued),
+            str(view.in_flight),
+            str(done),
+            str(failed),
+            str(s.get(f"outcome.{Outcome.DEAD.value}")),
+            f"{view.effective_delay_s:g} s ({view.delay_source.value})",
+            escape(block_state(view, now)),
+        )
+    return table
+
+
+async def _domains(frontier: Frontier, title: str) -> None:
+    out.print(domain_table(await frontier.domains(DOMAIN_ROWS), time.time(), title))
+
+
+async def _embedded(state: Path) -> None:
+    from crawlfleet.runtime.wiring import open_frontier
+    from crawlfleet.settings import Settings
+
+    async with AsyncExitStack() as stack:
+        frontier = await open_frontier(Settings(state_dir=state), stack)
+        c = await frontier.counts()
+        out.print(
+            f"crawl in {escape(str(state))}: {c.queued} queued, {c.leased} leased, "
+            f"{c.done} done, {c.dead} dead, {c.seen} seen"
+        )
+        await _domains(frontier, "domains")
+
+
+async def _distributed(redis_url: str, crawl_id: str | None) -> None:
     from redis.exceptions import RedisError
 
     from crawlfleet.errors import StateError
     from crawlfleet.frontier.redis.queue import redact
+    from crawlfleet.runtime.backends import one_line
     from crawlfleet.runtime.celery.crawls import (
         WORKER_SEEN_S,
         connect,
         list_crawls,
-        one_line,
-        open_crawl_store,
+        open_crawl_frontier,
         worker_beats,
     )
 
@@ -45,15 +118,19 @@ async def _status(redis_url: str, crawl_id: str | None) -> None:
     crawls = Table(title="crawls")
     for column in ("crawl", "state", "queued", "leased", "done", "dead (DLQ)", "seen"):
         crawls.add_column(column, justify="left" if column in ("crawl", "state") else "right")
-    for name in ids:
-        store = await open_crawl_store(redis_url, name)
-        try:
-            c = await store.counts()
-        finally:
-            await store.close()
-        state = "dispatching" if name in active else ("finished" if not c.pending else "stopped")
-        crawls.add_row(name, state, *(str(n) for n in (c.queued, c.leased, c.done, c.dead, c.seen)))
-    out.print(crawls)
+    async with AsyncExitStack() as stack:
+        frontier: Frontier | None = None
+        for name in ids:
+            frontier = await open_crawl_frontier(redis_url, name, stack)
+            c = await frontier.counts()
+            state = (
+                "dispatching" if name in active else ("finished" if not c.pending else "stopped")
+            )
+            row = (c.queued, c.leased, c.done, c.dead, c.seen)
+            crawls.add_row(escape(name), state, *(str(n) for n in row))
+        out.print(crawls)
+        if crawl_id is not None and frontier is not None:
+            await _domains(frontier, f"domains of {crawl_id}")
     now = time.time()
     workers = Table(title=f"workers (live: heartbeat within {WORKER_SEEN_S:.0f} s)")
     for column in ("worker", "live", "last seen", "crawl", "concurrency", "queues"):
@@ -62,19 +139,29 @@ async def _status(redis_url: str, crawl_id: str | None) -> None:
         ago_s = now - beat.seen_at
         live = "yes" if ago_s < WORKER_SEEN_S else "no"
         workers.add_row(
-            beat.name, live, f"{ago_s:.0f} s ago", beat.crawl, str(beat.concurrency),
-            ",".join(beat.queues),
+            escape(beat.name), live, f"{ago_s:.0f} s ago", escape(beat.crawl),
+            str(beat.concurrency), ",".join(beat.queues),
         )  # fmt: skip
     out.print(workers)
 
 
 def status(
-    redis: Annotated[str, typer.Option("--redis", help="Redis URL of the crawls' frontier")],
-    crawl_id: Annotated[str | None, typer.Option(help="show only this crawl")] = None,
+    redis: Annotated[
+        str | None, typer.Option("--redis", help="Redis URL of the distributed crawls")
+    ] = None,
+    crawl_id: Annotated[str | None, typer.Option(help="show only this crawl, per domain")] = None,
+    state: Annotated[
+        Path | None, typer.Option("--state", help="state directory of an embedded crawl")
+    ] = None,
 ) -> None:
-    """Counts per state and DLQ size of each distributed crawl, and the workers seen."""
+    """Counts per state, DLQ size and per-domain rows of crawls, and the workers seen."""
     try:
-        asyncio.run(_status(redis, crawl_id))
+        if redis is not None:
+            asyncio.run(_distributed(redis, crawl_id))
+        elif state is not None:
+            asyncio.run(_embedded(state))
+        else:
+            raise CrawlfleetError("give --redis URL (distributed) or --state DIR (embedded)")
     except CrawlfleetError as exc:
         err.print(f"[red]error:[/] {exc}", soft_wrap=True)
         raise typer.Exit(2) from None

@@ -15,7 +15,6 @@ from rich.console import Console
 from crawlfleet.errors import CrawlfleetError
 
 err = Console(stderr=True)
-QUEUE_NAMES = ("http", "browser")
 
 
 def celery_argv(queues: tuple[str, ...], loglevel: str, extra: list[str]) -> list[str]:
@@ -55,12 +54,11 @@ def worker(
     from crawlfleet.runtime.celery.app import TaskLimits, make_app
     from crawlfleet.runtime.celery.executor import WorkerConfig, WorkerRuntime, check_backends
     from crawlfleet.runtime.celery.tasks import register as register_tasks
+    from crawlfleet.runtime.kinds import check_queues
 
     chosen = tuple(q.strip() for q in queues.split(",") if q.strip())
     try:
-        unknown = set(chosen) - set(QUEUE_NAMES)
-        if unknown or not chosen:
-            raise CrawlfleetError(f"unknown queue(s) {sorted(unknown)}; choose from {QUEUE_NAMES}")
+        check_queues(chosen)
         config = WorkerConfig(redis, postgres, concurrency, chosen, batch_s)
         app = make_app(broker or redis, TaskLimits(batch_s=batch_s))
         check_backends(config)

@@ -23,6 +23,10 @@ from crawlfleet.demosite.pages import (
 from crawlfleet.demosite.roles import SHOP, UrlFor
 
 PAGE_COUNT = 10
+BLOCKS_PAGES = 200
+BLOCKS_FORBIDDEN: tuple[int, ...] = (1, 2, 3, 4, 5)
+"""``/blocks/`` links ``/blocks/page/1..200`` with ``/blocks/forbidden/<n>`` (403) every
+40 pages: a few blocked URLs among many good ones."""
 SITEMAP_ONLY_PATHS: tuple[str, ...] = tuple(f"/from-sitemap/{n}" for n in range(1, 7))
 NOFOLLOW_FOLLOWED: tuple[str, ...] = ("/nofollow/followed-1", "/nofollow/followed-2")
 NOFOLLOW_HIDDEN: tuple[str, ...] = ("/nofollow/hidden-1", "/nofollow/hidden-2")
@@ -96,6 +100,9 @@ class Lab:
             web.get("/sitemap-pages.xml", self.sitemap_pages),
             web.get("/sitemap-more.xml.gz", self.sitemap_more),
             web.get("/page/{number:\\d+}", self.numbered_page),
+            web.get("/blocks/", self.blocks_index),
+            web.get("/blocks/page/{number:\\d+}", self.blocks_page),
+            web.get("/blocks/forbidden/{number:\\d+}", self.blocks_forbidden),
             web.get("/from-sitemap/{number:\\d+}", self.sitemap_only_page),
             web.get("/nofollow", self.nofollow),
             web.get("/meta-nofollow", self.meta_nofollow),
@@ -150,6 +157,27 @@ class Lab:
         if number < PAGE_COUNT:
             links.append((f"/page/{number + 1}", "next"))
         return simple_page(f"Lab page {number}", links)
+
+    async def blocks_index(self, request: web.Request) -> web.Response:
+        links: list[tuple[str, str]] = []
+        for number in range(1, BLOCKS_PAGES + 1):
+            links.append((f"/blocks/page/{number}", f"page {number}"))
+            if number % 40 == 0 and number // 40 in BLOCKS_FORBIDDEN:
+                links.append((f"/blocks/forbidden/{number // 40}", "forbidden"))
+        return simple_page("Blocks", links)
+
+    async def blocks_page(self, request: web.Request) -> web.Response:
+        number = int(request.match_info["number"])
+        if not 1 <= number <= BLOCKS_PAGES:
+            raise web.HTTPNotFound()
+        return simple_page(f"Blocks page {number}", [("/blocks/", "index")])
+
+    async def blocks_forbidden(self, request: web.Request) -> web.Response:
+        if int(request.match_info["number"]) not in BLOCKS_FORBIDDEN:
+            raise web.HTTPNotFound()
+        raise web.HTTPForbidden(
+            text="<html><title>Forbidden</title></html>", content_type=HTML_TYPE
+        )
 
     async def sitemap_only_page(self, request: web.Request) -> web.Response:
         path = request.path

@@ -1,28 +1,44 @@
-"""Per-domain scheduling shared by the embedded queue stores.
+"""Per-domain scheduling shared by the embedded queue stores, with one lane per fetcher kind.
 
-A ``DomainSchedule`` keeps, for each domain, its ready time, in-flight count, queued count,
-admission count and policy override, plus a heap of domains keyed by the earliest time each may
-have claimable work (lazy invalidation: a heap entry counts only while it matches the domain's
-``heap_key``). ``delayed`` counts queued requests that carry a not-before time (retries): only
-when every queued request is delayed does the schedule ask the store for the earliest one.
-A domain a claim finds or leaves at its in-flight limit is **parked**: out of the heap, even
-when requests join its queue, until one of its leases ends or its policy changes, so
-``next_ready_at`` does not report a domain that cannot be served.
+A ``DomainSchedule`` keeps, for each domain, its ready time, in-flight count, admission count,
+policy record (``frontier.policy``) and statistics counters, shared by its lanes, and per lane (fetcher kind) its
+queued count. Each kind has its own heap of domains keyed by the earliest time the domain's
+lane of that kind may have claimable work, so a claim for ``http`` never scans a domain that
+only has ``browser`` work. Heap entries are lazy: one counts only while it matches its lane's
+``heap_key``, and a key earlier than the domain's ``ready_at`` (the domain rested after it was
+pushed) is moved to ``ready_at`` when it reaches the top. ``delayed`` counts queued requests
+that carry a not-before time (retries): only when every queued request of a lane is delayed
+does the schedule ask the store for the earliest one. A domain a claim finds or leaves at its
+in-flight limit is **parked**: out of every heap, even when requests join its queues, until
+one of its leases ends or its policy changes, so ``next_ready_at`` does not report a domain
+that cannot be served.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
 from typing import TypeVar
 
-from crawlfleet.frontier.protocols import DomainPolicy
+from crawlfleet.counters import Counters, CrawlStats
+from crawlfleet.frontier import policy
+from crawlfleet.frontier.policy import PolicyRecord
+from crawlfleet.frontier.protocols import DomainPolicy, DomainView
 
 T = TypeVar("T")
 
-# Rebuild the heap when stale entries outnumber live domains by this factor.
+# Rebuild a heap when stale entries outnumber live domains by this factor.
 COMPACT_FACTOR = 4
+
+
+@dataclass(slots=True)
+class Lane:
+    """A domain's queue of one fetcher kind, as the schedule counts it."""
+
+    queued: int = 0
+    delayed: int = 0
+    heap_key: float | None = None
 
 
 @dataclass(slots=True)
@@ -32,20 +48,23 @@ class DomainState:
     name: str
     ready_at: float = 0.0
     in_flight: int = 0
-    queued: int = 0
-    delayed: int = 0
     admitted: int = 0
-    policy: DomainPolicy | None = None
-    heap_key: float | None = None
+    record: PolicyRecord = field(default_factory=PolicyRecord)
+    counters: Counters = field(default_factory=dict)
+    lanes: dict[str, Lane] = field(default_factory=dict)
     parked: bool = False
+
+    @property
+    def queued(self) -> int:
+        return sum(lane.queued for lane in self.lanes.values())
 
 
 class DomainSchedule:
-    """Domains by the time they may next be served."""
+    """Domains by the time each of their lanes may next be served."""
 
     def __init__(self) -> None:
         self.domains: dict[str, DomainState] = {}
-        self._heap: list[tuple[float, str]] = []
+        self._heaps: dict[str, list[tuple[float, str]]] = {}
 
     def get(self, domain: str) -> DomainState:
         state = self.domains.get(domain)
@@ -53,116 +72,168 @@ class DomainSchedule:
             state = self.domains[domain] = DomainState(domain)
         return state
 
-    def wake(self, state: DomainState, at: float) -> None:
-        """Put the domain in the heap at ``at`` (replacing any earlier entry)."""
-        state.heap_key = at
-        heapq.heappush(self._heap, (at, state.name))
-        if len(self._heap) > COMPACT_FACTOR * len(self.domains) + 64:
-            self._heap = [
-                (d.heap_key, d.name) for d in self.domains.values() if d.heap_key is not None
+    def wake(self, state: DomainState, kind: str, at: float) -> None:
+        """Put the domain's ``kind`` lane in its heap at ``at`` (replacing any other entry)."""
+        state.lanes[kind].heap_key = at
+        heap = self._heaps.setdefault(kind, [])
+        heapq.heappush(heap, (at, state.name))
+        if len(heap) > COMPACT_FACTOR * len(self.domains) + 64:
+            heap[:] = [
+                (lane.heap_key, d.name)
+                for d in self.domains.values()
+                if (lane := d.lanes.get(kind)) is not None and lane.heap_key is not None
             ]
-            heapq.heapify(self._heap)
+            heapq.heapify(heap)
 
-    def enqueued(self, state: DomainState, count: int, not_before: float = 0.0) -> None:
-        """Record ``count`` requests joining the domain's queue, due from ``not_before``."""
-        state.queued += count
+    def enqueued(self, state: DomainState, kind: str, count: int, not_before: float = 0.0) -> None:
+        """Record ``count`` requests joining the domain's ``kind`` lane, due from ``not_before``."""
+        lane = state.lanes.get(kind)
+        if lane is None:
+            lane = state.lanes[kind] = Lane()
+        lane.queued += count
         if not_before > 0:
-            state.delayed += count
+            lane.delayed += count
         eligible = max(state.ready_at, not_before)
-        if not state.parked and (state.heap_key is None or state.heap_key > eligible):
-            self.wake(state, eligible)
+        if not state.parked and (lane.heap_key is None or lane.heap_key > eligible):
+            self.wake(state, kind, eligible)
 
     def lease_ended(self, state: DomainState, count: int = 1) -> None:
         """``count`` of the domain's leases completed, failed or expired."""
         state.in_flight -= count
-        self._unpark(state)
+        self.unpark(state)
 
-    def _unpark(self, state: DomainState) -> None:
+    def unpark(self, state: DomainState) -> None:
+        """Put the domain's lanes with queued work back in their heaps (its slots may be free)."""
         state.parked = False
-        if state.queued > 0 and state.heap_key is None:
-            self.wake(state, state.ready_at)
+        for kind, lane in state.lanes.items():
+            if lane.queued > 0 and lane.heap_key is None:
+                self.wake(state, kind, state.ready_at)
 
-    def block(self, state: DomainState, until: float) -> None:
-        if until <= state.ready_at:
-            return
-        state.ready_at = until
-        if state.heap_key is not None and state.heap_key < until:
-            self.wake(state, until)
+    def _park(self, state: DomainState) -> None:
+        state.parked = True
+        for lane in state.lanes.values():
+            lane.heap_key = None
 
-    def set_policy(self, state: DomainState, policy: DomainPolicy) -> None:
-        state.policy = policy
-        self._unpark(state)
+    @staticmethod
+    def rest(state: DomainState, until: float) -> None:
+        """Keep the domain quiet until ``until`` (never shortens; heaps catch up lazily)."""
+        if until > state.ready_at:
+            state.ready_at = until
 
-    def _peek(self) -> DomainState | None:
-        heap = self._heap
+    def _peek(self, kind: str) -> tuple[float, DomainState] | None:
+        heap = self._heaps.get(kind)
         while heap:
             key, name = heap[0]
             state = self.domains[name]
-            if state.heap_key == key:
-                return state
-            heapq.heappop(heap)
+            lane = state.lanes[kind]
+            if lane.heap_key != key:
+                heapq.heappop(heap)
+            elif key < state.ready_at:
+                lane.heap_key = state.ready_at
+                heapq.heapreplace(heap, (state.ready_at, name))
+            else:
+                return key, state
         return None
 
-    def has_due(self, now: float) -> bool:
-        top = self._peek()
-        return top is not None and top.heap_key is not None and top.heap_key <= now
+    def _first(self, kinds: Collection[str]) -> tuple[float, str, DomainState] | None:
+        """The lane (of ``kinds``) with the earliest key: key, kind, domain."""
+        best: tuple[float, str, DomainState] | None = None
+        for kind in kinds:
+            top = self._peek(kind)
+            if top is not None and (best is None or top[0] < best[0]):
+                best = (top[0], kind, top[1])
+        return best
 
-    def next_ready_at(self, now: float) -> float | None:
-        """Earliest wake time of a domain with queued work (at least ``now``); None if none."""
-        top = self._peek()
-        if top is None or top.heap_key is None:
-            return None
-        return max(now, top.heap_key)
+    def has_due(self, now: float, kinds: Collection[str]) -> bool:
+        first = self._first(kinds)
+        return first is not None and first[0] <= now
+
+    def next_ready_at(self, now: float, kinds: Collection[str]) -> float | None:
+        """Earliest wake time of a lane of ``kinds`` with queued work (at least ``now``)."""
+        first = self._first(kinds)
+        return None if first is None else max(now, first[0])
 
     def claim(
         self,
         limit: int,
         now: float,
         default: DomainPolicy,
-        take: Callable[[str, float], tuple[T, float] | None],
-        earliest: Callable[[str], float | None],
+        kinds: Collection[str],
+        take: Callable[[str, str, float], tuple[T, float] | None],
+        earliest: Callable[[str, str], float | None],
     ) -> list[tuple[DomainState, T]]:
-        """Pick up to ``limit`` requests from due domains, one per domain visit.
+        """Pick up to ``limit`` requests of ``kinds`` from due domains, one per lane visit.
 
-        ``take(domain, now)`` removes the domain's best request due at ``now`` and returns it
-        with its not-before time (None if nothing is due); ``earliest(domain)`` is the earliest
-        not-before time among its queued requests. Each claim moves the domain's ready time to
-        ``now + delay_s`` and counts a lease.
+        ``take(domain, kind, now)`` removes the lane's best request due at ``now`` and returns
+        it with its not-before time (None if nothing is due); ``earliest(domain, kind)`` is
+        the earliest not-before time among the lane's queued requests. Each claim moves the
+        domain's ready time to ``now + effective delay`` and counts a lease.
         """
         taken: list[tuple[DomainState, T]] = []
-        heap = self._heap
         while len(taken) < limit:
-            state = self._peek()
-            if state is None or state.heap_key is None or state.heap_key > now:
+            first = self._first(kinds)
+            if first is None or first[0] > now:
                 break
-            heapq.heappop(heap)
-            state.heap_key = None
-            policy = state.policy or default
-            if state.in_flight >= policy.max_in_flight:
-                state.parked = True  # back in the heap when a lease ends (lease_ended)
+            _key, kind, state = first
+            lane = state.lanes[kind]
+            heapq.heappop(self._heaps[kind])
+            lane.heap_key = None
+            cap = policy.max_in_flight(state.record, default)
+            if state.in_flight >= cap:
+                self._park(state)  # back in the heaps when a lease ends (lease_ended)
                 continue
-            got = take(state.name, now)
+            got = take(state.name, kind, now)
             if got is None:
                 # Only delayed retries are queued: sleep until the first is due.
-                wake_at = earliest(state.name)
+                wake_at = earliest(state.name, kind)
                 if wake_at is not None:
-                    self.wake(state, max(state.ready_at, wake_at, now + 1e-6))
+                    self.wake(state, kind, max(state.ready_at, wake_at, now + 1e-6))
                 continue
             item, not_before = got
             taken.append((state, item))
             state.in_flight += 1
-            state.queued -= 1
+            lane.queued -= 1
             if not_before > 0:
-                state.delayed -= 1
-            state.ready_at = max(state.ready_at, now + policy.delay_s)
-            if state.in_flight >= policy.max_in_flight:
-                state.parked = True
-            elif state.queued > 0:
-                self.wake(state, self._eligible(state, earliest))
+                lane.delayed -= 1
+            state.ready_at = max(
+                state.ready_at, now + policy.effective_delay_s(state.record, default)
+            )
+            if state.in_flight >= cap:
+                self._park(state)
+            elif lane.queued > 0:
+                self.wake(state, kind, self._eligible(state, kind, lane, earliest))
         return taken
 
     @staticmethod
-    def _eligible(state: DomainState, earliest: Callable[[str], float | None]) -> float:
-        if state.queued > state.delayed:
+    def _eligible(
+        state: DomainState, kind: str, lane: Lane, earliest: Callable[[str, str], float | None]
+    ) -> float:
+        if lane.queued > lane.delayed:
             return state.ready_at
-        return max(state.ready_at, earliest(state.name) or 0.0)
+        return max(state.ready_at, earliest(state.name, kind) or 0.0)
+
+
+def view(state: DomainState, default: DomainPolicy) -> DomainView:
+    """The ``DomainView`` of a domain the schedule knows (or a fresh ``DomainState``)."""
+    record = state.record
+    return DomainView(
+        domain=state.name,
+        base_delay_s=policy.base_delay_s(record, default),
+        delay_source=record.delay_source,
+        max_in_flight=policy.max_in_flight(record, default),
+        level=record.level,
+        effective_delay_s=policy.effective_delay_s(record, default),
+        ready_at=state.ready_at,
+        cooldown_until=record.cooldown_until,
+        block_reason=record.block_reason,
+        retry_after_until=record.retry_after_until,
+        strategy=dict(record.strategy),
+        queued=state.queued,
+        in_flight=state.in_flight,
+        stats=CrawlStats(dict(state.counters)),
+    )
+
+
+def busiest(schedule: DomainSchedule, limit: int) -> list[DomainState]:
+    """The ``limit`` domains with the most admissions, most first (then by name)."""
+    return sorted(schedule.domains.values(), key=lambda s: (-s.admitted, s.name))[:limit]

@@ -1,21 +1,43 @@
 """The frontier: URLs in (canonical, in scope, deduplicated), due work out, outcomes back.
 
-It wraps a ``QueueStore`` with the crawl's URL rules, scope, budget and retry policy. Every
-runtime (the local asyncio loop, a Celery task) talks to the store through this class.
+It wraps a ``QueueStore`` with the crawl's URL rules, scope, budget, default domain policy and
+retry policy. Every runtime (the embedded runner, a Celery worker, the dispatcher) talks to
+the store through this class only: the store stays private.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
-from crawlfleet.errors import BadUrl
+from crawlfleet.counters import CrawlStats
+from crawlfleet.errors import BadUrl, ConfigError
 from crawlfleet.frontier.politeness import backoff_s
-from crawlfleet.frontier.protocols import Budget, DomainPolicy, QueueStore
+from crawlfleet.frontier.protocols import (
+    Budget,
+    DelaySource,
+    DomainPolicy,
+    DomainView,
+    Ended,
+    QueueStore,
+    Report,
+)
 from crawlfleet.frontier.scope import Scope
-from crawlfleet.models import CrawlRequest, Lease, Link
+from crawlfleet.models import (
+    Attempt,
+    CrawlRequest,
+    DeadLetter,
+    Lease,
+    Link,
+    Outcome,
+    QueueCounts,
+)
+from crawlfleet.settings import DomainOverride
 from crawlfleet.urls import UrlRules, fingerprint
+
+MAX_CRAWL_DELAY_S = 60.0
+"""A robots ``Crawl-delay`` above this is read as this (a typo must not stop a crawl)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,15 +47,6 @@ class RetryPolicy:
     max_retries: int
     base_s: float
     max_s: float
-
-
-@dataclass(frozen=True, slots=True)
-class Admission:
-    """What became of a batch of URLs offered to the frontier."""
-
-    requests: list[CrawlRequest]
-    rejected: list[tuple[str, str]]
-    admitted: int
 
 
 class Frontier:
@@ -50,9 +63,10 @@ class Frontier:
         retry: RetryPolicy,
         lease_s: float,
         max_redirects: int = 10,
+        overrides: Mapping[str, DomainOverride] | None = None,
         rng: random.Random | None = None,
     ) -> None:
-        self.store = store
+        self._store = store
         self.rules = rules
         self.scope = scope
         self.budget = budget
@@ -60,6 +74,7 @@ class Frontier:
         self.retry_policy = retry
         self.lease_s = lease_s
         self.max_redirects = max_redirects
+        self.overrides: Mapping[str, DomainOverride] = overrides or {}
         self._rng = rng or random.Random()
 
     def requests_for(
@@ -101,7 +116,8 @@ class Frontier:
         return requests, rejected
 
     async def add(self, requests: Sequence[CrawlRequest]) -> int:
-        return await self.store.add(requests, self.budget) if requests else 0
+        """Admit the new requests within the budget; how many were admitted."""
+        return await self._store.add(requests, self.budget) if requests else 0
 
     def redirect(self, parent: CrawlRequest, location: str) -> CrawlRequest | str:
         """The request a redirect leads to (same depth, one more hop), or why it is refused."""
@@ -125,32 +141,115 @@ class Frontier:
             hops=parent.hops + 1,
         )
 
-    async def claim(self, limit: int, now: float) -> list[Lease]:
-        return await self.store.claim(limit, now, self.lease_s, self.default_policy)
+    async def claim(self, limit: int, now: float, kinds: Collection[str]) -> list[Lease]:
+        """Due leases of the fetcher ``kinds`` (see ``QueueStore.claim``)."""
+        return await self._store.claim(limit, now, self.lease_s, self.default_policy, kinds)
 
-    async def complete(self, lease: Lease) -> bool:
-        return await self.store.complete(lease)
+    async def complete(self, lease: Lease, report: Report) -> Ended:
+        """The request is done; ``report`` goes to the statistics, attempt log and policy."""
+        return await self._store.complete(lease, report, self.default_policy)
 
-    async def fail(self, lease: Lease, error: str, now: float, not_before: float = 0.0) -> bool:
+    async def fail(
+        self,
+        lease: Lease,
+        error: str,
+        now: float,
+        report: Report,
+        *,
+        not_before: float = 0.0,
+        retry: bool = True,
+    ) -> tuple[bool, Ended]:
         """Retry later (backoff with full jitter, or ``not_before`` if later) or bury.
 
-        Returns True when the request will be retried, False when it went to the DLQ.
+        A request past its retry budget, or one with ``retry`` False, goes to the DLQ. The
+        report's attempt is recorded with outcome ``retry`` or ``dead`` to match. Returns
+        whether the request will be retried, and the lease end.
         """
         attempt = lease.request.attempt
-        if attempt >= self.retry_policy.max_retries:
-            await self.store.bury(lease, error, now)
-            return False
+        if not retry or attempt >= self.retry_policy.max_retries:
+            dead = _with_outcome(report, Outcome.DEAD)
+            return False, await self._store.bury(lease, error, now, dead, self.default_policy)
         wait_s = backoff_s(
             attempt, base_s=self.retry_policy.base_s, max_s=self.retry_policy.max_s, rng=self._rng
         )
-        await self.store.retry(lease, max(now + wait_s, not_before), error)
-        return True
+        again = _with_outcome(report, Outcome.RETRY)
+        due = max(now + wait_s, not_before)
+        return True, await self._store.retry(lease, due, error, again, self.default_policy)
 
     async def reap(self, now: float) -> int:
         """Count leases expired before ``now`` as failed attempts (see ``QueueStore.reap``)."""
-        return await self.store.reap(now, self.retry_policy.max_retries)
+        return await self._store.reap(now, self.retry_policy.max_retries)
 
-    async def set_delay(self, domain: str, delay_s: float) -> None:
-        await self.store.set_policy(
-            domain, DomainPolicy(delay_s=delay_s, max_in_flight=self.default_policy.max_in_flight)
-        )
+    async def robots_delay(self, domain: str, crawl_delay_s: float) -> None:
+        """Record a robots ``Crawl-delay`` (capped, never below the default) for every process.
+
+        An override from the config is kept (the store ignores robots over it).
+        """
+        delay_s = max(self.default_policy.delay_s, min(crawl_delay_s, MAX_CRAWL_DELAY_S))
+        await self._store.set_delay(domain, delay_s, DelaySource.ROBOTS)
+
+    async def apply_overrides(self, overrides: Mapping[str, DomainOverride]) -> None:
+        """Write per-domain delays and concurrency caps from the config into the store.
+
+        Keys are hosts; with the ``domain`` politeness key two hosts of one registrable
+        domain cannot both be given (``ConfigError``).
+        """
+        by_key: dict[str, str] = {}
+        for host, override in overrides.items():
+            key = self.rules.politeness_key(f"http://{host}/")
+            if key in by_key:
+                raise ConfigError(
+                    f"bad setting 'domains': {by_key[key]!r} and {host!r} share the "
+                    f"politeness key {key!r}"
+                )
+            by_key[key] = host
+            if override.delay_s is not None:
+                await self._store.set_delay(key, override.delay_s, DelaySource.OVERRIDE)
+            if override.concurrency is not None:
+                await self._store.set_concurrency(key, override.concurrency)
+
+    async def start(self, now: float) -> None:
+        """Record the crawl's start (once) and apply the config's per-domain overrides."""
+        await self._store.start(now)
+        await self.apply_overrides(self.overrides)
+
+    async def next_ready_at(self, now: float, kinds: Collection[str]) -> float | None:
+        """See ``QueueStore.next_ready_at``."""
+        return await self._store.next_ready_at(now, kinds)
+
+    async def counts(self) -> QueueCounts:
+        return await self._store.counts()
+
+    async def stats(self) -> CrawlStats:
+        return await self._store.stats()
+
+    async def domain(self, domain: str) -> DomainView:
+        return await self._store.domain(domain, self.default_policy)
+
+    async def domains(self, limit: int = 100) -> list[DomainView]:
+        return await self._store.domains(self.default_policy, limit)
+
+    async def pending_attempts(self, limit: int) -> list[Attempt]:
+        """See ``QueueStore.pending_attempts``."""
+        return await self._store.pending_attempts(limit)
+
+    async def ack_attempts(self, count: int) -> None:
+        await self._store.ack_attempts(count)
+
+    async def dead_letters(self, limit: int = 100, offset: int = 0) -> list[DeadLetter]:
+        return await self._store.dead_letters(limit, offset)
+
+    async def requeue_dead(self, fingerprints: Sequence[str] | None = None) -> int:
+        return await self._store.requeue_dead(fingerprints)
+
+    async def purge_dead(self, fingerprints: Sequence[str] | None = None) -> int:
+        return await self._store.purge_dead(fingerprints)
+
+    async def close(self) -> None:
+        await self._store.close()
+
+
+def _with_outcome(report: Report, outcome: Outcome) -> Report:
+    if report.attempt.outcome is outcome:
+        return report
+    return replace(report, attempt=replace(report.attempt, outcome=outcome))

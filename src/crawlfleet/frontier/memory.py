@@ -1,21 +1,39 @@
 """The in-memory ``QueueStore``: for tests, and the reference model of the contract.
 
-Per domain, due requests sit in a heap by (-priority, admission seq) and retries waiting for
-their not-before time in a heap by (not_before, seq); ``DomainSchedule`` picks the domains.
-Lease tokens are ``"{fingerprint}:{n}"`` where ``n`` counts the hand-outs of that fingerprint,
-so a token from an earlier hand-out is recognisably stale. Nothing survives the process.
+Per lane (domain, fetcher kind), due requests sit in a heap by (-priority, admission seq) and
+retries waiting for their not-before time in a heap by (not_before, seq); ``DomainSchedule``
+picks the lanes. Lease tokens are ``"{fingerprint}:{n}"`` where ``n`` counts the hand-outs
+of that fingerprint, so a token from an earlier hand-out is recognisably stale. Attempts wait
+in a list for ``pending_attempts``. Nothing survives the process.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
+from itertools import islice
 
-from crawlfleet.frontier.domains import DomainSchedule
-from crawlfleet.frontier.protocols import LEASE_EXPIRED, Budget, DomainPolicy
-from crawlfleet.models import CrawlRequest, DeadLetter, Lease, QueueCounts
+from crawlfleet import counters
+from crawlfleet.counters import Counters, CrawlStats
+from crawlfleet.frontier import domains, policy
+from crawlfleet.frontier.accounting import expired_attempt, expired_counters, report_counters
+from crawlfleet.frontier.domains import DomainSchedule, DomainState
+from crawlfleet.frontier.protocols import (
+    LEASE_EXPIRED,
+    Budget,
+    DelaySource,
+    DomainPolicy,
+    DomainView,
+    Ended,
+    Report,
+)
+from crawlfleet.models import Attempt, CrawlRequest, DeadLetter, Lease, QueueCounts
+
+Lane = tuple[str, str]
+"""(domain, fetcher kind)."""
 
 
 class _State(Enum):
@@ -44,14 +62,17 @@ class MemoryQueueStore:
         self._schedule = DomainSchedule()
         self._seen: set[str] = set()
         self._entries: dict[str, _Entry] = {}
-        self._due: dict[str, list[tuple[int, int, str]]] = {}
-        self._waiting: dict[str, list[tuple[float, int, str]]] = {}
+        self._due: dict[Lane, list[tuple[int, int, str]]] = {}
+        self._waiting: dict[Lane, list[tuple[float, int, str]]] = {}
         self._leases: dict[str, tuple[str, float]] = {}
         self._expiries: list[tuple[float, str]] = []
         self._dead: set[str] = set()
         self._counts = dict.fromkeys(_State, 0)
         self._admitted = 0
         self._seq = 0
+        self._crawl_counters: Counters = {}
+        self._started_at: float | None = None
+        self._attempts: deque[Attempt] = deque()
 
     async def add(self, requests: Sequence[CrawlRequest], budget: Budget) -> int:
         admitted = 0
@@ -73,26 +94,25 @@ class MemoryQueueStore:
             admitted += 1
         return admitted
 
-    async def mark_seen(self, fingerprints: Sequence[str]) -> None:
-        self._seen.update(fingerprints)
-
     def _push(self, entry: _Entry, not_before: float) -> None:
-        """Queue an entry (already counted nowhere) in its domain, due from ``not_before``."""
+        """Queue an entry (already counted nowhere) in its lane, due from ``not_before``."""
         request = entry.request
+        lane = (request.domain, request.fetcher)
         entry.not_before = not_before
         if not_before > 0:
-            waiting = self._waiting.setdefault(request.domain, [])
+            waiting = self._waiting.setdefault(lane, [])
             heapq.heappush(waiting, (not_before, entry.seq, request.fingerprint))
         else:
-            due = self._due.setdefault(request.domain, [])
+            due = self._due.setdefault(lane, [])
             heapq.heappush(due, (-request.priority, entry.seq, request.fingerprint))
         entry.state = _State.QUEUED
         self._counts[_State.QUEUED] += 1
-        self._schedule.enqueued(self._schedule.get(request.domain), 1, not_before)
+        domain = self._schedule.get(request.domain)
+        self._schedule.enqueued(domain, request.fetcher, 1, not_before)
 
-    def _take(self, domain: str, now: float) -> tuple[_Entry, float] | None:
-        due = self._due.setdefault(domain, [])
-        waiting = self._waiting.get(domain)
+    def _take(self, domain: str, kind: str, now: float) -> tuple[_Entry, float] | None:
+        due = self._due.setdefault((domain, kind), [])
+        waiting = self._waiting.get((domain, kind))
         while waiting and waiting[0][0] <= now:
             _nb, seq, fp = heapq.heappop(waiting)
             heapq.heappush(due, (-self._entries[fp].request.priority, seq, fp))
@@ -101,18 +121,24 @@ class MemoryQueueStore:
         entry = self._entries[heapq.heappop(due)[2]]
         return entry, entry.not_before
 
-    def _earliest(self, domain: str) -> float | None:
-        if self._due.get(domain):
+    def _earliest(self, domain: str, kind: str) -> float | None:
+        if self._due.get((domain, kind)):
             return 0.0
-        waiting = self._waiting.get(domain)
+        waiting = self._waiting.get((domain, kind))
         return waiting[0][0] if waiting else None
 
     async def claim(
-        self, limit: int, now: float, lease_s: float, default: DomainPolicy
+        self,
+        limit: int,
+        now: float,
+        lease_s: float,
+        default: DomainPolicy,
+        kinds: Collection[str],
     ) -> list[Lease]:
         leases: list[Lease] = []
         expires_at = now + lease_s
-        for _domain, entry in self._schedule.claim(limit, now, default, self._take, self._earliest):
+        picked = self._schedule.claim(limit, now, default, kinds, self._take, self._earliest)
+        for _domain, entry in picked:
             entry.hand_outs += 1
             token = f"{entry.request.fingerprint}:{entry.hand_outs}"
             entry.token = token
@@ -124,7 +150,7 @@ class MemoryQueueStore:
         self._counts[_State.LEASED] += len(leases)
         return leases
 
-    def _release(self, token: str) -> _Entry | None:
+    def _release(self, token: str) -> tuple[_Entry, DomainState] | None:
         """End a current lease (None if stale), freeing its domain slot."""
         held = self._leases.pop(token, None)
         if held is None:
@@ -132,34 +158,56 @@ class MemoryQueueStore:
         entry = self._entries[held[0]]
         entry.token = None
         self._counts[_State.LEASED] -= 1
-        self._schedule.lease_ended(self._schedule.get(entry.request.domain))
-        return entry
+        domain = self._schedule.get(entry.request.domain)
+        self._schedule.lease_ended(domain)
+        return entry, domain
 
-    async def complete(self, lease: Lease) -> bool:
-        entry = self._release(lease.token)
-        if entry is None:
-            return False
+    def _record(self, domain: DomainState, report: Report, default: DomainPolicy) -> Ended:
+        """Counters, attempt, rest and block window of a current lease's end."""
+        self._count(domain.name, report_counters(report))
+        self._attempts.append(report.attempt)
+        ready_at, change = policy.end_lease(
+            domain.record, domain.name, domain.ready_at, report, default
+        )
+        self._schedule.rest(domain, ready_at)
+        return Ended(True, change)
+
+    def _count(self, domain: str, added: Mapping[str, float]) -> None:
+        counters.merge(self._crawl_counters, added)
+        counters.merge(self._schedule.get(domain).counters, added)
+
+    async def complete(self, lease: Lease, report: Report, default: DomainPolicy) -> Ended:
+        released = self._release(lease.token)
+        if released is None:
+            return Ended(False)
+        entry, domain = released
         entry.state = _State.DONE
         entry.errors.clear()
         self._counts[_State.DONE] += 1
-        return True
+        return self._record(domain, report, default)
 
-    async def retry(self, lease: Lease, not_before: float, error: str) -> bool:
-        entry = self._release(lease.token)
-        if entry is None:
-            return False
+    async def retry(
+        self, lease: Lease, not_before: float, error: str, report: Report, default: DomainPolicy
+    ) -> Ended:
+        released = self._release(lease.token)
+        if released is None:
+            return Ended(False)
+        entry, domain = released
         entry.errors.append(error)
         entry.request = replace(entry.request, attempt=entry.request.attempt + 1)
         self._push(entry, not_before)
-        return True
+        return self._record(domain, report, default)
 
-    async def bury(self, lease: Lease, error: str, now: float) -> bool:
-        entry = self._release(lease.token)
-        if entry is None:
-            return False
+    async def bury(
+        self, lease: Lease, error: str, now: float, report: Report, default: DomainPolicy
+    ) -> Ended:
+        released = self._release(lease.token)
+        if released is None:
+            return Ended(False)
+        entry, domain = released
         entry.errors.append(error)
         self._kill(entry, now)
-        return True
+        return self._record(domain, report, default)
 
     def _kill(self, entry: _Entry, died_at: float) -> None:
         """Move a released entry (its error already recorded) to the dead-letter queue."""
@@ -172,11 +220,16 @@ class MemoryQueueStore:
         reaped = 0
         while self._expiries and self._expiries[0][0] < now:
             expires_at, token = heapq.heappop(self._expiries)
-            entry = self._release(token)
-            if entry is None:
+            released = self._release(token)
+            if released is None:
                 continue
+            entry, _domain = released
             entry.errors.append(LEASE_EXPIRED)
-            if entry.request.attempt >= max_retries:
+            dies = entry.request.attempt >= max_retries
+            attempt = expired_attempt(entry.request, dies, expires_at)
+            self._attempts.append(attempt)
+            self._count(attempt.domain, expired_counters(attempt))
+            if dies:
                 self._kill(entry, expires_at)
             else:
                 entry.request = replace(entry.request, attempt=entry.request.attempt + 1)
@@ -184,14 +237,30 @@ class MemoryQueueStore:
             reaped += 1
         return reaped
 
-    async def set_policy(self, domain: str, policy: DomainPolicy) -> None:
-        self._schedule.set_policy(self._schedule.get(domain), policy)
+    async def set_delay(self, domain: str, delay_s: float, source: DelaySource) -> None:
+        state = self._schedule.get(domain)
+        if policy.set_delay(state.record, delay_s, source):
+            self._schedule.unpark(state)
 
-    async def block(self, domain: str, until: float) -> None:
-        self._schedule.block(self._schedule.get(domain), until)
+    async def set_concurrency(self, domain: str, max_in_flight: int) -> None:
+        state = self._schedule.get(domain)
+        state.record.max_in_flight = max_in_flight
+        self._schedule.unpark(state)
 
-    async def next_ready_at(self, now: float) -> float | None:
-        return self._schedule.next_ready_at(now)
+    async def set_strategy(self, domain: str, strategy: Mapping[str, str]) -> None:
+        self._schedule.get(domain).record.strategy = dict(strategy)
+
+    async def domain(self, domain: str, default: DomainPolicy) -> DomainView:
+        state = self._schedule.domains.get(domain)
+        if state is None:
+            state = DomainState(domain)
+        return domains.view(state, default)
+
+    async def domains(self, default: DomainPolicy, limit: int = 100) -> list[DomainView]:
+        return [domains.view(state, default) for state in domains.busiest(self._schedule, limit)]
+
+    async def next_ready_at(self, now: float, kinds: Collection[str]) -> float | None:
+        return self._schedule.next_ready_at(now, kinds)
 
     async def counts(self) -> QueueCounts:
         c = self._counts
@@ -202,6 +271,23 @@ class MemoryQueueStore:
             dead=c[_State.DEAD],
             seen=len(self._seen),
         )
+
+    async def start(self, now: float) -> None:
+        if self._started_at is None:
+            self._started_at = now
+
+    async def stats(self) -> CrawlStats:
+        return CrawlStats(dict(self._crawl_counters), self._started_at)
+
+    async def add_counters(self, domain: str, counters: Mapping[str, float]) -> None:
+        self._count(domain, counters)
+
+    async def pending_attempts(self, limit: int) -> list[Attempt]:
+        return list(islice(self._attempts, limit))
+
+    async def ack_attempts(self, count: int) -> None:
+        for _ in range(min(count, len(self._attempts))):
+            self._attempts.popleft()
 
     def _dead_entries(self, fingerprints: Sequence[str] | None) -> list[_Entry]:
         chosen = self._dead if fingerprints is None else self._dead.intersection(fingerprints)

@@ -1,14 +1,10 @@
 """What a response means for the request and its domain: status classes, backoff, blocks.
 
-The crawl loop uses these in this order for each ``FetchResult``::
-
-    verdict = detector.observe(domain, result)     # slows a domain that starts blocking us
-    kind = classify(result)
-    if kind is StatusClass.RETRY_AFTER:            # block the domain for the larger of
-        delay_s = parse_retry_after(result.headers.get("retry-after"), now)
-        ...                                        # delay_s and verdict.cooldown_s
-    elif verdict.blocked: ...                      # retry later, domain cooled down
-    elif kind is StatusClass.TRANSIENT: ...        # retry after backoff_s(attempt, ...)
+The crawl step asks two questions of each ``FetchResult``: ``classify`` (what to do with the
+request: parse, retry, follow, give up) and ``judge`` (what it says about the domain: a
+block, a clean success, or neither). The judge's signal goes to the store with the lease's
+end, and the store's block window decides whether the whole domain slows down; nothing here
+keeps state.
 
 All of it is deterministic given the clock and the random generator passed in.
 """
@@ -18,12 +14,10 @@ from __future__ import annotations
 import math
 import random
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from enum import Enum
 
-from crawlfleet.clock import Clock
+from crawlfleet.frontier.protocols import Signal
 from crawlfleet.models import FetchResult
 
 DAY_S = 86_400.0
@@ -96,128 +90,100 @@ def classify(result: FetchResult) -> StatusClass:
     return StatusClass.TRANSIENT
 
 
-DEFAULT_BLOCK_MARKERS = (
+MAX_CHALLENGE_BYTES = 16 * 1024
+"""A 200 page larger than this is never a challenge page: real ones are small."""
+MAX_MARKER_SCAN_BYTES = 64 * 1024
+"""How much of a 403/429/503 body is searched for a ban marker."""
+MAX_CHALLENGE_LINKS = 4
+"""A CAPTCHA widget on a page with more links than this is a form on a real page."""
+
+BAN_MARKERS = (
     "captcha",
+    "cf-chl",
     "cf-challenge",
-    "cf-chl-",
+    "challenge-platform",
     "access denied",
     "unusual traffic",
     "are you a robot",
+    "verify you are human",
 )
+"""Lower-case phrases of ban and challenge pages, looked for only where ``judge`` says."""
+
+_CHALLENGE_SCRIPTS = re.compile(
+    rb"(?:cf-chl|challenge-platform|_cf_chl_opt|cf_chl_)",
+)
+"""Cloudflare's challenge machinery: found only on its challenge pages."""
+_BOT_WALL = re.compile(
+    rb"<(?:script|iframe)\b[^>]*\bsrc\s*=\s*[\"']?[^\"'>]*"
+    rb"(captcha-delivery|px-captcha|perimeterx|arkoselabs|funcaptcha)"
+)
+"""Scripts of bot-wall vendors: a page with one and hardly any links is their wall."""
+_CAPTCHA_WIDGET = re.compile(
+    rb"<(?:script|iframe)\b[^>]*\bsrc\s*=\s*[\"']?[^\"'>]*(recaptcha|hcaptcha|turnstile)"
+    rb"|<(?:div|form)\b[^>]*\b(?:class|id)\s*=\s*[\"']?[^\"'>]*"
+    rb"(g-recaptcha|h-captcha|cf-turnstile|captcha-form)"
+)
+"""General CAPTCHA widgets, also found on sign-up and review forms of real pages."""
+BOT_PHRASES = ("unusual traffic", "are you a robot", "verify you are human", "automated queries")
+"""What a page says when its CAPTCHA widget is a wall rather than a form's guard."""
+_TITLE = re.compile(rb"<title\b[^>]*>(.*?)</title", re.DOTALL)
+_LINK = re.compile(rb"<a\b[^>]*\bhref")
 
 
-@dataclass(frozen=True, slots=True)
-class BlockVerdict:
-    """What one response says about being blocked by its domain.
+def judge(result: FetchResult) -> tuple[Signal, str]:
+    """What a response says about being blocked by its domain, and why (empty for no block).
 
-    ``blocked``: the site refuses us: retry the request later, do not parse.
-    ``delay_multiplier``: multiply the domain's delay by this (1.0 when all is well).
-    ``cooldown_s``: when blocked, how long the domain should rest before the next request.
-    ``changed``: the multiplier differs from the one before this response.
+    403 and 429 are blocks. A ban marker counts only on a page that looks like a challenge:
+    a 503 HTML page carrying one, or a small (``MAX_CHALLENGE_BYTES``) 200 HTML page whose
+    ``<title>`` carries one, that runs Cloudflare's challenge scripts, or that has hardly any
+    links and a bot-wall vendor's script, or a CAPTCHA widget with a bot phrase ("unusual
+    traffic"). A product page that
+    mentions "captcha" or "access denied" in its text is a success. Other 2xx are successes;
+    everything else (404, 500, a redirect) is neither.
     """
+    status = result.status
+    if status in (403, 429, 503):
+        marker = _marker_in(result, result.body[:MAX_MARKER_SCAN_BYTES].lower())
+        if marker:
+            return Signal.BLOCK, f"challenge page (HTTP {status}, {marker!r})"
+        if status == 503:
+            return Signal.NONE, ""
+        return Signal.BLOCK, f"HTTP {status}"
+    if not 200 <= status < 300:
+        return Signal.NONE, ""
+    if len(result.body) <= MAX_CHALLENGE_BYTES and result.is_html:
+        reason = _challenge_reason(result.body.lower())
+        if reason:
+            return Signal.BLOCK, f"challenge page (HTTP {status}, {reason})"
+    return Signal.SUCCESS, ""
 
-    blocked: bool
-    reason: str | None
-    delay_multiplier: float
-    cooldown_s: float
-    changed: bool
+
+def _marker_in(result: FetchResult, lowered: bytes) -> str:
+    if not result.is_html:
+        return ""
+    for marker in BAN_MARKERS:
+        if marker.encode() in lowered:
+            return marker
+    return ""
 
 
-class _Score:
-    __slots__ = ("strikes", "successes", "updated_at")
-
-    def __init__(self, now: float) -> None:
-        self.strikes = 0
-        self.successes = 0
-        self.updated_at = now
-
-
-class BlockDetector:
-    """A per-domain block score: strikes from 403, 429 and ban pages slow the domain down.
-
-    Each strike doubles the domain's delay multiplier, up to ``2**max_strikes``. Every
-    ``successes_per_step`` consecutive 2xx responses without a marker, and every ``decay_s``
-    without a strike, take one strike away. Ban markers (lower-case substrings) are looked for
-    only in HTML bodies of 200, 403 and 429 responses no larger than ``max_marker_bytes``:
-    ban and CAPTCHA pages are small, and this keeps the check cheap. Only domains with strikes
-    are remembered.
-    """
-
-    def __init__(
-        self,
-        clock: Clock,
-        *,
-        markers: Sequence[str] = DEFAULT_BLOCK_MARKERS,
-        max_strikes: int = 4,
-        successes_per_step: int = 3,
-        decay_s: float = 600.0,
-        cooldown_base_s: float = 60.0,
-        max_marker_bytes: int = 32 * 1024,
-    ) -> None:
-        if max_strikes < 0 or successes_per_step < 1 or decay_s <= 0:
-            raise ValueError("need max_strikes >= 0, successes_per_step >= 1, decay_s > 0")
-        self._clock = clock
-        self._markers = tuple(m.lower().encode("utf-8") for m in markers if m)
-        self._max_strikes = max_strikes
-        self._successes_per_step = successes_per_step
-        self._decay_s = decay_s
-        self._cooldown_base_s = cooldown_base_s
-        self._max_marker_bytes = max_marker_bytes
-        self._scores: dict[str, _Score] = {}
-
-    def multiplier(self, domain: str) -> float:
-        """The domain's current delay multiplier (1.0 for a domain with no strikes)."""
-        return float(2 ** self._strikes(domain, self._clock.now()))
-
-    def observe(self, domain: str, result: FetchResult) -> BlockVerdict:
-        """Count one response toward the domain's score; the verdict for it."""
-        now = self._clock.now()
-        before = self._strikes(domain, now)
-        reason = self._block_reason(result)
-        if reason is not None:
-            score = self._scores.setdefault(domain, _Score(now))
-            score.strikes = min(score.strikes + 1, self._max_strikes)
-            score.successes = 0
-            score.updated_at = now
-            multiplier = float(2**score.strikes)
-            cooldown_s = self._cooldown_base_s * multiplier
-            return BlockVerdict(True, reason, multiplier, cooldown_s, score.strikes != before)
-        current = self._scores.get(domain)
-        if current is not None and 200 <= result.status < 300:
-            current.successes += 1
-            if current.successes >= self._successes_per_step:
-                current.strikes -= 1
-                current.successes = 0
-                current.updated_at = now
-        after = self._strikes(domain, now)
-        return BlockVerdict(False, None, float(2**after), 0.0, after != before)
-
-    def _block_reason(self, result: FetchResult) -> str | None:
-        status = result.status
-        if status not in (200, 403, 429):
-            return None
-        body = result.body
-        if self._markers and len(body) <= self._max_marker_bytes and result.is_html:
-            lowered = body.lower()
-            for marker in self._markers:
-                if marker in lowered:
-                    return f"ban marker {marker.decode('utf-8')!r} in a {status} page"
-        if status == 403:
-            return "403 forbidden"
-        if status == 429:
-            return "429 too many requests"
-        return None
-
-    def _strikes(self, domain: str, now: float) -> int:
-        """The domain's strikes after time decay; a domain back at 0 is forgotten."""
-        score = self._scores.get(domain)
-        if score is None:
-            return 0
-        steps = int((now - score.updated_at) // self._decay_s)
-        if steps > 0:
-            score.strikes -= steps
-            score.updated_at += steps * self._decay_s
-        if score.strikes <= 0:
-            del self._scores[domain]
-            return 0
-        return score.strikes
+def _challenge_reason(lowered: bytes) -> str:
+    title = _TITLE.search(lowered)
+    if title is not None:
+        for marker in BAN_MARKERS:
+            if marker.encode() in title.group(1):
+                return f"title says {marker!r}"
+    found = _CHALLENGE_SCRIPTS.search(lowered)
+    if found is not None:
+        return f"{found.group(0).decode()!r} script"
+    few_links = len(_LINK.findall(lowered)) <= MAX_CHALLENGE_LINKS
+    wall = _BOT_WALL.search(lowered)
+    if wall is not None and few_links:
+        return f"{wall.group(1).decode()!r} CAPTCHA"
+    widget = _CAPTCHA_WIDGET.search(lowered)
+    if widget is not None and few_links:
+        for phrase in BOT_PHRASES:
+            if phrase.encode() in lowered:
+                name = (widget.group(1) or widget.group(2)).decode()
+                return f"{name!r} CAPTCHA saying {phrase!r}"
+    return ""

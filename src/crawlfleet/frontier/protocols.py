@@ -3,14 +3,24 @@
 A ``QueueStore`` keeps, for one crawl:
 
 - the **seen filter** (every fingerprint ever admitted; exact or Bloom, per backend),
-- **per-domain queues** ordered by priority (higher first) then by admission order,
+- **per-domain queues** ordered by priority (higher first) then by admission order, split
+  into one **lane per fetcher kind** (``models.FETCHER_KINDS``): a claim names the kinds it
+  can serve and never receives another kind's request, while the domain's politeness (ready
+  time, in-flight count) is shared by all its lanes,
 - a **ready-time index** of domains: a domain is served only when ``now >= ready_at`` and its
   in-flight count is below its concurrency limit,
 - **leases**: handed-out requests with an expiry; an expired lease counts as a failed attempt
   (``reap``), so a page that kills every worker ends in the dead-letter queue,
 - **retries** (a request back in its queue with a not-before time) and the **dead-letter queue**,
 - **budgets**: total and per-domain caps on admissions ever made (done, dead and purged
-  requests still count), never on what is queued right now.
+  requests still count), never on what is queued right now,
+- the **domain policy** of every domain (``DomainView``): base delay and where it came from,
+  concurrency cap, block state (level, window of recent outcomes, cooldown, reason), the
+  last Retry-After block, and the fetch strategy slot. Only the store changes it, in the
+  same atomic step as the lease change that caused it, so every process sees one policy and
+  nothing a process did not read (a robots ``Crawl-delay``) is ever written back over,
+- **statistics**: the counters of ``crawlfleet.counters``, per crawl and per domain, and the
+  **attempt log** rows, both added in the same atomic step as the lease end they describe.
 
 A request that goes back to its queue (retried, reaped, or requeued from the DLQ) keeps its
 admission order: once due, it is served before requests of its priority admitted after it.
@@ -19,26 +29,131 @@ Each state change is atomic in the backend (a transaction in SQLite, a Lua scrip
 every fingerprint is always in exactly one of: queued, leased, done, dead.
 The in-memory, SQLite and Redis implementations pass the same contract tests
 (``tests/contract/test_queue_store.py``).
+
+The effective delay of a domain is ``base_delay_s * 2 ** block_level``; every lease end that
+fetched something (any outcome but ``skipped``) also keeps the domain quiet for that delay
+after ``attempt.at``, so gaps between responses and the next request are never shorter.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Protocol
 
-from crawlfleet.models import CrawlRequest, DeadLetter, Lease, QueueCounts
+from crawlfleet.counters import CrawlStats
+from crawlfleet.models import Attempt, CrawlRequest, DeadLetter, Lease, QueueCounts
 
 LEASE_EXPIRED = "lease expired (worker lost)"
 """The error ``reap`` records in the history of a request whose lease expired."""
 
 
 @dataclass(frozen=True, slots=True)
+class BlockRules:
+    """When a domain escalates (slows down) and when it comes back.
+
+    A domain keeps a window of its last ``window`` judged responses (a block or a clean
+    success; other outcomes do not count). When a block arrives and at least ``min_samples``
+    are in the window and the share of blocks is at least ``threshold``, the domain's level
+    goes up by one (at most ``max_level``), its window is cleared and it rests
+    ``cooldown_s * 2 ** (level - 1)``. After ``recover_after`` clean successes in a row the
+    level goes down by one.
+    """
+
+    window: int = 20
+    min_samples: int = 5
+    threshold: float = 0.5
+    recover_after: int = 20
+    max_level: int = 4
+    cooldown_s: float = 30.0
+
+
+@dataclass(frozen=True, slots=True)
 class DomainPolicy:
-    """How fast one domain may be hit: ``delay_s`` between claims, ``max_in_flight`` leases."""
+    """The crawl-wide default politeness: delay, in-flight cap and block rules."""
 
     delay_s: float
     max_in_flight: int
+    blocks: BlockRules = field(default_factory=BlockRules)
+
+
+class DelaySource(StrEnum):
+    """Where a domain's base delay came from. An ``override`` is never replaced by robots."""
+
+    CONFIG = "config"
+    ROBOTS = "robots"
+    OVERRIDE = "override"
+
+
+class Signal(StrEnum):
+    """What one response says about being blocked by its domain."""
+
+    NONE = "none"
+    """Neither: an error, a 404, a skip. Leaves the block window alone."""
+    SUCCESS = "success"
+    """A clean 2xx."""
+    BLOCK = "block"
+    """A 403, a 429, a challenge page: counts toward escalation."""
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """What one attempt did, recorded with the lease's end in one atomic step.
+
+    ``counters`` are added to the crawl's and the domain's statistics beside those of
+    ``crawlfleet.counters.for_attempt(attempt)`` (which the store derives itself): items
+    stored, invalid or duplicate by type. ``block_until`` > 0 keeps the domain quiet until
+    then (a Retry-After), recorded with ``reason``.
+    """
+
+    attempt: Attempt
+    signal: Signal = Signal.NONE
+    reason: str = ""
+    counters: Mapping[str, float] = field(default_factory=dict)
+    block_until: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyChange:
+    """A domain's block level moved (``escalated`` or ``recovered``), with why."""
+
+    domain: str
+    level: int
+    change: str
+    reason: str
+    until: float
+
+
+@dataclass(frozen=True, slots=True)
+class Ended:
+    """The result of a lease end. Truthy when the lease was current and the change applied."""
+
+    current: bool
+    change: PolicyChange | None = None
+
+    def __bool__(self) -> bool:
+        return self.current
+
+
+@dataclass(frozen=True, slots=True)
+class DomainView:
+    """One domain's policy, queue and statistics, as every process of the crawl sees them."""
+
+    domain: str
+    base_delay_s: float
+    delay_source: DelaySource
+    max_in_flight: int
+    level: int
+    effective_delay_s: float
+    ready_at: float
+    cooldown_until: float
+    block_reason: str
+    retry_after_until: float
+    strategy: Mapping[str, str]
+    queued: int
+    in_flight: int
+    stats: CrawlStats
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,71 +165,91 @@ class Budget:
 
 
 class QueueStore(Protocol):
-    """Request queue, seen filter, leases, retries, DLQ and domain scheduling for one crawl."""
+    """Request queue, seen filter, leases, retries, DLQ, domain policy and statistics."""
 
     async def add(self, requests: Sequence[CrawlRequest], budget: Budget) -> int:
         """Admit the requests whose fingerprint was never seen, within the budget.
 
         The seen check-and-set is atomic: of two concurrent adds of one fingerprint exactly one
         admits it. A request refused by the budget is *not* marked seen. Returns how many
-        were admitted. Duplicates within ``requests`` count once.
+        were admitted. Duplicates within ``requests`` count once. Each request joins the lane
+        of its ``fetcher`` kind.
         """
-        ...
-
-    async def mark_seen(self, fingerprints: Sequence[str]) -> None:
-        """Mark fingerprints seen without queueing them (redirect targets, skipped URLs)."""
         ...
 
     async def claim(
-        self, limit: int, now: float, lease_s: float, default: DomainPolicy
+        self,
+        limit: int,
+        now: float,
+        lease_s: float,
+        default: DomainPolicy,
+        kinds: Collection[str],
     ) -> list[Lease]:
-        """Hand out up to ``limit`` due requests, leased until ``now + lease_s``.
+        """Hand out up to ``limit`` due requests of the given fetcher ``kinds``.
 
-        Only domains with ``ready_at <= now`` and fewer than ``max_in_flight`` leases are
-        served, each claim pushing the domain's ``ready_at`` to ``now + delay_s`` (its own
-        policy if ``set_policy`` was called, else ``default``). Requests whose not-before time
-        is in the future are skipped. An empty list does **not** mean the crawl is finished:
-        see ``counts().pending`` and ``next_ready_at``.
+        Leased until ``now + lease_s``. Only domains with ``ready_at <= now`` and fewer
+        than their ``max_in_flight`` leases are served, each claim pushing the domain's
+        ``ready_at`` to ``now + effective delay``. Requests whose not-before time is in the
+        future are skipped. An empty list does **not** mean the crawl is finished: see
+        ``counts().pending`` and ``next_ready_at``.
         """
         ...
 
-    async def complete(self, lease: Lease) -> bool:
-        """Mark the leased request done. False if the lease is no longer current."""
+    async def complete(self, lease: Lease, report: Report, default: DomainPolicy) -> Ended:
+        """Mark the leased request done, recording ``report``; not current: nothing changes."""
         ...
 
-    async def retry(self, lease: Lease, not_before: float, error: str) -> bool:
+    async def retry(
+        self, lease: Lease, not_before: float, error: str, report: Report, default: DomainPolicy
+    ) -> Ended:
         """Put the request back in its queue with ``attempt + 1``, not due before ``not_before``.
 
-        The error joins the request's history (shown when it is dead-lettered). False if the
-        lease is no longer current.
+        The error joins the request's history (shown when it is dead-lettered). Only this
+        request waits: its domain's other requests are not delayed (unless ``report`` blocks
+        the domain or escalates it).
         """
         ...
 
-    async def bury(self, lease: Lease, error: str, now: float) -> bool:
-        """Move the request to the dead-letter queue. False if the lease is no longer current."""
+    async def bury(
+        self, lease: Lease, error: str, now: float, report: Report, default: DomainPolicy
+    ) -> Ended:
+        """Move the request to the dead-letter queue, recording ``report``."""
         ...
 
     async def reap(self, now: float, max_retries: int) -> int:
         """Count each lease that expired strictly before ``now`` as a failed attempt.
 
-        The error ``LEASE_EXPIRED`` joins the request's history. A request with
-        ``attempt >= max_retries`` goes to the dead-letter queue (``died_at`` = its lease's
-        expiry), the rule ``Frontier.fail`` applies; any other goes back to its queue with
-        ``attempt + 1``, due at once. Returns how many leases were reaped (both kinds); their
-        tokens are no longer current.
+        The error ``LEASE_EXPIRED`` joins the request's history and an attempt (outcome
+        retry or dead, no status, worker ``"?"``) is recorded with the ``lease_expired``
+        counter. A request with ``attempt >= max_retries`` goes to the dead-letter queue
+        (``died_at`` = its lease's expiry), the rule ``Frontier.fail`` applies; any other
+        goes back to its queue with ``attempt + 1``, due at once. Returns how many leases
+        were reaped (both kinds); their tokens are no longer current.
         """
         ...
 
-    async def set_policy(self, domain: str, policy: DomainPolicy) -> None:
-        """Override the default politeness for one domain (robots.txt Crawl-delay, config)."""
+    async def set_delay(self, domain: str, delay_s: float, source: DelaySource) -> None:
+        """Set the domain's base delay; a ``ROBOTS`` value never replaces an ``OVERRIDE``."""
         ...
 
-    async def block(self, domain: str, until: float) -> None:
-        """Serve nothing from ``domain`` before ``until`` (Retry-After); never shortens a block."""
+    async def set_concurrency(self, domain: str, max_in_flight: int) -> None:
+        """Set the domain's in-flight cap (a per-domain override); a parked domain is freed."""
         ...
 
-    async def next_ready_at(self, now: float) -> float | None:
-        """Earliest time a queued request may become claimable, never earlier than ``now``.
+    async def set_strategy(self, domain: str, strategy: Mapping[str, str]) -> None:
+        """Replace the domain's fetch strategy slot (fetcher kind, proxy tier, ...)."""
+        ...
+
+    async def domain(self, domain: str, default: DomainPolicy) -> DomainView:
+        """The domain's policy, queue and statistics (defaults for an unknown domain)."""
+        ...
+
+    async def domains(self, default: DomainPolicy, limit: int = 100) -> list[DomainView]:
+        """The ``limit`` domains with the most requests admitted, most first."""
+        ...
+
+    async def next_ready_at(self, now: float, kinds: Collection[str]) -> float | None:
+        """Earliest time a queued request of ``kinds`` may become claimable, never before ``now``.
 
         The later of a domain's ``ready_at`` and its request's not-before time counts. Domains
         whose in-flight slots are full (as a claim found or left them) are left out until one
@@ -124,6 +259,31 @@ class QueueStore(Protocol):
         ...
 
     async def counts(self) -> QueueCounts: ...
+
+    async def start(self, now: float) -> None:
+        """Record the crawl's start time, once (a resumed crawl keeps the first)."""
+        ...
+
+    async def stats(self) -> CrawlStats:
+        """The crawl's counters (summed over its domains) and start time."""
+        ...
+
+    async def add_counters(self, domain: str, counters: Mapping[str, float]) -> None:
+        """Add counters that belong to no lease (e.g. items written outside a crawl step)."""
+        ...
+
+    async def pending_attempts(self, limit: int) -> list[Attempt]:
+        """The oldest attempts still to be copied to an external attempt log, oldest first.
+
+        A store that keeps its attempt log itself (SQLite) returns ``[]``. Attempts stay
+        until ``ack_attempts``: a copier killed in between copies them again, so the copy
+        must be idempotent (each attempt's ``(fingerprint, retry, at)`` is unique).
+        """
+        ...
+
+    async def ack_attempts(self, count: int) -> None:
+        """Forget the ``count`` oldest pending attempts (copied)."""
+        ...
 
     async def dead_letters(self, limit: int = 100, offset: int = 0) -> list[DeadLetter]:
         """A page of dead letters, oldest ``died_at`` first (admission order among equals)."""

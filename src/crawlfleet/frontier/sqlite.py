@@ -3,46 +3,44 @@
 The stdlib ``sqlite3`` runs synchronously inside the async methods: each call is well under a
 millisecond, cheaper than a thread hop, and the lack of awaits makes every method atomic
 within the event loop. Every method commits before it returns, so a killed process loses
-nothing it was told about. The file is locked to this store (see ``sqlite_schema``), which
-lets the per-domain schedule (ready times, in-flight and queued counts) and the state
-counters live in memory, rebuilt from the tables by ``open``.
+nothing it was told about; a lease end writes its request row, its attempt row and its
+domain's row (ready time, policy record, counters) in one transaction. The file is locked to
+this store (see ``sqlite_schema``), which lets the per-domain schedule (ready times, in-flight
+and queued counts per lane, policy records, statistics counters) and the state counts live
+in memory, rebuilt from the tables by ``open``.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from crawlfleet import sqlitedb
+from crawlfleet.counters import Counters, CrawlStats, merge
 from crawlfleet.errors import StateError
+from crawlfleet.frontier import domains, policy
+from crawlfleet.frontier import sqlite_rows as rows
 from crawlfleet.frontier import sqlite_schema as q
+from crawlfleet.frontier.accounting import expired_attempt, expired_counters, report_counters
 from crawlfleet.frontier.domains import DomainSchedule, DomainState
-from crawlfleet.frontier.protocols import LEASE_EXPIRED, Budget, DomainPolicy
-from crawlfleet.models import CrawlRequest, DeadLetter, Lease, QueueCounts
-
-
-def _request(row: Sequence[Any]) -> CrawlRequest:
-    """A request from the ``REQUEST_COLUMNS`` at the start of ``row``."""
-    fp, url, domain, depth, priority, attempt, fetcher, parent = row[:8]
-    return CrawlRequest(url, fp, domain, depth, priority, attempt, fetcher, parent)
-
-
-def _row(r: CrawlRequest) -> tuple[Any, ...]:
-    """The ``REQUEST_COLUMNS`` of a request."""
-    return (r.fingerprint, r.url, r.domain, r.depth, r.priority, r.attempt, r.fetcher, r.parent)
-
-
-def _parse_token(token: str) -> tuple[str, int] | None:
-    fp, _, n = token.rpartition(":")
-    return (fp, int(n)) if fp and n.isdigit() else None
-
-
-def _json_or_null(fingerprints: Sequence[str] | None) -> str | None:
-    return None if fingerprints is None else json.dumps(list(fingerprints))
+from crawlfleet.frontier.policy import PolicyRecord
+from crawlfleet.frontier.protocols import (
+    LEASE_EXPIRED,
+    Budget,
+    DelaySource,
+    DomainPolicy,
+    DomainView,
+    Ended,
+    Report,
+)
+from crawlfleet.models import Attempt, CrawlRequest, DeadLetter, Lease, QueueCounts
 
 
 class SqliteQueueStore:
@@ -55,11 +53,15 @@ class SqliteQueueStore:
         self._schedule = DomainSchedule()
         self._counts = dict.fromkeys((q.QUEUED, q.LEASED, q.DONE, q.DEAD, q.SEEN), 0)
         self._admitted = 0
+        self._crawl_counters: Counters = {}
         self._load()
 
     @classmethod
     async def open(cls, path: Path) -> SqliteQueueStore:
-        """Open (creating if needed) the state file; StateError if corrupt, foreign or locked."""
+        """Open (creating or migrating if needed) the state file.
+
+        StateError if the file is corrupt, foreign, of a newer schema or locked.
+        """
         db, lock = q.open_queue_db(path)
         try:
             return cls(path, db, lock)
@@ -72,21 +74,22 @@ class SqliteQueueStore:
         db, schedule = self._db, self._schedule
         for state, count in db.execute(q.COUNT_BY_STATE):
             self._counts[state] = count
-        for name, ready_at, admitted, delay_s, max_in_flight in db.execute(q.LOAD_DOMAINS):
+        for name, ready_at, admitted, found, *record in db.execute(q.LOAD_DOMAINS):
             domain = schedule.get(name)
             domain.ready_at = ready_at
             domain.admitted = admitted
+            domain.record = rows.record(record)
+            domain.counters = orjson.loads(found)
+            merge(self._crawl_counters, domain.counters)
             self._admitted += admitted
-            if delay_s is not None:
-                domain.policy = DomainPolicy(delay_s, max_in_flight)
         for name, count in db.execute(q.LOAD_LEASED):
             schedule.get(name).in_flight = count
-        for name, count, delayed, not_before in db.execute(q.LOAD_QUEUED):
+        for name, kind, count, delayed, not_before in db.execute(q.LOAD_QUEUED):
             domain = schedule.get(name)
             if count > delayed:
-                schedule.enqueued(domain, count - delayed)
+                schedule.enqueued(domain, kind, count - delayed)
             if delayed:
-                schedule.enqueued(domain, delayed, not_before)
+                schedule.enqueued(domain, kind, delayed, not_before)
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -112,7 +115,8 @@ class SqliteQueueStore:
             taken = {row[0] for row in db.execute(q.FIND_SEEN, (fps,))}
             total = self._admitted
             per_domain: dict[str, int] = {}
-            rows = []
+            per_lane: dict[tuple[str, str], int] = {}
+            new_rows = []
             for r in requests:
                 if r.fingerprint in taken:
                     continue
@@ -125,48 +129,50 @@ class SqliteQueueStore:
                     continue
                 taken.add(r.fingerprint)
                 per_domain[r.domain] = count + 1
+                lane = (r.domain, r.fetcher)
+                per_lane[lane] = per_lane.get(lane, 0) + 1
                 total += 1
-                rows.append(_row(r))
-            if not rows:
+                new_rows.append(rows.request_row(r))
+            if not new_rows:
                 return 0
-            db.executemany(q.INSERT_QUEUED, rows)
+            db.executemany(q.INSERT_QUEUED, new_rows)
             db.executemany(q.SET_ADMITTED, per_domain.items())
         for name, admitted in per_domain.items():
-            domain = schedule.get(name)
-            schedule.enqueued(domain, admitted - domain.admitted)
-            domain.admitted = admitted
+            schedule.get(name).admitted = admitted
+        for (name, kind), count in per_lane.items():
+            schedule.enqueued(schedule.get(name), kind, count)
         self._admitted = total
-        self._counts[q.QUEUED] += len(rows)
-        return len(rows)
-
-    async def mark_seen(self, fingerprints: Sequence[str]) -> None:
-        with self._transaction() as db:
-            added = db.executemany(q.INSERT_SEEN, ((fp,) for fp in fingerprints)).rowcount
-        self._counts[q.SEEN] += added
+        self._counts[q.QUEUED] += len(new_rows)
+        return len(new_rows)
 
     async def claim(
-        self, limit: int, now: float, lease_s: float, default: DomainPolicy
+        self,
+        limit: int,
+        now: float,
+        lease_s: float,
+        default: DomainPolicy,
+        kinds: Collection[str],
     ) -> list[Lease]:
-        if limit <= 0 or not self._schedule.has_due(now):
+        if limit <= 0 or not self._schedule.has_due(now, kinds):
             return []
         expires_at = now + lease_s
 
-        def take(domain: str, at: float) -> tuple[Lease, float] | None:
-            row = db.execute(q.TAKE, (domain, at)).fetchone()
+        def take(domain: str, kind: str, at: float) -> tuple[Lease, float] | None:
+            row = db.execute(q.TAKE, (domain, kind, at)).fetchone()
             if row is None:
                 return None
             hand_outs = row[2] + 1
             db.execute(q.LEASE, (hand_outs, expires_at, row[0]))
-            request = _request(row[3:])
+            request = rows.request(row[3:])
             token = f"{request.fingerprint}:{hand_outs}"
             return Lease(request, token, expires_at), row[1]
 
-        def earliest(domain: str) -> float | None:
-            value: float | None = db.execute(q.EARLIEST, (domain,)).fetchone()[0]
+        def earliest(domain: str, kind: str) -> float | None:
+            value: float | None = db.execute(q.EARLIEST, (domain, kind)).fetchone()[0]
             return value
 
         with self._transaction() as db:
-            picked = self._schedule.claim(limit, now, default, take, earliest)
+            picked = self._schedule.claim(limit, now, default, kinds, take, earliest)
             touched = {state.name: state.ready_at for state, _ in picked}
             db.executemany(q.SET_READY, touched.items())
         leases = [lease for _, lease in picked]
@@ -174,68 +180,129 @@ class SqliteQueueStore:
         self._counts[q.LEASED] += len(leases)
         return leases
 
-    def _end_lease(self, sql: str, params: tuple[Any, ...], lease: Lease) -> DomainState | None:
-        """Run a lease-ending statement guarded by the token; the domain, or None if stale."""
-        parsed = _parse_token(lease.token)
-        if parsed is None or self._execute(sql, (*params, *parsed)) != 1:
-            return None
+    def _end_lease(
+        self,
+        sql: str,
+        params: tuple[Any, ...],
+        lease: Lease,
+        report: Report,
+        default: DomainPolicy,
+    ) -> tuple[Ended, DomainState]:
+        """End a lease, with its report, in one transaction guarded by the token."""
+        state = self._schedule.get(lease.request.domain)
+        parsed = rows.parse_token(lease.token)
+        if parsed is None:
+            return Ended(False), state
+        record = replace(state.record)
+        ready_at, change = policy.end_lease(record, state.name, state.ready_at, report, default)
+        added = report_counters(report)
+        counted = dict(state.counters)
+        merge(counted, added)
+        with self._transaction() as db:
+            if db.execute(sql, (*params, *parsed)).rowcount != 1:
+                return Ended(False), state
+            db.execute(q.INSERT_ATTEMPT, rows.attempt_row(report.attempt))
+            db.execute(
+                q.END_LEASE_DOMAIN,
+                (ready_at, record.level, record.window, record.streak, record.cooldown_until,
+                 record.block_reason, record.retry_after_until, orjson.dumps(counted),
+                 state.name),
+            )  # fmt: skip
+        state.record = record
+        state.counters = counted
+        merge(self._crawl_counters, added)
         self._counts[q.LEASED] -= 1
-        domain = self._schedule.get(lease.request.domain)
-        self._schedule.lease_ended(domain)
-        return domain
+        self._schedule.rest(state, ready_at)
+        self._schedule.lease_ended(state)
+        return Ended(True, change), state
 
-    async def complete(self, lease: Lease) -> bool:
-        if self._end_lease(q.COMPLETE, (), lease) is None:
-            return False
-        self._counts[q.DONE] += 1
-        return True
+    async def complete(self, lease: Lease, report: Report, default: DomainPolicy) -> Ended:
+        ended, _state = self._end_lease(q.COMPLETE, (), lease, report, default)
+        if ended:
+            self._counts[q.DONE] += 1
+        return ended
 
-    async def retry(self, lease: Lease, not_before: float, error: str) -> bool:
-        domain = self._end_lease(q.RETRY, (not_before, error), lease)
-        if domain is None:
-            return False
-        self._schedule.enqueued(domain, 1, not_before)
-        self._counts[q.QUEUED] += 1
-        return True
+    async def retry(
+        self, lease: Lease, not_before: float, error: str, report: Report, default: DomainPolicy
+    ) -> Ended:
+        ended, state = self._end_lease(q.RETRY, (not_before, error), lease, report, default)
+        if ended:
+            self._schedule.enqueued(state, lease.request.fetcher, 1, not_before)
+            self._counts[q.QUEUED] += 1
+        return ended
 
-    async def bury(self, lease: Lease, error: str, now: float) -> bool:
-        if self._end_lease(q.BURY, (now, error), lease) is None:
-            return False
-        self._counts[q.DEAD] += 1
-        return True
+    async def bury(
+        self, lease: Lease, error: str, now: float, report: Report, default: DomainPolicy
+    ) -> Ended:
+        ended, _state = self._end_lease(q.BURY, (now, error), lease, report, default)
+        if ended:
+            self._counts[q.DEAD] += 1
+        return ended
 
     async def reap(self, now: float, max_retries: int) -> int:
         params = (now, max_retries, LEASE_EXPIRED)
         with self._transaction() as db:
-            expired = db.execute(q.EXPIRED_BY_DOMAIN, params[:2]).fetchall()
-            if expired:
-                db.execute(q.REAP_DEAD, params)
-                db.execute(q.REAP, params)
+            expired = [(rows.request(row), row[8]) for row in db.execute(q.EXPIRED, params[:1])]
+            if not expired:
+                return 0
+            db.execute(q.REAP_DEAD, params)
+            db.execute(q.REAP, params)
+            attempts = [expired_attempt(r, r.attempt >= max_retries, at) for r, at in expired]
+            db.executemany(q.INSERT_ATTEMPT, [rows.attempt_row(a) for a in attempts])
+            counted: dict[str, Counters] = {}
+            for attempt in attempts:
+                found = counted.get(attempt.domain)
+                if found is None:
+                    found = dict(self._schedule.get(attempt.domain).counters)
+                    counted[attempt.domain] = found
+                merge(found, expired_counters(attempt))
+            db.executemany(q.SET_COUNTERS, [(d, orjson.dumps(c)) for d, c in counted.items()])
+        for attempt in attempts:
+            merge(self._crawl_counters, expired_counters(attempt))
+        for name, found in counted.items():
+            self._schedule.get(name).counters = found
         schedule = self._schedule
-        for name, requeued, buried in expired:
-            domain = schedule.get(name)
-            schedule.lease_ended(domain, requeued + buried)
-            if requeued:
-                schedule.enqueued(domain, requeued)
-        requeued_total: int = sum(row[1] for row in expired)
-        buried_total: int = sum(row[2] for row in expired)
-        self._counts[q.LEASED] -= requeued_total + buried_total
-        self._counts[q.QUEUED] += requeued_total
-        self._counts[q.DEAD] += buried_total
-        return requeued_total + buried_total
+        for request, _at in expired:
+            state = schedule.get(request.domain)
+            schedule.lease_ended(state)
+            if request.attempt < max_retries:
+                schedule.enqueued(state, request.fetcher, 1)
+                self._counts[q.QUEUED] += 1
+            else:
+                self._counts[q.DEAD] += 1
+        self._counts[q.LEASED] -= len(expired)
+        return len(expired)
 
-    async def set_policy(self, domain: str, policy: DomainPolicy) -> None:
-        self._execute(q.SET_POLICY, (domain, policy.delay_s, policy.max_in_flight))
-        self._schedule.set_policy(self._schedule.get(domain), policy)
+    def _save_policy(self, state: DomainState, record: PolicyRecord) -> None:
+        self._execute(q.SAVE_POLICY, rows.policy_row(state.name, record))
+        state.record = record
+        self._schedule.unpark(state)
 
-    async def block(self, domain: str, until: float) -> None:
+    async def set_delay(self, domain: str, delay_s: float, source: DelaySource) -> None:
         state = self._schedule.get(domain)
-        if until > state.ready_at:
-            self._execute(q.SET_READY, (domain, until))
-            self._schedule.block(state, until)
+        record = replace(state.record)
+        if policy.set_delay(record, delay_s, source):
+            self._save_policy(state, record)
 
-    async def next_ready_at(self, now: float) -> float | None:
-        return self._schedule.next_ready_at(now)
+    async def set_concurrency(self, domain: str, max_in_flight: int) -> None:
+        state = self._schedule.get(domain)
+        self._save_policy(state, replace(state.record, max_in_flight=max_in_flight))
+
+    async def set_strategy(self, domain: str, strategy: Mapping[str, str]) -> None:
+        state = self._schedule.get(domain)
+        self._save_policy(state, replace(state.record, strategy=dict(strategy)))
+
+    async def domain(self, domain: str, default: DomainPolicy) -> DomainView:
+        state = self._schedule.domains.get(domain)
+        if state is None:
+            state = DomainState(domain)
+        return domains.view(state, default)
+
+    async def domains(self, default: DomainPolicy, limit: int = 100) -> list[DomainView]:
+        return [domains.view(state, default) for state in domains.busiest(self._schedule, limit)]
+
+    async def next_ready_at(self, now: float, kinds: Collection[str]) -> float | None:
+        return self._schedule.next_ready_at(now, kinds)
 
     async def counts(self) -> QueueCounts:
         c = self._counts
@@ -247,25 +314,47 @@ class SqliteQueueStore:
             seen=sum(c.values()),
         )
 
+    async def start(self, now: float) -> None:
+        self._execute(q.START, (now,))
+
+    async def stats(self) -> CrawlStats:
+        started = self._db.execute(q.STARTED_AT).fetchone()
+        return CrawlStats(dict(self._crawl_counters), None if started is None else started[0])
+
+    async def add_counters(self, domain: str, counters: Mapping[str, float]) -> None:
+        state = self._schedule.get(domain)
+        counted = dict(state.counters)
+        merge(counted, counters)
+        self._execute(q.SET_COUNTERS, (domain, orjson.dumps(counted)))
+        state.counters = counted
+        merge(self._crawl_counters, counters)
+
+    async def pending_attempts(self, limit: int) -> list[Attempt]:
+        """Nothing: the attempts are already in the state file's ``attempts`` table."""
+        return []
+
+    async def ack_attempts(self, count: int) -> None:
+        """Nothing to forget: no attempt is ever pending (``pending_attempts``)."""
+
     async def dead_letters(self, limit: int = 100, offset: int = 0) -> list[DeadLetter]:
-        rows = self._db.execute(q.DEAD_LETTERS, (limit, offset)).fetchall()
-        return [DeadLetter(_request(row), tuple(json.loads(row[8])), row[9]) for row in rows]
+        found = self._db.execute(q.DEAD_LETTERS, (limit, offset)).fetchall()
+        return [DeadLetter(rows.request(row), tuple(json.loads(row[8])), row[9]) for row in found]
 
     async def requeue_dead(self, fingerprints: Sequence[str] | None = None) -> int:
-        selection = (_json_or_null(fingerprints),)
+        selection = (rows.json_or_null(fingerprints),)
         with self._transaction() as db:
-            by_domain = db.execute(q.DEAD_BY_DOMAIN, selection).fetchall()
-            if by_domain:
+            by_lane = db.execute(q.DEAD_BY_LANE, selection).fetchall()
+            if by_lane:
                 db.execute(q.REQUEUE_DEAD, selection)
-        for name, count in by_domain:
-            self._schedule.enqueued(self._schedule.get(name), count)
-        moved: int = sum(count for _, count in by_domain)
+        for name, kind, count in by_lane:
+            self._schedule.enqueued(self._schedule.get(name), kind, count)
+        moved: int = sum(row[2] for row in by_lane)
         self._counts[q.DEAD] -= moved
         self._counts[q.QUEUED] += moved
         return moved
 
     async def purge_dead(self, fingerprints: Sequence[str] | None = None) -> int:
-        purged = self._execute(q.PURGE_DEAD, (_json_or_null(fingerprints),))
+        purged = self._execute(q.PURGE_DEAD, (rows.json_or_null(fingerprints),))
         self._counts[q.DEAD] -= purged
         self._counts[q.SEEN] += purged
         return purged

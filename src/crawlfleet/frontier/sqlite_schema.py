@@ -4,18 +4,36 @@ Tables::
 
     requests   one row per fingerprint ever seen
                seq (admission order), fp, state (see below), domain, url, depth, priority,
-               attempt, fetcher, parent, not_before (epoch s, retries), hand_outs (lease
-               counter: the token of the current lease is "{fp}:{hand_outs}"), expires_at
-               (lease expiry, epoch s), errors (JSON list of error texts), died_at (epoch s)
-    domains    domain, ready_at (epoch s), admitted (budget count), delay_s and
-               max_in_flight (policy override, NULL = the crawl default)
+               attempt, fetcher (its lane), parent, not_before (epoch s, retries), hand_outs
+               (lease counter: the token of the current lease is "{fp}:{hand_outs}"),
+               expires_at (lease expiry, epoch s), errors (JSON list of error texts),
+               died_at (epoch s)
+    domains    one row per domain: ready_at (epoch s), admitted (budget count), and the
+               policy record (``frontier.policy.PolicyRecord``): delay_s (base delay, NULL =
+               the crawl default) and delay_source, max_in_flight (NULL = default), level,
+               block_window ("b"/"o" per judged response), streak, cooldown_until,
+               block_reason, retry_after_until, strategy (JSON object of strings); and
+               counters, its ``crawlfleet.counters`` as a JSON object (the crawl's are
+               their sums)
+    meta       key, value: ``started_at`` (epoch s)
+    attempts   the attempt log, one row per lease end or expired lease, written in the
+               transaction of the lease change: url, fingerprint, domain, worker, outcome,
+               status, bytes, latency_s, retry, at, error, fetcher, detail (the columns
+               ``monitoring.attempt_log.SqliteAttemptLog`` reads)
 
-``state``: 0 queued, 1 leased, 2 done, 3 dead, 4 seen only (``mark_seen``, or a purged
-dead letter). Partial indexes keep each hot query on a small index: queued rows by
-(domain, priority DESC, seq), leases by expiry, dead letters by death time.
+``state``: 0 queued, 1 leased, 2 done, 3 dead, 4 seen only (a purged dead letter; schema 1
+also used it for ``mark_seen``). Partial indexes keep each hot query on a small index:
+queued rows by lane (domain, fetcher) then (priority DESC, seq), leases by expiry, dead
+letters by death time.
+
+Schema versions (``PRAGMA user_version``): 1 had no lanes, policy record, counters, meta,
+nor the attempt columns fetcher and detail (the attempt log created its own table);
+``open_queue_db`` migrates a version 1 file in place, keeping a stored delay as the base
+delay with source ``config``.
 
 The file is guarded by an ``fcntl`` lock on a sibling ``<name>.lock`` file, so two crawls
-cannot share one state file; other connections of the same process (the attempt log) are fine.
+cannot share one state file; other connections of the same process (the attempt log's
+readers) are fine.
 """
 
 from __future__ import annotations
@@ -29,10 +47,10 @@ from crawlfleet import sqlitedb
 from crawlfleet.errors import StateError
 
 QUEUED, LEASED, DONE, DEAD, SEEN = 0, 1, 2, 3, 4
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS requests (
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS requests (
     seq INTEGER PRIMARY KEY,
     fp TEXT NOT NULL UNIQUE,
     state INTEGER NOT NULL,
@@ -48,28 +66,79 @@ CREATE TABLE IF NOT EXISTS requests (
     expires_at REAL,
     errors TEXT NOT NULL DEFAULT '[]',
     died_at REAL
-);
-CREATE INDEX IF NOT EXISTS requests_queued
-    ON requests (domain, priority DESC, seq, not_before) WHERE state = 0;
-CREATE INDEX IF NOT EXISTS requests_leased ON requests (expires_at) WHERE state = 1;
-CREATE INDEX IF NOT EXISTS requests_dead ON requests (died_at, seq) WHERE state = 3;
-CREATE TABLE IF NOT EXISTS domains (
+)""",
+    """CREATE INDEX IF NOT EXISTS requests_lanes
+    ON requests (domain, fetcher, priority DESC, seq, not_before) WHERE state = 0""",
+    "CREATE INDEX IF NOT EXISTS requests_leased ON requests (expires_at) WHERE state = 1",
+    "CREATE INDEX IF NOT EXISTS requests_dead ON requests (died_at, seq) WHERE state = 3",
+    """CREATE TABLE IF NOT EXISTS domains (
     domain TEXT PRIMARY KEY,
     ready_at REAL NOT NULL DEFAULT 0,
     admitted INTEGER NOT NULL DEFAULT 0,
     delay_s REAL,
-    max_in_flight INTEGER
-) WITHOUT ROWID;
-"""
+    max_in_flight INTEGER,
+    delay_source TEXT NOT NULL DEFAULT 'config',
+    level INTEGER NOT NULL DEFAULT 0,
+    block_window TEXT NOT NULL DEFAULT '',
+    streak INTEGER NOT NULL DEFAULT 0,
+    cooldown_until REAL NOT NULL DEFAULT 0,
+    block_reason TEXT NOT NULL DEFAULT '',
+    retry_after_until REAL NOT NULL DEFAULT 0,
+    strategy TEXT NOT NULL DEFAULT '{}',
+    counters TEXT NOT NULL DEFAULT '{}'
+) WITHOUT ROWID""",
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID",
+    """CREATE TABLE IF NOT EXISTS attempts (
+    id INTEGER PRIMARY KEY,
+    url TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    domain TEXT NOT NULL,
+    worker TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    status INTEGER,
+    bytes INTEGER NOT NULL,
+    latency_s REAL NOT NULL,
+    retry INTEGER NOT NULL,
+    at REAL NOT NULL,
+    error TEXT,
+    fetcher TEXT NOT NULL DEFAULT 'http',
+    detail TEXT
+)""",
+    "CREATE INDEX IF NOT EXISTS attempts_url ON attempts (url, id)",
+)
+
+# Columns a version 1 file lacks, by table (the attempt log's table may predate the store's).
+ADDED_COLUMNS = {
+    "domains": (
+        "delay_source TEXT NOT NULL DEFAULT 'config'",
+        "level INTEGER NOT NULL DEFAULT 0",
+        "block_window TEXT NOT NULL DEFAULT ''",
+        "streak INTEGER NOT NULL DEFAULT 0",
+        "cooldown_until REAL NOT NULL DEFAULT 0",
+        "block_reason TEXT NOT NULL DEFAULT ''",
+        "retry_after_until REAL NOT NULL DEFAULT 0",
+        "strategy TEXT NOT NULL DEFAULT '{}'",
+        "counters TEXT NOT NULL DEFAULT '{}'",
+    ),
+    "attempts": ("fetcher TEXT NOT NULL DEFAULT 'http'", "detail TEXT"),
+}
+DROPPED_INDEXES = ("requests_queued",)
 
 REQUEST_COLUMNS = "fp, url, domain, depth, priority, attempt, fetcher, parent"
+POLICY_COLUMNS = (
+    "delay_s, delay_source, max_in_flight, level, block_window, streak, cooldown_until,"
+    " block_reason, retry_after_until, strategy"
+)
+ATTEMPT_COLUMNS = (
+    "url, fingerprint, domain, worker, outcome, status, bytes, latency_s, retry, at, error,"
+    " fetcher, detail"
+)
 
 FIND_SEEN = "SELECT fp FROM requests WHERE fp IN (SELECT value FROM json_each(?))"
 INSERT_QUEUED = (
     "INSERT INTO requests (fp, url, domain, depth, priority, attempt, fetcher, parent, state)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)"
 )
-INSERT_SEEN = "INSERT OR IGNORE INTO requests (fp, state) VALUES (?, 4)"
 SET_ADMITTED = (
     "INSERT INTO domains (domain, admitted) VALUES (?, ?)"
     " ON CONFLICT (domain) DO UPDATE SET admitted = excluded.admitted"
@@ -78,18 +147,35 @@ SET_READY = (
     "INSERT INTO domains (domain, ready_at) VALUES (?, ?)"
     " ON CONFLICT (domain) DO UPDATE SET ready_at = excluded.ready_at"
 )
-SET_POLICY = (
-    "INSERT INTO domains (domain, delay_s, max_in_flight) VALUES (?, ?, ?)"
-    " ON CONFLICT (domain) DO UPDATE"
-    " SET delay_s = excluded.delay_s, max_in_flight = excluded.max_in_flight"
+SAVE_POLICY = (
+    f"INSERT INTO domains (domain, {POLICY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (domain) DO UPDATE SET delay_s = excluded.delay_s,"
+    " delay_source = excluded.delay_source, max_in_flight = excluded.max_in_flight,"
+    " level = excluded.level, block_window = excluded.block_window, streak = excluded.streak,"
+    " cooldown_until = excluded.cooldown_until, block_reason = excluded.block_reason,"
+    " retry_after_until = excluded.retry_after_until, strategy = excluded.strategy"
 )
+# What a lease end changes in its domain's row (admission created the row).
+END_LEASE_DOMAIN = (
+    "UPDATE domains SET ready_at = ?, level = ?, block_window = ?, streak = ?,"
+    " cooldown_until = ?, block_reason = ?, retry_after_until = ?, counters = ? WHERE domain = ?"
+)
+SET_COUNTERS = (
+    "INSERT INTO domains (domain, counters) VALUES (?, ?)"
+    " ON CONFLICT (domain) DO UPDATE SET counters = excluded.counters"
+)
+INSERT_ATTEMPT = (
+    f"INSERT INTO attempts ({ATTEMPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+START = "INSERT OR IGNORE INTO meta (key, value) VALUES ('started_at', ?)"
+STARTED_AT = "SELECT value FROM meta WHERE key = 'started_at'"
 TAKE = (
     f"SELECT seq, not_before, hand_outs, {REQUEST_COLUMNS} FROM requests"
-    " WHERE state = 0 AND domain = ? AND not_before <= ?"
+    " WHERE state = 0 AND domain = ? AND fetcher = ? AND not_before <= ?"
     " ORDER BY priority DESC, seq LIMIT 1"
 )
 LEASE = "UPDATE requests SET state = 1, hand_outs = ?, expires_at = ? WHERE seq = ?"
-EARLIEST = "SELECT min(not_before) FROM requests WHERE state = 0 AND domain = ?"
+EARLIEST = "SELECT min(not_before) FROM requests WHERE state = 0 AND domain = ? AND fetcher = ?"
 COMPLETE = (
     "UPDATE requests SET state = 2, expires_at = NULL WHERE fp = ? AND state = 1 AND hand_outs = ?"
 )
@@ -103,9 +189,9 @@ BURY = (
 )
 # Expired leases (?1 = now) count as failed attempts: past ?2 = max_retries they die (at
 # their lease's expiry), the others go back to their queue; ?3 is the error recorded.
-EXPIRED_BY_DOMAIN = (
-    "SELECT domain, sum(attempt < ?2), sum(attempt >= ?2) FROM requests"
-    " WHERE state = 1 AND expires_at < ?1 GROUP BY domain"
+EXPIRED = (
+    f"SELECT {REQUEST_COLUMNS}, expires_at FROM requests WHERE state = 1 AND expires_at < ?1"
+    " ORDER BY expires_at, seq"
 )
 REAP_DEAD = (
     "UPDATE requests SET state = 3, died_at = expires_at, expires_at = NULL,"
@@ -123,7 +209,9 @@ DEAD_LETTERS = (
 )
 # Dead-letter selections: all of them (?1 IS NULL) or those in a JSON list of fingerprints.
 DEAD_WHERE = "state = 3 AND (?1 IS NULL OR fp IN (SELECT value FROM json_each(?1)))"
-DEAD_BY_DOMAIN = f"SELECT domain, count(*) FROM requests WHERE {DEAD_WHERE} GROUP BY domain"
+DEAD_BY_LANE = (
+    f"SELECT domain, fetcher, count(*) FROM requests WHERE {DEAD_WHERE} GROUP BY domain, fetcher"
+)
 REQUEUE_DEAD = (
     "UPDATE requests SET state = 0, attempt = 0, not_before = 0, errors = '[]', died_at = NULL"
     f" WHERE {DEAD_WHERE}"
@@ -131,10 +219,12 @@ REQUEUE_DEAD = (
 PURGE_DEAD = f"UPDATE requests SET state = 4, errors = '[]', died_at = NULL WHERE {DEAD_WHERE}"
 
 COUNT_BY_STATE = "SELECT state, count(*) FROM requests GROUP BY state"
-LOAD_DOMAINS = "SELECT domain, ready_at, admitted, delay_s, max_in_flight FROM domains"
+LOAD_DOMAINS = f"SELECT domain, ready_at, admitted, counters, {POLICY_COLUMNS} FROM domains"
+# Per lane: queued, how many wait for a not-before time, and the earliest of those times.
 LOAD_QUEUED = (
-    "SELECT domain, count(*), sum(not_before > 0), min(not_before) FROM requests"
-    " WHERE state = 0 GROUP BY domain"
+    "SELECT domain, fetcher, count(*), sum(not_before > 0),"
+    " min(CASE WHEN not_before > 0 THEN not_before END) FROM requests"
+    " WHERE state = 0 GROUP BY domain, fetcher"
 )
 LOAD_LEASED = "SELECT domain, count(*) FROM requests WHERE state = 1 GROUP BY domain"
 
@@ -159,9 +249,24 @@ class FileLock:
             self._fd = -1
 
 
-def connect(path: Path, schema: str) -> sqlite3.Connection:
-    """An autocommit WAL connection to the state file with ``schema`` created."""
-    return sqlitedb.connect(path, schema, what="state file")
+def _columns(db: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+
+
+def _create(db: sqlite3.Connection, version: int) -> None:
+    """Bring a version 0 (new) or 1 file to ``SCHEMA_VERSION``, in one transaction."""
+    with sqlitedb.write(db):
+        if version == 1:
+            for index in DROPPED_INDEXES:
+                db.execute(f"DROP INDEX IF EXISTS {index}")
+        for table, added in ADDED_COLUMNS.items():
+            have = _columns(db, table)
+            for column in added:
+                if have and column.split()[0] not in have:
+                    db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+        for statement in SCHEMA:
+            db.execute(statement)
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
 def open_queue_db(path: Path) -> tuple[sqlite3.Connection, FileLock]:
@@ -169,15 +274,21 @@ def open_queue_db(path: Path) -> tuple[sqlite3.Connection, FileLock]:
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(path)
     try:
-        db = connect(path, SCHEMA)
-        version = db.execute("PRAGMA user_version").fetchone()[0]
-        if version == 0:
-            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        elif version != SCHEMA_VERSION:
+        db = sqlitedb.connect(path, "", what="state file")
+        try:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version not in (0, 1, SCHEMA_VERSION):
+                raise StateError(
+                    f"state file {path} has schema version {version}, expected {SCHEMA_VERSION}"
+                )
+            if version != SCHEMA_VERSION:
+                _create(db, version)
+        except sqlite3.Error as exc:
             db.close()
-            raise StateError(
-                f"state file {path} has schema version {version}, expected {SCHEMA_VERSION}"
-            )
+            raise StateError(f"state file {path} is not a usable crawl state: {exc}") from None
+        except BaseException:
+            db.close()
+            raise
     except BaseException:
         lock.release()
         raise

@@ -1,58 +1,55 @@
-"""The attempt log: one line per fetch attempt, and per-domain totals for the summary.
+"""The attempt log: one line per fetch attempt, read back for ``recent`` and the top errors.
 
-``SqliteAttemptLog`` keeps its own ``attempts`` table in the crawl's state file
-(``<state_dir>/state.sqlite``), through a connection separate from the queue's; WAL lets both
-write to the file in turn. ``MemoryAttemptLog`` is its twin for tests.
+The queue store writes each attempt in the same atomic step as the lease end it describes
+(``frontier.protocols.QueueStore``): into the ``attempts`` table of the state file for SQLite,
+which ``SqliteAttemptLog`` reads; into a pending list for Redis, which the dispatcher's
+``AttemptCopier`` copies to ``PostgresAttemptLog``. ``MemoryAttemptLog`` is the PostgreSQL
+log's twin for tests. Counts and sums come from the store's counters, not from here.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections import defaultdict
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from crawlfleet import sqlitedb
-from crawlfleet.errors import StateError
 from crawlfleet.models import Attempt, Outcome
 
 
-@dataclass(slots=True)
-class DomainSummary:
-    """Totals of one domain's attempts.
-
-    ``pages`` counts OK attempts, ``statuses`` attempts per HTTP status, ``retries`` attempts
-    that will be tried again, ``dead`` requests that were dead-lettered, ``skipped`` requests
-    completed without a fetch. ``mean_latency_s`` is over attempts that got a response.
-    """
-
-    pages: int = 0
-    statuses: dict[int, int] = field(default_factory=dict)
-    bytes: int = 0
-    mean_latency_s: float = 0.0
-    retries: int = 0
-    dead: int = 0
-    skipped: int = 0
-
-
-class AttemptLog(Protocol):
-    """Where every fetch attempt of a crawl is written, in batches."""
-
-    async def record(self, attempts: Sequence[Attempt]) -> None:
-        """Append the attempts; durable when this returns."""
-        ...
+class AttemptReader(Protocol):
+    """Reads a crawl's attempt log."""
 
     async def recent(self, limit: int = 100, url: str | None = None) -> list[Attempt]:
         """The latest attempts (of one URL when given), newest first."""
         ...
 
-    async def summary(self) -> dict[str, DomainSummary]:
-        """Totals per domain, over every attempt recorded."""
+    async def top_errors(self, outcome: Outcome, limit: int = 5) -> list[tuple[str, int]]:
+        """The most frequent errors of attempts with ``outcome``, with their counts, most first.
+
+        Ties are broken by the error text.
+        """
         ...
 
     async def close(self) -> None: ...
+
+
+class AttemptLog(AttemptReader, Protocol):
+    """An attempt log written from outside the store (PostgreSQL, fed by the copier)."""
+
+    async def record(self, attempts: Sequence[Attempt]) -> None:
+        """Append the attempts; durable when this returns.
+
+        Idempotent: an attempt whose ``(fingerprint, retry, at)`` is already in the log is
+        not added again, so a copy interrupted before its acknowledgement can be repeated.
+        """
+        ...
+
+
+def top_of(errors: Counter[str], limit: int) -> list[tuple[str, int]]:
+    return sorted(errors.items(), key=lambda pair: (-pair[1], pair[0]))[:limit]
 
 
 class MemoryAttemptLog:
@@ -60,9 +57,14 @@ class MemoryAttemptLog:
 
     def __init__(self) -> None:
         self._attempts: list[Attempt] = []
+        self._keys: set[tuple[str, int, float]] = set()
 
     async def record(self, attempts: Sequence[Attempt]) -> None:
-        self._attempts.extend(attempts)
+        for attempt in attempts:
+            key = (attempt.fingerprint, attempt.retry, attempt.at)
+            if key not in self._keys:
+                self._keys.add(key)
+                self._attempts.append(attempt)
 
     async def recent(self, limit: int = 100, url: str | None = None) -> list[Attempt]:
         found: list[Attempt] = []
@@ -73,68 +75,53 @@ class MemoryAttemptLog:
                 found.append(attempt)
         return found
 
-    async def summary(self) -> dict[str, DomainSummary]:
-        summaries: dict[str, DomainSummary] = defaultdict(DomainSummary)
-        latency_s: dict[str, float] = defaultdict(float)
-        for a in self._attempts:
-            s = summaries[a.domain]
-            s.bytes += a.bytes
-            if a.status is not None:
-                s.statuses[a.status] = s.statuses.get(a.status, 0) + 1
-                latency_s[a.domain] += a.latency_s
-            s.pages += a.outcome is Outcome.OK
-            s.retries += a.outcome is Outcome.RETRY
-            s.dead += a.outcome is Outcome.DEAD
-            s.skipped += a.outcome is Outcome.SKIPPED
-        for domain, s in summaries.items():
-            responses = sum(s.statuses.values())
-            s.mean_latency_s = latency_s[domain] / responses if responses else 0.0
-        return dict(summaries)
+    async def top_errors(self, outcome: Outcome, limit: int = 5) -> list[tuple[str, int]]:
+        errors = Counter(a.error or "" for a in self._attempts if a.outcome is outcome)
+        return top_of(errors, limit)
 
     async def close(self) -> None:
         """Nothing to release."""
 
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS attempts (
-    id INTEGER PRIMARY KEY,
-    url TEXT NOT NULL,
-    fingerprint TEXT NOT NULL,
-    domain TEXT NOT NULL,
-    worker TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    status INTEGER,
-    bytes INTEGER NOT NULL,
-    latency_s REAL NOT NULL,
-    retry INTEGER NOT NULL,
-    at REAL NOT NULL,
-    error TEXT
-);
-CREATE INDEX IF NOT EXISTS attempts_url ON attempts (url, id);
-"""
-COLUMNS = "url, fingerprint, domain, worker, outcome, status, bytes, latency_s, retry, at, error"
-INSERT = f"INSERT INTO attempts ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+COLUMNS = (
+    "url, fingerprint, domain, worker, outcome, status, bytes, latency_s, retry, at, error, "
+    "fetcher, detail"
+)
 RECENT = f"SELECT {COLUMNS} FROM attempts ORDER BY id DESC LIMIT ?"
 RECENT_FOR_URL = f"SELECT {COLUMNS} FROM attempts WHERE url = ? ORDER BY id DESC LIMIT ?"
-TOTALS = """
-SELECT domain, sum(outcome = 'ok'), sum(bytes),
-       avg(CASE WHEN status IS NOT NULL THEN latency_s END),
-       sum(outcome = 'retry'), sum(outcome = 'dead'), sum(outcome = 'skipped')
-FROM attempts GROUP BY domain
-"""
-STATUSES = (
-    "SELECT domain, status, count(*) FROM attempts WHERE status IS NOT NULL GROUP BY domain, status"
+TOP_ERRORS = (
+    "SELECT coalesce(error, ''), count(*) FROM attempts WHERE outcome = ? "
+    "GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ?"
 )
 
 
-def _row(a: Attempt) -> tuple[object, ...]:
-    """The ``COLUMNS`` of an attempt."""
-    head = (a.url, a.fingerprint, a.domain, a.worker, a.outcome.value, a.status)
-    return (*head, a.bytes, a.latency_s, a.retry, a.at, a.error)
+def attempt_of(row: Sequence[object]) -> Attempt:
+    """An ``Attempt`` from a row of ``COLUMNS`` (``at`` in epoch seconds)."""
+    url, fp, domain, worker, outcome, status, size, latency_s, retry, at, error, fetcher, detail = (
+        row
+    )
+    return Attempt(
+        url=str(url),
+        fingerprint=str(fp),
+        domain=str(domain),
+        worker=str(worker),
+        outcome=Outcome(str(outcome)),
+        status=None if status is None else int(str(status)),
+        bytes=int(str(size)),
+        latency_s=float(str(latency_s)),
+        retry=int(str(retry)),
+        at=float(str(at)),
+        error=None if error is None else str(error),
+        fetcher=str(fetcher),
+        detail=None if detail is None else str(detail),
+    )
 
 
 class SqliteAttemptLog:
-    """``AttemptLog`` in an SQLite file; use ``await SqliteAttemptLog.open(path)``."""
+    """Reads the ``attempts`` table the SQLite queue store writes in the state file.
+
+    Use ``await SqliteAttemptLog.open(path)`` after the store has created the file.
+    """
 
     def __init__(self, path: Path, db: sqlite3.Connection) -> None:
         self.path = path
@@ -142,46 +129,19 @@ class SqliteAttemptLog:
 
     @classmethod
     async def open(cls, path: Path) -> SqliteAttemptLog:
-        """Open (creating the table if needed); StateError naming the file if unusable."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return cls(path, sqlitedb.connect(path, SCHEMA, what="attempt log"))
-
-    async def record(self, attempts: Sequence[Attempt]) -> None:
-        rows = [_row(a) for a in attempts]
-        if not rows:
-            return
-        try:
-            with sqlitedb.write(self._db) as db:
-                db.executemany(INSERT, rows)
-        except sqlite3.Error as exc:
-            raise StateError(f"attempt log {self.path}: {exc}") from exc
+        """Open the state file; ``StateError`` naming it if it is unusable."""
+        return cls(path, sqlitedb.connect(path, "", what="state file"))
 
     async def recent(self, limit: int = 100, url: str | None = None) -> list[Attempt]:
         if url is None:
             rows = self._db.execute(RECENT, (limit,)).fetchall()
         else:
             rows = self._db.execute(RECENT_FOR_URL, (url, limit)).fetchall()
-        return [
-            Attempt(url, fp, domain, worker, Outcome(outcome), status, size, lat, retry, at, err)
-            for url, fp, domain, worker, outcome, status, size, lat, retry, at, err in rows
-        ]
+        return [attempt_of(row) for row in rows]
 
-    async def summary(self) -> dict[str, DomainSummary]:
-        db = self._db
-        summaries = {
-            domain: DomainSummary(
-                pages=pages,
-                bytes=size,
-                mean_latency_s=latency_s or 0.0,
-                retries=retries,
-                dead=dead,
-                skipped=skipped,
-            )
-            for domain, pages, size, latency_s, retries, dead, skipped in db.execute(TOTALS)
-        }
-        for domain, status, count in db.execute(STATUSES):
-            summaries[domain].statuses[status] = count
-        return summaries
+    async def top_errors(self, outcome: Outcome, limit: int = 5) -> list[tuple[str, int]]:
+        rows = self._db.execute(TOP_ERRORS, (outcome.value, limit)).fetchall()
+        return [(str(error), int(count)) for error, count in rows]
 
     async def close(self) -> None:
         self._db.close()

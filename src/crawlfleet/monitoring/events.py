@@ -48,8 +48,32 @@ class RequestSkipped:
 
 @dataclass(frozen=True, slots=True)
 class DomainBlocked:
+    """A response asked the whole domain to wait (Retry-After) until ``until``."""
+
     domain: str
     until: float
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class DomainEscalated:
+    """Too many recent responses of the domain were blocks: it slows down to ``level``.
+
+    Its delay is multiplied by ``2 ** level``; it rests until ``until`` first.
+    """
+
+    domain: str
+    level: int
+    reason: str
+    until: float
+
+
+@dataclass(frozen=True, slots=True)
+class DomainRecovered:
+    """The domain answered cleanly for a while: its block level went down to ``level``."""
+
+    domain: str
+    level: int
     reason: str
 
 

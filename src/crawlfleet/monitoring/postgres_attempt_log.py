@@ -1,7 +1,8 @@
 """``AttemptLog`` in PostgreSQL: the ``attempts`` table, one crawl id per log.
 
-The table comes from ``pipeline.sinks.postgres_schema.migrate``. Several workers write the
-same crawl's attempts; ``summary`` and ``recent`` read only this log's ``crawl_id``. A write
+The table comes from ``pipeline.sinks.postgres_schema.migrate``. The dispatcher's
+``AttemptCopier`` writes it (unique on ``(crawl_id, fingerprint, retry, at)``, so a repeated
+copy adds nothing); ``recent`` and ``top_errors`` read only this log's ``crawl_id``. A write
 that fails (server down, connection lost) raises ``StateError``; the next call reconnects.
 """
 
@@ -15,28 +16,21 @@ import psycopg
 
 from crawlfleet.errors import StateError
 from crawlfleet.models import Attempt, Outcome
-from crawlfleet.monitoring.attempt_log import DomainSummary
+from crawlfleet.monitoring.attempt_log import COLUMNS, attempt_of
 from crawlfleet.urls import redact_url
 
-COLUMNS = "url, fingerprint, domain, worker, outcome, status, bytes, latency_s, retry, at, error"
 INSERT = (
     f"INSERT INTO attempts (crawl_id, {COLUMNS}) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+    "ON CONFLICT (crawl_id, fingerprint, retry, at) DO NOTHING"
 )
 RECENT = f"SELECT {COLUMNS} FROM attempts WHERE crawl_id = %s ORDER BY id DESC LIMIT %s"
 RECENT_FOR_URL = (
     f"SELECT {COLUMNS} FROM attempts WHERE crawl_id = %s AND url = %s ORDER BY id DESC LIMIT %s"
 )
-TOTALS = """
-SELECT domain, count(*) FILTER (WHERE outcome = 'ok'), coalesce(sum(bytes), 0),
-       avg(latency_s) FILTER (WHERE status IS NOT NULL),
-       count(*) FILTER (WHERE outcome = 'retry'), count(*) FILTER (WHERE outcome = 'dead'),
-       count(*) FILTER (WHERE outcome = 'skipped')
-FROM attempts WHERE crawl_id = %s GROUP BY domain
-"""
-STATUSES = """
-SELECT domain, status, count(*) FROM attempts
-WHERE crawl_id = %s AND status IS NOT NULL GROUP BY domain, status
+TOP_ERRORS = """
+SELECT coalesce(error, ''), count(*) FROM attempts WHERE crawl_id = %s AND outcome = %s
+GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT %s
 """
 
 Connection = psycopg.AsyncConnection[tuple[object, ...]]
@@ -105,6 +99,8 @@ class PostgresAttemptLog:
                 a.retry,
                 dt.datetime.fromtimestamp(a.at, dt.UTC),
                 a.error,
+                a.fetcher,
+                a.detail,
             )
             for a in attempts
         ]
@@ -123,22 +119,9 @@ class PostgresAttemptLog:
             rows = await self._fetch(RECENT_FOR_URL, (self.crawl_id, url, limit))
         return [_attempt(row) for row in rows]
 
-    async def summary(self) -> dict[str, DomainSummary]:
-        summaries: dict[str, DomainSummary] = {}
-        for domain, pages, size, latency_s, retries, dead, skipped in await self._fetch(
-            TOTALS, (self.crawl_id,)
-        ):
-            summaries[str(domain)] = DomainSummary(
-                pages=int(pages),  # type: ignore[call-overload]
-                bytes=int(size),  # type: ignore[call-overload]
-                mean_latency_s=float(latency_s or 0.0),  # type: ignore[arg-type]
-                retries=int(retries),  # type: ignore[call-overload]
-                dead=int(dead),  # type: ignore[call-overload]
-                skipped=int(skipped),  # type: ignore[call-overload]
-            )
-        for domain, status, count in await self._fetch(STATUSES, (self.crawl_id,)):
-            summaries[str(domain)].statuses[int(status)] = int(count)  # type: ignore[call-overload]
-        return summaries
+    async def top_errors(self, outcome: Outcome, limit: int = 5) -> list[tuple[str, int]]:
+        rows = await self._fetch(TOP_ERRORS, (self.crawl_id, outcome.value, limit))
+        return [(str(error), int(str(count))) for error, count in rows]
 
     async def close(self) -> None:
         if self._conn is not None:
@@ -147,19 +130,7 @@ class PostgresAttemptLog:
 
 
 def _attempt(row: tuple[object, ...]) -> Attempt:
-    url, fp, domain, worker, outcome, status, size, latency_s, retry, at, error = row
+    at = row[9]
     if not isinstance(at, dt.datetime):
         raise StateError(f"attempts.at is {type(at).__name__}, not a timestamp")
-    return Attempt(
-        url=str(url),
-        fingerprint=str(fp),
-        domain=str(domain),
-        worker=str(worker),
-        outcome=Outcome(str(outcome)),
-        status=None if status is None else int(status),  # type: ignore[call-overload]
-        bytes=int(size),  # type: ignore[call-overload]
-        latency_s=float(latency_s),  # type: ignore[arg-type]
-        retry=int(retry),  # type: ignore[call-overload]
-        at=at.timestamp(),
-        error=None if error is None else str(error),
-    )
+    return attempt_of((*row[:9], at.timestamp(), *row[10:]))

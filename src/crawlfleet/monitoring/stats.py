@@ -1,111 +1,72 @@
-"""Live crawl figures computed from events: what the progress bar and the summary show."""
+"""A view over a crawl's statistics in its store: counts, counters, rate and ETA.
+
+Whichever process did the work added its counters to the store (``crawlfleet.counters``),
+so this view reads the same figures in the embedded runner, the dispatcher, ``status`` and
+the Python API. The rate is the number of requests finished (done or dead-lettered) per
+second over a sliding window of samples; the ETA is what is pending divided by that rate.
+"""
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict, deque
-from dataclasses import dataclass, field
+from collections import deque
+from dataclasses import dataclass
+from typing import Protocol
 
-from crawlfleet.models import Outcome, QueueCounts
-from crawlfleet.monitoring.events import (
-    EventBus,
-    FetchAttempted,
-    ItemDropped,
-    ItemInvalid,
-    ItemsStored,
-    ParseFailed,
-    QueueSampled,
-    RequestSkipped,
-)
+from crawlfleet.counters import CrawlStats
+from crawlfleet.models import QueueCounts
 
 RATE_WINDOW_S = 10.0
 
 
-@dataclass(slots=True)
-class DomainStats:
-    """Counters for one politeness domain during this run."""
+class StatsSource(Protocol):
+    """Where a crawl's statistics are read (``Frontier``, or a ``QueueStore``)."""
 
-    pages: int = 0
-    retries: int = 0
-    dead: int = 0
-    skipped: int = 0
-    bytes: int = 0
-    latency_total_s: float = 0.0
-    statuses: Counter[int] = field(default_factory=Counter)
+    async def stats(self) -> CrawlStats: ...
 
-    @property
-    def mean_latency_s(self) -> float:
-        fetched = sum(self.statuses.values())
-        return self.latency_total_s / fetched if fetched else 0.0
+    async def counts(self) -> QueueCounts: ...
 
 
-class LiveStats:
-    """Subscribes to a bus and keeps this run's counters, rate and ETA."""
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One read of a crawl's statistics at ``at`` (epoch seconds), with the derived rate."""
 
-    def __init__(self, events: EventBus, started_at: float) -> None:
-        self.started_at = started_at
-        self.domains: dict[str, DomainStats] = defaultdict(DomainStats)
-        self.items = 0
-        self.items_dropped: Counter[str] = Counter()
-        self.items_invalid = 0
-        self.parse_errors = 0
-        self.counts = QueueCounts(0, 0, 0, 0, 0)
-        self._done_times: deque[float] = deque()
-        events.subscribe(FetchAttempted, self._on_attempt)
-        events.subscribe(RequestSkipped, self._on_skipped)
-        events.subscribe(QueueSampled, self._on_sample)
-        events.subscribe(ItemsStored, self._on_items)
-        events.subscribe(ItemDropped, self._on_dropped)
-        events.subscribe(ItemInvalid, self._on_invalid)
-        events.subscribe(ParseFailed, self._on_parse_failed)
+    at: float
+    counts: QueueCounts
+    stats: CrawlStats
+    rate: float
+    """Requests finished per second over the window (0.0 until two samples exist)."""
 
     @property
-    def pages(self) -> int:
-        return sum(d.pages for d in self.domains.values())
+    def finished(self) -> int:
+        return self.counts.done + self.counts.dead
 
     @property
-    def errors(self) -> int:
-        return sum(d.retries + d.dead for d in self.domains.values())
+    def eta_s(self) -> float | None:
+        """Seconds until nothing is pending at the current rate; None without a rate."""
+        if self.counts.pending == 0:
+            return 0.0
+        return self.counts.pending / self.rate if self.rate > 0 else None
 
-    def rate(self, now: float) -> float:
-        """Pages per second over the last few seconds."""
-        while self._done_times and self._done_times[0] < now - RATE_WINDOW_S:
-            self._done_times.popleft()
-        window = min(RATE_WINDOW_S, max(now - self.started_at, 1e-3))
-        return len(self._done_times) / window
 
-    def eta_s(self, now: float) -> float | None:
-        rate = self.rate(now)
-        return self.counts.pending / rate if rate > 0 else None
+class StatsView:
+    """Samples a crawl's statistics and keeps the window the rate is computed over."""
 
-    def _on_attempt(self, event: FetchAttempted) -> None:
-        attempt = event.attempt
-        stats = self.domains[attempt.domain]
-        if attempt.status is not None:
-            stats.statuses[attempt.status] += 1
-            stats.latency_total_s += attempt.latency_s
-        stats.bytes += attempt.bytes
-        if attempt.outcome is Outcome.OK:
-            stats.pages += 1
-            self._done_times.append(attempt.at)
-        elif attempt.outcome is Outcome.RETRY:
-            stats.retries += 1
-        elif attempt.outcome is Outcome.DEAD:
-            stats.dead += 1
+    def __init__(self, source: StatsSource, *, window_s: float = RATE_WINDOW_S) -> None:
+        self._source = source
+        self._window_s = window_s
+        self._points: deque[tuple[float, int]] = deque()
+        self.last: Sample | None = None
 
-    def _on_skipped(self, event: RequestSkipped) -> None:
-        self.domains[event.domain].skipped += 1
-
-    def _on_sample(self, event: QueueSampled) -> None:
-        self.counts = event.counts
-
-    def _on_items(self, event: ItemsStored) -> None:
-        self.items += event.count
-
-    def _on_dropped(self, event: ItemDropped) -> None:
-        self.items_dropped[event.reason] += 1
-
-    def _on_invalid(self, event: ItemInvalid) -> None:
-        self.items_invalid += 1
-
-    def _on_parse_failed(self, event: ParseFailed) -> None:
-        self.parse_errors += 1
+    async def sample(self, now: float) -> Sample:
+        counts = await self._source.counts()
+        stats = await self._source.stats()
+        finished = counts.done + counts.dead
+        points = self._points
+        points.append((now, finished))
+        while len(points) > 2 and points[1][0] <= now - self._window_s:
+            points.popleft()
+        first_at, first_finished = points[0]
+        elapsed_s = now - first_at
+        rate = max(0.0, (finished - first_finished) / elapsed_s) if elapsed_s > 0 else 0.0
+        self.last = Sample(now, counts, stats, rate)
+        return self.last

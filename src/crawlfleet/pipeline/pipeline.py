@@ -19,7 +19,7 @@ from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.errors import DropItem
 from crawlfleet.models import Item
 from crawlfleet.monitoring.events import EventBus, ItemDropped, ItemInvalid, ItemsStored
-from crawlfleet.pipeline.processors import InvalidItem, StatefulProcessor
+from crawlfleet.pipeline.processors import DUPLICATE, InvalidItem, StatefulProcessor
 from crawlfleet.pipeline.protocols import Processor, Sink
 from crawlfleet.pipeline.quality import DataQuality
 from crawlfleet.pipeline.rejects import Reject, RejectStore
@@ -27,11 +27,16 @@ from crawlfleet.pipeline.rejects import Reject, RejectStore
 
 @dataclass(frozen=True, slots=True)
 class PipelineOutcome:
-    """What became of one page's items: stored, dropped (per reason), invalid."""
+    """What became of one page's items: stored, dropped (per reason), invalid.
+
+    ``by_type`` counts them per item type and fate: ``stored``, ``invalid``, ``duplicate``
+    (the ``Dedupe`` drop) or ``dropped`` (any other drop), e.g. ``{"product": {"stored": 3}}``.
+    """
 
     stored: int
     dropped: Mapping[str, int] = field(default_factory=dict)
     invalid: int = 0
+    by_type: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
 
 class Pipeline:
@@ -100,10 +105,9 @@ class Pipeline:
         for item_type, count in Counter(item.type for item in accepted).items():
             self._events.emit(ItemsStored(item_type, count, domain))
         self.quality.record_page(domain, accepted, dropped, len(rejects))
-        return PipelineOutcome(len(accepted), dict(dropped), len(rejects))
-
-    async def flush(self) -> None:
-        """Returns once everything ``process`` accepted is stored: at once, as it writes through."""
+        return PipelineOutcome(
+            len(accepted), dict(dropped), len(rejects), _by_type(accepted, drops, rejects)
+        )
 
     async def close(self) -> None:
         """Closes the sink (the rejects store belongs to whoever made it)."""
@@ -111,6 +115,21 @@ class Pipeline:
 
     def _reject(self, item: Item, reason: str) -> Reject:
         return Reject(item.type, item.key, item.url, reason, item.data, self._clock.now())
+
+
+def _by_type(
+    accepted: Sequence[Item], drops: Sequence[ItemDropped], rejects: Sequence[Reject]
+) -> dict[str, dict[str, int]]:
+    fates: Counter[tuple[str, str]] = Counter()
+    fates.update((item.type, "stored") for item in accepted)
+    fates.update(
+        (drop.item_type, "duplicate" if drop.reason == DUPLICATE else "dropped") for drop in drops
+    )
+    fates.update((reject.item_type, "invalid") for reject in rejects)
+    by_type: dict[str, dict[str, int]] = {}
+    for (item_type, fate), count in fates.items():
+        by_type.setdefault(item_type, {})[fate] = count
+    return by_type
 
 
 def _check_json(item: Item) -> None:

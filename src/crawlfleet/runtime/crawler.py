@@ -1,272 +1,263 @@
-"""The crawl step for one leased request: allow, fetch, parse, store, enqueue, complete.
+"""The crawl step for one leased request: allow, fetch, judge, parse, store, enqueue, complete.
 
-This module knows no backend: the local asyncio runner and the Celery task both call
-``Crawler.process`` with a lease from the frontier. Order within a step makes every crash
-point recoverable by refetching: discovered links are enqueued, then items stored, then the
-lease completed. A crash before completion leaves the lease to expire and come back.
+This module knows no backend and keeps no per-domain state: every runner calls
+``Crawler.process`` with a lease from the frontier, and everything a step learns about a
+domain (its response judged a block or a success, a Retry-After, the statistics) goes back
+with the lease's end in one ``Report``, which the store applies atomically for every process.
+
+Order within a step makes every crash point recoverable by refetching: discovered links are
+enqueued, then items stored, then the lease completed. A crash before completion leaves the
+lease to expire and come back.
 """
 
 from __future__ import annotations
 
+import logging
 import traceback
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from urllib.parse import urljoin
 
 from crawlfleet.clock import Clock
-from crawlfleet.errors import FetchError
+from crawlfleet.counters import Counters
+from crawlfleet.errors import ConfigError, FetchError
 from crawlfleet.fetchers.protocols import Fetcher
 from crawlfleet.frontier.frontier import Frontier
-from crawlfleet.frontier.politeness import (
-    BlockDetector,
-    StatusClass,
-    classify,
-    parse_retry_after,
-)
-from crawlfleet.frontier.robots import FetchFn, RobotsCache, origin_of
-from crawlfleet.frontier.sitemaps import default_sitemaps, sitemap_urls
-from crawlfleet.models import Attempt, CrawlRequest, FetchResult, Item, Lease, Link, Outcome
+from crawlfleet.frontier.politeness import StatusClass, classify, judge, parse_retry_after
+from crawlfleet.frontier.protocols import Ended, Report, Signal
+from crawlfleet.frontier.robots import RobotsCache
+from crawlfleet.models import Attempt, FetchResult, Lease, Outcome
 from crawlfleet.monitoring.events import (
     DomainBlocked,
+    DomainEscalated,
+    DomainRecovered,
     EventBus,
     FetchAttempted,
-    LinksAdded,
     ParseFailed,
     RequestSkipped,
 )
 from crawlfleet.parsing.registry import ParserRegistry
-from crawlfleet.pipeline.pipeline import Pipeline
+from crawlfleet.pipeline.pipeline import Pipeline, PipelineOutcome
+from crawlfleet.runtime.admission import Admitter
 
-SITEMAP_BATCH = 1000
-MAX_CRAWL_DELAY_S = 60.0
+log = logging.getLogger(__name__)
+
+ITEM_FATES = ("stored", "invalid", "duplicate")
+"""The item fates counted in the statistics (``items.<fate>.<type>``)."""
 
 
 @dataclass(frozen=True, slots=True)
 class CrawlerParts:
-    """The collaborators of a crawl step, built once by ``runtime.wiring``."""
+    """The collaborators of a crawl step, built once by ``runtime.wiring``.
+
+    ``fetchers`` holds one fetcher per kind this process serves; a request of another kind is
+    a bug of the claim (``ClaimLoop`` claims only these kinds).
+    """
 
     frontier: Frontier
+    admitter: Admitter
     fetchers: Mapping[str, Fetcher]
     robots: RobotsCache | None
     parsers: ParserRegistry
     pipeline: Pipeline
     events: EventBus
     clock: Clock
-    blocks: BlockDetector
     worker: str
-    fetch_url: FetchFn
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """What one step knows when it ends, for its attempt and report."""
+
+    lease: Lease
+    started: float
+    result: FetchResult | None = None
+    signal: Signal = Signal.NONE
+    reason: str = ""
 
 
 class Crawler:
-    """Runs crawl steps; holds only per-process caches of domain state."""
+    """Runs crawl steps; holds no state of its own between them."""
 
     def __init__(self, parts: CrawlerParts) -> None:
         self.parts = parts
-        self._prepared: set[str] = set()
-        self._base_delay: dict[str, float] = {}
 
-    async def seed(self, urls: Iterable[str | Link]) -> int:
-        """Offer seed URLs (depth 0); returns how many were new."""
-        return await self._admit(urls, None)
-
-    async def seed_sitemaps(self, seeds: Iterable[str]) -> int:
-        """Offer the URLs of the seeds' sitemaps (robots.txt ``Sitemap:`` and /sitemap.xml)."""
-        p = self.parts
-        origins = {origin_of(seed): seed for seed in seeds if not seed.startswith("file:")}
-        admitted = 0
-        for origin, seed in origins.items():
-            if p.robots is not None:
-                start = await default_sitemaps(p.robots, seed)
-            else:
-                start = [f"{origin}/sitemap.xml"]
-            batch: list[str] = []
-            async for url in sitemap_urls(p.fetch_url, start):
-                batch.append(url)
-                if len(batch) >= SITEMAP_BATCH:
-                    admitted += await self._admit(batch, None)
-                    batch = []
-            admitted += await self._admit(batch, None)
-        return admitted
+    @property
+    def kinds(self) -> frozenset[str]:
+        """The fetcher kinds this process can serve."""
+        return frozenset(self.parts.fetchers)
 
     async def process(self, lease: Lease) -> None:
-        """One crawl step. Never raises for a page-level problem: it is recorded instead."""
+        """One crawl step. Never raises for a page-level problem: it is recorded instead.
+
+        Raises ``ConfigError`` for a request whose fetcher kind this process has no fetcher
+        for (the claim should never have handed it out here).
+        """
         p = self.parts
         request = lease.request
+        fetcher = p.fetchers.get(request.fetcher)
+        if fetcher is None:
+            raise ConfigError(
+                f"no {request.fetcher!r} fetcher in this process for {request.url} "
+                f"(it serves {sorted(p.fetchers)})"
+            )
         if p.robots is not None and request.fetcher != "file":
             decision = await p.robots.check(request.url)
             if decision.unavailable:
-                await self._failed(lease, p.clock.now(), decision.reason or "", None, 0.0)
+                await self._fail(_Step(lease, p.clock.now()), decision.reason or "")
                 return
             if not decision.allowed:
                 await self._skip(lease, decision.reason or "disallowed by robots.txt")
                 return
         started = p.clock.now()
-        fetcher = p.fetchers.get(request.fetcher) or p.fetchers["http"]
         try:
             result = await fetcher.fetch(request)
         except FetchError as exc:
-            await self._rest(request.domain)
-            await self._failed(lease, started, str(exc), None, 0.0, retry=exc.transient)
+            await self._fail(_Step(lease, started), str(exc), retry=exc.transient)
             return
-        await self._rest(request.domain)
         await self._fetched(lease, started, result)
-
-    async def _rest(self, domain: str) -> None:
-        """Keep the domain quiet for its delay after this response.
-
-        The claim already spaced request *starts*; a start delayed by a robots.txt fetch or a
-        new connection would still reach the server early, so the delay also runs from here.
-        """
-        delay_s = self._delay_of(domain)
-        if delay_s > 0:
-            await self.parts.frontier.store.block(domain, self.parts.clock.now() + delay_s)
 
     async def _fetched(self, lease: Lease, started: float, result: FetchResult) -> None:
         p = self.parts
-        request = lease.request
-        now = p.clock.now()
+        signal, why = judge(result)
+        step = _Step(lease, started, result, signal, why)
         kind = classify(result)
-        verdict = p.blocks.observe(request.domain, result)
-        if verdict.changed:
-            await p.frontier.set_delay(request.domain, self._delay_of(request.domain))
         if kind is StatusClass.RETRY_AFTER:
+            now = p.clock.now()
             wait_s = parse_retry_after(result.headers.get("retry-after"), now) or 0.0
-            await self._block(
-                lease, started, result, now + wait_s, f"HTTP {result.status} Retry-After"
+            until = now + wait_s
+            reason = f"HTTP {result.status} Retry-After {wait_s:g} s"
+            p.events.emit(DomainBlocked(lease.request.domain, until, reason))
+            await self._fail(
+                _Step(lease, started, result, signal, reason),
+                reason,
+                not_before=until,
+                block_until=until,
             )
             return
-        if verdict.blocked:
-            reason = f"blocked: {verdict.reason}"
-            await self._block(lease, started, result, now + verdict.cooldown_s, reason)
+        if signal is Signal.BLOCK:
+            await self._fail(step, f"blocked: {why}")
             return
         if kind is StatusClass.TRANSIENT:
-            await self._failed(lease, started, f"HTTP {result.status}", result, 0.0)
+            await self._fail(step, f"HTTP {result.status}")
             return
         if kind is StatusClass.FINAL:
-            await p.frontier.complete(lease)
-            self._log(request, Outcome.FAILED, result, started, f"HTTP {result.status}")
+            await self._complete(step, Outcome.FAILED, f"HTTP {result.status}")
             return
         if kind is StatusClass.REDIRECT:
-            await self._redirected(lease, started, result)
+            await self._redirected(step, result)
             return
-        links, items = self._parse(request, result)
-        await self._admit(links, request)
-        await p.pipeline.process(items, request.domain)
-        await p.frontier.complete(lease)
-        self._log(request, Outcome.OK, result, started, None)
+        await self._parsed(step, result)
 
-    async def _block(
-        self, lease: Lease, started: float, result: FetchResult, until: float, reason: str
-    ) -> None:
-        """The whole domain rests until ``until``; this request is retried after it."""
+    async def _parsed(self, step: _Step, result: FetchResult) -> None:
         p = self.parts
-        await p.frontier.store.block(lease.request.domain, until)
-        p.events.emit(DomainBlocked(lease.request.domain, until, reason))
-        await self._failed(lease, started, reason, result, until)
-
-    async def _redirected(self, lease: Lease, started: float, result: FetchResult) -> None:
-        """Queue the Location like a link: the seen filter makes its page fetched once."""
-        p = self.parts
-        location = urljoin(result.final_url, result.headers["location"])
-        target = p.frontier.redirect(lease.request, location)
-        if isinstance(target, str):
-            await p.frontier.complete(lease)
-            self._log(lease.request, Outcome.FAILED, result, started, target)
-            return
-        await self._prepare_all([target])
-        await p.frontier.add([target])
-        await p.frontier.complete(lease)
-        self._log(lease.request, Outcome.OK, result, started, None)
-
-    def _parse(self, request: CrawlRequest, result: FetchResult) -> tuple[list[Link], list[Item]]:
-        name, parser = self.parts.parsers.select(result.final_url)
+        request = step.lease.request
+        name, parser = p.parsers.select(result.final_url)
         try:
             parsed = parser(result)
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
-            self.parts.events.emit(ParseFailed(request.url, name, error, traceback.format_exc()))
-            return [], []
-        return parsed.links, parsed.items
-
-    def _delay_of(self, domain: str) -> float:
-        base = self._base_delay.get(domain, self.parts.frontier.default_policy.delay_s)
-        return base * self.parts.blocks.multiplier(domain)
-
-    async def _admit(self, links: Iterable[str | Link], parent: CrawlRequest | None) -> int:
-        p = self.parts
-        requests, _rejected = p.frontier.requests_for(links, parent)
-        await self._prepare_all(requests)
-        admitted = await p.frontier.add(requests)
-        p.events.emit(LinksAdded(offered=len(requests), admitted=admitted))
-        return admitted
-
-    async def _prepare_all(self, requests: Iterable[CrawlRequest]) -> None:
-        for request in requests:
-            if request.domain not in self._prepared:
-                await self._prepare(request)
-
-    async def _prepare(self, request: CrawlRequest) -> None:
-        """Read a new domain's robots.txt before its first URL is queued (Crawl-delay)."""
-        self._prepared.add(request.domain)
-        robots = self.parts.robots
-        if robots is None or request.fetcher == "file":
+            detail = traceback.format_exc()
+            p.events.emit(ParseFailed(request.url, name, error, detail))
+            await self._complete(
+                step, Outcome.PARSE_ERROR, f"parser {name!r}: {error}", detail=detail
+            )
             return
-        decision = await robots.check(request.url)
-        if decision.crawl_delay_s is not None:
-            crawl_delay_s = min(decision.crawl_delay_s, MAX_CRAWL_DELAY_S)
-            delay_s = max(self.parts.frontier.default_policy.delay_s, crawl_delay_s)
-            self._base_delay[request.domain] = delay_s
-            await self.parts.frontier.set_delay(request.domain, delay_s)
+        await p.admitter.admit(parsed.links, request)
+        outcome = await p.pipeline.process(parsed.items, request.domain)
+        await self._complete(step, Outcome.OK, None, counters=item_counters(outcome))
+
+    async def _redirected(self, step: _Step, result: FetchResult) -> None:
+        """Queue the Location like a link: the seen filter makes its page fetched once."""
+        p = self.parts
+        location = urljoin(result.final_url, result.headers["location"])
+        target = p.frontier.redirect(step.lease.request, location)
+        if isinstance(target, str):
+            await self._complete(step, Outcome.FAILED, target)
+            return
+        await p.admitter.add([target])
+        await self._complete(step, Outcome.OK, None)
 
     async def _skip(self, lease: Lease, reason: str) -> None:
         request = lease.request
-        await self.parts.frontier.complete(lease)
         self.parts.events.emit(RequestSkipped(request.url, request.domain, reason))
-        self._log(request, Outcome.SKIPPED, None, self.parts.clock.now(), reason)
+        await self._complete(_Step(lease, self.parts.clock.now()), Outcome.SKIPPED, reason)
 
-    async def _failed(
+    async def _complete(
         self,
-        lease: Lease,
-        started: float,
+        step: _Step,
+        outcome: Outcome,
+        error: str | None,
+        *,
+        detail: str | None = None,
+        counters: Mapping[str, float] | None = None,
+    ) -> None:
+        attempt = self._attempt(step, outcome, error, detail)
+        report = Report(attempt, step.signal, step.reason, counters or {})
+        self._ended(attempt, await self.parts.frontier.complete(step.lease, report))
+
+    async def _fail(
+        self,
+        step: _Step,
         error: str,
-        result: FetchResult | None,
-        not_before: float,
         *,
         retry: bool = True,
+        not_before: float = 0.0,
+        block_until: float = 0.0,
     ) -> None:
-        p = self.parts
-        now = p.clock.now()
-        request = lease.request
-        if retry:
-            retried = await p.frontier.fail(lease, error, now, not_before)
-        else:
-            await p.frontier.store.bury(lease, error, now)
-            retried = False
-        self._log(request, Outcome.RETRY if retried else Outcome.DEAD, result, started, error)
-
-    def _log(
-        self,
-        request: CrawlRequest,
-        outcome: Outcome,
-        result: FetchResult | None,
-        started: float,
-        error: str | None,
-    ) -> None:
-        now = self.parts.clock.now()
-        self.parts.events.emit(
-            FetchAttempted(
-                Attempt(
-                    url=request.url,
-                    fingerprint=request.fingerprint,
-                    domain=request.domain,
-                    worker=self.parts.worker,
-                    outcome=outcome,
-                    status=result.status if result is not None else None,
-                    bytes=len(result.body) if result is not None else 0,
-                    latency_s=result.elapsed_s if result is not None else now - started,
-                    retry=request.attempt,
-                    at=now,
-                    error=error,
-                )
-            )
+        """Retry the request later or bury it; only this request waits (unless ``block_until``)."""
+        attempt = self._attempt(step, Outcome.RETRY, error, None)
+        report = Report(attempt, step.signal, step.reason, block_until=block_until)
+        retried, ended = await self.parts.frontier.fail(
+            step.lease, error, attempt.at, report, not_before=not_before, retry=retry
         )
+        outcome = Outcome.RETRY if retried else Outcome.DEAD
+        self._ended(replace(attempt, outcome=outcome), ended)
+
+    def _attempt(
+        self, step: _Step, outcome: Outcome, error: str | None, detail: str | None
+    ) -> Attempt:
+        now = self.parts.clock.now()
+        request = step.lease.request
+        result = step.result
+        return Attempt(
+            url=request.url,
+            fingerprint=request.fingerprint,
+            domain=request.domain,
+            worker=self.parts.worker,
+            outcome=outcome,
+            status=result.status if result is not None else None,
+            bytes=len(result.body) if result is not None else 0,
+            latency_s=result.elapsed_s if result is not None else now - step.started,
+            retry=request.attempt,
+            at=now,
+            error=error,
+            fetcher=request.fetcher,
+            detail=detail,
+        )
+
+    def _ended(self, attempt: Attempt, ended: Ended) -> None:
+        """Tell in-process subscribers what the store recorded (nothing for a lost lease)."""
+        events = self.parts.events
+        if not ended:
+            log.warning("lease of %s ended elsewhere; its outcome was not recorded", attempt.url)
+            return
+        events.emit(FetchAttempted(attempt))
+        change = ended.change
+        if change is None:
+            return
+        if change.change == "escalated":
+            events.emit(DomainEscalated(change.domain, change.level, change.reason, change.until))
+        else:
+            events.emit(DomainRecovered(change.domain, change.level, change.reason))
+
+
+def item_counters(outcome: PipelineOutcome) -> Counters:
+    """The ``items.<fate>.<type>`` counters of one page's pipeline outcome."""
+    counters: Counters = {}
+    for item_type, fates in outcome.by_type.items():
+        for fate in ITEM_FATES:
+            count = fates.get(fate, 0)
+            if count:
+                counters[f"items.{fate}.{item_type}"] = count
+    return counters

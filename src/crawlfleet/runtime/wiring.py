@@ -5,41 +5,53 @@ from __future__ import annotations
 import os
 import random
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from pathlib import Path
 
 from crawlfleet.clock import Clock
+from crawlfleet.errors import StateError
 from crawlfleet.fetchers.files import FileFetcher
 from crawlfleet.fetchers.http import HttpFetcher
 from crawlfleet.fetchers.protocols import Fetcher
 from crawlfleet.frontier.frontier import Frontier, RetryPolicy
-from crawlfleet.frontier.politeness import BlockDetector
-from crawlfleet.frontier.protocols import Budget, DomainPolicy, QueueStore
-from crawlfleet.frontier.robots import RobotsCache
+from crawlfleet.frontier.protocols import BlockRules, Budget, DomainPolicy, QueueStore
+from crawlfleet.frontier.robots import FetchFn, RobotsCache
 from crawlfleet.frontier.scope import Scope
 from crawlfleet.models import CrawlRequest, FetchResult
-from crawlfleet.monitoring.attempt_log import AttemptLog
 from crawlfleet.monitoring.events import EventBus
 from crawlfleet.parsing.loader import load_parsers
-from crawlfleet.pipeline.export import ITEMS_FILE
 from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.pipeline.processors import default_processors
-from crawlfleet.pipeline.protocols import Sink
-from crawlfleet.pipeline.rejects import RejectStore
+from crawlfleet.runtime.admission import Admitter
+from crawlfleet.runtime.backends import Backends, open_store
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
 from crawlfleet.settings import Settings
 from crawlfleet.urls import UrlRules, fingerprint
-
-STATE_FILE = "state.sqlite"
 
 
 def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def domain_policy(settings: Settings) -> DomainPolicy:
+    """The crawl's default politeness and block rules, from the settings."""
+    return DomainPolicy(
+        delay_s=settings.delay_s,
+        max_in_flight=settings.per_domain_concurrency,
+        blocks=BlockRules(
+            window=settings.block_window,
+            min_samples=settings.block_min_samples,
+            threshold=settings.block_threshold,
+            recover_after=settings.block_recover_after,
+            max_level=settings.block_max_level,
+            cooldown_s=settings.block_cooldown_s,
+        ),
+    )
+
+
 def build_frontier(settings: Settings, store: QueueStore, seeds: list[str]) -> Frontier:
+    """The crawl's frontier over ``store``; it owns the store from here on."""
     rules = UrlRules(settings.strip_query_params, settings.politeness_key)
     scope = Scope.for_seeds(
         seeds,
@@ -53,10 +65,11 @@ def build_frontier(settings: Settings, store: QueueStore, seeds: list[str]) -> F
         rules=rules,
         scope=scope,
         budget=Budget(settings.max_pages, settings.max_pages_per_domain),
-        default_policy=DomainPolicy(settings.delay_s, settings.per_domain_concurrency),
+        default_policy=domain_policy(settings),
         retry=RetryPolicy(settings.max_retries, settings.backoff_base_s, settings.backoff_max_s),
         lease_s=settings.lease_s,
         max_redirects=settings.max_redirects,
+        overrides=settings.domains,
         rng=random.Random(),
     )
 
@@ -80,14 +93,45 @@ def robots_fetch(fetcher: Fetcher) -> Callable[[str], Awaitable[FetchResult]]:
     return fetch
 
 
+def build_robots(
+    settings: Settings, clock: Clock, stack: AsyncExitStack
+) -> tuple[RobotsCache | None, FetchFn]:
+    """The robots.txt cache (None when robots are not obeyed) and the side fetch it and the
+    sitemap reader use (redirects followed)."""
+    side_fetcher = HttpFetcher(settings, clock=clock)
+    stack.push_async_callback(side_fetcher.close)
+    fetch_url = robots_fetch(side_fetcher)
+    if not settings.obey_robots:
+        return None, fetch_url
+    robots = RobotsCache(
+        fetch_url,
+        user_agent=settings.user_agent,
+        clock=clock,
+        ttl_s=settings.robots_ttl_s,
+        error_ttl_s=settings.robots_error_ttl_s,
+    )
+    return robots, fetch_url
+
+
+def build_admitter(
+    settings: Settings,
+    frontier: Frontier,
+    *,
+    events: EventBus,
+    clock: Clock,
+    stack: AsyncExitStack,
+) -> Admitter:
+    """What seeds a crawl without fetchers, parsers or sinks (the dispatcher)."""
+    robots, fetch_url = build_robots(settings, clock, stack)
+    return Admitter(frontier, robots=robots, events=events, fetch_url=fetch_url)
+
+
 @dataclass(slots=True)
 class CrawlGraph:
     """Everything one crawl process needs; ``stack`` closes it all."""
 
     crawler: Crawler
     frontier: Frontier
-    attempt_log: AttemptLog
-    sink: Sink
     stack: AsyncExitStack
 
 
@@ -95,52 +139,41 @@ async def build_crawl(
     settings: Settings,
     *,
     seeds: list[str],
-    store: QueueStore,
-    sink: Sink,
-    attempt_log: AttemptLog,
+    backends: Backends,
     events: EventBus,
     clock: Clock,
     stack: AsyncExitStack,
-    rejects: RejectStore | None = None,
 ) -> CrawlGraph:
-    """Wire a crawl over the given stores (embedded or distributed alike)."""
+    """Wire a crawl over the given backends (embedded or distributed alike)."""
+    if backends.sink is None:
+        raise StateError("a crawl step needs an item sink; these backends opened none")
+    store, sink, rejects = backends.store, backends.sink, backends.rejects
     registry = load_parsers(settings.parsers, settings.selector_parsers)
     fetchers = build_fetchers(settings, clock)
     for fetcher in fetchers.values():
         stack.push_async_callback(fetcher.close)
-    side_fetcher = HttpFetcher(settings, clock=clock)
-    stack.push_async_callback(side_fetcher.close)
-    fetch_url = robots_fetch(side_fetcher)
-    robots = (
-        RobotsCache(
-            fetch_url,
-            user_agent=settings.user_agent,
-            clock=clock,
-            ttl_s=settings.robots_ttl_s,
-            error_ttl_s=settings.robots_error_ttl_s,
-        )
-        if settings.obey_robots
-        else None
-    )
+    frontier = build_frontier(settings, store, seeds)
+    robots, fetch_url = build_robots(settings, clock, stack)
     pipeline = Pipeline(
         default_processors(registry.schemas()), sink, events=events, clock=clock, rejects=rejects
     )
-    frontier = build_frontier(settings, store, seeds)
     parts = CrawlerParts(
         frontier=frontier,
+        admitter=Admitter(frontier, robots=robots, events=events, fetch_url=fetch_url),
         fetchers=fetchers,
         robots=robots,
         parsers=registry,
         pipeline=pipeline,
         events=events,
         clock=clock,
-        blocks=BlockDetector(clock),
         worker=worker_name(),
-        fetch_url=fetch_url,
     )
-    return CrawlGraph(Crawler(parts), frontier, attempt_log, sink, stack)
+    return CrawlGraph(Crawler(parts), frontier, stack)
 
 
-def state_paths(state_dir: Path) -> tuple[Path, Path]:
-    """The queue/attempt-log file and the items file of an embedded crawl."""
-    return state_dir / STATE_FILE, state_dir / ITEMS_FILE
+async def open_frontier(
+    settings: Settings, stack: AsyncExitStack, seeds: Sequence[str] = ()
+) -> Frontier:
+    """The frontier of an existing crawl (SQLite state, or Redis), for views and DLQ commands."""
+    backends = await open_store(settings, stack)
+    return build_frontier(settings, backends.store, list(seeds))

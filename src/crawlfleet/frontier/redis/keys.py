@@ -1,52 +1,75 @@
 """Every Redis key of one crawl's frontier, and what it holds.
 
-All keys live under the crawl's prefix ``{p}:`` so several crawls share one Redis.
+All keys live under the crawl's prefix ``{p}:``, which carries a Redis Cluster hash tag
+(``crawlfleet:{<crawl_id>}``; a prefix without one is wrapped whole in braces), so every key
+of a crawl hashes to one slot and each Lua script stays single-slot on a cluster. Several
+crawls share one Redis.
 
-==========================  ======  ===========================================================
-key                         type    contents
-==========================  ======  ===========================================================
-``{p}:config``              HASH    ``dedup``, ``bloom_bits``, ``bloom_hashes``,
-                                    ``bloom_shard_bytes`` fixed at the first open; a later
-                                    open with other values is refused
-``{p}:seen``                SET     every admitted or ``mark_seen`` fingerprint (dedup=exact)
-``{p}:bloom:<i>``           STRING  shard ``i`` (from 0) of the Bloom bitmap (dedup=bloom):
-                                    ``bloom_shard_bytes`` bytes each, created full size at
-                                    open; global bit ``p`` is bit ``p % (8 * bytes)`` of shard
-                                    ``p // (8 * bytes)`` (see ``bloom.py``)
-``{p}:req``                 HASH    fingerprint -> request JSON, for queued, leased and dead
-                                    requests (deleted when done)
-``{p}:q:<domain>``          ZSET    one per domain: fingerprints due to be claimed, score
-                                    ``-priority * 2**36 + seq`` (priority clamped to
-                                    +-65535), so higher priority first, then FIFO
-``{p}:delayed``             ZSET    retried fingerprints, score = not-before (epoch s); moved
-                                    into their domain queue by the claim that finds them due
-``{p}:ready``               ZSET    domain -> ready_at (epoch s), for domains with a non-empty
-                                    queue that may be served (below their in-flight limit)
-``{p}:parked``              ZSET    domain -> ready_at, for domains with a non-empty queue
-                                    found at their in-flight limit; back to ``ready`` when
-                                    one of their leases ends
-``{p}:next``                HASH    domain -> ready_at (epoch s, ``%.17g``): the last claim
-                                    plus the delay, or a block (Retry-After), whichever is
-                                    later; absent = 0
-``{p}:inflight``            HASH    domain -> number of current leases (absent = 0)
-``{p}:policy``              HASH    domain -> ``"<delay_s> <max_in_flight>"`` override
-``{p}:leases``              ZSET    lease token -> expires_at (epoch s)
-``{p}:lease``               HASH    lease token -> fingerprint
-``{p}:dead``                ZSET    dead-lettered fingerprint -> died_at (epoch s)
-``{p}:errors``              HASH    fingerprint -> JSON list of error strings (its history)
-``{p}:counts``              HASH    ``queued`` (incl. delayed), ``leased``, ``done``,
-                                    ``dead``, ``seen``, ``admitted`` (total, for the budget)
-``{p}:admitted``            HASH    domain -> requests admitted (per-domain budget)
-``{p}:order``               HASH    fingerprint -> its admission ``seq``, for queued, leased
-                                    and dead requests: a retried, reaped or requeued request
-                                    goes back to its admission place (deleted when done)
-``{p}:seq``                 STRING  counter giving queue order and unique lease tokens
-==========================  ======  ===========================================================
+==============================  ======  =======================================================
+key                             type    contents
+==============================  ======  =======================================================
+``{p}:config``                  HASH    ``dedup``, ``bloom_bits``, ``bloom_hashes``,
+                                        ``bloom_shard_bytes`` fixed at the first open; a later
+                                        open with other values is refused
+``{p}:epoch``                   STRING  a random token written by the first open: missing
+                                        while the crawl is open means the frontier was lost
+                                        (FLUSHALL, a restart without persistence)
+``{p}:started_at``              STRING  epoch seconds the crawl started (``start``), set once
+``{p}:seen``                    SET     every admitted fingerprint (dedup=exact)
+``{p}:bloom:<i>``               STRING  shard ``i`` (from 0) of the Bloom bitmap (dedup=bloom):
+                                        ``bloom_shard_bytes`` bytes each, created full size at
+                                        open; global bit ``p`` is bit ``p % (8 * bytes)`` of
+                                        shard ``p // (8 * bytes)`` (see ``bloom.py``)
+``{p}:req``                     HASH    fingerprint -> request JSON, for queued, leased and
+                                        dead requests (deleted when done)
+``{p}:q:<kind>:<domain>``       ZSET    one lane per (fetcher kind, domain): fingerprints due
+                                        to be claimed, score ``-priority * 2**36 + seq``
+                                        (priority clamped to +-65535): higher priority first,
+                                        then FIFO
+``{p}:delayed:<kind>``          ZSET    retried fingerprints of that kind, score = not-before
+                                        (epoch s); moved into their lane by a claim of that
+                                        kind that finds them due
+``{p}:ready:<kind>``            ZSET    domain -> when its lane of that kind may be served:
+                                        its ``ready_at``, or the not-before of the retry that
+                                        refilled the lane if later; for domains whose lane of
+                                        that kind is not empty and that are not parked
+``{p}:parked``                  SET     domains with queued work found or left at their
+                                        in-flight limit by a claim, in no ``ready`` index
+                                        until one of their leases ends or their policy
+                                        changes (``set_delay``, ``set_concurrency``)
+``{p}:kinds``                   SET     every fetcher kind that ever had a lane
+``{p}:domain:<domain>``         HASH    the domain's politeness and policy (absent field =
+                                        default): ``ready_at`` (``%.17g``), ``inflight``,
+                                        ``queued`` (incl. delayed retries), ``delay`` (base
+                                        delay_s) and ``source``, ``max`` (max_in_flight),
+                                        ``level``, ``window`` (``b``/``o`` per judged
+                                        response, oldest first), ``streak``, ``cooldown``
+                                        (until), ``reason`` (block reason), ``retry_until``
+                                        (Retry-After), ``strategy`` (JSON object)
+``{p}:stats``                   HASH    counter name -> value (``crawlfleet.counters``), crawl
+``{p}:dstats:<domain>``         HASH    counter name -> value, one domain
+``{p}:attempts``                LIST    attempt JSON, oldest first, until copied and acked
+                                        (``pending_attempts`` / ``ack_attempts``)
+``{p}:leases``                  ZSET    lease token -> expires_at (epoch s)
+``{p}:lease``                   HASH    lease token -> fingerprint
+``{p}:dead``                    ZSET    dead-lettered fingerprint -> died_at (epoch s)
+``{p}:errors``                  HASH    fingerprint -> JSON list of error strings (history)
+``{p}:counts``                  HASH    ``queued`` (incl. delayed), ``leased``, ``done``,
+                                        ``dead``, ``seen``, ``admitted`` (total, budget);
+                                        created by the first open, so missing = lost
+``{p}:admitted``                ZSET    domain -> minus its requests admitted (budget), so
+                                        ``ZRANGE`` lists the most first, ties by name
+``{p}:order``                   HASH    fingerprint -> its admission ``seq``, for queued,
+                                        leased and dead requests: a retried, reaped or
+                                        requeued request goes back to its admission place
+``{p}:seq``                     STRING  counter giving queue order and unique lease tokens
+==============================  ======  =======================================================
 
 Lease tokens are ``<fingerprint>.<seq>``. Every multi-key change is one Lua script in
-``lua/``; the scripts derive ``{p}:q:<domain>`` from the queue prefix passed as ``ARGV[1]``
-and ``{p}:bloom:<i>`` from the name ``{p}:bloom`` (never a key itself) passed as a key, so they
-need a single Redis node (not a cluster).
+``lua/``. The names of the key families (``q``, ``delayed``, ``ready``, ``domain``,
+``dstats``, ``bloom``) are passed to the scripts as keys although no such key exists; the
+scripts derive the real keys from them (``{p}:q`` .. ``:http:example.com``), which stay in
+the crawl's slot because they share the prefix and its hash tag.
 """
 
 from __future__ import annotations
@@ -55,15 +78,14 @@ from dataclasses import dataclass
 
 FIXED_KEYS = (
     "config",
+    "epoch",
+    "started_at",
     "seen",
-    "bloom",
     "req",
-    "delayed",
-    "ready",
     "parked",
-    "next",
-    "inflight",
-    "policy",
+    "kinds",
+    "stats",
+    "attempts",
     "leases",
     "lease",
     "dead",
@@ -73,29 +95,63 @@ FIXED_KEYS = (
     "order",
     "seq",
 )
+FAMILIES = ("bloom", "q", "delayed", "ready", "domain", "dstats")
+"""Names of key families: ``{p}:<family>:<suffix>``; the bare name is never a key itself."""
+NAMES = FIXED_KEYS + FAMILIES
+
+
+def hash_tag(key: str) -> str | None:
+    """The Redis Cluster hash tag of ``key`` (what the slot is computed from), if it has one."""
+    start = key.find("{")
+    if start < 0:
+        return None
+    end = key.find("}", start + 1)
+    return key[start + 1 : end] if end > start + 1 else None
+
+
+def tagged(prefix: str) -> str:
+    """``prefix`` if it carries a hash tag, else the prefix wrapped whole in braces."""
+    return prefix if hash_tag(prefix) is not None else f"{{{prefix}}}"
 
 
 @dataclass(frozen=True, slots=True)
 class CrawlKeys:
-    """The key names of one crawl, from its prefix."""
+    """The key names of one crawl, from its prefix (tagged with ``tagged`` when built)."""
 
     prefix: str
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "prefix", tagged(self.prefix))
+
     def key(self, name: str) -> str:
-        """The full name of one of ``FIXED_KEYS``."""
-        if name not in FIXED_KEYS:
+        """The full name of one of ``FIXED_KEYS``, or of a family (``FAMILIES``)."""
+        if name not in NAMES:
             raise KeyError(f"unknown frontier key {name!r}")
         return f"{self.prefix}:{name}"
 
-    @property
-    def queue_prefix(self) -> str:
-        return f"{self.prefix}:q:"
+    def lane(self, kind: str, domain: str) -> str:
+        return f"{self.key('q')}:{kind}:{domain}"
 
-    def queue(self, domain: str) -> str:
-        return f"{self.queue_prefix}{domain}"
+    def ready(self, kind: str) -> str:
+        return f"{self.key('ready')}:{kind}"
+
+    def delayed(self, kind: str) -> str:
+        return f"{self.key('delayed')}:{kind}"
+
+    def domain(self, domain: str) -> str:
+        return f"{self.key('domain')}:{domain}"
+
+    def domain_stats(self, domain: str) -> str:
+        return f"{self.key('dstats')}:{domain}"
 
     def bloom_shard(self, index: int) -> str:
         return f"{self.key('bloom')}:{index}"
 
     def all_fixed(self) -> list[str]:
         return [self.key(name) for name in FIXED_KEYS]
+
+    @property
+    def pattern(self) -> str:
+        """A SCAN ``MATCH`` pattern for every key of the crawl (glob characters escaped)."""
+        escaped = "".join(f"\\{ch}" if ch in "*?[]\\" else ch for ch in self.prefix)
+        return f"{escaped}:*"

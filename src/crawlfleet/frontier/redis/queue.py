@@ -1,17 +1,22 @@
 """``QueueStore`` on Redis: one crawl's frontier shared by every worker.
 
 Every change is one Lua script (see ``keys.py`` for the data layout and ``lua/`` for the
-scripts), so it is atomic however many workers share the crawl. Connection errors are retried
-for about a second (a restarted Redis is reconnected to by itself); a script whose reply was
-lost may therefore run twice, which at worst hands out a lease that later expires, or answers
-False to a ``complete`` that took effect. Any other Redis failure raises ``StateError``.
+scripts), so it is atomic however many workers share the crawl; a lease end and everything
+it records (counters, attempt row, domain policy) is one script call. Connection errors are
+retried for about a second (a restarted Redis is reconnected to by itself); a script whose
+reply was lost may therefore run twice, which at worst hands out a lease that later expires,
+or answers False to a ``complete`` that took effect. Every script that writes, ``claim`` and
+``counts`` check the crawl's epoch first: a frontier that vanished while the crawl was open
+(FLUSHALL, a restart without persistence) raises ``FrontierLost`` instead of looking like a
+finished crawl. Any other Redis failure raises ``StateError``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+import uuid
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -21,21 +26,42 @@ from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from crawlfleet.errors import StateError
-from crawlfleet.frontier.protocols import LEASE_EXPIRED, Budget, DomainPolicy
+from crawlfleet.counters import CrawlStats
+from crawlfleet.errors import FrontierLost, StateError
+from crawlfleet.frontier.protocols import (
+    LEASE_EXPIRED,
+    Budget,
+    DelaySource,
+    DomainPolicy,
+    DomainView,
+    Ended,
+    Report,
+)
 from crawlfleet.frontier.redis.bloom import SHARD_BITS, SHARD_BYTES, BloomGeometry
 from crawlfleet.frontier.redis.keys import CrawlKeys
 from crawlfleet.frontier.redis.scripts import Scripts
-from crawlfleet.models import CrawlRequest, DeadLetter, Lease, QueueCounts
+from crawlfleet.frontier.redis.views import (
+    Arg,
+    counter_args,
+    crawl_stats,
+    domain_view,
+    dumps,
+    loads,
+    policy_change,
+    reap_counter_args,
+    report_args,
+)
+from crawlfleet.models import Attempt, CrawlRequest, DeadLetter, Lease, QueueCounts
 
 log = logging.getLogger(__name__)
 
 BATCH = 1000  # requests or fingerprints per script call, so no call blocks Redis for long
-PROMOTE_PER_CLAIM = 1000  # at least this many due retries move into their queues per claim
+PROMOTE_PER_CLAIM = 1000  # at least this many due retries move into their lanes per claim
 COUNT_FIELDS = ("queued", "leased", "done", "dead", "seen")
+LOST_MARK = "FRONTIER_LOST"  # how the scripts' error reply starts when the epoch is gone
 
 DeadAction = Callable[[list[str]], Awaitable[int]]
 
@@ -52,7 +78,7 @@ def redact(url: str) -> str:
 
 
 class RedisQueueStore:
-    """Request queue, seen filter, leases, retries and DLQ of one crawl, in Redis."""
+    """Request lanes, seen filter, leases, DLQ, domain policy and statistics, in Redis."""
 
     def __init__(
         self, client: Redis, keys: CrawlKeys, bloom: BloomGeometry | None, where: str
@@ -63,6 +89,7 @@ class RedisQueueStore:
         self._bloom = bloom
         self._where = where
         self._scripts = Scripts(client, keys)
+        self._epoch = uuid.uuid4().hex
 
     @classmethod
     async def open(
@@ -74,10 +101,12 @@ class RedisQueueStore:
         bloom_capacity: int = 10_000_000,
         bloom_error_rate: float = 0.01,
     ) -> RedisQueueStore:
-        """Connect, check the crawl's stored dedup settings, and size the Bloom bitmap.
+        """Connect, create the crawl or check its stored settings, and size the Bloom bitmap.
 
-        Raises ``StateError`` when Redis is unreachable (the message shows the URL without its
-        password) or when ``prefix`` was created with other dedup settings.
+        ``prefix`` should carry a hash tag (``crawlfleet:{<crawl_id>}``, see ``keys.py``).
+        Raises ``StateError`` when Redis is unreachable (the message shows the URL without
+        its password) or when ``prefix`` was created with other dedup settings, and
+        ``FrontierLost`` when the crawl exists without its epoch or counts.
         """
         if not prefix or any(ch.isspace() for ch in prefix):
             raise ValueError(f"bad Redis key prefix {prefix!r}")
@@ -102,7 +131,7 @@ class RedisQueueStore:
         try:
             with store._guard():
                 await _ping_once(url)
-                await store._check_config(dedup)
+                await store._open_crawl(dedup)
         except StateError:
             await client.aclose()
             raise
@@ -117,7 +146,16 @@ class RedisQueueStore:
             )
         return store
 
-    async def _check_config(self, dedup: str) -> None:
+    @property
+    def epoch(self) -> str:
+        """The token the crawl's first open wrote; another value means another crawl."""
+        return self._epoch
+
+    @property
+    def keys(self) -> CrawlKeys:
+        return self._keys
+
+    async def _open_crawl(self, dedup: str) -> None:
         bloom = self._bloom
         wanted = {
             "dedup": dedup,
@@ -125,12 +163,12 @@ class RedisQueueStore:
             "bloom_hashes": str(bloom.hashes if bloom else 0),
             "bloom_shard_bytes": str(SHARD_BYTES if bloom else 0),
         }
-        key = self._keys.key("config")
-        async with self._client.pipeline(transaction=True) as pipe:
-            for field, value in wanted.items():
-                pipe.hsetnx(key, field, value)
-            pipe.hgetall(key)
-            *_, stored = await pipe.execute()
+        flat = [item for pair in wanted.items() for item in pair]
+        epoch, *stored_flat = await self._scripts.run("open", self._epoch, *flat)
+        if not epoch:
+            raise FrontierLost(self._lost())
+        self._epoch = epoch
+        stored = dict(zip(stored_flat[::2], stored_flat[1::2], strict=True))
         if stored != wanted:
             raise StateError(
                 f"crawl {self._keys.prefix!r} in Redis at {self._where} was created with "
@@ -143,22 +181,33 @@ class RedisQueueStore:
                     pipe.set(self._keys.bloom_shard(index), zeros, nx=True)
                 await pipe.execute()
 
+    def _lost(self) -> str:
+        return (
+            f"the frontier of crawl {self._keys.prefix!r} in Redis at {self._where} is gone "
+            "(flushed, evicted, or Redis restarted without persistence): what was queued "
+            "and done is unknown, so the crawl cannot go on or be reported complete"
+        )
+
     @contextmanager
     def _guard(self) -> Iterator[None]:
         try:
             yield
+        except ResponseError as exc:
+            if str(exc).startswith(LOST_MARK):
+                raise FrontierLost(self._lost()) from None
+            raise StateError(f"Redis at {self._where} failed: {exc}") from exc
         except RedisError as exc:
             raise StateError(f"Redis at {self._where} failed: {exc}") from exc
 
-    async def _run(self, name: str, *args: str | int | float) -> Any:
+    async def _run(self, name: str, *args: Arg) -> Any:
         with self._guard():
-            return await self._scripts.run(name, *args)
+            return await self._scripts.run(name, self._epoch, *args)
 
     def _seen_args(self, fingerprint: str) -> list[int]:
         return self._bloom.positions(fingerprint) if self._bloom else []
 
     @property
-    def _seen_head(self) -> list[str | int]:
+    def _seen_head(self) -> list[Arg]:
         """The script arguments saying how to read ``_seen_args``: k, then bits per shard."""
         return [self._bloom.hashes, SHARD_BITS] if self._bloom else [0, 0]
 
@@ -169,24 +218,24 @@ class RedisQueueStore:
         )
         admitted = 0
         for start in range(0, len(requests), BATCH):
-            args: list[str | int] = [*self._seen_head, *limits]
+            args: list[Arg] = [*self._seen_head, *limits]
             for req in requests[start : start + BATCH]:
-                args += [req.fingerprint, req.domain, req.priority, _dumps(req)]
+                kind = _kind(req.fetcher)
+                args += [req.fingerprint, req.domain, kind, req.priority, dumps(req)]
                 args += self._seen_args(req.fingerprint)
             admitted += int(await self._run("add", *args))
         return admitted
 
-    async def mark_seen(self, fingerprints: Sequence[str]) -> None:
-        for start in range(0, len(fingerprints), BATCH):
-            args: list[str | int] = [*self._seen_head]
-            for fp in fingerprints[start : start + BATCH]:
-                args += [fp, *self._seen_args(fp)]
-            await self._run("mark_seen", *args)
-
     async def claim(
-        self, limit: int, now: float, lease_s: float, default: DomainPolicy
+        self,
+        limit: int,
+        now: float,
+        lease_s: float,
+        default: DomainPolicy,
+        kinds: Collection[str],
     ) -> list[Lease]:
-        if limit <= 0:
+        wanted = [_kind(kind) for kind in dict.fromkeys(kinds)]
+        if limit <= 0 or not wanted:
             return []
         flat = await self._run(
             "claim",
@@ -196,52 +245,138 @@ class RedisQueueStore:
             default.max_in_flight,
             limit,
             max(PROMOTE_PER_CLAIM, 10 * limit),
+            *wanted,
         )
         expires_at = now + lease_s
         return [
-            Lease(_loads(flat[i + 1]), token=flat[i], expires_at=expires_at)
+            Lease(loads(flat[i + 1]), token=flat[i], expires_at=expires_at)
             for i in range(0, len(flat), 2)
         ]
 
-    async def complete(self, lease: Lease) -> bool:
-        return bool(await self._run("complete", lease.token))
+    async def complete(self, lease: Lease, report: Report, default: DomainPolicy) -> Ended:
+        return await self._finish(lease, report, default, "complete", 0.0, "", "")
 
-    async def retry(self, lease: Lease, not_before: float, error: str) -> bool:
-        again = dataclasses.replace(lease.request, attempt=lease.request.attempt + 1)
-        return bool(await self._run("retry", lease.token, not_before, error, _dumps(again)))
+    async def retry(
+        self, lease: Lease, not_before: float, error: str, report: Report, default: DomainPolicy
+    ) -> Ended:
+        again = dumps(dataclasses.replace(lease.request, attempt=lease.request.attempt + 1))
+        return await self._finish(lease, report, default, "retry", not_before, error, again)
 
-    async def bury(self, lease: Lease, error: str, now: float) -> bool:
-        return bool(await self._run("bury", lease.token, error, now))
+    async def bury(
+        self, lease: Lease, error: str, now: float, report: Report, default: DomainPolicy
+    ) -> Ended:
+        return await self._finish(lease, report, default, "bury", now, error, "")
+
+    async def _finish(
+        self,
+        lease: Lease,
+        report: Report,
+        default: DomainPolicy,
+        mode: str,
+        when: float,
+        error: str,
+        stored: str,
+    ) -> Ended:
+        """One ``finish.lua`` call: the lease end and everything ``report`` records."""
+        args = [lease.token, mode, float(when), error, stored, *report_args(report, default)]
+        reply = await self._run("finish", *args)
+        if not int(reply[0]):
+            return Ended(False)
+        if len(reply) == 1:
+            return Ended(True)
+        return Ended(True, policy_change(lease.request.domain, reply, report, default))
 
     async def reap(self, now: float, max_retries: int) -> int:
+        counters = reap_counter_args()
         total = 0
         while True:
-            reaped = int(await self._run("reap", now, BATCH, max_retries, LEASE_EXPIRED))
+            reaped = int(await self._run("reap", now, BATCH, max_retries, LEASE_EXPIRED, *counters))
             total += reaped
             if reaped < BATCH:
                 return total
 
-    async def set_policy(self, domain: str, policy: DomainPolicy) -> None:
-        await self._run("set_policy", domain, repr(float(policy.delay_s)), policy.max_in_flight)
+    async def set_delay(self, domain: str, delay_s: float, source: DelaySource) -> None:
+        await self._run("set_delay", domain, float(delay_s), DelaySource(source).value)
 
-    async def block(self, domain: str, until: float) -> None:
-        await self._run("block", domain, until)
+    async def set_concurrency(self, domain: str, max_in_flight: int) -> None:
+        await self._run("set_concurrency", domain, int(max_in_flight))
 
-    async def next_ready_at(self, now: float) -> float | None:
-        raw = await self._run("next_ready_at")
+    async def set_strategy(self, domain: str, strategy: Mapping[str, str]) -> None:
+        await self._run("set_strategy", domain, orjson.dumps(dict(strategy)).decode())
+
+    async def domain(self, domain: str, default: DomainPolicy) -> DomainView:
+        return (await self._views([domain], default))[0]
+
+    async def domains(self, default: DomainPolicy, limit: int = 100) -> list[DomainView]:
+        if limit <= 0:
+            return []
+        with self._guard():
+            names = await self._client.zrange(self._keys.key("admitted"), 0, limit - 1)
+        return await self._views([str(name) for name in names], default)
+
+    async def _views(self, names: list[str], default: DomainPolicy) -> list[DomainView]:
+        with self._guard():
+            async with self._client.pipeline(transaction=True) as pipe:
+                for name in names:
+                    pipe.hgetall(self._keys.domain(name))
+                    pipe.hgetall(self._keys.domain_stats(name))
+                replies = await pipe.execute()
+        return [
+            domain_view(name, replies[2 * i], replies[2 * i + 1], default)
+            for i, name in enumerate(names)
+        ]
+
+    async def next_ready_at(self, now: float, kinds: Collection[str]) -> float | None:
+        wanted = [_kind(kind) for kind in dict.fromkeys(kinds)]
+        if not wanted:
+            return None
+        raw = await self._run("next_ready_at", *wanted)
         return None if raw is None else max(float(raw), now)
 
     async def counts(self) -> QueueCounts:
         with self._guard():
-            values = await self._client.hmget(self._keys.key("counts"), list(COUNT_FIELDS))
-        queued, leased, done, dead, seen = (int(v or 0) for v in values)
+            async with self._client.pipeline(transaction=True) as pipe:
+                pipe.get(self._keys.key("epoch"))
+                pipe.hmget(self._keys.key("counts"), list(COUNT_FIELDS))
+                epoch, values = await pipe.execute()
+        if epoch != self._epoch or values[0] is None:
+            raise FrontierLost(self._lost())
+        queued, leased, done, dead, seen = (int(v) for v in values)
         return QueueCounts(queued=queued, leased=leased, done=done, dead=dead, seen=seen)
+
+    async def start(self, now: float) -> None:
+        with self._guard():
+            await self._client.set(self._keys.key("started_at"), repr(float(now)), nx=True)
+
+    async def stats(self) -> CrawlStats:
+        with self._guard():
+            async with self._client.pipeline(transaction=True) as pipe:
+                pipe.hgetall(self._keys.key("stats"))
+                pipe.get(self._keys.key("started_at"))
+                counters, started_at = await pipe.execute()
+        return crawl_stats(counters, started_at)
+
+    async def add_counters(self, domain: str, counters: Mapping[str, float]) -> None:
+        if counters:
+            await self._run("add_counters", domain, *counter_args(counters))
+
+    async def pending_attempts(self, limit: int) -> list[Attempt]:
+        if limit <= 0:
+            return []
+        with self._guard():
+            rows = await self._client.lrange(self._keys.key("attempts"), 0, limit - 1)
+        return [Attempt.from_dict(orjson.loads(row)) for row in rows]
+
+    async def ack_attempts(self, count: int) -> None:
+        if count > 0:
+            with self._guard():
+                await self._client.ltrim(self._keys.key("attempts"), count, -1)
 
     async def dead_letters(self, limit: int = 100, offset: int = 0) -> list[DeadLetter]:
         flat = await self._run("dead_letters", max(0, offset), limit)
         return [
             DeadLetter(
-                request=_loads(flat[i]),
+                request=loads(flat[i]),
                 errors=tuple(orjson.loads(flat[i + 1])),
                 died_at=float(flat[i + 2]),
             )
@@ -275,11 +410,11 @@ class RedisQueueStore:
     async def _requeue_batch(self, fingerprints: list[str]) -> int:
         with self._guard():
             stored = await self._client.hmget(self._keys.key("req"), fingerprints)
-        args: list[str | int] = []
+        args: list[Arg] = []
         for fp, raw in zip(fingerprints, stored, strict=True):
             if raw is not None:
-                fresh = dataclasses.replace(_loads(raw), attempt=0)
-                args += [fp, fresh.domain, fresh.priority, _dumps(fresh)]
+                fresh = dataclasses.replace(loads(raw), attempt=0)
+                args += [fp, fresh.domain, fresh.fetcher, fresh.priority, dumps(fresh)]
         return int(await self._run("requeue_dead", *args)) if args else 0
 
     async def _purge_batch(self, fingerprints: list[str]) -> int:
@@ -298,9 +433,8 @@ async def _ping_once(url: str) -> None:
         await probe.aclose()
 
 
-def _dumps(request: CrawlRequest) -> str:
-    return orjson.dumps(request.to_dict()).decode()
-
-
-def _loads(raw: str | bytes) -> CrawlRequest:
-    return CrawlRequest.from_dict(orjson.loads(raw))
+def _kind(kind: str) -> str:
+    """A fetcher kind usable in a lane's key name; ``ValueError`` otherwise."""
+    if not kind or ":" in kind or any(ch.isspace() for ch in kind):
+        raise ValueError(f"bad fetcher kind {kind!r}: a non-empty name without ':' or spaces")
+    return kind

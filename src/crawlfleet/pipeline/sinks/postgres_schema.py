@@ -4,8 +4,8 @@ Tables:
 - ``items(item_type, item_key, data jsonb, content_hash, crawl_id, first_seen, last_seen,
   last_changed)``, unique on (item_type, item_key): the same rows as the embedded SQLite sink.
 - ``item_rejects``: invalid items with the reason and the page they came from.
-- ``attempts``: one row per fetch attempt (URL, worker, outcome, status, bytes, latency, error).
-- ``crawl_runs``: one row per crawl id with its settings and when it started and finished.
+- ``attempts``: one row per fetch attempt (URL, worker, outcome, status, bytes, latency, error,
+  fetcher kind, detail), unique on (crawl_id, fingerprint, retry, at).
 - ``schema_migrations``: which migrations ran.
 
 ``migrate`` is idempotent and safe to run from several processes at once (an advisory lock).
@@ -62,6 +62,17 @@ MIGRATIONS: tuple[str, ...] = (
         finished_at timestamptz,
         reason      text
     );
+    """,
+    # 2: attempts copied from the store by the dispatcher (idempotent copy), with the fetcher
+    # kind and a parser's traceback; crawl_runs was never written.
+    """
+    ALTER TABLE attempts ADD COLUMN fetcher text NOT NULL DEFAULT 'http';
+    ALTER TABLE attempts ADD COLUMN detail text;
+    DELETE FROM attempts a USING attempts b
+        WHERE a.id > b.id AND a.crawl_id = b.crawl_id AND a.fingerprint = b.fingerprint
+          AND a.retry = b.retry AND a.at = b.at;
+    CREATE UNIQUE INDEX attempts_once ON attempts (crawl_id, fingerprint, retry, at);
+    DROP TABLE crawl_runs;
     """,
 )
 

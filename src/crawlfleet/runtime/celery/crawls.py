@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 
 import orjson
@@ -9,7 +10,9 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from crawlfleet.errors import StateError
-from crawlfleet.frontier.redis.queue import RedisQueueStore, redact
+from crawlfleet.frontier.frontier import Frontier
+from crawlfleet.frontier.redis.queue import redact
+from crawlfleet.runtime.backends import frontier_prefix, one_line
 from crawlfleet.runtime.celery.definition import (
     ACTIVE_CRAWLS,
     ROOT,
@@ -18,13 +21,10 @@ from crawlfleet.runtime.celery.definition import (
     crawl_prefix,
     definition_key,
 )
+from crawlfleet.runtime.wiring import open_frontier
 
 SCAN_COUNT = 1000
 WORKER_SEEN_S = 30.0  # a worker whose heartbeat is older than this is not counted as live
-
-
-def one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,8 +51,8 @@ async def read_definition(client: Redis, crawl_id: str) -> CrawlDefinition | Non
     return None if raw is None else CrawlDefinition.from_json(raw)
 
 
-async def open_crawl_store(redis_url: str, crawl_id: str) -> RedisQueueStore:
-    """The frontier of an existing crawl, opened with the dedup settings it was created with.
+async def open_crawl_frontier(redis_url: str, crawl_id: str, stack: AsyncExitStack) -> Frontier:
+    """The frontier of an existing crawl, opened with the settings it was created with.
 
     ``StateError`` if Redis is unreachable or holds no crawl of that id.
     """
@@ -65,14 +65,8 @@ async def open_crawl_store(redis_url: str, crawl_id: str) -> RedisQueueStore:
         await client.aclose()
     if definition is None:
         raise StateError(f"no crawl {crawl_id!r} in Redis at {redact(redis_url)}")
-    settings = definition.settings
-    return await RedisQueueStore.open(
-        redis_url,
-        crawl_prefix(crawl_id),
-        dedup=settings.dedup,
-        bloom_capacity=settings.bloom_capacity,
-        bloom_error_rate=settings.bloom_error_rate,
-    )
+    settings = definition.settings.model_copy(update={"redis_url": redis_url})
+    return await open_frontier(settings, stack, definition.seeds)
 
 
 async def list_crawls(client: Redis) -> tuple[list[str], set[str]]:
@@ -87,16 +81,17 @@ async def list_crawls(client: Redis) -> tuple[list[str], set[str]]:
 
 
 async def delete_crawl(client: Redis, crawl_id: str) -> int:
-    """Delete every key of a crawl (SCAN + UNLINK under its prefix); how many."""
+    """Delete every key of a crawl (SCAN + UNLINK under its prefixes); how many."""
     deleted = 0
-    batch: list[str] = []
-    async for key in client.scan_iter(match=f"{crawl_prefix(crawl_id)}:*", count=SCAN_COUNT):
-        batch.append(key)
-        if len(batch) >= SCAN_COUNT:
+    for prefix in (crawl_prefix(crawl_id), frontier_prefix(crawl_id)):
+        batch: list[str] = []
+        async for key in client.scan_iter(match=f"{prefix}:*", count=SCAN_COUNT):
+            batch.append(key)
+            if len(batch) >= SCAN_COUNT:
+                deleted += int(await client.unlink(*batch))
+                batch = []
+        if batch:
             deleted += int(await client.unlink(*batch))
-            batch = []
-    if batch:
-        deleted += int(await client.unlink(*batch))
     await client.srem(ACTIVE_CRAWLS, crawl_id)
     return deleted
 

@@ -1,19 +1,27 @@
 """The dispatcher of one distributed crawl: define it, seed it, feed the workers, watch it end.
 
-It stores the crawl's definition in Redis and marks the crawl active, seeds the frontier,
-then loops: count expired leases as failed attempts (``reap``), keep a few tasks of this crawl
-waiting in the broker (so every crawl with a dispatcher gets its share of a shared worker
-pool), and sample the frontier's counts, until nothing is queued or leased. The frontier
-decides what is due; the dispatcher never schedules a URL itself.
+It checks that some worker can serve every fetcher kind the crawl names, stores the crawl's
+definition in Redis and marks the crawl active, seeds the frontier (``Admitter``: robots.txt
+read first, so a ``Crawl-delay`` is in force before a domain's first URL is queued), then
+loops until nothing is queued or leased:
+
+1. count expired leases as failed attempts (``reap``);
+2. copy the attempts the store keeps pending to PostgreSQL (``AttemptCopier``);
+3. per fetcher kind (Celery queue = kind) that has due work, keep a few tasks of this crawl
+   waiting in the broker, so every crawl with a dispatcher gets its share of a shared pool.
+
+The frontier decides what is due; the dispatcher never schedules a URL itself, and it writes
+no item: it opens no sink and builds no crawl step.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 
@@ -22,26 +30,28 @@ from redis.exceptions import RedisError
 
 from crawlfleet.clock import Clock
 from crawlfleet.errors import ConfigError, StateError
-from crawlfleet.frontier.redis.queue import RedisQueueStore, redact
+from crawlfleet.frontier.frontier import Frontier
+from crawlfleet.frontier.redis.queue import redact
 from crawlfleet.models import QueueCounts
-from crawlfleet.monitoring.events import CrawlFinished, CrawlStarted, EventBus, QueueSampled
-from crawlfleet.monitoring.postgres_attempt_log import PostgresAttemptLog
-from crawlfleet.pipeline.sinks.postgres import PostgresSink
-from crawlfleet.pipeline.sinks.postgres_schema import migrate
+from crawlfleet.monitoring.attempt_copier import AttemptCopier
+from crawlfleet.monitoring.attempt_log import AttemptReader
+from crawlfleet.monitoring.events import EventBus
+from crawlfleet.parsing.loader import load_parsers
+from crawlfleet.runtime.admission import Admitter
+from crawlfleet.runtime.backends import one_line, open_distributed
 from crawlfleet.runtime.celery.app import make_app
-from crawlfleet.runtime.celery.crawls import delete_crawl, live_workers, one_line
-from crawlfleet.runtime.celery.definition import (
-    ACTIVE_CRAWLS,
-    CrawlDefinition,
-    crawl_prefix,
-    definition_key,
-)
+from crawlfleet.runtime.celery.crawls import WORKER_SEEN_S, delete_crawl, worker_beats
+from crawlfleet.runtime.celery.definition import ACTIVE_CRAWLS, CrawlDefinition, definition_key
 from crawlfleet.runtime.celery.publisher import TaskPublisher
+from crawlfleet.runtime.kinds import WORKER_KINDS, check_kinds, named_kinds
 from crawlfleet.runtime.local import RunResult
-from crawlfleet.runtime.wiring import CrawlGraph, build_crawl
+from crawlfleet.runtime.wiring import build_admitter, build_frontier
 from crawlfleet.settings import Settings
 
 log = logging.getLogger(__name__)
+
+BROKER_ENV = "CRAWLFLEET_BROKER_URL"
+"""Names the Celery broker when it is not the crawl's Redis (e.g. ``amqp://...``)."""
 
 TICK_S = 0.1
 SAMPLE_EVERY_S = 0.5
@@ -56,10 +66,20 @@ class DispatchedCrawl:
 
     definition: CrawlDefinition
     client: Redis
-    store: RedisQueueStore
-    graph: CrawlGraph
-    attempt_log: PostgresAttemptLog
-    publisher: TaskPublisher
+    frontier: Frontier
+    admitter: Admitter
+    attempts: AttemptReader
+    copier: AttemptCopier
+    publishers: dict[str, TaskPublisher]
+
+
+def check_servable(settings: Settings, seeds: Sequence[str]) -> None:
+    """``ConfigError`` when the crawl names a fetcher kind no worker of this build serves."""
+    for seed in seeds:
+        if seed.startswith("file:"):
+            raise ConfigError(f"seed {seed}: file: URLs are crawled embedded only (no --redis)")
+    registry = load_parsers(settings.parsers, settings.selector_parsers)
+    check_kinds(named_kinds(registry), WORKER_KINDS)
 
 
 async def open_crawl(
@@ -68,63 +88,44 @@ async def open_crawl(
     *,
     broker_url: str | None,
     fresh: bool,
-    events: EventBus,
     clock: Clock,
     stack: AsyncExitStack,
 ) -> DispatchedCrawl:
     """Connect to Redis, PostgreSQL and the broker, and store the crawl's definition.
 
-    ``StateError`` (one line, no password) when Redis or PostgreSQL cannot be used.
+    ``StateError`` (one line, no password) when Redis or PostgreSQL cannot be used;
+    ``ConfigError`` when the crawl names a fetcher kind no worker serves.
     """
-    if settings.redis_url is None or settings.postgres_dsn is None:
-        raise ConfigError("a distributed crawl needs both --redis and --postgres")
-    redis_url, dsn = settings.redis_url, settings.postgres_dsn
+    check_servable(settings, seeds)
+    redis_url = settings.redis_url or ""
     crawl_id = settings.crawl_id
     client = Redis.from_url(redis_url, decode_responses=True, socket_connect_timeout=5)
     stack.push_async_callback(client.aclose)
-    if fresh:
+    if fresh:  # before the store is opened: opening creates the crawl's frontier keys
         try:
             await delete_crawl(client, crawl_id)
         except RedisError as exc:
             raise StateError(one_line(f"Redis at {redact(redis_url)}: {exc}")) from None
-    try:
-        store = await RedisQueueStore.open(
-            redis_url,
-            crawl_prefix(crawl_id),
-            dedup=settings.dedup,
-            bloom_capacity=settings.bloom_capacity,
-            bloom_error_rate=settings.bloom_error_rate,
-        )
-        stack.push_async_callback(store.close)
-        applied = await asyncio.to_thread(migrate, dsn)
-        if applied:
-            log.info("PostgreSQL schema migrations applied: %s", applied)
-        sink = await PostgresSink.open(dsn, crawl_id=crawl_id)
-        stack.push_async_callback(sink.close)
-        attempt_log = await PostgresAttemptLog.open(dsn, crawl_id=crawl_id)
-        stack.push_async_callback(attempt_log.close)
-    except StateError as exc:
-        raise StateError(one_line(str(exc))) from None
+    backends = await open_distributed(settings, stack, worker=False)
+    attempt_log = backends.attempt_log
+    if attempt_log is None:
+        raise StateError("the dispatcher opened no attempt log")
     definition = CrawlDefinition(settings, tuple(seeds), uuid.uuid4().hex)
     try:
         await client.set(definition_key(crawl_id), definition.to_json())
         await client.sadd(ACTIVE_CRAWLS, crawl_id)
     except RedisError as exc:
         raise StateError(one_line(f"Redis at {redact(redis_url)}: {exc}")) from None
-    graph = await build_crawl(
-        settings,
-        seeds=seeds,
-        store=store,
-        sink=sink,
-        attempt_log=attempt_log,
-        events=events,
-        clock=clock,
-        stack=stack,
-    )
-    app = make_app(broker_url or redis_url)
-    publisher = TaskPublisher(app, crawl_id)
-    stack.callback(publisher.close)
-    return DispatchedCrawl(definition, client, store, graph, attempt_log, publisher)
+    frontier = build_frontier(settings, backends.store, seeds)
+    admitter = build_admitter(settings, frontier, events=EventBus(), clock=clock, stack=stack)
+    app = make_app(broker_url or os.environ.get(BROKER_ENV) or redis_url)
+    publishers = {}
+    for kind in WORKER_KINDS:
+        publisher = TaskPublisher(app, crawl_id, queue=kind)
+        stack.callback(publisher.close)
+        publishers[kind] = publisher
+    copier = AttemptCopier(frontier, attempt_log)
+    return DispatchedCrawl(definition, client, frontier, admitter, attempt_log, copier, publishers)
 
 
 class Dispatcher:
@@ -135,16 +136,15 @@ class Dispatcher:
         crawl: DispatchedCrawl,
         *,
         clock: Clock,
-        events: EventBus,
         on_tick: Callable[[], Awaitable[None]] | None = None,
+        stop: asyncio.Event | None = None,
         leases_per_task: int = LEASES_PER_TASK,
     ) -> None:
         self._crawl = crawl
         self._leases_per_task = leases_per_task
         self._clock = clock
-        self._events = events
         self._on_tick = on_tick
-        self.stop = asyncio.Event()
+        self.stop = stop or asyncio.Event()
 
     @property
     def crawl_id(self) -> str:
@@ -154,17 +154,17 @@ class Dispatcher:
         crawl = self._crawl
         settings = crawl.definition.settings
         seeds = list(crawl.definition.seeds)
-        await crawl.graph.frontier.reap(self._clock.now())
-        await crawl.graph.crawler.seed(seeds)
+        frontier = crawl.frontier
+        await frontier.reap(self._clock.now())
+        await frontier.start(self._clock.now())
+        await crawl.admitter.seed(seeds)
         if settings.follow_sitemaps:
-            await crawl.graph.crawler.seed_sitemaps(seeds)
-        self._events.emit(CrawlStarted(self.crawl_id, len(seeds), self._clock.now()))
+            await crawl.admitter.seed_sitemaps(seeds)
         counts = await self._loop()
-        reason = "complete" if counts.pending == 0 else "interrupted"
+        await self._drain_attempts()
         if not counts.pending:
             await crawl.client.srem(ACTIVE_CRAWLS, self.crawl_id)
-        self._events.emit(CrawlFinished(self.crawl_id, counts, self._clock.now(), reason))
-        return RunResult(reason, counts)
+        return RunResult("complete" if counts.pending == 0 else "interrupted", counts)
 
     async def _loop(self) -> QueueCounts:
         last_sample = 0.0
@@ -193,7 +193,6 @@ class Dispatcher:
             now = self._clock.now()
             if now - last_sample >= SAMPLE_EVERY_S or counts.pending == 0:
                 last_sample = now
-                self._events.emit(QueueSampled(counts, now))
                 if self._on_tick is not None:
                     await self._on_tick()
             if counts.pending == 0:
@@ -204,22 +203,34 @@ class Dispatcher:
     async def _tick(self) -> QueueCounts:
         crawl = self._crawl
         now = self._clock.now()
-        reaped = await crawl.graph.frontier.reap(now)
+        reaped = await crawl.frontier.reap(now)
         if reaped:
             log.info("%d expired leases counted as failed attempts", reaped)
-        counts = await crawl.store.counts()
+        await crawl.copier.copy()
+        counts = await crawl.frontier.counts()
         if counts.pending:
             await crawl.client.sadd(ACTIVE_CRAWLS, self.crawl_id)
-            await self._top_up(now)
+            for kind, publisher in crawl.publishers.items():
+                next_at = await crawl.frontier.next_ready_at(now, {kind})
+                if next_at is not None and next_at <= now:
+                    await self._top_up(kind, publisher, now)
         return counts
 
-    async def _top_up(self, now: float) -> None:
-        workers = await live_workers(self._crawl.client, now)
+    async def _top_up(self, kind: str, publisher: TaskPublisher, now: float) -> None:
+        beats = await worker_beats(self._crawl.client)
+        workers = sum(now - b.seen_at < WORKER_SEEN_S and kind in b.queues for b in beats)
         target = max(MIN_WAITING_TASKS, 2 * workers)
-        publisher = self._crawl.publisher
         waiting = await asyncio.to_thread(publisher.waiting)
         if waiting < target:
             await asyncio.to_thread(publisher.publish, target - waiting, self._leases_per_task)
+
+    async def _drain_attempts(self) -> None:
+        """Copy every attempt still pending, so the log is whole when the run ends."""
+        try:
+            while await self._crawl.copier.copy():
+                pass
+        except (StateError, RedisError) as exc:
+            log.warning("attempts left to copy on the next run: %s", one_line(str(exc)))
 
     async def _wait(self, seconds: float) -> None:
         try:

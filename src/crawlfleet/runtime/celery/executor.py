@@ -5,11 +5,11 @@ created on the first task and reused by every later one, so HTTP, Redis and Post
 connections are pooled across tasks; and one ``CrawlGraph`` per crawl id, built from the
 crawl's definition in Redis the first time a task of that crawl arrives.
 
-A batch claims as many leases as the worker has free slots, runs them concurrently, and
-claims again as slots free up, until it has claimed ``max_leases`` leases or ``batch_s`` has
-passed (then it lets the pages in flight finish), or it has had nothing to run for
-``IDLE_WAIT_S`` in all. Delays live in the frontier: an idle batch only waits for the next
-domain to become due, never longer than ``IDLE_WAIT_S``.
+A batch runs the crawl's ``ClaimLoop`` for the fetcher kinds of the worker's queues: it
+claims as slots free up until it has claimed ``max_leases`` leases or ``batch_s`` has passed
+(then it lets the pages in flight finish), or it has had nothing to run for
+``IDLE_WAIT_S``. Delays live in the frontier: an idle batch only waits for the next domain
+to become due.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -32,29 +32,22 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from crawlfleet.clock import SystemClock
 from crawlfleet.errors import StateError
-from crawlfleet.frontier.redis.queue import RedisQueueStore, redact
-from crawlfleet.models import Item, Lease
+from crawlfleet.frontier.redis.queue import redact
 from crawlfleet.monitoring.events import EventBus
-from crawlfleet.monitoring.postgres_attempt_log import PostgresAttemptLog
-from crawlfleet.monitoring.recorder import AttemptRecorder
-from crawlfleet.pipeline.protocols import Sink
-from crawlfleet.pipeline.sinks.postgres import PostgresSink
 from crawlfleet.pipeline.sinks.postgres_schema import migrate
-from crawlfleet.runtime.celery.crawls import one_line
+from crawlfleet.runtime.backends import one_line, open_distributed
 from crawlfleet.runtime.celery.definition import (
     ACTIVE_CRAWLS,
     WORKERS,
     CrawlDefinition,
-    crawl_prefix,
     definition_key,
 )
+from crawlfleet.runtime.loop import ClaimLoop
 from crawlfleet.runtime.wiring import CrawlGraph, build_crawl, worker_name
 
 log = logging.getLogger(__name__)
 
 IDLE_WAIT_S = 1.0  # longest a batch with nothing to run waits for work before returning
-MIN_WAIT_S = 0.005
-EMPTY_POLL_S = 0.1  # how often an idle batch looks for new work
 T = TypeVar("T")
 
 
@@ -110,30 +103,12 @@ class BatchResult:
         }
 
 
-class SerialSink:
-    """Runs a sink's writes one at a time: ``PostgresSink`` holds a single connection, and
-    this worker's pages in flight write concurrently."""
-
-    def __init__(self, sink: Sink) -> None:
-        self._sink = sink
-        self._lock = asyncio.Lock()
-
-    async def write(self, items: Sequence[Item]) -> None:
-        async with self._lock:
-            await self._sink.write(items)
-
-    async def close(self) -> None:
-        await self._sink.close()
-
-
 @dataclass(slots=True)
 class _Crawl:
     crawl_id: str
     run: str
     stack: AsyncExitStack
     graph: CrawlGraph
-    store: RedisQueueStore
-    recorder: AttemptRecorder
 
 
 @dataclass(slots=True)
@@ -190,10 +165,7 @@ class WorkerRuntime:
             result.skipped_reason = "crawl not active"
             return result
         await self._heartbeat(crawl_id)
-        try:
-            await self._run_leases(crawl, max_leases, result)
-        finally:
-            await self._flush(crawl)
+        await self._run_leases(crawl, max_leases, result)
         return result
 
     async def _crawl(self, crawl_id: str) -> _Crawl | None:
@@ -218,38 +190,28 @@ class WorkerRuntime:
     async def _drop(self, crawl: _Crawl) -> None:
         """Forget a crawl's graph (a new run of it started, or the worker stops)."""
         self._crawls.pop(crawl.crawl_id, None)
-        await self._flush(crawl)
         await crawl.stack.aclose()
 
     async def _build(self, definition: CrawlDefinition) -> _Crawl:
-        settings = definition.settings
+        settings = definition.settings.model_copy(
+            update={"redis_url": self.config.redis_url, "postgres_dsn": self.config.postgres_dsn}
+        )
         stack = AsyncExitStack()
-        store = await RedisQueueStore.open(
-            self.config.redis_url,
-            crawl_prefix(settings.crawl_id),
-            dedup=settings.dedup,
-            bloom_capacity=settings.bloom_capacity,
-            bloom_error_rate=settings.bloom_error_rate,
-        )
-        stack.push_async_callback(store.close)
-        sink = SerialSink(PostgresSink(self.config.postgres_dsn, crawl_id=settings.crawl_id))
-        stack.push_async_callback(sink.close)
-        attempt_log = PostgresAttemptLog(self.config.postgres_dsn, crawl_id=settings.crawl_id)
-        stack.push_async_callback(attempt_log.close)
-        events = EventBus()
-        graph = await build_crawl(
-            settings,
-            seeds=list(definition.seeds),
-            store=store,
-            sink=sink,
-            attempt_log=attempt_log,
-            events=events,
-            clock=SystemClock(),
-            stack=stack,
-        )
-        recorder = AttemptRecorder(events, attempt_log)
+        try:
+            backends = await open_distributed(settings, stack, worker=True)
+            graph = await build_crawl(
+                settings,
+                seeds=list(definition.seeds),
+                backends=backends,
+                events=EventBus(),
+                clock=SystemClock(),
+                stack=stack,
+            )
+        except BaseException:
+            await stack.aclose()
+            raise
         log.info("worker %s joined crawl %s", self.name, settings.crawl_id)
-        return _Crawl(settings.crawl_id, definition.run, stack, graph, store, recorder)
+        return _Crawl(settings.crawl_id, definition.run, stack, graph)
 
     async def _heartbeat(self, crawl_id: str) -> None:
         beat = {
@@ -264,77 +226,21 @@ class WorkerRuntime:
             log.warning("heartbeat failed: %s", exc)
 
     async def _run_leases(self, crawl: _Crawl, max_leases: int, result: BatchResult) -> None:
-        frontier = crawl.graph.frontier
-        clock = crawl.graph.crawler.parts.clock
-        concurrency = self.config.concurrency
-        deadline = time.monotonic() + self.config.batch_s
-        running: set[asyncio.Task[None]] = set()
-        claimed = 0
-        idle_left_s = IDLE_WAIT_S
+        crawler = crawl.graph.crawler
+        kinds = frozenset(self.config.queues)
+        loop = ClaimLoop(
+            crawler, kinds=kinds, concurrency=self.config.concurrency, clock=crawler.parts.clock
+        )
         try:
-            while True:
-                claiming = time.monotonic() < deadline and claimed < max_leases
-                free = min(concurrency - len(running), max_leases - claimed) if claiming else 0
-                if free > 0:
-                    for lease in await frontier.claim(free, clock.now()):
-                        claimed += 1
-                        running.add(asyncio.create_task(self._one(crawl, lease, result)))
-                if not claiming and not running:
-                    return
-                wait_s: float | None = None  # None: until a page finishes
-                if claiming and len(running) < concurrency:
-                    due_s = await self._due_in_s(crawl, deadline)
-                    if running:
-                        wait_s = IDLE_WAIT_S if due_s is None else due_s
-                    else:
-                        if idle_left_s <= 0:
-                            return
-                        wait_s = min(EMPTY_POLL_S if due_s is None else due_s, idle_left_s)
-                        idle_left_s -= wait_s
-                if running:
-                    _done, running = await asyncio.wait(
-                        running, timeout=wait_s, return_when=asyncio.FIRST_COMPLETED
-                    )
-                else:
-                    await asyncio.sleep(wait_s or 0.0)
+            ran = await loop.run(
+                stop=asyncio.Event(),
+                max_leases=max_leases,
+                deadline_s=self.config.batch_s,
+                idle_s=IDLE_WAIT_S,
+            )
         except StateError as exc:
             result.errors += 1
             log.warning("crawl %s: claiming stopped: %s", crawl.crawl_id, exc)
-        finally:
-            if running:
-                await asyncio.gather(*running)
-
-    async def _due_in_s(self, crawl: _Crawl, deadline: float) -> float | None:
-        """Seconds until the next domain is due, if within ``IDLE_WAIT_S`` and the batch."""
-        now = time.time()
-        next_at = await crawl.store.next_ready_at(now)
-        if next_at is None:
-            return None
-        wait_s = max(MIN_WAIT_S, next_at - now)
-        if wait_s > IDLE_WAIT_S or time.monotonic() + wait_s > deadline:
-            return None
-        return wait_s
-
-    async def _one(self, crawl: _Crawl, lease: Lease, result: BatchResult) -> None:
-        """Run one lease; whatever fails outside the page leaves the lease to expire.
-
-        An expired lease counts as a failed attempt when the dispatcher reaps it, so a page
-        that keeps killing its worker ends in the dead-letter queue.
-        """
-        try:
-            await crawl.graph.crawler.process(lease)
-        except (StateError, RedisError, OSError) as exc:
-            result.errors += 1
-            log.warning("step for %s failed, lease left to expire: %s", lease.request.url, exc)
             return
-        except Exception as exc:
-            result.errors += 1
-            log.exception("step for %s raised %s", lease.request.url, type(exc).__name__)
-            return
-        result.processed += 1
-
-    async def _flush(self, crawl: _Crawl) -> None:
-        try:
-            await crawl.recorder.flush()
-        except StateError as exc:
-            log.warning("attempt log lines lost: %s", exc)
+        result.processed += ran.processed
+        result.errors += ran.errors

@@ -1,5 +1,5 @@
 -- Helpers shared by every script; the loader puts them after a preamble defining
--- K (key name -> KEYS[i], from the script's header) and QPREFIX (ARGV[1], the queue key prefix).
+-- K (key or key family name -> KEYS[i], from the script's header) and EPOCH (ARGV[1]).
 
 local PRIORITY_LIMIT = 65535        -- priorities are clamped to +-this for ordering only
 local SEQ_SPAN = 68719476736        -- 2^36: FIFO order wraps after this many enqueues
@@ -8,30 +8,95 @@ local function fmt(x)
   return string.format('%.17g', x)
 end
 
+-- A JSON number that reads back exactly, as a float (cjson keeps only 14 digits).
+local function jfloat(x)
+  local s = fmt(x)
+  if not string.find(s, '[%.eEn]') then
+    s = s .. '.0'
+  end
+  return s
+end
+
+-- Every script that writes calls this first: a crawl whose epoch is gone (FLUSHALL, a
+-- restart without persistence) or another (deleted and created again) is not touched.
+local function check_epoch()
+  if redis.call('GET', K.epoch) ~= EPOCH then
+    error({err = 'FRONTIER_LOST the crawl epoch is missing or changed'})
+  end
+end
+
+-- Keys of the families (see keys.py): the family name passed as a key, then the suffix.
+local function lane(kind, domain)
+  return K.q .. ':' .. kind .. ':' .. domain
+end
+
+local function ready_index(kind)
+  return K.ready .. ':' .. kind
+end
+
+local function delayed_index(kind)
+  return K.delayed .. ':' .. kind
+end
+
+local function domain_key(domain)
+  return K.domain .. ':' .. domain
+end
+
 local function queue_score(priority, seq)
   local p = math.max(-PRIORITY_LIMIT, math.min(PRIORITY_LIMIT, priority))
   return -p * SEQ_SPAN + (seq % SEQ_SPAN)
 end
 
+local kinds_cache = nil  -- the members of K.kinds, read once per script call
+
+local function kinds()
+  if not kinds_cache then
+    kinds_cache = redis.call('SMEMBERS', K.kinds)
+  end
+  return kinds_cache
+end
+
+local function note_kind(kind)
+  for _, known in ipairs(kinds()) do
+    if known == kind then
+      return
+    end
+  end
+  redis.call('SADD', K.kinds, kind)
+  table.insert(kinds_cache, kind)
+end
+
 local function ready_at(domain)
-  return tonumber(redis.call('HGET', K.next, domain) or '0')
+  return tonumber(redis.call('HGET', domain_key(domain), 'ready_at') or '0')
+end
+
+-- The domain's ready_at becomes t (never earlier), in its record and, as a lower bound, in the
+-- score of every ready index holding it (a score may be later: see enqueue).
+local function set_ready(domain, t)
+  redis.call('HSET', domain_key(domain), 'ready_at', fmt(t))
+  for _, kind in ipairs(kinds()) do
+    redis.call('ZADD', ready_index(kind), 'XX', 'GT', t, domain)
+  end
 end
 
 local function stored_request(fp)
   return cjson.decode(redis.call('HGET', K.req, fp))
 end
 
--- Put fp in its domain queue at its admission place (a new fp: the end of its priority
--- class); make the domain servable unless it is parked at its in-flight limit.
-local function enqueue(domain, fp, priority)
+-- Put fp in its lane at its admission place (a new fp: the end of its priority class);
+-- unless the domain is parked, its ready score for that kind becomes at most the later of
+-- its ready_at and `due` (a retry's not-before; 0 for other requests). The caller counts fp
+-- as queued.
+local function enqueue(kind, domain, fp, priority, due)
   local seq = redis.call('HGET', K.order, fp)
   if not seq then
     seq = redis.call('INCR', K.seq)
     redis.call('HSET', K.order, fp, seq)
   end
-  redis.call('ZADD', QPREFIX .. domain, queue_score(priority, tonumber(seq)), fp)
-  if not redis.call('ZSCORE', K.parked, domain) then
-    redis.call('ZADD', K.ready, 'NX', ready_at(domain), domain)
+  redis.call('ZADD', lane(kind, domain), queue_score(priority, tonumber(seq)), fp)
+  note_kind(kind)
+  if redis.call('SISMEMBER', K.parked, domain) == 0 then
+    redis.call('ZADD', ready_index(kind), 'LT', math.max(ready_at(domain), due), domain)
   end
 end
 
@@ -47,22 +112,29 @@ local function end_lease(token)
   return fp
 end
 
--- Take a parked domain back into `ready` (if its queue holds anything).
+-- Take the domain out of every ready index until a lease ends (it is at its in-flight cap).
+local function park(domain)
+  redis.call('SADD', K.parked, domain)
+  for _, kind in ipairs(kinds()) do
+    redis.call('ZREM', ready_index(kind), domain)
+  end
+end
+
+-- Put a parked domain back into the ready index of each of its non-empty lanes.
 local function unpark(domain)
-  local at = redis.call('ZSCORE', K.parked, domain)
-  if at then
-    redis.call('ZREM', K.parked, domain)
-    if redis.call('EXISTS', QPREFIX .. domain) == 1 then
-      redis.call('ZADD', K.ready, at, domain)
+  if redis.call('SREM', K.parked, domain) == 1 then
+    local at = ready_at(domain)
+    for _, kind in ipairs(kinds()) do
+      if redis.call('EXISTS', lane(kind, domain)) == 1 then
+        redis.call('ZADD', ready_index(kind), at, domain)
+      end
     end
   end
 end
 
 -- One lease of the domain ended: free its slot and unpark the domain.
 local function release_slot(domain)
-  if redis.call('HINCRBY', K.inflight, domain, -1) <= 0 then
-    redis.call('HDEL', K.inflight, domain)
-  end
+  redis.call('HINCRBY', domain_key(domain), 'inflight', -1)
   unpark(domain)
 end
 
@@ -71,6 +143,16 @@ local function append_error(fp, err)
   local history = raw and cjson.decode(raw) or {}
   table.insert(history, err)
   redis.call('HSET', K.errors, fp, cjson.encode(history))
+end
+
+-- Add the counters ARGV[from], ARGV[from + 1], ... (name, value pairs up to `to`) to the
+-- crawl's and the domain's statistics.
+local function add_counters(domain, from, to)
+  local per_domain = K.dstats .. ':' .. domain
+  for i = from, to - 1, 2 do
+    redis.call('HINCRBYFLOAT', K.stats, ARGV[i], ARGV[i + 1])
+    redis.call('HINCRBYFLOAT', per_domain, ARGV[i], ARGV[i + 1])
+  end
 end
 
 -- Seen filter: exact (a SET) when nbits is 0, else a Bloom filter whose global bit positions

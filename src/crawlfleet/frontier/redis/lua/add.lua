@@ -1,22 +1,27 @@
 -- Admit the requests never seen before, within the budget; returns how many were admitted.
--- A request refused by the budget is not marked seen.
--- KEYS[1] seen
--- KEYS[2] bloom
--- KEYS[3] req
--- KEYS[4] ready
+-- A request refused by the budget is not marked seen. Each joins its (kind, domain) lane.
+-- KEYS[1] epoch
+-- KEYS[2] seen
+-- KEYS[3] bloom
+-- KEYS[4] req
 -- KEYS[5] parked
--- KEYS[6] next
+-- KEYS[6] kinds
 -- KEYS[7] counts
 -- KEYS[8] admitted
 -- KEYS[9] seq
 -- KEYS[10] order
--- ARGV[1] queue key prefix
+-- KEYS[11] q
+-- KEYS[12] ready
+-- KEYS[13] domain
+-- ARGV[1] epoch
 -- ARGV[2] Bloom bit positions per request (0: exact dedup)
 -- ARGV[3] bits per Bloom shard
 -- ARGV[4] max_total admitted (-1: unlimited)
 -- ARGV[5] max_per_domain admitted (-1: unlimited)
--- ARGV[6..] per request: fingerprint, domain, priority, request JSON, then its bit positions
+-- ARGV[6..] per request: fingerprint, domain, fetcher kind, priority, request JSON, then its
+--   bit positions
 
+check_epoch()
 local nbits = tonumber(ARGV[2])
 local shard_bits = tonumber(ARGV[3])
 local max_total = tonumber(ARGV[4])
@@ -25,16 +30,18 @@ local total = tonumber(redis.call('HGET', K.counts, 'admitted') or '0')
 local admitted = 0
 local i = 6
 while i <= #ARGV do
-  local fp, domain, priority, json = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3]
-  local at = i + 4
+  local fp, domain, kind = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local priority, json = tonumber(ARGV[i + 3]), ARGV[i + 4]
+  local at = i + 5
   i = at + nbits
   if not is_seen(fp, at, nbits, shard_bits) and (max_total < 0 or total < max_total) then
-    local in_domain = tonumber(redis.call('HGET', K.admitted, domain) or '0')
+    local in_domain = -tonumber(redis.call('ZSCORE', K.admitted, domain) or '0')
     if max_domain < 0 or in_domain < max_domain then
       set_seen(fp, at, nbits, shard_bits)
-      redis.call('HINCRBY', K.admitted, domain, 1)
+      redis.call('ZINCRBY', K.admitted, -1, domain)
       redis.call('HSET', K.req, fp, json)
-      enqueue(domain, fp, priority)
+      redis.call('HINCRBY', domain_key(domain), 'queued', 1)
+      enqueue(kind, domain, fp, priority, 0)
       total = total + 1
       admitted = admitted + 1
     end

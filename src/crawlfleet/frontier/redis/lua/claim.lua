@@ -1,108 +1,103 @@
--- Lease up to `limit` due requests; returns a flat list: token, request JSON, token, ...
--- First moves retries whose not-before has come into their domain queues. Then serves the
--- domains of `ready` with ready_at <= now, earliest first: a domain at its in-flight limit is
--- parked; otherwise it gives one request (delay_s > 0) or up to its free slots (delay_s = 0),
--- its ready_at becomes now + delay_s, and it is parked if that filled its slots.
--- KEYS[1] req
--- KEYS[2] delayed
--- KEYS[3] ready
--- KEYS[4] parked
--- KEYS[5] next
--- KEYS[6] inflight
--- KEYS[7] policy
--- KEYS[8] leases
--- KEYS[9] lease
--- KEYS[10] counts
--- KEYS[11] seq
--- KEYS[12] order
--- ARGV[1] queue key prefix
+-- Lease up to `limit` due requests of the given fetcher kinds; returns a flat list: token,
+-- request JSON, token, ...
+-- First moves retries of those kinds whose not-before has come into their lanes. Then visits
+-- lanes one request at a time, the lane with the lowest ready score first (ties: by domain
+-- name within a kind, then the kinds in the order given), while that score <= now: a domain
+-- at its in-flight cap is parked; otherwise its lane gives its best request, the domain's
+-- ready_at becomes now + effective delay (base delay * 2^level, so with a delay of 0 the
+-- domain can be visited again in this claim), and it is parked if that filled its slots.
+-- KEYS[1] epoch
+-- KEYS[2] req
+-- KEYS[3] parked
+-- KEYS[4] kinds
+-- KEYS[5] leases
+-- KEYS[6] lease
+-- KEYS[7] counts
+-- KEYS[8] seq
+-- KEYS[9] order
+-- KEYS[10] q
+-- KEYS[11] delayed
+-- KEYS[12] ready
+-- KEYS[13] domain
+-- ARGV[1] epoch
 -- ARGV[2] now (epoch s)
 -- ARGV[3] lease_s
 -- ARGV[4] default delay_s
 -- ARGV[5] default max_in_flight
 -- ARGV[6] limit
--- ARGV[7] most retries to move into their queues in this call
+-- ARGV[7] most retries of each kind to move into their lanes in this call
+-- ARGV[8..] the fetcher kinds to serve
 
+check_epoch()
 local now = tonumber(ARGV[2])
 local expires_at = now + tonumber(ARGV[3])
+local default_delay, default_max = tonumber(ARGV[4]), tonumber(ARGV[5])
 local limit = tonumber(ARGV[6])
-
-local due = redis.call('ZRANGEBYSCORE', K.delayed, '-inf', now, 'LIMIT', 0, tonumber(ARGV[7]))
-for _, fp in ipairs(due) do
-  redis.call('ZREM', K.delayed, fp)
-  local r = stored_request(fp)
-  enqueue(r.domain, fp, r.priority)
+local wanted = {}
+for i = 8, #ARGV do
+  table.insert(wanted, ARGV[i])
 end
 
-local function policy(domain)
-  local raw = redis.call('HGET', K.policy, domain)
-  if raw then
-    local delay, max = string.match(raw, '^(%S+) (%S+)$')
-    return tonumber(delay), tonumber(max)
+for _, kind in ipairs(wanted) do
+  local index = delayed_index(kind)
+  local due = redis.call('ZRANGEBYSCORE', index, '-inf', now, 'WITHSCORES',
+    'LIMIT', 0, tonumber(ARGV[7]))
+  for i = 1, #due, 2 do
+    local fp = due[i]
+    redis.call('ZREM', index, fp)
+    local r = stored_request(fp)
+    enqueue(kind, r.domain, fp, r.priority, tonumber(due[i + 1]))
   end
-  return tonumber(ARGV[4]), tonumber(ARGV[5])
 end
 
-local function park(domain)
-  redis.call('ZREM', K.ready, domain)
-  redis.call('ZADD', K.parked, ready_at(domain), domain)
+-- The lane to visit next: its score, domain and kind; nil when no lane is due.
+local function next_lane()
+  local best_score, best_domain, best_kind = nil, nil, nil
+  for _, kind in ipairs(wanted) do
+    local top = redis.call('ZRANGE', ready_index(kind), 0, 0, 'WITHSCORES')
+    if top[1] and (not best_score or tonumber(top[2]) < best_score) then
+      best_score, best_domain, best_kind = tonumber(top[2]), top[1], kind
+    end
+  end
+  if best_score and best_score <= now then
+    return best_domain, best_kind
+  end
+  return nil
 end
 
 local out = {}
-local got = 0
-local visited = {}
-local nvisited = 0
-while got < limit do
-  local domains = redis.call('ZRANGEBYSCORE', K.ready, '-inf', now,
-    'LIMIT', 0, nvisited + limit - got)
-  local progressed = false
-  for _, domain in ipairs(domains) do
-    if got >= limit then
-      break
-    end
-    if not visited[domain] then
-      visited[domain] = true
-      nvisited = nvisited + 1
-      progressed = true
-      local delay, max = policy(domain)
-      local inflight = tonumber(redis.call('HGET', K.inflight, domain) or '0')
-      local queue = QPREFIX .. domain
-      if inflight >= max then
-        park(domain)
-      else
-        local take = delay > 0 and 1 or (max - inflight)
-        take = math.min(take, limit - got)
-        local popped = redis.call('ZPOPMIN', queue, take)
-        local n = #popped / 2
-        if n > 0 then
-          local base = redis.call('INCRBY', K.seq, n) - n
-          for j = 1, n do
-            local fp = popped[2 * j - 1]
-            local token = fp .. '.' .. (base + j)
-            redis.call('HSET', K.lease, token, fp)
-            redis.call('ZADD', K.leases, expires_at, token)
-            table.insert(out, token)
-            table.insert(out, redis.call('HGET', K.req, fp))
-          end
-          got = got + n
-          inflight = inflight + n
-          redis.call('HSET', K.inflight, domain, inflight)
-          redis.call('HINCRBY', K.counts, 'queued', -n)
-          redis.call('HINCRBY', K.counts, 'leased', n)
-          local next_at = now + delay
-          redis.call('HSET', K.next, domain, fmt(next_at))
-          redis.call('ZADD', K.ready, 'XX', next_at, domain)
-        end
-        if inflight >= max then
-          park(domain)
-        elseif redis.call('EXISTS', queue) == 0 then
-          redis.call('ZREM', K.ready, domain)
-        end
-      end
-    end
-  end
-  if not progressed then
+while #out < 2 * limit do
+  local domain, kind = next_lane()
+  if not domain then
     break
+  end
+  local key = domain_key(domain)
+  local f = redis.call('HMGET', key, 'inflight', 'delay', 'max', 'level', 'ready_at')
+  local inflight = tonumber(f[1] or '0')
+  local max = tonumber(f[3] or default_max)
+  local q = lane(kind, domain)
+  local fp = nil
+  if inflight < max then
+    fp = redis.call('ZPOPMIN', q)[1]
+  end
+  if fp then
+    local token = fp .. '.' .. redis.call('INCR', K.seq)
+    redis.call('HSET', K.lease, token, fp)
+    redis.call('ZADD', K.leases, expires_at, token)
+    table.insert(out, token)
+    table.insert(out, redis.call('HGET', K.req, fp))
+    inflight = inflight + 1
+    redis.call('HSET', key, 'inflight', inflight)
+    redis.call('HINCRBY', key, 'queued', -1)
+    redis.call('HINCRBY', K.counts, 'queued', -1)
+    redis.call('HINCRBY', K.counts, 'leased', 1)
+    local delay = tonumber(f[2] or default_delay) * 2 ^ tonumber(f[4] or '0')
+    set_ready(domain, math.max(tonumber(f[5] or '0'), now + delay))
+  end
+  if inflight >= max then
+    park(domain)
+  elseif redis.call('EXISTS', q) == 0 then
+    redis.call('ZREM', ready_index(kind), domain)
   end
 end
 return out

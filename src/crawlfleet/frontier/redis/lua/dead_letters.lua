@@ -2,7 +2,7 @@
 -- KEYS[1] req
 -- KEYS[2] dead
 -- KEYS[3] errors
--- ARGV[1] queue key prefix (unused)
+-- ARGV[1] epoch (unused)
 -- ARGV[2] offset
 -- ARGV[3] limit
 

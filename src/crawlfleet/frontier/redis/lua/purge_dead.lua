@@ -1,12 +1,14 @@
 -- Forget dead letters (they stay seen); returns how many were forgotten.
--- KEYS[1] req
--- KEYS[2] dead
--- KEYS[3] errors
--- KEYS[4] counts
--- KEYS[5] order
--- ARGV[1] queue key prefix (unused)
+-- KEYS[1] epoch
+-- KEYS[2] req
+-- KEYS[3] dead
+-- KEYS[4] errors
+-- KEYS[5] counts
+-- KEYS[6] order
+-- ARGV[1] epoch
 -- ARGV[2..] fingerprints
 
+check_epoch()
 local purged = 0
 for i = 2, #ARGV do
   if redis.call('ZREM', K.dead, ARGV[i]) == 1 then

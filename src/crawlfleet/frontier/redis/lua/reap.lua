@@ -1,41 +1,67 @@
 -- Count leases that expired before now as failed attempts, at most `most` of them; returns
 -- how many (the caller calls again while that equals `most`). Each request gets `error` in
--- its history; with attempt >= max_retries it dies (died_at = its lease's expiry), else it
--- goes back to its queue with attempt + 1.
--- KEYS[1] req
--- KEYS[2] ready
+-- its history, an attempt row (worker "?", no status, at = its lease's expiry) and its
+-- counters; with attempt >= max_retries it dies (died_at = its lease's expiry), else it goes
+-- back to its lane with attempt + 1. The domain does not rest and its block window stays.
+-- KEYS[1] epoch
+-- KEYS[2] req
 -- KEYS[3] parked
--- KEYS[4] next
--- KEYS[5] inflight
--- KEYS[6] leases
--- KEYS[7] lease
--- KEYS[8] dead
--- KEYS[9] errors
--- KEYS[10] counts
--- KEYS[11] seq
--- KEYS[12] order
--- ARGV[1] queue key prefix
+-- KEYS[4] kinds
+-- KEYS[5] leases
+-- KEYS[6] lease
+-- KEYS[7] dead
+-- KEYS[8] errors
+-- KEYS[9] counts
+-- KEYS[10] seq
+-- KEYS[11] order
+-- KEYS[12] stats
+-- KEYS[13] attempts
+-- KEYS[14] q
+-- KEYS[15] ready
+-- KEYS[16] domain
+-- KEYS[17] dstats
+-- ARGV[1] epoch
 -- ARGV[2] now (epoch s)
 -- ARGV[3] most
 -- ARGV[4] max_retries
 -- ARGV[5] error
+-- ARGV[6] n: how many of the next arguments are the counters of a requeued request
+-- ARGV[7..6+n] its counters (name, value, ...); ARGV[7+n..] those of a dead one
 
+check_epoch()
 local max_retries = tonumber(ARGV[4])
+local err = ARGV[5]
+local split = 6 + tonumber(ARGV[6])
 local expired = redis.call('ZRANGEBYSCORE', K.leases, '-inf', '(' .. ARGV[2],
   'WITHSCORES', 'LIMIT', 0, ARGV[3])
+
+local function attempt_json(r, outcome, at)
+  return '{"url":' .. cjson.encode(r.url) .. ',"fingerprint":' .. cjson.encode(r.fingerprint)
+    .. ',"domain":' .. cjson.encode(r.domain) .. ',"worker":"?","outcome":"' .. outcome
+    .. '","status":null,"bytes":0,"latency_s":0.0,"retry":' .. string.format('%d', r.attempt)
+    .. ',"at":' .. jfloat(at) .. ',"error":' .. cjson.encode(err) .. ',"fetcher":'
+    .. cjson.encode(r.fetcher) .. ',"detail":null}'
+end
+
 local requeued, buried = 0, 0
 for i = 1, #expired, 2 do
   local fp = end_lease(expired[i])
   local r = stored_request(fp)
+  local at = tonumber(expired[i + 1])
   release_slot(r.domain)
-  append_error(fp, ARGV[5])
+  append_error(fp, err)
   if r.attempt >= max_retries then
+    redis.call('RPUSH', K.attempts, attempt_json(r, 'dead', at))
+    add_counters(r.domain, split + 1, #ARGV)
     redis.call('ZADD', K.dead, expired[i + 1], fp)
     buried = buried + 1
   else
+    redis.call('RPUSH', K.attempts, attempt_json(r, 'retry', at))
+    add_counters(r.domain, 7, split)
     r.attempt = r.attempt + 1
     redis.call('HSET', K.req, fp, cjson.encode(r))
-    enqueue(r.domain, fp, r.priority)
+    redis.call('HINCRBY', domain_key(r.domain), 'queued', 1)
+    enqueue(r.fetcher, r.domain, fp, r.priority, 0)
     requeued = requeued + 1
   end
 end

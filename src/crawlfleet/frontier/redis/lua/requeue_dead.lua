@@ -1,24 +1,30 @@
--- Move dead letters back to their queues with a fresh history; returns how many moved.
+-- Move dead letters back to their lanes with a fresh history; returns how many moved.
 -- Fingerprints no longer dead are skipped.
--- KEYS[1] req
--- KEYS[2] ready
+-- KEYS[1] epoch
+-- KEYS[2] req
 -- KEYS[3] parked
--- KEYS[4] next
+-- KEYS[4] kinds
 -- KEYS[5] dead
 -- KEYS[6] errors
 -- KEYS[7] counts
 -- KEYS[8] seq
 -- KEYS[9] order
--- ARGV[1] queue key prefix
--- ARGV[2..] per dead letter: fingerprint, domain, priority, request JSON (attempt reset)
+-- KEYS[10] q
+-- KEYS[11] ready
+-- KEYS[12] domain
+-- ARGV[1] epoch
+-- ARGV[2..] per dead letter: fingerprint, domain, fetcher kind, priority, request JSON
+--   (attempt reset)
 
+check_epoch()
 local moved = 0
-for i = 2, #ARGV, 4 do
-  local fp = ARGV[i]
+for i = 2, #ARGV, 5 do
+  local fp, domain = ARGV[i], ARGV[i + 1]
   if redis.call('ZREM', K.dead, fp) == 1 then
-    redis.call('HSET', K.req, fp, ARGV[i + 3])
+    redis.call('HSET', K.req, fp, ARGV[i + 4])
     redis.call('HDEL', K.errors, fp)
-    enqueue(ARGV[i + 1], fp, tonumber(ARGV[i + 2]))
+    redis.call('HINCRBY', domain_key(domain), 'queued', 1)
+    enqueue(ARGV[i + 2], domain, fp, tonumber(ARGV[i + 3]), 0)
     moved = moved + 1
   end
 end

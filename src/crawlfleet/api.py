@@ -1,0 +1,187 @@
+"""Run a crawl from Python: ``Crawl(settings).run()`` or ``await Crawl(settings).run_async()``.
+
+The same ``Settings`` object as the CLI decides the runtime: embedded (asyncio + SQLite under
+``state_dir``) by default, distributed when ``redis_url`` and ``postgres_dsn`` are set (this
+process is then the dispatcher; ``crawlfleet worker`` processes do the fetching). Either way
+the run returns a ``CrawlResult`` read from the store's counters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Callable, Sequence
+from contextlib import AsyncExitStack
+
+import orjson
+
+from crawlfleet.clock import Clock, SystemClock
+from crawlfleet.errors import BadUrl, ConfigError, StateError
+from crawlfleet.monitoring.events import EventBus
+from crawlfleet.monitoring.stats import Sample, StatsView
+from crawlfleet.monitoring.summary import CrawlResult, read_result
+from crawlfleet.pipeline.export import export_items
+from crawlfleet.runtime.backends import forget_state, open_embedded
+from crawlfleet.runtime.local import LocalRunner
+from crawlfleet.runtime.wiring import build_crawl
+from crawlfleet.settings import Settings
+from crawlfleet.urls import UrlRules
+
+STATS_FILE = "stats.json"
+"""The statistics of an embedded run, written in its state directory when it ends."""
+
+ProgressFn = Callable[[Sample], None]
+
+
+def split_seeds(settings: Settings, seeds: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The seeds that are URLs a crawl can fetch, and the errors of the others."""
+    rules = UrlRules(settings.strip_query_params, settings.politeness_key)
+    good: list[str] = []
+    bad: list[str] = []
+    for seed in seeds:
+        try:
+            rules.canonical(seed)
+        except BadUrl as exc:
+            bad.append(str(exc))
+            continue
+        good.append(seed)
+    return good, bad
+
+
+class Crawl:
+    """One crawl of ``settings.seeds`` (plus ``seeds``), embedded or distributed.
+
+    ``fresh`` forgets the crawl's saved state first (the embedded state files, or the
+    crawl's keys in Redis). ``on_progress`` is called with a ``Sample`` about every
+    ``progress_every_s`` while the crawl runs. A seed that is not a URL is a ``ConfigError``.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        seeds: Sequence[str] = (),
+        fresh: bool = False,
+        on_progress: ProgressFn | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.settings = settings
+        good, bad = split_seeds(settings, [*settings.seeds, *seeds])
+        if bad:
+            raise ConfigError(f"bad seed: {bad[0]}")
+        if not good:
+            raise ConfigError("no seed URL given")
+        self.seeds = good
+        self._fresh = fresh
+        self._on_progress = on_progress
+        self._clock = clock or SystemClock()
+        self._stop: asyncio.Event | None = None
+        self._stop_asked = False
+
+    def run(self) -> CrawlResult:
+        """Run the crawl to its end in a new event loop; see ``run_async``."""
+        return asyncio.run(self.run_async())
+
+    async def run_async(self) -> CrawlResult:
+        """Run until nothing is pending or ``stop`` is called; the run's statistics.
+
+        ``ConfigError`` for settings that cannot be honoured, ``StateError`` when the
+        state (files, Redis, PostgreSQL) cannot be used: both one line, before any fetch.
+        """
+        if self.settings.redis_url is not None or self.settings.postgres_dsn is not None:
+            return await self._distributed()
+        return await self._embedded()
+
+    @property
+    def stopping(self) -> bool:
+        """Whether ``stop`` was called."""
+        return self._stop_asked
+
+    def stop(self) -> None:
+        """Stop claiming work; pages in flight finish, and a later run resumes the crawl.
+
+        Call it from the thread running the crawl (e.g. a signal handler of its loop).
+        """
+        self._stop_asked = True
+        if self._stop is not None:
+            self._stop.set()
+
+    async def _embedded(self) -> CrawlResult:
+        settings, clock = self.settings, self._clock
+        started = clock.now()
+        if self._fresh:
+            forget_state(settings.state_dir)
+        async with AsyncExitStack() as stack:
+            backends = await open_embedded(settings, stack)
+            events = EventBus()
+            graph = await build_crawl(
+                settings,
+                seeds=self.seeds,
+                backends=backends,
+                events=events,
+                clock=clock,
+                stack=stack,
+            )
+            view = StatsView(graph.frontier)
+            runner = LocalRunner(
+                graph.crawler,
+                concurrency=settings.concurrency,
+                clock=clock,
+                events=events,
+                crawl_id=settings.crawl_id,
+                on_tick=lambda: self._progress(view),
+            )
+            self._watch(runner.stop)
+            run = await runner.run(self.seeds, sitemaps=settings.follow_sitemaps)
+            result = await read_result(
+                graph.frontier,
+                backends.attempts,
+                crawl_id=settings.crawl_id,
+                reason=run.reason,
+                elapsed_s=clock.now() - started,
+            )
+        if settings.output is not None and backends.items_file is not None:
+            written = await asyncio.to_thread(export_items, backends.items_file, settings.output)
+            result = dataclasses.replace(result, exported_items=written)
+        _write_stats(settings, result)
+        return result
+
+    async def _distributed(self) -> CrawlResult:
+        from crawlfleet.runtime.celery.dispatcher import Dispatcher, open_crawl
+
+        settings, clock = self.settings, self._clock
+        started = clock.now()
+        async with AsyncExitStack() as stack:
+            crawl = await open_crawl(
+                settings, self.seeds, broker_url=None, fresh=self._fresh, clock=clock, stack=stack
+            )
+            view = StatsView(crawl.frontier)
+            dispatcher = Dispatcher(crawl, clock=clock, on_tick=lambda: self._progress(view))
+            self._watch(dispatcher.stop)
+            run = await dispatcher.run()
+            return await read_result(
+                crawl.frontier,
+                crawl.attempts,
+                crawl_id=settings.crawl_id,
+                reason=run.reason,
+                elapsed_s=clock.now() - started,
+            )
+
+    def _watch(self, stop: asyncio.Event) -> None:
+        """Make ``stop`` the event this crawl's ``stop`` sets (set now if already asked)."""
+        self._stop = stop
+        if self._stop_asked:
+            stop.set()
+
+    async def _progress(self, view: StatsView) -> None:
+        sample = await view.sample(self._clock.now())
+        if self._on_progress is not None:
+            self._on_progress(sample)
+
+
+def _write_stats(settings: Settings, result: CrawlResult) -> None:
+    path = settings.state_dir / STATS_FILE
+    try:
+        path.write_bytes(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2))
+    except OSError as exc:
+        raise StateError(f"cannot write {path}: {exc}") from None

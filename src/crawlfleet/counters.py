@@ -1,0 +1,132 @@
+"""Crawl statistics as named counters: what one attempt adds, and how to read them back.
+
+Every store keeps these counters per crawl and per domain, added in the same atomic step as
+the lease change they describe (``frontier.protocols.QueueStore``), so every process of a
+crawl, and every view (progress, ``status``, the summary, metrics), reads one truth.
+
+Names (all plain increments; ``<t>`` is an item type):
+
+==========================  ==============================================================
+``attempts``                lease ends of any kind (fetches, skips, expired leases)
+``outcome.<o>``             attempts by ``models.Outcome`` value (ok, retry, dead, ...)
+``fetched``                 attempts that got an HTTP response
+``status.<c>``              responses by class: ``2xx`` ... ``5xx``, ``other``
+``bytes``                   response body bytes
+``latency_s.sum``           seconds from request to last body byte, summed over responses
+``latency_s.le.<b>``        responses in histogram bucket ``b`` (upper bound, seconds; not
+                            cumulative: bucket ``0.25`` holds 0.1 < latency <= 0.25)
+``blocks``                  responses judged a block (403, 429, challenge page)
+``lease_expired``           leases that ran out (the worker was lost)
+``items.stored.<t>``        items written to the sink
+``items.invalid.<t>``       items kept as rejects (failed validation)
+``items.duplicate.<t>``     items dropped as duplicates
+==========================  ==============================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from crawlfleet.models import Attempt, Outcome
+
+LATENCY_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, float("inf"))
+Counters = dict[str, float]
+
+
+def bucket_name(latency_s: float) -> str:
+    """The ``latency_s.le.<b>`` counter a latency falls in."""
+    for bound in LATENCY_BUCKETS_S:
+        if latency_s <= bound:
+            return f"latency_s.le.{bound:g}"
+    return "latency_s.le.inf"
+
+
+def status_class(status: int) -> str:
+    return f"{status // 100}xx" if 200 <= status < 600 else "other"
+
+
+def for_attempt(attempt: Attempt, *, blocked: bool = False) -> Counters:
+    """The counters one attempt adds."""
+    counters: Counters = {"attempts": 1, f"outcome.{attempt.outcome.value}": 1}
+    if attempt.status is not None:
+        counters["fetched"] = 1
+        counters[f"status.{status_class(attempt.status)}"] = 1
+        counters["bytes"] = attempt.bytes
+        counters["latency_s.sum"] = attempt.latency_s
+        counters[bucket_name(attempt.latency_s)] = 1
+    if blocked:
+        counters["blocks"] = 1
+    return counters
+
+
+def merge(into: Counters, more: Mapping[str, float]) -> None:
+    for name, value in more.items():
+        into[name] = into.get(name, 0) + value
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlStats:
+    """A read of a crawl's (or one domain's) counters, with helpers for what views show."""
+
+    counters: Mapping[str, float] = field(default_factory=dict)
+    started_at: float | None = None
+
+    def get(self, name: str) -> int:
+        return int(self.counters.get(name, 0))
+
+    @property
+    def pages(self) -> int:
+        """Pages fetched and processed (outcome ok)."""
+        return self.get(f"outcome.{Outcome.OK.value}")
+
+    @property
+    def fetched(self) -> int:
+        return self.get("fetched")
+
+    @property
+    def errors(self) -> int:
+        return sum(
+            self.get(f"outcome.{o.value}")
+            for o in (Outcome.RETRY, Outcome.DEAD, Outcome.FAILED, Outcome.PARSE_ERROR)
+        )
+
+    @property
+    def mean_latency_s(self) -> float:
+        fetched = self.fetched
+        return self.counters.get("latency_s.sum", 0.0) / fetched if fetched else 0.0
+
+    def items(self, kind: str) -> dict[str, int]:
+        """Item counts by type for ``kind`` in ``stored``, ``invalid``, ``duplicate``."""
+        prefix = f"items.{kind}."
+        return {
+            name[len(prefix) :]: int(value)
+            for name, value in self.counters.items()
+            if name.startswith(prefix)
+        }
+
+    def statuses(self) -> dict[str, int]:
+        return {
+            name[len("status.") :]: int(value)
+            for name, value in self.counters.items()
+            if name.startswith("status.")
+        }
+
+    def latency_quantile_s(self, q: float) -> float | None:
+        """An upper bound of the ``q`` quantile from the histogram; None without responses."""
+        total = sum(self.get(bucket_name(b)) for b in LATENCY_BUCKETS_S)
+        if total == 0:
+            return None
+        seen = 0
+        for bound in LATENCY_BUCKETS_S:
+            seen += self.get(bucket_name(bound))
+            if seen >= q * total:
+                return bound
+        return LATENCY_BUCKETS_S[-1]
+
+
+def summed(parts: Iterable[Mapping[str, float]]) -> Counters:
+    total: Counters = {}
+    for part in parts:
+        merge(total, part)
+    return total

@@ -1,0 +1,11 @@
+-- Add counters that belong to no lease to a domain's and the crawl's statistics.
+-- KEYS[1] epoch
+-- KEYS[2] stats
+-- KEYS[3] dstats
+-- ARGV[1] epoch
+-- ARGV[2] domain
+-- ARGV[3..] counters: name, value, name, value, ...
+
+check_epoch()
+add_counters(ARGV[2], 3, #ARGV)
+return 1

@@ -1,0 +1,119 @@
+-- End a lease (complete, retry or bury) and record its report, in one step: the request's
+-- new state, the counters, the attempt row, the domain's rest, block window and Retry-After.
+-- Returns {0} when the lease is not current (nothing changes), else {1} or, when the block
+-- level moved, {1, 'escalated' | 'recovered', level, blocks, judged, cooldown_until}.
+-- KEYS[1] epoch
+-- KEYS[2] req
+-- KEYS[3] parked
+-- KEYS[4] kinds
+-- KEYS[5] leases
+-- KEYS[6] lease
+-- KEYS[7] dead
+-- KEYS[8] errors
+-- KEYS[9] counts
+-- KEYS[10] order
+-- KEYS[11] stats
+-- KEYS[12] attempts
+-- KEYS[13] q
+-- KEYS[14] delayed
+-- KEYS[15] ready
+-- KEYS[16] domain
+-- KEYS[17] dstats
+-- ARGV[1] epoch
+-- ARGV[2] lease token
+-- ARGV[3] complete | retry | bury
+-- ARGV[4] retry: not_before; bury: died_at (epoch s)
+-- ARGV[5] retry, bury: the error for the request's history
+-- ARGV[6] retry: the request JSON to store (attempt already incremented)
+-- ARGV[7] signal: none | success | block
+-- ARGV[8] reason (of a block or a Retry-After)
+-- ARGV[9] block_until (epoch s; 0: none)
+-- ARGV[10] 1 when the attempt fetched something (the domain rests), 0 when skipped
+-- ARGV[11] the attempt's time (epoch s)
+-- ARGV[12] default delay_s
+-- ARGV[13..18] block rules: window, min_samples, threshold, recover_after, max_level,
+--   cooldown_s
+-- ARGV[19] attempt JSON
+-- ARGV[20..] counters: name, value, name, value, ...
+
+check_epoch()
+local fp = end_lease(ARGV[2])
+if not fp then
+  return {0}
+end
+local r = stored_request(fp)
+local domain = r.domain
+local key = domain_key(domain)
+local mode = ARGV[3]
+if mode == 'complete' then
+  redis.call('HDEL', K.req, fp)
+  redis.call('HDEL', K.errors, fp)
+  redis.call('HDEL', K.order, fp)
+  redis.call('HINCRBY', K.counts, 'done', 1)
+elseif mode == 'retry' then
+  redis.call('HSET', K.req, fp, ARGV[6])
+  append_error(fp, ARGV[5])
+  redis.call('ZADD', delayed_index(r.fetcher), ARGV[4], fp)
+  redis.call('HINCRBY', key, 'queued', 1)
+  redis.call('HINCRBY', K.counts, 'queued', 1)
+else
+  append_error(fp, ARGV[5])
+  redis.call('ZADD', K.dead, ARGV[4], fp)
+  redis.call('HINCRBY', K.counts, 'dead', 1)
+end
+
+add_counters(domain, 20, #ARGV)
+redis.call('RPUSH', K.attempts, ARGV[19])
+
+local f = redis.call('HMGET', key, 'ready_at', 'delay', 'level', 'window', 'streak')
+local ready = tonumber(f[1] or '0')
+local base = tonumber(f[2] or ARGV[12])
+local level = tonumber(f[3] or '0')
+local window = f[4] or ''
+local streak = tonumber(f[5] or '0')
+local at = tonumber(ARGV[11])
+local size, min_samples, threshold = tonumber(ARGV[13]), tonumber(ARGV[14]), tonumber(ARGV[15])
+local recover_after, max_level = tonumber(ARGV[16]), tonumber(ARGV[17])
+local new_ready = ready
+local result = {1}
+
+if ARGV[7] == 'block' then
+  window = string.sub(window .. 'b', -size)
+  streak = 0
+  local judged = #window
+  local _, blocks = string.gsub(window, 'b', '')
+  if judged >= min_samples and blocks / judged >= threshold and level < max_level then
+    level = level + 1
+    window = ''
+    local cooldown = at + tonumber(ARGV[18]) * 2 ^ (level - 1)
+    new_ready = math.max(new_ready, cooldown)
+    redis.call('HSET', key, 'cooldown', fmt(cooldown), 'reason', ARGV[8])
+    result = {1, 'escalated', level, blocks, judged, fmt(cooldown)}
+  end
+  redis.call('HSET', key, 'level', level, 'window', window, 'streak', streak)
+elseif ARGV[7] == 'success' then
+  window = string.sub(window .. 'o', -size)
+  streak = streak + 1
+  if level > 0 and streak >= recover_after then
+    level = level - 1
+    streak = 0
+    result = {1, 'recovered', level, 0, 0, '0'}
+  end
+  redis.call('HSET', key, 'level', level, 'window', window, 'streak', streak)
+end
+
+if ARGV[10] == '1' then
+  new_ready = math.max(new_ready, at + base * 2 ^ level)
+end
+local block_until = tonumber(ARGV[9])
+if block_until > 0 then
+  new_ready = math.max(new_ready, block_until)
+  local until_before = tonumber(redis.call('HGET', key, 'retry_until') or '0')
+  redis.call('HSET', key, 'retry_until', fmt(math.max(until_before, block_until)),
+    'reason', ARGV[8])
+end
+if new_ready > ready then
+  set_ready(domain, new_ready)
+end
+release_slot(domain)
+return result

@@ -1,0 +1,21 @@
+-- Set a domain's base delay and its source; a robots value never replaces an override. A
+-- parked domain is reconsidered when the delay was set.
+-- KEYS[1] epoch
+-- KEYS[2] parked
+-- KEYS[3] kinds
+-- KEYS[4] q
+-- KEYS[5] ready
+-- KEYS[6] domain
+-- ARGV[1] epoch
+-- ARGV[2] domain
+-- ARGV[3] delay_s
+-- ARGV[4] source: config | robots | override
+
+check_epoch()
+local key = domain_key(ARGV[2])
+if ARGV[4] == 'robots' and redis.call('HGET', key, 'source') == 'override' then
+  return 0
+end
+redis.call('HSET', key, 'delay', ARGV[3], 'source', ARGV[4])
+unpark(ARGV[2])
+return 1

@@ -1,0 +1,115 @@
+"""Read the Redis store's hashes back as the contract's values, and write its script arguments."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import orjson
+
+from crawlfleet.counters import CrawlStats
+from crawlfleet.frontier.accounting import expired_attempt, expired_counters, report_counters
+from crawlfleet.frontier.protocols import (
+    DelaySource,
+    DomainPolicy,
+    DomainView,
+    PolicyChange,
+    Report,
+)
+from crawlfleet.models import CrawlRequest, Outcome
+
+Arg = str | int | float
+
+
+def domain_view(
+    domain: str, record: Mapping[str, str], stats: Mapping[str, str], default: DomainPolicy
+) -> DomainView:
+    """A ``DomainView`` from the ``{p}:domain:<d>`` and ``{p}:dstats:<d>`` hashes."""
+    base = float(record.get("delay", default.delay_s))
+    level = int(record.get("level", 0))
+    strategy = record.get("strategy")
+    return DomainView(
+        domain=domain,
+        base_delay_s=base,
+        delay_source=DelaySource(record.get("source", DelaySource.CONFIG.value)),
+        max_in_flight=int(record.get("max", default.max_in_flight)),
+        level=level,
+        effective_delay_s=base * 2**level,
+        ready_at=float(record.get("ready_at", 0.0)),
+        cooldown_until=float(record.get("cooldown", 0.0)),
+        block_reason=record.get("reason", ""),
+        retry_after_until=float(record.get("retry_until", 0.0)),
+        strategy=orjson.loads(strategy) if strategy else {},
+        queued=int(record.get("queued", 0)),
+        in_flight=int(record.get("inflight", 0)),
+        stats=crawl_stats(stats),
+    )
+
+
+def crawl_stats(counters: Mapping[str, str], started_at: str | None = None) -> CrawlStats:
+    return CrawlStats(
+        counters={name: float(value) for name, value in counters.items()},
+        started_at=None if started_at is None else float(started_at),
+    )
+
+
+def counter_args(counters: Mapping[str, float]) -> list[Arg]:
+    """``name, value, name, value, ...`` for the scripts' HINCRBYFLOAT."""
+    flat: list[Arg] = []
+    for name, value in counters.items():
+        flat += [name, float(value)]
+    return flat
+
+
+def report_args(report: Report, default: DomainPolicy) -> list[Arg]:
+    """``finish.lua``'s ARGV from its 7th on: the report, the default policy, the counters."""
+    rules = default.blocks
+    attempt = report.attempt
+    return [
+        report.signal.value,
+        report.reason,
+        float(report.block_until),
+        0 if attempt.outcome is Outcome.SKIPPED else 1,
+        float(attempt.at),
+        float(default.delay_s),
+        rules.window,
+        rules.min_samples,
+        float(rules.threshold),
+        rules.recover_after,
+        rules.max_level,
+        float(rules.cooldown_s),
+        orjson.dumps(attempt.to_dict()).decode(),
+        *counter_args(report_counters(report)),
+    ]
+
+
+def policy_change(
+    domain: str, reply: list[str | int], report: Report, default: DomainPolicy
+) -> PolicyChange:
+    """The ``PolicyChange`` of ``finish.lua``'s reply ``{1, change, level, blocks, n, until}``."""
+    _, change, level, blocks, judged, until = reply
+    if change == "escalated":
+        reason = f"{blocks} of {judged} recent responses blocked; last: {report.reason}"
+        return PolicyChange(domain, int(level), "escalated", reason, float(until))
+    reason = f"{default.blocks.recover_after} clean responses in a row"
+    return PolicyChange(domain, int(level), "recovered", reason, 0.0)
+
+
+def reap_counter_args() -> list[Arg]:
+    """``reap.lua``'s counter arguments: ``n``, a requeued request's, then a dead one's.
+
+    The counters of an expired lease depend only on whether its request dies.
+    """
+    any_request = CrawlRequest("", "", "")
+    requeued, dead = (
+        counter_args(expired_counters(expired_attempt(any_request, dies, 0.0)))
+        for dies in (False, True)
+    )
+    return [len(requeued), *requeued, *dead]
+
+
+def dumps(request: CrawlRequest) -> str:
+    return orjson.dumps(request.to_dict()).decode()
+
+
+def loads(raw: str | bytes) -> CrawlRequest:
+    return CrawlRequest.from_dict(orjson.loads(raw))

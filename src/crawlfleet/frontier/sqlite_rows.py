@@ -1,0 +1,61 @@
+"""How the values of a crawl map to the rows of its SQLite state file (``sqlite_schema``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from crawlfleet.frontier.policy import PolicyRecord
+from crawlfleet.frontier.protocols import DelaySource
+from crawlfleet.models import Attempt, CrawlRequest
+
+
+def request(row: Sequence[Any]) -> CrawlRequest:
+    """A request from the ``REQUEST_COLUMNS`` at the start of ``row``."""
+    fp, url, domain, depth, priority, attempt, fetcher, parent = row[:8]
+    return CrawlRequest(url, fp, domain, depth, priority, attempt, fetcher, parent)
+
+
+def request_row(r: CrawlRequest) -> tuple[Any, ...]:
+    """The ``REQUEST_COLUMNS`` of a request."""
+    return (r.fingerprint, r.url, r.domain, r.depth, r.priority, r.attempt, r.fetcher, r.parent)
+
+
+def attempt_row(a: Attempt) -> tuple[Any, ...]:
+    """The ``ATTEMPT_COLUMNS`` of an attempt."""
+    head = (a.url, a.fingerprint, a.domain, a.worker, a.outcome.value, a.status, a.bytes)
+    return (*head, a.latency_s, a.retry, a.at, a.error, a.fetcher, a.detail)
+
+
+def record(row: Sequence[Any]) -> PolicyRecord:
+    """A policy record from the ``POLICY_COLUMNS`` of ``row``."""
+    delay_s, source, cap, level, window, streak, cooldown, reason, retry_after, strategy = row
+    return PolicyRecord(
+        delay_s,
+        DelaySource(source),
+        cap,
+        level,
+        window,
+        streak,
+        cooldown,
+        reason,
+        retry_after,
+        json.loads(strategy),
+    )
+
+
+def policy_row(domain: str, r: PolicyRecord) -> tuple[Any, ...]:
+    """``domain`` and the ``POLICY_COLUMNS`` of its record."""
+    head = (domain, r.base_delay_s, r.delay_source.value, r.max_in_flight, r.level, r.window)
+    return (*head, r.streak, r.cooldown_until, r.block_reason, r.retry_after_until,
+            json.dumps(r.strategy))  # fmt: skip
+
+
+def parse_token(token: str) -> tuple[str, int] | None:
+    fp, _, n = token.rpartition(":")
+    return (fp, int(n)) if fp and n.isdigit() else None
+
+
+def json_or_null(fingerprints: Sequence[str] | None) -> str | None:
+    return None if fingerprints is None else json.dumps(list(fingerprints))

@@ -1,0 +1,113 @@
+"""What a crawl run did, read from the store's counters: the summary, ``stats.json``, the API."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from crawlfleet.counters import CrawlStats
+from crawlfleet.frontier.protocols import DomainView
+from crawlfleet.models import Outcome, QueueCounts
+from crawlfleet.monitoring.attempt_log import AttemptReader
+
+PARSE_ERROR_EXIT = 3
+"""The exit code of a crawl in which more pages failed to parse than allowed."""
+
+INTERRUPTED_EXIT = 130
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlResult:
+    """The statistics of a crawl when its run ended (embedded or distributed alike).
+
+    ``reason`` is ``complete`` (nothing pending) or ``interrupted``. ``stats`` and ``domains``
+    are the store's counters for the whole crawl (a resumed crawl includes earlier runs);
+    ``top_parse_errors`` are the most frequent parser errors with their counts;
+    ``exported_items`` how many items went to ``settings.output`` (None: no export).
+    """
+
+    crawl_id: str
+    reason: str
+    counts: QueueCounts
+    stats: CrawlStats
+    domains: Mapping[str, CrawlStats] = field(default_factory=dict)
+    top_parse_errors: Sequence[tuple[str, int]] = ()
+    elapsed_s: float = 0.0
+    exported_items: int | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.reason == "complete"
+
+    @property
+    def parse_errors(self) -> int:
+        return self.stats.get(f"outcome.{Outcome.PARSE_ERROR.value}")
+
+    def exit_code(self, max_parse_errors: int = 0) -> int:
+        """0 when complete, 130 when interrupted, 3 when too many pages failed to parse."""
+        if not self.complete:
+            return INTERRUPTED_EXIT
+        return PARSE_ERROR_EXIT if self.parse_errors > max_parse_errors else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The figures of the summary, as JSON-ready values (``stats.json``)."""
+        c = self.counts
+        return {
+            "crawl_id": self.crawl_id,
+            "reason": self.reason,
+            "elapsed_s": round(self.elapsed_s, 3),
+            "started_at": self.stats.started_at,
+            "counts": {
+                "queued": c.queued,
+                "leased": c.leased,
+                "done": c.done,
+                "dead": c.dead,
+                "seen": c.seen,
+            },
+            "totals": dict(sorted(self.stats.counters.items())),
+            "domains": {
+                domain: dict(sorted(stats.counters.items()))
+                for domain, stats in sorted(self.domains.items())
+            },
+            "exported_items": self.exported_items,
+            "top_parse_errors": [
+                {"error": error, "count": count} for error, count in self.top_parse_errors
+            ],
+        }
+
+
+class ResultSource(Protocol):
+    """What a crawl's result is read from (``Frontier``)."""
+
+    async def stats(self) -> CrawlStats: ...
+
+    async def counts(self) -> QueueCounts: ...
+
+    async def domains(self, limit: int = 100) -> list[DomainView]: ...
+
+
+SUMMARY_DOMAINS = 1000
+"""The summary lists at most this many domains (those with the most requests admitted)."""
+
+
+async def read_result(
+    source: ResultSource,
+    attempts: AttemptReader | None,
+    *,
+    crawl_id: str,
+    reason: str,
+    elapsed_s: float,
+) -> CrawlResult:
+    """The crawl's result from its store's counters (and its attempt log's top errors)."""
+    views = await source.domains(SUMMARY_DOMAINS)
+    top = await attempts.top_errors(Outcome.PARSE_ERROR) if attempts is not None else []
+    return CrawlResult(
+        crawl_id=crawl_id,
+        reason=reason,
+        counts=await source.counts(),
+        stats=await source.stats(),
+        domains={view.domain: view.stats for view in views},
+        top_parse_errors=tuple(top),
+        elapsed_s=elapsed_s,
+    )

@@ -1,0 +1,100 @@
+"""Admission: URLs from seeds, sitemaps and pages into the frontier, robots.txt read first.
+
+The dispatcher seeds a crawl with an ``Admitter`` alone (no fetchers, parsers or sinks); the
+crawl step admits each page's links through the same object. Before a domain's first URL is
+queued, its robots.txt is read so that a ``Crawl-delay`` reaches the store (for every process
+of the crawl) before any request of that domain is claimed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+
+from crawlfleet.frontier.frontier import Frontier
+from crawlfleet.frontier.robots import FetchFn, RobotsCache, origin_of
+from crawlfleet.frontier.sitemaps import default_sitemaps, sitemap_urls
+from crawlfleet.models import CrawlRequest, Link
+from crawlfleet.monitoring.events import EventBus, LinksAdded
+
+SITEMAP_BATCH = 1000
+ROBOTS_PREFETCH_CONCURRENCY = 16
+"""robots.txt files read at once for the new domains of one batch of links: a page linking
+as many hosts that never answer holds its step for one robots timeout, not one per host."""
+
+
+class Admitter:
+    """Canonicalizes, scopes and adds URLs; reads each new domain's robots.txt first.
+
+    The domains already prepared are remembered per process only to save robots lookups:
+    what robots says is written to the store, never kept here.
+    """
+
+    def __init__(
+        self,
+        frontier: Frontier,
+        *,
+        robots: RobotsCache | None,
+        events: EventBus,
+        fetch_url: FetchFn,
+        prefetch_concurrency: int = ROBOTS_PREFETCH_CONCURRENCY,
+    ) -> None:
+        self._frontier = frontier
+        self._robots = robots
+        self._events = events
+        self._fetch_url = fetch_url
+        self._prepared: set[str] = set()
+        self._prefetch = asyncio.Semaphore(prefetch_concurrency)
+
+    async def seed(self, urls: Iterable[str | Link]) -> int:
+        """Offer seed URLs (depth 0); returns how many were new."""
+        return await self.admit(urls, None)
+
+    async def seed_sitemaps(self, seeds: Iterable[str]) -> int:
+        """Offer the URLs of the seeds' sitemaps (robots.txt ``Sitemap:`` and /sitemap.xml)."""
+        origins = {origin_of(seed): seed for seed in seeds if not seed.startswith("file:")}
+        admitted = 0
+        for origin, seed in origins.items():
+            if self._robots is not None:
+                start = await default_sitemaps(self._robots, seed)
+            else:
+                start = [f"{origin}/sitemap.xml"]
+            batch: list[str] = []
+            async for url in sitemap_urls(self._fetch_url, start):
+                batch.append(url)
+                if len(batch) >= SITEMAP_BATCH:
+                    admitted += await self.admit(batch, None)
+                    batch = []
+            admitted += await self.admit(batch, None)
+        return admitted
+
+    async def admit(self, links: Iterable[str | Link], parent: CrawlRequest | None) -> int:
+        """Offer links found on ``parent`` (seeds when None); returns how many were new."""
+        requests, _rejected = self._frontier.requests_for(links, parent)
+        admitted = await self.add(requests)
+        self._events.emit(LinksAdded(offered=len(requests), admitted=admitted))
+        return admitted
+
+    async def add(self, requests: list[CrawlRequest]) -> int:
+        """Add requests already made (a redirect's target), new domains prepared first."""
+        await self.prepare(requests)
+        return await self._frontier.add(requests)
+
+    async def prepare(self, requests: Iterable[CrawlRequest]) -> None:
+        """Read the robots.txt of the requests' new domains, a few at once."""
+        firsts: dict[str, CrawlRequest] = {}
+        for request in requests:
+            if request.domain not in self._prepared and request.domain not in firsts:
+                firsts[request.domain] = request
+        if not firsts:
+            return
+        self._prepared.update(firsts)
+        await asyncio.gather(*(self._prepare(request) for request in firsts.values()))
+
+    async def _prepare(self, request: CrawlRequest) -> None:
+        if self._robots is None or request.fetcher == "file":
+            return
+        async with self._prefetch:
+            decision = await self._robots.check(request.url)
+        if decision.crawl_delay_s is not None:
+            await self._frontier.robots_delay(request.domain, decision.crawl_delay_s)

@@ -1,0 +1,172 @@
+"""The one module that opens the storage of a crawl: queue store, item sink, rejects, attempt log.
+
+Which process opens what:
+
+================  ===========================  ==========================  ===================
+process           queue store                  items (sink, rejects)       attempt log
+================  ===========================  ==========================  ===================
+embedded crawl    SQLite ``state.sqlite``      SQLite ``items.sqlite``     read from the state
+                                                                           file (the store
+                                                                           writes it)
+dispatcher        Redis                        none                        PostgreSQL (copies
+                                                                           the store's pending
+                                                                           attempts, reads)
+worker            Redis                        PostgreSQL (serialized)     none: attempts go to
+                                                                           the store
+reader (status,   SQLite or Redis              none                        none
+dlq)
+================  ===========================  ==========================  ===================
+
+``redis``, ``celery`` and ``psycopg`` are imported inside the functions that need them, so
+the embedded runtime runs without them. Every failure to open is a one-line ``StateError``
+(passwords redacted) or ``ConfigError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+from crawlfleet.errors import ConfigError, StateError
+from crawlfleet.frontier.protocols import QueueStore
+from crawlfleet.monitoring.attempt_log import AttemptLog, AttemptReader
+from crawlfleet.pipeline.export import ITEMS_FILE
+from crawlfleet.pipeline.protocols import Sink
+from crawlfleet.pipeline.rejects import RejectStore
+from crawlfleet.settings import Settings
+
+STATE_FILE = "state.sqlite"
+"""The queue store and attempt log of an embedded crawl, inside its state directory."""
+
+OWN_FILES = (STATE_FILE, ITEMS_FILE)
+"""The files ``--fresh`` deletes (with their ``-wal``/``-shm`` companions): nothing else."""
+
+
+def frontier_prefix(crawl_id: str) -> str:
+    """The Redis key prefix of a crawl's frontier: ``crawlfleet:{<crawl_id>}`` (hash-tagged)."""
+    return f"crawlfleet:{{{crawl_id}}}"
+
+
+def state_paths(state_dir: Path) -> tuple[Path, Path]:
+    """The queue/attempt-log file and the items file of an embedded crawl."""
+    return state_dir / STATE_FILE, state_dir / ITEMS_FILE
+
+
+@dataclass(frozen=True, slots=True)
+class Backends:
+    """The open storage of one crawl process; the ``AsyncExitStack`` given at opening closes it.
+
+    ``sink`` and ``rejects`` are None where the process writes no items (dispatcher,
+    readers); ``attempts`` is None where the process reads no attempt log (workers,
+    readers); ``attempt_log`` is the external log the dispatcher copies the store's pending
+    attempts to (the same object as ``attempts`` there). ``items_file`` is the embedded crawl's items file (exports read it).
+    """
+
+    store: QueueStore
+    sink: Sink | None = None
+    rejects: RejectStore | None = None
+    attempts: AttemptReader | None = None
+    attempt_log: AttemptLog | None = None
+    items_file: Path | None = None
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def forget_state(state_dir: Path) -> None:
+    """Delete an embedded crawl's own files (``--fresh``); any other file stays."""
+    for name in OWN_FILES:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            (state_dir / f"{name}{suffix}").unlink(missing_ok=True)
+
+
+async def open_embedded(settings: Settings, stack: AsyncExitStack) -> Backends:
+    """The SQLite queue store, items sink (also the rejects store) and attempt-log reader."""
+    from crawlfleet.frontier.sqlite import SqliteQueueStore
+    from crawlfleet.monitoring.attempt_log import SqliteAttemptLog
+    from crawlfleet.pipeline.sinks.sqlite import SqliteSink
+
+    state_file, items_file = state_paths(settings.state_dir)
+    try:
+        settings.state_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StateError(f"cannot create the state directory {settings.state_dir}: {exc}") from None
+    store = await SqliteQueueStore.open(state_file)
+    stack.push_async_callback(store.close)
+    attempts = await SqliteAttemptLog.open(state_file)
+    stack.push_async_callback(attempts.close)
+    sink = await SqliteSink.open(items_file)
+    stack.push_async_callback(sink.close)
+    return Backends(store, sink=sink, rejects=sink, attempts=attempts, items_file=items_file)
+
+
+async def open_distributed(settings: Settings, stack: AsyncExitStack, *, worker: bool) -> Backends:
+    """The Redis store, and for a ``worker`` the PostgreSQL sink, else the attempt log.
+
+    Runs the PostgreSQL migrations first, so either process may be the first to touch a
+    fresh database. The dispatcher (``worker=False``) builds no sink: it writes no item.
+    """
+    from crawlfleet.monitoring.postgres_attempt_log import PostgresAttemptLog
+    from crawlfleet.pipeline.sinks.postgres import PostgresSink
+    from crawlfleet.pipeline.sinks.postgres_schema import migrate
+    from crawlfleet.pipeline.sinks.serial import SerialSink
+
+    dsn = _dsn(settings)
+    store = await _redis_store(settings, stack)
+    try:
+        await asyncio.to_thread(migrate, dsn)
+        if worker:
+            sink = SerialSink(PostgresSink(dsn, crawl_id=settings.crawl_id))
+            stack.push_async_callback(sink.close)
+            return Backends(store, sink=sink)
+        attempts = await PostgresAttemptLog.open(dsn, crawl_id=settings.crawl_id)
+        stack.push_async_callback(attempts.close)
+    except StateError as exc:
+        raise StateError(one_line(str(exc))) from None
+    return Backends(store, attempts=attempts, attempt_log=attempts)
+
+
+async def open_store(settings: Settings, stack: AsyncExitStack) -> Backends:
+    """The store of an existing crawl, for reading and DLQ operations.
+
+    Redis when ``settings.redis_url`` is set (the settings of the crawl's definition, for
+    its dedup options), else the SQLite state file: ``StateError`` if there is none.
+    """
+    if settings.redis_url is not None:
+        return Backends(await _redis_store(settings, stack))
+    from crawlfleet.frontier.sqlite import SqliteQueueStore
+
+    state_file, _ = state_paths(settings.state_dir)
+    if not state_file.exists():
+        raise StateError(f"no crawl state in {settings.state_dir} (expected {state_file})")
+    store = await SqliteQueueStore.open(state_file)
+    stack.push_async_callback(store.close)
+    return Backends(store)
+
+
+def _dsn(settings: Settings) -> str:
+    if settings.redis_url is None or settings.postgres_dsn is None:
+        raise ConfigError("a distributed crawl needs both --redis and --postgres")
+    return settings.postgres_dsn
+
+
+async def _redis_store(settings: Settings, stack: AsyncExitStack) -> QueueStore:
+    from crawlfleet.frontier.redis.queue import RedisQueueStore
+
+    if settings.redis_url is None:
+        raise ConfigError("no Redis URL given (--redis)")
+    try:
+        store = await RedisQueueStore.open(
+            settings.redis_url,
+            frontier_prefix(settings.crawl_id),
+            dedup=settings.dedup,
+            bloom_capacity=settings.bloom_capacity,
+            bloom_error_rate=settings.bloom_error_rate,
+        )
+    except StateError as exc:
+        raise StateError(one_line(str(exc))) from None
+    stack.push_async_callback(store.close)
+    return store

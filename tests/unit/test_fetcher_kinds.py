@@ -1,0 +1,46 @@
+"""Fetcher kinds: a kind no runner of this build serves is a one-line error at start."""
+
+from __future__ import annotations
+
+import pytest
+
+from crawlfleet.errors import ConfigError
+from crawlfleet.parsing.loader import load_parsers
+from crawlfleet.runtime.kinds import WORKER_KINDS, check_kinds, check_queues, named_kinds
+
+BROWSER_RULE = {
+    "name": "js_pages",
+    "domain": "shop.test",
+    "fields": {"title": {"css": "h1"}},
+    "follow": [{"pattern": "/p/"}, {"pattern": "/app/", "fetcher": "browser"}],
+}
+
+
+def test_a_follow_rule_naming_the_browser_is_refused_naming_parser_and_rule() -> None:
+    registry = load_parsers([], [BROWSER_RULE], use_entry_points=False)
+    with pytest.raises(ConfigError) as caught:
+        check_kinds(named_kinds(registry))
+    message = str(caught.value)
+    assert "parser 'js_pages'" in message
+    assert "follow rule 2 names fetcher 'browser'" in message
+    assert "\n" not in message
+
+
+def test_http_and_file_rules_pass() -> None:
+    spec = {**BROWSER_RULE, "follow": [{"pattern": "/p/", "fetcher": "http"}]}
+    check_kinds(named_kinds(load_parsers([], [spec], use_entry_points=False)))
+    file_spec = {**BROWSER_RULE, "follow": [{"fetcher": "file"}]}
+    with pytest.raises(ConfigError, match="'file'"):
+        check_kinds(
+            named_kinds(load_parsers([], [file_spec], use_entry_points=False)), WORKER_KINDS
+        )
+
+
+def test_worker_queues() -> None:
+    check_queues(("http",))
+    with pytest.raises(ConfigError, match="no browser fetcher yet"):
+        check_queues(("http", "browser"))
+    with pytest.raises(ConfigError, match="unknown queue 'ftp'"):
+        check_queues(("ftp",))
+    with pytest.raises(ConfigError, match="no queue given"):
+        check_queues(())
