@@ -26,6 +26,7 @@ from crawlfleet.pipeline.sinks.sqlite import SqliteSink
 from crawlfleet.runtime.local import LocalRunner
 from crawlfleet.runtime.wiring import build_crawl, state_paths
 from crawlfleet.settings import Settings, load_settings
+from crawlfleet.statedir import StateDir, crawl_identity
 from crawlfleet.urls import UrlRules
 
 err = Console(stderr=True)
@@ -47,22 +48,19 @@ def valid_seeds(settings: Settings, seeds: list[str]) -> list[str]:
 
 async def run_embedded(settings: Settings, seeds: list[str], *, fresh: bool) -> int:
     """Crawl in this process with state under ``settings.state_dir``; the exit code."""
-    state_dir = settings.state_dir
-    state_dir.mkdir(parents=True, exist_ok=True)
-    state_file, items_file = state_paths(state_dir)
-    if fresh:
-        for path in state_dir.glob("*.sqlite*"):
-            path.unlink()
+    state_file, items_file = state_paths(settings.state_dir)
     clock = SystemClock()
     events = EventBus()
     stats = LiveStats(events, clock.now())
     console = Console(stderr=True)
     async with AsyncExitStack() as stack:
+        held = StateDir.open(settings.state_dir, crawl_identity(settings, seeds), fresh=fresh)
+        stack.callback(held.release)
         store = await SqliteQueueStore.open(state_file)
         stack.push_async_callback(store.close)
         attempt_log = await SqliteAttemptLog.open(state_file)
         stack.push_async_callback(attempt_log.close)
-        sink = await SqliteSink.open(items_file)
+        sink = await SqliteSink.open(items_file, crawl_id=settings.crawl_id)
         stack.push_async_callback(sink.close)
         graph = await build_crawl(
             settings,
