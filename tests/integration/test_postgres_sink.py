@@ -133,9 +133,14 @@ async def test_rejects_are_kept_with_crawl_reason_and_page(postgres_dsn: str) ->
         ]
     )
     await store.add([])
+    other = await PostgresRejects.open(postgres_dsn, crawl_id="c2")
+    await other.add([Reject("note", None, "http://b/", "bad", {}, 9.0)])
+    assert await store.counts() == {"note": 2}
+    assert await other.counts() == {"note": 1}
     await store.close()
+    await other.close()
     at = [dt.datetime.fromtimestamp(s, dt.UTC) for s in (7.0, 8.0)]
-    assert reject_rows(postgres_dsn) == [
+    assert reject_rows(postgres_dsn)[:2] == [
         ("c1", "note", None, "http://a/", "bad", {"d": "Decimal('1.5')"}, at[0]),
         ("c1", "note", "k", "http://a/", "why", {"t": ["x"]}, at[1]),
     ]

@@ -125,6 +125,11 @@ class PostgresSink:
         await self._db.close()
 
 
+COUNT_REJECTS = (
+    "SELECT item_type, count(*) FROM item_rejects WHERE crawl_id = %s GROUP BY item_type"
+)
+
+
 class PostgresRejects:
     """The ``RejectStore`` of the distributed runtime: crawl ``crawl_id``'s invalid items."""
 
@@ -143,6 +148,17 @@ class PostgresRejects:
         rows = [(self._crawl_id, *reject_row(r), timestamp(r.at)) for r in rejects]
         if rows:
             await self._db.run_many(INSERT_REJECT, rows)
+
+    async def counts(self) -> dict[str, int]:
+        """How many rejects this crawl has kept, per item type (all workers' together)."""
+        conn = await self._db.connect()
+        try:
+            async with conn.transaction():
+                cursor = await conn.execute(COUNT_REJECTS, (self._crawl_id,))
+                return {str(kind): int(str(n)) for kind, n in await cursor.fetchall()}
+        except psycopg.Error as exc:
+            await conn.close()
+            raise self._db.error(exc) from None
 
     async def close(self) -> None:
         await self._db.close()
