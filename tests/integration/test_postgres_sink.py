@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from decimal import Decimal
 
@@ -173,3 +174,20 @@ async def test_a_pipeline_over_postgres_keeps_invalid_items_and_stores_nul_text(
     assert [(r[0], r[2], r[4]) for r in reject_rows(postgres_dsn)] == [
         ("c1", "2", "text: Field required")
     ]
+
+
+async def test_concurrent_pages_of_one_process_share_a_sink_and_a_reject_store(
+    postgres_dsn: str,
+) -> None:
+    migrate(postgres_dsn)
+    sink = await PostgresSink.open(postgres_dsn, crawl_id="c1")
+    rejects = await PostgresRejects.open(postgres_dsn, crawl_id="c1")
+    pages = range(20)
+    await asyncio.gather(
+        *(sink.write([Item("page", {"n": n}, key=str(n))]) for n in pages),
+        *(rejects.add([Reject("page", str(n), "http://a/", "bad", {}, 1.0)]) for n in pages),
+    )
+    assert await rejects.counts() == {"page": 20}
+    await sink.close()
+    await rejects.close()
+    assert len(rows(postgres_dsn)) == 20

@@ -14,6 +14,7 @@ the batch; the next write reconnects. The schema comes from ``postgres_schema.mi
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from collections.abc import Sequence
 
@@ -52,11 +53,15 @@ def timestamp(epoch_s: float) -> dt.datetime:
 
 
 class _Connection:
-    """One connection to ``dsn``, opened on first use and again after it broke."""
+    """One connection to ``dsn``, opened on first use and again after it broke.
+
+    Its transactions run one at a time, so concurrent pages of one process may share it.
+    """
 
     def __init__(self, dsn: str) -> None:
         self._dsn = dsn
         self._conn: psycopg.AsyncConnection[tuple[object, ...]] | None = None
+        self.lock = asyncio.Lock()
 
     async def connect(self) -> psycopg.AsyncConnection[tuple[object, ...]]:
         if self._conn is None or self._conn.closed or self._conn.broken:
@@ -68,13 +73,14 @@ class _Connection:
 
     async def run_many(self, statement: str, rows: Sequence[tuple[object, ...]]) -> None:
         """Runs ``statement`` once per row, in one transaction."""
-        conn = await self.connect()
-        try:
-            async with conn.transaction(), conn.cursor() as cur:
-                await cur.executemany(statement, rows)
-        except psycopg.Error as exc:
-            await conn.close()
-            raise self.error(exc) from None
+        async with self.lock:
+            conn = await self.connect()
+            try:
+                async with conn.transaction(), conn.cursor() as cur:
+                    await cur.executemany(statement, rows)
+            except psycopg.Error as exc:
+                await conn.close()
+                raise self.error(exc) from None
 
     async def close(self) -> None:
         if self._conn is not None:
@@ -151,14 +157,15 @@ class PostgresRejects:
 
     async def counts(self) -> dict[str, int]:
         """How many rejects this crawl has kept, per item type (all workers' together)."""
-        conn = await self._db.connect()
-        try:
-            async with conn.transaction():
-                cursor = await conn.execute(COUNT_REJECTS, (self._crawl_id,))
-                return {str(kind): int(str(n)) for kind, n in await cursor.fetchall()}
-        except psycopg.Error as exc:
-            await conn.close()
-            raise self._db.error(exc) from None
+        async with self._db.lock:
+            conn = await self._db.connect()
+            try:
+                async with conn.transaction():
+                    cursor = await conn.execute(COUNT_REJECTS, (self._crawl_id,))
+                    return {str(kind): int(str(n)) for kind, n in await cursor.fetchall()}
+            except psycopg.Error as exc:
+                await conn.close()
+                raise self._db.error(exc) from None
 
     async def close(self) -> None:
         await self._db.close()
