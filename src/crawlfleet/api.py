@@ -21,7 +21,7 @@ from crawlfleet.monitoring.events import EventBus
 from crawlfleet.monitoring.stats import Sample, StatsView
 from crawlfleet.monitoring.summary import CrawlResult, read_result
 from crawlfleet.pipeline.export import export_items
-from crawlfleet.runtime.backends import forget_state, open_embedded
+from crawlfleet.runtime.backends import open_embedded
 from crawlfleet.runtime.local import LocalRunner
 from crawlfleet.runtime.wiring import build_crawl
 from crawlfleet.settings import Settings
@@ -109,10 +109,8 @@ class Crawl:
     async def _embedded(self) -> CrawlResult:
         settings, clock = self.settings, self._clock
         started = clock.now()
-        if self._fresh:
-            forget_state(settings.state_dir)
         async with AsyncExitStack() as stack:
-            backends = await open_embedded(settings, stack)
+            backends = await open_embedded(settings, stack, seeds=self.seeds, fresh=self._fresh)
             events = EventBus()
             graph = await build_crawl(
                 settings,

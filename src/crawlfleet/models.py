@@ -113,13 +113,16 @@ class Item:
     """One record a parser produced.
 
     ``key`` is the stable identity within ``type`` (a product id, a canonical URL); when None
-    the pipeline keys the item by its content hash.
+    the pipeline keys the item by its content hash. ``fetched_at`` (epoch seconds) is when the
+    page it came from was fetched: the version the sinks keep the newest of (None: the time
+    the sink writes it).
     """
 
     type: str
     data: dict[str, Any]
     key: str | None = None
     url: str = ""
+    fetched_at: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, "key": self.key, **self.data}

@@ -5,7 +5,9 @@ The upsert rule is written down in crawlfleet.pipeline.sinks.sqlite.
 
 from __future__ import annotations
 
+import asyncio
 import csv
+import random
 import sqlite3
 import subprocess
 import sys
@@ -27,50 +29,83 @@ from crawlfleet.pipeline.sinks.csv import CsvSink
 from crawlfleet.pipeline.sinks.jsonl import JsonlSink
 from crawlfleet.pipeline.sinks.memory import MemorySink
 from crawlfleet.pipeline.sinks.sqlite import SqliteSink
+from crawlfleet.pipeline.sinks.stored import StoredItem
 
 StoredRow = tuple[str, str, dict[str, Any], float, float, float]
 """(type, key, data, first_seen, last_seen, last_changed)"""
 
+CRAWL = "crawl"
+"""The crawl id (item key namespace) of the sinks the tests open unless they name another."""
+
 
 @dataclass
 class Harness:
-    """Opens a sink of one kind on the same store, and reads that store back."""
+    """Opens sinks of one kind on one shared store, and reads that store back.
 
-    open: Callable[[FakeClock], Awaitable[Sink]]
-    rows: Callable[[Sink], Awaitable[list[StoredRow]]]
+    ``open(clock, crawl_id)``; ``rows()`` lists every crawl's rows, ``scoped()`` says whose
+    (crawl id, type, key, data) each is.
+    """
+
+    open: Callable[[FakeClock, str], Awaitable[Sink]]
+    scoped: Callable[[], Awaitable[list[tuple[str, str, str, dict[str, Any]]]]]
+    rows: Callable[[], Awaitable[list[StoredRow]]]
     durable: bool
 
 
 def memory_harness() -> Harness:
-    async def open_sink(clock: FakeClock) -> Sink:
-        return MemorySink(clock=clock)
+    sinks: dict[str, MemorySink] = {}
 
-    async def rows(sink: Sink) -> list[StoredRow]:
-        assert isinstance(sink, MemorySink)
+    async def open_sink(clock: FakeClock, crawl_id: str = CRAWL) -> Sink:
+        return sinks.setdefault(crawl_id, MemorySink(crawl_id=crawl_id, clock=clock))
+
+    async def stored() -> list[StoredItem]:
+        return sorted(
+            [s for sink in sinks.values() for s in await sink.stored()],
+            key=lambda s: (s.item_type, s.item_key, s.crawl_id),
+        )
+
+    async def scoped() -> list[tuple[str, str, str, dict[str, Any]]]:
+        return [(s.crawl_id, s.item_type, s.item_key, s.data) for s in await stored()]
+
+    async def rows() -> list[StoredRow]:
         return [
             (s.item_type, s.item_key, s.data, s.first_seen, s.last_seen, s.last_changed)
-            for s in await sink.stored()
+            for s in await stored()
         ]
 
-    return Harness(open_sink, rows, durable=False)
+    return Harness(open_sink, scoped, rows, durable=False)
+
+
+def sqlite_rows(path: Path) -> list[StoredRow]:
+    db = sqlite3.connect(path)
+    try:
+        found = db.execute(
+            "SELECT item_type, item_key, data, first_seen, last_seen, last_changed"
+            " FROM items ORDER BY item_type, item_key"
+        ).fetchall()
+    finally:
+        db.close()
+    return [(t, k, orjson.loads(d), f, s, c) for t, k, d, f, s, c in found]
 
 
 def sqlite_harness(path: Path) -> Harness:
-    async def open_sink(clock: FakeClock) -> Sink:
-        return await SqliteSink.open(path, clock=clock)
+    async def open_sink(clock: FakeClock, crawl_id: str = CRAWL) -> Sink:
+        return await SqliteSink.open(path, crawl_id=crawl_id, clock=clock)
 
-    async def rows(_: Sink) -> list[StoredRow]:
+    async def scoped() -> list[tuple[str, str, str, dict[str, Any]]]:
         db = sqlite3.connect(path)
         try:
             found = db.execute(
-                "SELECT item_type, item_key, data, first_seen, last_seen, last_changed"
-                " FROM items ORDER BY item_type, item_key"
+                "SELECT crawl_id, item_type, item_key, data FROM items ORDER BY 2, 3, 1"
             ).fetchall()
         finally:
             db.close()
-        return [(t, k, orjson.loads(d), f, s, c) for t, k, d, f, s, c in found]
+        return [(c, t, k, orjson.loads(d)) for c, t, k, d in found]
 
-    return Harness(open_sink, rows, durable=True)
+    async def rows() -> list[StoredRow]:
+        return sqlite_rows(path)
+
+    return Harness(open_sink, scoped, rows, durable=True)
 
 
 def postgres_harness(request: pytest.FixtureRequest) -> Harness:
@@ -83,21 +118,30 @@ def postgres_harness(request: pytest.FixtureRequest) -> Harness:
         pytest.skip("no postgres_dsn fixture")
     schema.migrate(dsn)
 
-    async def open_sink(clock: FakeClock) -> Sink:
-        sink: Sink = await postgres.PostgresSink.open(dsn, clock=clock)
+    async def open_sink(clock: FakeClock, crawl_id: str = CRAWL) -> Sink:
+        sink: Sink = await postgres.PostgresSink.open(dsn, crawl_id=crawl_id, clock=clock)
         return sink
 
-    async def rows(_: Sink) -> list[StoredRow]:
+    async def query(sql: str) -> list[tuple[Any, ...]]:
         async with await psycopg.AsyncConnection.connect(dsn) as conn:
-            cursor = await conn.execute(
-                "SELECT item_type, item_key, data, extract(epoch from first_seen),"
-                " extract(epoch from last_seen), extract(epoch from last_changed)"
-                " FROM items ORDER BY item_type, item_key"
-            )
-            found = await cursor.fetchall()
+            cursor = await conn.execute(sql)
+            return list(await cursor.fetchall())
+
+    async def scoped() -> list[tuple[str, str, str, dict[str, Any]]]:
+        found = await query(
+            "SELECT crawl_id, item_type, item_key, data FROM items ORDER BY 2, 3, 1"
+        )
+        return [(c, t, k, d) for c, t, k, d in found]
+
+    async def rows() -> list[StoredRow]:
+        found = await query(
+            "SELECT item_type, item_key, data, extract(epoch from first_seen),"
+            " extract(epoch from last_seen), extract(epoch from last_changed)"
+            " FROM items ORDER BY item_type, item_key"
+        )
         return [(t, k, d, float(f), float(s), float(c)) for t, k, d, f, s, c in found]
 
-    return Harness(open_sink, rows, durable=True)
+    return Harness(open_sink, scoped, rows, durable=True)
 
 
 @pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -116,7 +160,7 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 async def sink(harness: Harness, clock: FakeClock) -> AsyncIterator[Sink]:
-    opened = await harness.open(clock)
+    opened = await harness.open(clock, CRAWL)
     yield opened
     await opened.close()
 
@@ -125,7 +169,7 @@ async def test_new_items_are_inserted_with_all_times_now(
     harness: Harness, sink: Sink, clock: FakeClock
 ) -> None:
     await sink.write([Item("product", {"name": "a"}, key="1"), Item("review", {"stars": 5})])
-    assert await harness.rows(sink) == [
+    assert await harness.rows() == [
         ("product", "1", {"name": "a"}, 1000.0, 1000.0, 1000.0),
         ("review", content_hash({"stars": 5}), {"stars": 5}, 1000.0, 1000.0, 1000.0),
     ]
@@ -137,7 +181,7 @@ async def test_same_content_moves_only_last_seen(
     await sink.write([Item("product", {"name": "a", "fetched_at": 1.0}, key="1")])
     clock.advance(10)
     await sink.write([Item("product", {"name": "a", "fetched_at": 2.0}, key="1")])
-    assert await harness.rows(sink) == [
+    assert await harness.rows() == [
         ("product", "1", {"name": "a", "fetched_at": 1.0}, 1000.0, 1010.0, 1000.0)
     ]
 
@@ -150,7 +194,7 @@ async def test_changed_content_moves_data_and_last_changed(
     await sink.write([Item("product", {"name": "b"}, key="1")])
     clock.advance(10)
     await sink.write([Item("product", {"name": "b"}, key="1")])
-    assert await harness.rows(sink) == [("product", "1", {"name": "b"}, 1000.0, 1020.0, 1010.0)]
+    assert await harness.rows() == [("product", "1", {"name": "b"}, 1000.0, 1020.0, 1010.0)]
 
 
 async def test_duplicate_keys_in_a_batch_last_one_wins(
@@ -165,7 +209,7 @@ async def test_duplicate_keys_in_a_batch_last_one_wins(
             Item("quote", {"text": "x"}),
         ]
     )
-    rows = await harness.rows(sink)
+    rows = await harness.rows()
     assert [(t, k, d) for t, k, d, *_ in rows] == [
         ("product", "1", {"name": "c"}),
         ("product", "2", {"name": "b"}),
@@ -175,7 +219,7 @@ async def test_duplicate_keys_in_a_batch_last_one_wins(
 
 async def test_empty_batch_is_a_no_op(harness: Harness, sink: Sink) -> None:
     await sink.write([])
-    assert await harness.rows(sink) == []
+    assert await harness.rows() == []
 
 
 async def test_unicode_and_nested_data_round_trip(harness: Harness, sink: Sink) -> None:
@@ -185,20 +229,111 @@ async def test_unicode_and_nested_data_round_trip(harness: Harness, sink: Sink) 
         "tags": [1, None],
     }
     await sink.write([Item("product", data, key="ü")])
-    assert [(k, d) for _, k, d, *_ in await harness.rows(sink)] == [("ü", data)]
+    assert [(k, d) for _, k, d, *_ in await harness.rows()] == [("ü", data)]
 
 
 async def test_reopening_keeps_the_items(harness: Harness, clock: FakeClock) -> None:
     if not harness.durable:
         pytest.skip("an in-memory sink keeps nothing across instances")
-    first = await harness.open(clock)
+    first = await harness.open(clock, CRAWL)
     await first.write([Item("product", {"name": "a"}, key="1")])
     await first.close()
     clock.advance(5)
-    second = await harness.open(clock)
+    second = await harness.open(clock, CRAWL)
     await second.write([Item("product", {"name": "a"}, key="1")])
-    assert await harness.rows(second) == [("product", "1", {"name": "a"}, 1000.0, 1005.0, 1000.0)]
+    assert await harness.rows() == [("product", "1", {"name": "a"}, 1000.0, 1005.0, 1000.0)]
     await second.close()
+
+
+async def test_each_crawl_keeps_its_own_row_for_the_same_key(
+    harness: Harness, clock: FakeClock
+) -> None:
+    first = await harness.open(clock, "shop-monday")
+    await first.write([Item("product", {"name": "a"}, key="1")])
+    second = await harness.open(clock, "shop-tuesday")
+    await second.write([Item("product", {"name": "b"}, key="1")])
+    await first.close()
+    await second.close()
+    assert await harness.scoped() == [
+        ("shop-monday", "product", "1", {"name": "a"}),
+        ("shop-tuesday", "product", "1", {"name": "b"}),
+    ]
+
+
+async def test_an_older_fetch_never_replaces_a_newer_one(
+    harness: Harness, sink: Sink, clock: FakeClock
+) -> None:
+    await sink.write([Item("product", {"v": 2}, key="1", fetched_at=20.0)])
+    clock.advance(10)
+    await sink.write([Item("product", {"v": 1}, key="1", fetched_at=10.0)])
+    await sink.write([Item("product", {"v": 3}, key="2", fetched_at=30.0)])
+    await sink.write([Item("product", {"v": 2}, key="2", fetched_at=20.0)])
+    assert await harness.rows() == [
+        ("product", "1", {"v": 2}, 1000.0, 1000.0, 1000.0),
+        ("product", "2", {"v": 3}, 1010.0, 1010.0, 1010.0),
+    ]
+
+
+async def test_in_a_batch_the_newest_fetch_wins_then_the_last_item(
+    harness: Harness, sink: Sink
+) -> None:
+    await sink.write(
+        [
+            Item("product", {"v": 2}, key="1", fetched_at=20.0),
+            Item("product", {"v": 1}, key="1", fetched_at=10.0),
+            Item("product", {"v": "a"}, key="2", fetched_at=10.0),
+            Item("product", {"v": "b"}, key="2", fetched_at=10.0),
+        ]
+    )
+    assert [d for _, _, d, *_ in await harness.rows()] == [{"v": 2}, {"v": "b"}]
+
+
+async def test_equal_fetch_times_keep_one_winner_whatever_the_order(
+    harness: Harness, sink: Sink
+) -> None:
+    versions = [{"v": "left"}, {"v": "right"}]
+    await sink.write([Item("product", versions[0], key="1", fetched_at=5.0)])
+    await sink.write([Item("product", versions[1], key="1", fetched_at=5.0)])
+    await sink.write([Item("product", versions[1], key="2", fetched_at=5.0)])
+    await sink.write([Item("product", versions[0], key="2", fetched_at=5.0)])
+    winner = max(versions, key=content_hash)
+    assert [d for _, _, d, *_ in await harness.rows()] == [winner, winner]
+
+
+async def test_nul_characters_are_removed_from_every_string(harness: Harness, sink: Sink) -> None:
+    # The rule of crawlfleet.pipeline.text.strip_nul: PostgreSQL cannot store U+0000 at all.
+    data = {"na\x00me": "a\x00b", "nested": [{"x": "\x00"}, "c\x00"], "n": 1}
+    await sink.write([Item("pro\x00duct", data, key="k\x00ey"), Item("note", {"t": "\x00"})])
+    assert [(t, k, d) for t, k, d, *_ in await harness.rows()] == [
+        ("note", content_hash({"t": ""}), {"t": ""}),
+        ("product", "key", {"name": "ab", "nested": [{"x": ""}, "c"], "n": 1}),
+    ]
+
+
+async def test_concurrent_writers_end_at_the_newest_version_of_every_key(
+    harness: Harness, clock: FakeClock
+) -> None:
+    # 8 writers upsert 1,000 keys x 5 versions in random order (before the guard on
+    # fetched_at, about a fifth of the keys ended at their newest version).
+    keys, versions, writers, batch = 1000, 5, 8, 10
+    writes = [(key, v) for key in range(keys) for v in range(versions)]
+    random.Random(8).shuffle(writes)
+    sinks = [await harness.open(clock, CRAWL) for _ in range(writers)]
+
+    async def writer(sink: Sink, mine: list[tuple[int, int]]) -> None:
+        for start in range(0, len(mine), batch):
+            await sink.write(
+                [
+                    Item("page", {"v": v}, key=f"{key:04d}", fetched_at=100.0 + v)
+                    for key, v in mine[start : start + batch]
+                ]
+            )
+
+    await asyncio.gather(*(writer(s, writes[n::writers]) for n, s in enumerate(sinks)))
+    for opened in sinks:
+        await opened.close()
+    newest = [d["v"] for _, _, d, *_ in await harness.rows()]
+    assert (len(newest), newest.count(versions - 1)) == (keys, keys)
 
 
 # SQLite: failures of the file itself.
@@ -217,8 +352,7 @@ async def test_sqlite_full_disk_is_a_state_error_and_nothing_is_half_written(
         )
     await sink.write([Item("product", {"name": "after"}, key="after")])
     await sink.close()
-    rows = sqlite_harness(path)
-    assert [k for _, k, *_ in await rows.rows(sink)] == ["0", "after"]
+    assert [k for _, k, *_ in sqlite_rows(path)] == ["0", "after"]
 
 
 async def test_sqlite_locked_file_is_a_state_error_naming_it(tmp_path: Path) -> None:

@@ -135,3 +135,88 @@ def test_a_corrupt_items_file_leaves_no_partial_output(tmp_path: Path) -> None:
     with pytest.raises(StateError, match=r"items\.sqlite"):
         export_items(bad, tmp_path / "out.jsonl")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["items.sqlite"]
+
+
+VERSION_1_ITEMS = """
+CREATE TABLE items (
+    item_type TEXT NOT NULL, item_key TEXT NOT NULL, data TEXT NOT NULL,
+    content_hash TEXT NOT NULL, first_seen REAL NOT NULL, last_seen REAL NOT NULL,
+    last_changed REAL NOT NULL, PRIMARY KEY (item_type, item_key)
+);
+CREATE TABLE rejects (
+    id INTEGER PRIMARY KEY, item_type TEXT NOT NULL, item_key TEXT, url TEXT NOT NULL,
+    reason TEXT NOT NULL, data TEXT NOT NULL, at REAL NOT NULL
+);
+INSERT INTO items VALUES ('product', 'a', '{"name": "Tea"}', 'h', 1.0, 2.0, 1.0);
+INSERT INTO rejects VALUES (1, 'product', 'z', 'http://a/', 'bad', '{}', 1.0);
+"""
+
+
+def version_1_file(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path)
+    db.executescript(VERSION_1_ITEMS)
+    db.close()
+    return path
+
+
+def test_a_file_from_before_crawl_ids_still_exports(tmp_path: Path) -> None:
+    items = version_1_file(tmp_path / "state" / "items.sqlite")
+    code, output = run("--state", str(items.parent), "-o", str(tmp_path / "old.jsonl"))
+    assert code == 0, output
+    assert orjson.loads((tmp_path / "old.jsonl").read_bytes()) == {
+        "type": "product",
+        "key": "a",
+        "name": "Tea",
+    }
+    code, output = run(
+        "--state", str(items.parent), "--crawl-id", "x", "-o", str(tmp_path / "x.jsonl")
+    )
+    assert code == 2
+    assert "from before crawl ids" in output
+
+
+async def test_opening_a_file_from_before_crawl_ids_gives_its_rows_to_that_crawl(
+    tmp_path: Path,
+) -> None:
+    items = version_1_file(tmp_path / "items.sqlite")
+    sink = await SqliteSink.open(items, crawl_id="resumed")
+    await sink.write([Item("product", {"name": "Tea"}, key="a"), Item("product", {}, key="b")])
+    stored = await sink.stored()
+    await sink.close()
+    assert [(s.crawl_id, s.item_key, s.first_seen) for s in stored] == [
+        ("resumed", "a", 1.0),
+        ("resumed", "b", stored[1].last_seen),
+    ]
+    db = sqlite3.connect(items)
+    assert db.execute("SELECT crawl_id, reason FROM rejects").fetchall() == [("resumed", "bad")]
+    db.close()
+
+
+async def test_a_file_of_several_crawls_exports_the_one_asked_for(tmp_path: Path) -> None:
+    state_dir = tmp_path / "state"
+    for crawl, name in (("monday", "Tea"), ("tuesday", "Coffee")):
+        sink = await SqliteSink.open(state_dir / "items.sqlite", crawl_id=crawl)
+        await sink.write([Item("product", {"name": name}, key="a")])
+        await sink.add([Reject("product", "z", "http://a/", f"bad on {crawl}", {}, 1.0)])
+        await sink.close()
+    code, output = run("--state", str(state_dir), "-o", str(tmp_path / "all.jsonl"))
+    assert code == 2
+    assert "several crawls (monday, tuesday): choose one with --crawl-id" in output
+    assert len(output.strip().splitlines()) == 1
+    assert not (tmp_path / "all.jsonl").exists()
+    code, output = run(
+        "--state", str(state_dir), "--crawl-id", "tuesday", "-o", str(tmp_path / "t.jsonl")
+    )
+    assert code == 0, output
+    assert orjson.loads((tmp_path / "t.jsonl").read_bytes())["name"] == "Coffee"
+    code, output = run(
+        "--state", str(state_dir), "--crawl-id", "monday", "-o", str(tmp_path / "m.sqlite")
+    )
+    assert code == 0, output
+    db = sqlite3.connect(tmp_path / "m.sqlite")
+    assert db.execute("SELECT crawl_id, data FROM items").fetchall() == [
+        ("monday", '{"name":"Tea"}')
+    ]
+    assert db.execute("SELECT reason FROM rejects").fetchall() == [("bad on monday",)]
+    db.close()

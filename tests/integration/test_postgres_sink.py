@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
+import datetime as dt
+from decimal import Decimal
+
 import psycopg
+import pydantic
 import pytest
 
 from crawlfleet.clock import FakeClock
 from crawlfleet.errors import StateError
 from crawlfleet.models import Item
-from crawlfleet.pipeline.sinks.postgres import PostgresSink
-from crawlfleet.pipeline.sinks.postgres_schema import migrate
+from crawlfleet.monitoring.events import EventBus
+from crawlfleet.pipeline.pipeline import Pipeline
+from crawlfleet.pipeline.processors import default_processors
+from crawlfleet.pipeline.rejects import Reject
+from crawlfleet.pipeline.sinks.postgres import PostgresRejects, PostgresSink
+from crawlfleet.pipeline.sinks.postgres_schema import MIGRATIONS, migrate
 
 pytestmark = pytest.mark.postgres
 
@@ -79,3 +88,106 @@ async def test_unreachable_server_names_the_url_without_password() -> None:
         await PostgresSink.open("postgresql://u:hunter2@127.0.0.1:1/db")
     assert "hunter2" not in str(info.value)
     assert "127.0.0.1:1" in str(info.value)
+
+
+def test_migration_2_scopes_existing_rows_by_their_crawl(postgres_dsn: str) -> None:
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(
+            "CREATE TABLE schema_migrations (version integer PRIMARY KEY,"
+            " applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        conn.execute(MIGRATIONS[0])
+        conn.execute("INSERT INTO schema_migrations (version) VALUES (1)")
+        conn.execute(
+            "INSERT INTO items (item_type, item_key, data, content_hash, crawl_id, first_seen,"
+            " last_seen, last_changed) VALUES ('product', '1', '{\"v\": 1}', 'h', 'monday',"
+            " to_timestamp(10), to_timestamp(20), to_timestamp(10))"
+        )
+    assert migrate(postgres_dsn) == [2]
+    with psycopg.connect(postgres_dsn) as conn:
+        fetched_at = conn.execute("SELECT extract(epoch from fetched_at) FROM items").fetchone()
+        assert fetched_at == (20,)
+        conn.execute(
+            "INSERT INTO items (crawl_id, item_type, item_key, data, content_hash, fetched_at,"
+            " first_seen, last_seen, last_changed) VALUES ('tuesday', 'product', '1', '{}', 'h',"
+            " now(), now(), now(), now())"
+        )
+        found = conn.execute("SELECT crawl_id, data FROM items ORDER BY 1").fetchall()
+    assert found == [("monday", {"v": 1}), ("tuesday", {})]
+
+
+def reject_rows(dsn: str) -> list[tuple[object, ...]]:
+    with psycopg.connect(dsn) as conn:
+        return conn.execute(
+            "SELECT crawl_id, item_type, item_key, url, reason, data, at FROM item_rejects"
+            " ORDER BY id"
+        ).fetchall()
+
+
+async def test_rejects_are_kept_with_crawl_reason_and_page(postgres_dsn: str) -> None:
+    migrate(postgres_dsn)
+    store = await PostgresRejects.open(postgres_dsn, crawl_id="c1")
+    await store.add(
+        [
+            Reject("note", None, "http://a/", "bad", {"d": Decimal("1.5")}, 7.0),
+            Reject("no\x00te", "k\x00", "http://a/\x00", "why\x00", {"t\x00": ["\x00x"]}, 8.0),
+        ]
+    )
+    await store.add([])
+    other = await PostgresRejects.open(postgres_dsn, crawl_id="c2")
+    await other.add([Reject("note", None, "http://b/", "bad", {}, 9.0)])
+    assert await store.counts() == {"note": 2}
+    assert await other.counts() == {"note": 1}
+    await store.close()
+    await other.close()
+    at = [dt.datetime.fromtimestamp(s, dt.UTC) for s in (7.0, 8.0)]
+    assert reject_rows(postgres_dsn)[:2] == [
+        ("c1", "note", None, "http://a/", "bad", {"d": "Decimal('1.5')"}, at[0]),
+        ("c1", "note", "k", "http://a/", "why", {"t": ["x"]}, at[1]),
+    ]
+
+
+class Quote(pydantic.BaseModel):
+    text: str
+
+
+async def test_a_pipeline_over_postgres_keeps_invalid_items_and_stores_nul_text(
+    postgres_dsn: str,
+) -> None:
+    # What a distributed worker's pipeline does: the invalid item is kept, not dropped, and
+    # a NUL in the page's text no longer fails the page's whole batch.
+    migrate(postgres_dsn)
+    sink = await PostgresSink.open(postgres_dsn, crawl_id="c1")
+    rejects = await PostgresRejects.open(postgres_dsn, crawl_id="c1")
+    pipeline = Pipeline(
+        default_processors({"quote": Quote}), sink, events=EventBus(), rejects=rejects
+    )
+    outcome = await pipeline.process(
+        [Item("quote", {"text": "a\x00b"}, key="1"), Item("quote", {"txt": "x"}, key="2")],
+        "example.com",
+        fetched_at=50.0,
+    )
+    await pipeline.close()
+    await rejects.close()
+    assert (outcome.stored, outcome.invalid) == (1, 1)
+    assert [r[1:3] for r in rows(postgres_dsn)] == [("1", {"text": "ab"})]
+    assert [(r[0], r[2], r[4]) for r in reject_rows(postgres_dsn)] == [
+        ("c1", "2", "text: Field required")
+    ]
+
+
+async def test_concurrent_pages_of_one_process_share_a_sink_and_a_reject_store(
+    postgres_dsn: str,
+) -> None:
+    migrate(postgres_dsn)
+    sink = await PostgresSink.open(postgres_dsn, crawl_id="c1")
+    rejects = await PostgresRejects.open(postgres_dsn, crawl_id="c1")
+    pages = range(20)
+    await asyncio.gather(
+        *(sink.write([Item("page", {"n": n}, key=str(n))]) for n in pages),
+        *(rejects.add([Reject("page", str(n), "http://a/", "bad", {}, 1.0)]) for n in pages),
+    )
+    assert await rejects.counts() == {"page": 20}
+    await sink.close()
+    await rejects.close()
+    assert len(rows(postgres_dsn)) == 20

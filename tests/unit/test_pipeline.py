@@ -226,3 +226,18 @@ def test_public_api() -> None:
             assert getattr(package, name) is not None
     assert pipeline.Pipeline is Pipeline
     assert sinks.SqliteSink is SqliteSink
+
+
+async def test_items_carry_the_fetch_time_of_their_page_unless_they_have_one() -> None:
+    sink = MemorySink(clock=FakeClock(900.0))
+
+    def rebuild(item: Item) -> Item:  # a processor that builds a new Item drops the fetch time
+        if item.key == "2":
+            return item
+        return Item(item.type, dict(item.data), key=item.key)
+
+    pipeline = Pipeline([rebuild], sink, events=EventBus())
+    await pipeline.process([Item("t", {"n": 1}, key="1", fetched_at=3.0)], "d", fetched_at=50.0)
+    await pipeline.process([Item("t", {"n": 2}, key="2", fetched_at=7.0)], "d", fetched_at=50.0)
+    await pipeline.process([Item("t", {"n": 3}, key="3")], "d")
+    assert [s.fetched_at for s in await sink.stored()] == [50.0, 7.0, 900.0]

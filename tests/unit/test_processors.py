@@ -66,6 +66,11 @@ def test_normalize_price_refuses_text_without_a_number() -> None:
         normalize_price(["price"])(Item("product", {"price": "call us"}))
 
 
+def test_clean_text_removes_nul_characters_everywhere() -> None:
+    item = Item("page", {"title": "a\x00b", "parts": ["\x00", {"x": "c&#0;\x00d"}]})
+    assert clean_text(item).data == {"title": "ab", "parts": ["", {"x": "c\ufffdd"}]}
+
+
 def test_clean_text_unescapes_collapses_and_normalizes_nested_strings() -> None:
     decomposed = "Cafe\u0301"
     item = Item(

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from crawlfleet.errors import CrawlfleetError
 from crawlfleet.pipeline.export import export_items
@@ -30,6 +31,10 @@ def export(
         typer.Option("--format", help="default: from the output's suffix"),
     ] = None,
     item_type: Annotated[str | None, typer.Option("--type", help="only items of this type")] = None,
+    crawl_id: Annotated[
+        str | None,
+        typer.Option("--crawl-id", help="the crawl to export when the file holds several"),
+    ] = None,
 ) -> None:
     """Write the items a crawl stored, ordered by type and key."""
     try:
@@ -39,11 +44,12 @@ def export(
             output,
             item_type=item_type,
             fmt=fmt.value if fmt is not None else None,
+            crawl_id=crawl_id,
         )
     except CrawlfleetError as exc:
-        Console(stderr=True).print(f"[red]error:[/] {exc}")
+        Console(stderr=True).print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
-    Console(stderr=True).print(f"wrote {count} items to {output}")
+    Console(stderr=True).print(f"wrote {count} items to {escape(str(output))}")
 
 
 def register(app: typer.Typer) -> None:

@@ -1,6 +1,7 @@
 """Exporting the items file of an embedded crawl (``SqliteSink``'s file) as JSONL, CSV or SQLite.
 
-Every format lists items ordered by (type, key). JSONL: one ``{"type", "key", **fields}``
+An export holds the items of one crawl (key namespace): the only one in the file, or the one
+asked for when the file holds several. Every format lists items ordered by (type, key). JSONL: one ``{"type", "key", **fields}``
 object per line. CSV: a header of ``type,key`` and the union of all fields (in the order first
 seen), nested values as JSON. SQLite: a copy of the file (only ``item_type``'s rows if given).
 The output appears whole or not at all: it is written beside its final name, then renamed.
@@ -13,6 +14,7 @@ import csv
 import os
 import sqlite3
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +43,18 @@ def format_of(out: Path) -> str:
 
 
 def export_items(
-    items_db: Path, out: Path, *, item_type: str | None = None, fmt: str | None = None
+    items_db: Path,
+    out: Path,
+    *,
+    item_type: str | None = None,
+    fmt: str | None = None,
+    crawl_id: str | None = None,
 ) -> int:
     """Writes the items of ``items_db`` (of ``item_type`` if given) to ``out``; returns how many.
 
     ``fmt`` (``jsonl``, ``csv``, ``sqlite``) defaults to the one ``out``'s suffix names.
+    ``crawl_id`` picks the crawl; None is the only crawl in the file (``ConfigError`` naming
+    them when there are several).
     """
     fmt = fmt if fmt is not None else format_of(out)
     if fmt not in FORMATS.values():
@@ -59,12 +68,13 @@ def export_items(
     try:
         source = sqlite3.connect(items_db.resolve().as_uri() + "?mode=ro", uri=True)
         try:
+            rows = _selection(source, items_db, item_type, crawl_id)
             if fmt == "sqlite":
-                count = _copy(source, partial, item_type)
+                count = _copy(source, partial, rows)
             elif fmt == "csv":
-                count = _csv(source, partial, item_type)
+                count = _csv(source, partial, rows)
             else:
-                count = _jsonl(source, partial, item_type)
+                count = _jsonl(source, partial, rows)
         finally:
             source.close()
         os.replace(partial, out)
@@ -76,47 +86,80 @@ def export_items(
     return count
 
 
-def _records(source: sqlite3.Connection, item_type: str | None) -> Iterator[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class _Rows:
+    """The rows to export: a WHERE clause (for ``items`` and ``rejects``) and its parameters."""
+
+    where: str
+    params: tuple[str, ...]
+
+
+def _selection(
+    source: sqlite3.Connection, items_db: Path, item_type: str | None, crawl_id: str | None
+) -> _Rows:
+    """Which rows to export; files from before crawl ids hold one crawl and have no column."""
+    where, params = ["1"], []
+    if item_type is not None:
+        where.append("item_type = ?")
+        params.append(item_type)
+    columns = {row[1] for row in source.execute("PRAGMA table_info(items)")}
+    if "crawl_id" not in columns:
+        if crawl_id is not None:
+            raise ConfigError(f"{items_db} is from before crawl ids: export it without one")
+    elif crawl_id is not None:
+        where.append("crawl_id = ?")
+        params.append(crawl_id)
+    else:
+        crawls = [row[0] for row in source.execute("SELECT DISTINCT crawl_id FROM items")]
+        if len(crawls) > 1:
+            raise ConfigError(
+                f"{items_db} holds the items of several crawls ({', '.join(sorted(crawls))}):"
+                " choose one with --crawl-id"
+            )
+    return _Rows(" AND ".join(where), tuple(params))
+
+
+def _records(source: sqlite3.Connection, rows: _Rows) -> Iterator[dict[str, Any]]:
     cursor = source.execute(
-        "SELECT item_type, item_key, data FROM items WHERE ? IS NULL OR item_type = ?"
+        f"SELECT item_type, item_key, data FROM items WHERE {rows.where}"
         " ORDER BY item_type, item_key",
-        (item_type, item_type),
+        rows.params,
     )
     for kind, key, data in cursor:
         yield record(Item(kind, orjson.loads(data), key=key))
 
 
-def _jsonl(source: sqlite3.Connection, out: Path, item_type: str | None) -> int:
+def _jsonl(source: sqlite3.Connection, out: Path, rows: _Rows) -> int:
     count = 0
     with out.open("wb") as handle:
-        for row in _records(source, item_type):
+        for row in _records(source, rows):
             handle.write(orjson.dumps(row) + b"\n")
             count += 1
     return count
 
 
-def _csv(source: sqlite3.Connection, out: Path, item_type: str | None) -> int:
-    columns = header_of(_records(source, item_type))
+def _csv(source: sqlite3.Connection, out: Path, rows: _Rows) -> int:
+    columns = header_of(_records(source, rows))
     count = 0
     with out.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(columns)
-        for row in _records(source, item_type):
+        for row in _records(source, rows):
             writer.writerow(row_of(columns, row))
             count += 1
     return count
 
 
-def _copy(source: sqlite3.Connection, out: Path, item_type: str | None) -> int:
+def _copy(source: sqlite3.Connection, out: Path, rows: _Rows) -> int:
     with contextlib.suppress(FileNotFoundError):
         out.unlink()
     target = sqlite3.connect(out)
     try:
         source.backup(target)
-        if item_type is not None:
+        if rows.params:
             with target:
-                target.execute("DELETE FROM items WHERE item_type <> ?", (item_type,))
-                target.execute("DELETE FROM rejects WHERE item_type <> ?", (item_type,))
+                target.execute(f"DELETE FROM items WHERE NOT ({rows.where})", rows.params)
+                target.execute(f"DELETE FROM rejects WHERE NOT ({rows.where})", rows.params)
             target.execute("VACUUM")
         target.execute("PRAGMA journal_mode=DELETE")
         count: int = target.execute("SELECT count(*) FROM items").fetchone()[0]

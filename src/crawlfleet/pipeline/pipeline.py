@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import orjson
 
@@ -68,8 +68,14 @@ class Pipeline:
         self._rejects = rejects
         self._clock = clock if clock is not None else SystemClock()
 
-    async def process(self, items: Sequence[Item], domain: str) -> PipelineOutcome:
-        """Processes and stores one page's items; ``domain`` is the page's politeness key."""
+    async def process(
+        self, items: Sequence[Item], domain: str, *, fetched_at: float | None = None
+    ) -> PipelineOutcome:
+        """Processes and stores one page's items; ``domain`` is the page's politeness key.
+
+        ``fetched_at`` (epoch seconds) is when the page was fetched: the version the sinks
+        keep the newest of, given to every item that has none after the processors.
+        """
         accepted: list[Item] = []
         dropped: Counter[str] = Counter()
         drops: list[ItemDropped] = []
@@ -80,6 +86,8 @@ class Pipeline:
                     for processor in self.processors:
                         item = processor(item)
                     _check_json(item)
+                    if item.fetched_at is None and fetched_at is not None:
+                        item = replace(item, fetched_at=fetched_at)
                 except InvalidItem as exc:
                     rejects.append(self._reject(item, str(exc)))
                 except DropItem as exc:

@@ -25,6 +25,7 @@ from crawlfleet.pipeline.dates import DEFAULT_FORMATS, to_iso
 from crawlfleet.pipeline.hashing import item_key
 from crawlfleet.pipeline.prices import Price, parse_price
 from crawlfleet.pipeline.protocols import Processor
+from crawlfleet.pipeline.text import NUL
 
 DUPLICATE = "duplicate"
 """The drop reason of ``dedupe``."""
@@ -35,13 +36,18 @@ class InvalidItem(DropItem):
 
 
 def clean_text(item: Item) -> Item:
-    """Every string in the data, nested ones too: HTML-unescaped, NFC, whitespace collapsed."""
+    """Every string in the data, nested too: HTML-unescaped, NUL removed, NFC, spaces collapsed.
+
+    NUL goes as every sink would remove it anyway (``text.strip_nul``), so what later
+    processors see is what is stored.
+    """
     return replace(item, data={name: _clean(value) for name, value in item.data.items()})
 
 
 def _clean(value: Any) -> Any:
     if isinstance(value, str):
-        return " ".join(unicodedata.normalize("NFC", html.unescape(value)).split())
+        text = html.unescape(value).replace(NUL, "")
+        return " ".join(unicodedata.normalize("NFC", text).split())
     if isinstance(value, list | tuple):
         return [_clean(element) for element in value]
     if isinstance(value, dict):

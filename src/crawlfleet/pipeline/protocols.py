@@ -17,8 +17,10 @@ class Processor(Protocol):
 class Sink(Protocol):
     """Stores items durably.
 
-    ``write`` upserts a batch keyed by (item type, item key): an item whose content hash is
-    unchanged only moves ``last_seen``. When ``write`` returns, the batch is durable; an
+    ``write`` upserts a batch keyed by (item type, item key) within the sink's crawl: a row
+    is replaced only by a version at least as new (``Item.fetched_at``; see
+    ``sinks.stored``), and an item whose content hash is unchanged only moves ``last_seen``.
+    The file sinks (JSONL, CSV) append every item instead. When ``write`` returns, the batch is durable; an
     exception means none of it may be assumed stored (the caller keeps the batch).
     """
 

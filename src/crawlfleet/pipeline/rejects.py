@@ -6,6 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import orjson
+
+from crawlfleet.pipeline.text import strip_nul
+
 
 @dataclass(frozen=True, slots=True)
 class Reject:
@@ -26,6 +30,22 @@ class RejectStore(Protocol):
     """
 
     async def add(self, rejects: Sequence[Reject]) -> None: ...
+
+
+def reject_row(reject: Reject) -> tuple[str, str | None, str, str, str]:
+    """(item_type, item_key, url, reason, data as JSON text) as a store keeps them.
+
+    NUL is removed from every string (``text.strip_nul``); a value JSON cannot hold is kept
+    as its ``repr``.
+    """
+    data = orjson.loads(orjson.dumps(reject.data, default=repr, option=orjson.OPT_NON_STR_KEYS))
+    return (
+        strip_nul(reject.item_type),
+        strip_nul(reject.item_key) if reject.item_key is not None else None,
+        strip_nul(reject.url),
+        strip_nul(reject.reason),
+        orjson.dumps(strip_nul(data)).decode(),
+    )
 
 
 class MemoryRejects:

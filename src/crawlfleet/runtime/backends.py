@@ -25,6 +25,7 @@ the embedded runtime runs without them. Every failure to open is a one-line ``St
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,9 +40,6 @@ from crawlfleet.settings import Settings
 
 STATE_FILE = "state.sqlite"
 """The queue store and attempt log of an embedded crawl, inside its state directory."""
-
-OWN_FILES = (STATE_FILE, ITEMS_FILE)
-"""The files ``--fresh`` deletes (with their ``-wal``/``-shm`` companions): nothing else."""
 
 
 def frontier_prefix(crawl_id: str) -> str:
@@ -76,29 +74,27 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def forget_state(state_dir: Path) -> None:
-    """Delete an embedded crawl's own files (``--fresh``); any other file stays."""
-    for name in OWN_FILES:
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            (state_dir / f"{name}{suffix}").unlink(missing_ok=True)
+async def open_embedded(
+    settings: Settings, stack: AsyncExitStack, *, seeds: Sequence[str], fresh: bool
+) -> Backends:
+    """The SQLite queue store, items sink (also the rejects store) and attempt-log reader.
 
-
-async def open_embedded(settings: Settings, stack: AsyncExitStack) -> Backends:
-    """The SQLite queue store, items sink (also the rejects store) and attempt-log reader."""
+    The state directory is taken first (``statedir.StateDir``: its lock, the crawl's
+    identity, and with ``fresh`` the deletion of the crawler's own files, nothing else).
+    """
     from crawlfleet.frontier.sqlite import SqliteQueueStore
     from crawlfleet.monitoring.attempt_log import SqliteAttemptLog
     from crawlfleet.pipeline.sinks.sqlite import SqliteSink
+    from crawlfleet.statedir import StateDir, crawl_identity
 
+    held = StateDir.open(settings.state_dir, crawl_identity(settings, seeds), fresh=fresh)
+    stack.callback(held.release)
     state_file, items_file = state_paths(settings.state_dir)
-    try:
-        settings.state_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StateError(f"cannot create the state directory {settings.state_dir}: {exc}") from None
     store = await SqliteQueueStore.open(state_file)
     stack.push_async_callback(store.close)
     attempts = await SqliteAttemptLog.open(state_file)
     stack.push_async_callback(attempts.close)
-    sink = await SqliteSink.open(items_file)
+    sink = await SqliteSink.open(items_file, crawl_id=settings.crawl_id)
     stack.push_async_callback(sink.close)
     return Backends(store, sink=sink, rejects=sink, attempts=attempts, items_file=items_file)
 
@@ -110,18 +106,19 @@ async def open_distributed(settings: Settings, stack: AsyncExitStack, *, worker:
     fresh database. The dispatcher (``worker=False``) builds no sink: it writes no item.
     """
     from crawlfleet.monitoring.postgres_attempt_log import PostgresAttemptLog
-    from crawlfleet.pipeline.sinks.postgres import PostgresSink
+    from crawlfleet.pipeline.sinks.postgres import PostgresRejects, PostgresSink
     from crawlfleet.pipeline.sinks.postgres_schema import migrate
-    from crawlfleet.pipeline.sinks.serial import SerialSink
 
     dsn = _dsn(settings)
     store = await _redis_store(settings, stack)
     try:
         await asyncio.to_thread(migrate, dsn)
         if worker:
-            sink = SerialSink(PostgresSink(dsn, crawl_id=settings.crawl_id))
+            sink = await PostgresSink.open(dsn, crawl_id=settings.crawl_id)
             stack.push_async_callback(sink.close)
-            return Backends(store, sink=sink)
+            rejects = await PostgresRejects.open(dsn, crawl_id=settings.crawl_id)
+            stack.push_async_callback(rejects.close)
+            return Backends(store, sink=sink, rejects=rejects)
         attempts = await PostgresAttemptLog.open(dsn, crawl_id=settings.crawl_id)
         stack.push_async_callback(attempts.close)
     except StateError as exc:

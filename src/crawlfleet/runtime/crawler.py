@@ -164,7 +164,9 @@ class Crawler:
             )
             return
         await p.admitter.admit(parsed.links, request)
-        outcome = await p.pipeline.process(parsed.items, request.domain)
+        outcome = await p.pipeline.process(
+            parsed.items, request.domain, fetched_at=result.fetched_at
+        )
         await self._complete(step, Outcome.OK, None, counters=item_counters(outcome))
 
     async def _redirected(self, step: _Step, result: FetchResult) -> None:

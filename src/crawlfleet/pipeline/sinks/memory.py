@@ -9,28 +9,42 @@ import orjson
 
 from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.models import Item
-from crawlfleet.pipeline.sinks.stored import StoredItem, batch_rows
+from crawlfleet.pipeline.sinks.stored import Row, StoredItem, batch_rows
 
 
 class MemorySink:
-    """The upsert rule of crawlfleet.pipeline.sinks.sqlite, with nothing on disk."""
+    """The upsert and version rules of crawlfleet.pipeline.sinks.sqlite, with nothing on disk.
 
-    def __init__(self, *, clock: Clock | None = None) -> None:
+    One instance holds one crawl's items (``crawl_id``, the key namespace).
+    """
+
+    def __init__(self, *, crawl_id: str = "", clock: Clock | None = None) -> None:
+        self.crawl_id = crawl_id
         self._clock = clock if clock is not None else SystemClock()
         self._items: dict[tuple[str, str], StoredItem] = {}
 
     async def write(self, items: Sequence[Item]) -> None:
         now = self._clock.now()
-        for row in batch_rows(items):
+        for row in batch_rows(items, now):
             identity = (row.item_type, row.item_key)
             old = self._items.get(identity)
+            if old is not None and not _newer(row, old):
+                continue
             if old is not None and old.content_hash == row.content_hash:
-                self._items[identity] = replace(old, last_seen=now)
+                self._items[identity] = replace(old, last_seen=now, fetched_at=row.fetched_at)
                 continue
             first_seen = old.first_seen if old is not None else now
             data = orjson.loads(row.data_json)
             self._items[identity] = StoredItem(
-                row.item_type, row.item_key, data, row.content_hash, first_seen, now, now
+                row.item_type,
+                row.item_key,
+                data,
+                row.content_hash,
+                first_seen,
+                now,
+                now,
+                self.crawl_id,
+                row.fetched_at,
             )
 
     async def stored(self, item_type: str | None = None) -> list[StoredItem]:
@@ -43,3 +57,8 @@ class MemorySink:
 
     async def close(self) -> None:
         """Nothing to release; the items stay readable."""
+
+
+def _newer(row: Row, old: StoredItem) -> bool:
+    """The version rule: ``row`` replaces ``old`` unless it is older (ties: by content hash)."""
+    return (row.fetched_at, row.content_hash) >= (old.fetched_at, old.content_hash)

@@ -1,14 +1,20 @@
-"""The PostgreSQL item sink: JSONB rows upserted by (item_type, item_key).
+"""The PostgreSQL item sink and reject store: JSONB rows of one crawl.
 
-Same semantics as the SQLite sink: a batch is deduplicated by key (``batch_rows``), then
-``INSERT … ON CONFLICT (item_type, item_key) DO UPDATE``: ``last_seen`` always moves; ``data``,
-``content_hash`` and ``last_changed`` change only when the content hash changed. A write that
-fails (server down, connection lost) raises ``StateError`` and the caller keeps the batch; the
-next write reconnects. The schema comes from ``postgres_schema.migrate``.
+The sink follows the rules of the SQLite sink (see ``crawlfleet.pipeline.sinks.sqlite``): a
+row is identified by (crawl_id, item_type, item_key); a batch is reduced by
+``stored.batch_rows`` (NUL removed, one row per key); ``INSERT … ON CONFLICT … DO UPDATE
+… WHERE`` touches an existing row only with a version at least as new (``fetched_at``, then
+the content hash in byte order); ``last_seen`` and ``fetched_at`` move, and ``data``,
+``content_hash`` and ``last_changed`` change only when the content hash changed. Times are
+stored to the microsecond. ``PostgresRejects`` keeps invalid items in ``item_rejects``.
+
+A write that fails (server down, connection lost) raises ``StateError`` and the caller keeps
+the batch; the next write reconnects. The schema comes from ``postgres_schema.migrate``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from collections.abc import Sequence
 
@@ -17,30 +23,80 @@ import psycopg
 from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.errors import StateError
 from crawlfleet.models import Item
+from crawlfleet.pipeline.rejects import Reject, reject_row
 from crawlfleet.pipeline.sinks.stored import batch_rows
 from crawlfleet.urls import redact_url
 
 UPSERT = """
-INSERT INTO items AS i (item_type, item_key, data, content_hash, crawl_id,
+INSERT INTO items AS i (crawl_id, item_type, item_key, data, content_hash, fetched_at,
                         first_seen, last_seen, last_changed)
-VALUES (%s, %s, %s::jsonb, %s, %s, %s, %s, %s)
-ON CONFLICT (item_type, item_key) DO UPDATE SET
+VALUES (%s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s)
+ON CONFLICT (crawl_id, item_type, item_key) DO UPDATE SET
     last_seen = excluded.last_seen,
+    fetched_at = excluded.fetched_at,
     data = CASE WHEN i.content_hash = excluded.content_hash THEN i.data ELSE excluded.data END,
     last_changed = CASE WHEN i.content_hash = excluded.content_hash
                         THEN i.last_changed ELSE excluded.last_changed END,
     content_hash = excluded.content_hash
+WHERE (excluded.fetched_at, excluded.content_hash COLLATE "C")
+      >= (i.fetched_at, i.content_hash COLLATE "C")
+"""
+
+INSERT_REJECT = """
+INSERT INTO item_rejects (crawl_id, item_type, item_key, url, reason, data, at)
+VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s)
 """
 
 
+def timestamp(epoch_s: float) -> dt.datetime:
+    return dt.datetime.fromtimestamp(epoch_s, dt.UTC)
+
+
+class _Connection:
+    """One connection to ``dsn``, opened on first use and again after it broke.
+
+    Its transactions run one at a time, so concurrent pages of one process may share it.
+    """
+
+    def __init__(self, dsn: str) -> None:
+        self._dsn = dsn
+        self._conn: psycopg.AsyncConnection[tuple[object, ...]] | None = None
+        self.lock = asyncio.Lock()
+
+    async def connect(self) -> psycopg.AsyncConnection[tuple[object, ...]]:
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            try:
+                self._conn = await psycopg.AsyncConnection.connect(self._dsn, connect_timeout=10)
+            except psycopg.Error as exc:
+                raise self.error(exc) from None
+        return self._conn
+
+    async def run_many(self, statement: str, rows: Sequence[tuple[object, ...]]) -> None:
+        """Runs ``statement`` once per row, in one transaction."""
+        async with self.lock:
+            conn = await self.connect()
+            try:
+                async with conn.transaction(), conn.cursor() as cur:
+                    await cur.executemany(statement, rows)
+            except psycopg.Error as exc:
+                await conn.close()
+                raise self.error(exc) from None
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            await self._conn.close()
+
+    def error(self, exc: psycopg.Error) -> StateError:
+        return StateError(f"PostgreSQL at {redact_url(self._dsn)}: {exc}".strip())
+
+
 class PostgresSink:
-    """Upserts item batches into ``items``; one transaction per ``write``."""
+    """Upserts item batches of crawl ``crawl_id`` into ``items``; one transaction per ``write``."""
 
     def __init__(self, dsn: str, *, crawl_id: str = "", clock: Clock | None = None) -> None:
-        self._dsn = dsn
+        self._db = _Connection(dsn)
         self._crawl_id = crawl_id
         self._clock = clock or SystemClock()
-        self._conn: psycopg.AsyncConnection[tuple[object, ...]] | None = None
 
     @classmethod
     async def open(
@@ -48,33 +104,68 @@ class PostgresSink:
     ) -> PostgresSink:
         """Connect now, so a wrong DSN is a clear start-up error (``StateError``)."""
         sink = cls(dsn, crawl_id=crawl_id, clock=clock)
-        await sink._connection()
+        await sink._db.connect()
         return sink
 
-    async def _connection(self) -> psycopg.AsyncConnection[tuple[object, ...]]:
-        if self._conn is None or self._conn.closed or self._conn.broken:
-            try:
-                self._conn = await psycopg.AsyncConnection.connect(self._dsn, connect_timeout=10)
-            except psycopg.Error as exc:
-                raise StateError(f"PostgreSQL at {redact_url(self._dsn)}: {exc}".strip()) from None
-        return self._conn
-
     async def write(self, items: Sequence[Item]) -> None:
-        if not items:
-            return
-        now = dt.datetime.fromtimestamp(self._clock.now(), dt.UTC)
+        now_s = self._clock.now()
+        now = timestamp(now_s)
         rows = [
-            (r.item_type, r.item_key, r.data_json, r.content_hash, self._crawl_id, now, now, now)
-            for r in batch_rows(items)
+            (
+                self._crawl_id,
+                r.item_type,
+                r.item_key,
+                r.data_json,
+                r.content_hash,
+                timestamp(r.fetched_at),
+                now,
+                now,
+                now,
+            )
+            for r in batch_rows(items, now_s)
         ]
-        conn = await self._connection()
-        try:
-            async with conn.transaction(), conn.cursor() as cur:
-                await cur.executemany(UPSERT, rows)
-        except psycopg.Error as exc:
-            await conn.close()
-            raise StateError(f"PostgreSQL at {redact_url(self._dsn)}: {exc}".strip()) from None
+        if rows:
+            await self._db.run_many(UPSERT, rows)
 
     async def close(self) -> None:
-        if self._conn is not None:
-            await self._conn.close()
+        await self._db.close()
+
+
+COUNT_REJECTS = (
+    "SELECT item_type, count(*) FROM item_rejects WHERE crawl_id = %s GROUP BY item_type"
+)
+
+
+class PostgresRejects:
+    """The ``RejectStore`` of the distributed runtime: crawl ``crawl_id``'s invalid items."""
+
+    def __init__(self, dsn: str, *, crawl_id: str = "") -> None:
+        self._db = _Connection(dsn)
+        self._crawl_id = crawl_id
+
+    @classmethod
+    async def open(cls, dsn: str, *, crawl_id: str = "") -> PostgresRejects:
+        """Connect now, so a wrong DSN is a clear start-up error (``StateError``)."""
+        store = cls(dsn, crawl_id=crawl_id)
+        await store._db.connect()
+        return store
+
+    async def add(self, rejects: Sequence[Reject]) -> None:
+        rows = [(self._crawl_id, *reject_row(r), timestamp(r.at)) for r in rejects]
+        if rows:
+            await self._db.run_many(INSERT_REJECT, rows)
+
+    async def counts(self) -> dict[str, int]:
+        """How many rejects this crawl has kept, per item type (all workers' together)."""
+        async with self._db.lock:
+            conn = await self._db.connect()
+            try:
+                async with conn.transaction():
+                    cursor = await conn.execute(COUNT_REJECTS, (self._crawl_id,))
+                    return {str(kind): int(str(n)) for kind, n in await cursor.fetchall()}
+            except psycopg.Error as exc:
+                await conn.close()
+                raise self._db.error(exc) from None
+
+    async def close(self) -> None:
+        await self._db.close()

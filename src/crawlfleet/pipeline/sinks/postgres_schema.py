@@ -2,8 +2,10 @@
 
 Tables:
 - ``items(item_type, item_key, data jsonb, content_hash, crawl_id, first_seen, last_seen,
-  last_changed)``, unique on (item_type, item_key): the same rows as the embedded SQLite sink.
-- ``item_rejects``: invalid items with the reason and the page they came from.
+  last_changed, fetched_at)``, unique on (crawl_id, item_type, item_key): the same rows as
+  the embedded SQLite sink (each crawl id its own key namespace).
+- ``item_rejects(id, crawl_id, item_type, item_key, reason, url, data jsonb, at)``: invalid
+  items with the reason and the page they came from.
 - ``attempts``: one row per fetch attempt (URL, worker, outcome, status, bytes, latency, error,
   fetcher kind, detail), unique on (crawl_id, fingerprint, retry, at).
 - ``schema_migrations``: which migrations ran.
@@ -73,6 +75,18 @@ MIGRATIONS: tuple[str, ...] = (
           AND a.retry = b.retry AND a.at = b.at;
     CREATE UNIQUE INDEX attempts_once ON attempts (crawl_id, fingerprint, retry, at);
     DROP TABLE crawl_runs;
+    """,
+    # 3: keys scoped by crawl (rows keep the crawl id they were written with), the fetch time
+    # as the version, and the crawl of each reject.
+    """
+    ALTER TABLE items ADD COLUMN fetched_at timestamptz;
+    UPDATE items SET fetched_at = last_seen;
+    ALTER TABLE items ALTER COLUMN fetched_at SET NOT NULL;
+    ALTER TABLE items DROP CONSTRAINT items_pkey;
+    ALTER TABLE items ADD PRIMARY KEY (crawl_id, item_type, item_key);
+    ALTER TABLE item_rejects ADD COLUMN crawl_id text NOT NULL DEFAULT '';
+    ALTER TABLE item_rejects ADD COLUMN item_key text;
+    CREATE INDEX item_rejects_crawl ON item_rejects (crawl_id, item_type);
     """,
 )
 

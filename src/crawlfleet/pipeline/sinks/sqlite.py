@@ -1,24 +1,24 @@
 """The embedded item store: one SQLite file (``<state_dir>/items.sqlite``) of upserted items.
 
-Tables::
+The tables are in ``sqlite_schema``. The upsert rule (the PostgreSQL and memory sinks mirror
+it, with ``data`` as JSONB in PostgreSQL):
 
-    items(item_type TEXT, item_key TEXT, data TEXT (JSON object), content_hash TEXT,
-          first_seen REAL, last_seen REAL, last_changed REAL,
-          PRIMARY KEY (item_type, item_key))
-    rejects(id INTEGER PRIMARY KEY, item_type TEXT, item_key TEXT NULL, url TEXT,
-            reason TEXT, data TEXT (JSON object), at REAL)
-
-The upsert rule (the PostgreSQL sink mirrors it, with ``data`` as JSONB):
-
+- A row is identified by (crawl_id, item_type, item_key): each crawl id is its own key
+  namespace, so two crawls never overwrite each other's items; a crawl run again under the
+  same id updates its own rows.
 - ``item_key`` is ``Item.key``, or the content hash when the item has none;
   ``content_hash`` is ``hashing.content_hash(data)`` (volatile fields such as ``fetched_at``
   left out). Times are epoch seconds from the sink's clock, one ``now`` per ``write`` call.
-- A batch is first reduced to one row per (type, key), the last item winning, and written in
-  (type, key) order, in one transaction: all of it is stored or none of it.
-- A new (type, key) is inserted with ``first_seen = last_seen = last_changed = now``.
-- An existing one always gets ``last_seen = now``. Only when its content hash differs do
-  ``data``, ``content_hash`` and ``last_changed = now`` change; ``first_seen`` never does.
-  So an unchanged item keeps its first ``data``, volatile fields included.
+- NUL characters are removed from every string first (``text.strip_nul``).
+- A batch is first reduced to one row per (type, key) and written in (type, key) order, in
+  one transaction: all of it is stored or none of it.
+- A new key is inserted with ``first_seen = last_seen = last_changed = now``.
+- An existing one is touched only by a version at least as new (the version rule of
+  ``stored``: ``fetched_at``, then the content hash), so a late write of an older fetch
+  changes nothing. Such a write sets ``last_seen = now`` and ``fetched_at``; only when its
+  content hash differs do ``data``, ``content_hash`` and ``last_changed = now`` change;
+  ``first_seen`` never does. So an unchanged item keeps its first ``data``, volatile fields
+  included.
 
 The file runs in WAL mode with ``synchronous=NORMAL``: a committed batch survives a crash of
 the process (not necessarily a power cut of the machine). Every failure to open or write the
@@ -40,56 +40,42 @@ from crawlfleet import sqlitedb
 from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.errors import StateError
 from crawlfleet.models import Item
-from crawlfleet.pipeline.rejects import Reject
+from crawlfleet.pipeline.rejects import Reject, reject_row
+from crawlfleet.pipeline.sinks import sqlite_schema
 from crawlfleet.pipeline.sinks.stored import StoredItem, batch_rows
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS items (
-    item_type TEXT NOT NULL,
-    item_key TEXT NOT NULL,
-    data TEXT NOT NULL,
-    content_hash TEXT NOT NULL,
-    first_seen REAL NOT NULL,
-    last_seen REAL NOT NULL,
-    last_changed REAL NOT NULL,
-    PRIMARY KEY (item_type, item_key)
-);
-CREATE TABLE IF NOT EXISTS rejects (
-    id INTEGER PRIMARY KEY,
-    item_type TEXT NOT NULL,
-    item_key TEXT,
-    url TEXT NOT NULL,
-    reason TEXT NOT NULL,
-    data TEXT NOT NULL,
-    at REAL NOT NULL
-);
-"""
-
 UPSERT = """
-INSERT INTO items (item_type, item_key, data, content_hash, first_seen, last_seen, last_changed)
-VALUES (?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (item_type, item_key) DO UPDATE SET
+INSERT INTO items (crawl_id, item_type, item_key, data, content_hash, fetched_at,
+                   first_seen, last_seen, last_changed)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (crawl_id, item_type, item_key) DO UPDATE SET
     last_seen = excluded.last_seen,
+    fetched_at = excluded.fetched_at,
     data = CASE WHEN items.content_hash = excluded.content_hash
                 THEN items.data ELSE excluded.data END,
     last_changed = CASE WHEN items.content_hash = excluded.content_hash
                         THEN items.last_changed ELSE excluded.last_changed END,
     content_hash = excluded.content_hash
+WHERE (excluded.fetched_at, excluded.content_hash) >= (items.fetched_at, items.content_hash)
 """
 
 INSERT_REJECT = """
-INSERT INTO rejects (item_type, item_key, url, reason, data, at) VALUES (?, ?, ?, ?, ?, ?)
+INSERT INTO rejects (crawl_id, item_type, item_key, url, reason, data, at)
+VALUES (?, ?, ?, ?, ?, ?, ?)
 """
 
 T = TypeVar("T")
 
 
 class SqliteSink:
-    """Items upserted into one SQLite file; also the ``RejectStore`` for invalid items."""
+    """One crawl's items upserted into an SQLite file; also its ``RejectStore``."""
 
-    def __init__(self, connection: sqlite3.Connection, path: Path, clock: Clock) -> None:
+    def __init__(
+        self, connection: sqlite3.Connection, path: Path, crawl_id: str, clock: Clock
+    ) -> None:
         """Use ``SqliteSink.open``."""
         self.path = path
+        self.crawl_id = crawl_id
         self._connection = connection
         self._clock = clock
         # One thread owns the connection: calls run one at a time, even if a caller is cancelled.
@@ -100,48 +86,60 @@ class SqliteSink:
         cls,
         path: Path,
         *,
+        crawl_id: str = "",
         clock: Clock | None = None,
         busy_timeout_s: float = 5.0,
         max_size_bytes: int | None = None,
     ) -> SqliteSink:
-        """Opens (creating if needed) the file and its tables.
+        """Opens (creating or migrating if needed) the file and its tables.
 
+        ``crawl_id`` is the key namespace of the rows this sink writes and reads.
         ``busy_timeout_s``: how long a write waits for another process's lock before failing.
         ``max_size_bytes`` caps the file: a write that would pass it fails as if the disk were
         full.
         """
-        connection = await asyncio.to_thread(_connect, path, busy_timeout_s, max_size_bytes)
-        return cls(connection, path, clock if clock is not None else SystemClock())
+        connection = await asyncio.to_thread(
+            _connect, path, crawl_id, busy_timeout_s, max_size_bytes
+        )
+        return cls(connection, path, crawl_id, clock if clock is not None else SystemClock())
 
     async def write(self, items: Sequence[Item]) -> None:
-        rows = batch_rows(items)
+        now = self._clock.now()
+        rows = batch_rows(items, now)
         if not rows:
             return
-        now = self._clock.now()
         params = [
-            (row.item_type, row.item_key, row.data_json, row.content_hash, now, now, now)
-            for row in rows
+            (
+                self.crawl_id,
+                r.item_type,
+                r.item_key,
+                r.data_json,
+                r.content_hash,
+                r.fetched_at,
+                now,
+                now,
+                now,
+            )
+            for r in rows
         ]
         await self._run(lambda: self._transaction(UPSERT, params))
 
     async def add(self, rejects: Sequence[Reject]) -> None:
         """Stores invalid items in the ``rejects`` table, in one transaction."""
-        params = [
-            (r.item_type, r.item_key, r.url, r.reason, _dumps_lenient(r.data), r.at)
-            for r in rejects
-        ]
+        params = [(self.crawl_id, *reject_row(r), r.at) for r in rejects]
         if params:
             await self._run(lambda: self._transaction(INSERT_REJECT, params))
 
     async def stored(self, item_type: str | None = None) -> list[StoredItem]:
-        """Every stored item (of ``item_type`` if given), ordered by type and key."""
+        """This crawl's stored items (of ``item_type`` if given), ordered by type and key."""
         query = (
-            "SELECT item_type, item_key, data, content_hash, first_seen, last_seen, last_changed"
-            " FROM items WHERE ? IS NULL OR item_type = ? ORDER BY item_type, item_key"
+            "SELECT item_type, item_key, data, content_hash, first_seen, last_seen, last_changed,"
+            " crawl_id, fetched_at FROM items WHERE crawl_id = ? AND (? IS NULL OR item_type = ?)"
+            " ORDER BY item_type, item_key"
         )
 
         def read() -> list[StoredItem]:
-            cursor = self._connection.execute(query, (item_type, item_type))
+            cursor = self._connection.execute(query, (self.crawl_id, item_type, item_type))
             return [StoredItem(row[0], row[1], orjson.loads(row[2]), *row[3:]) for row in cursor]
 
         return await self._run(read)
@@ -161,7 +159,9 @@ class SqliteSink:
             connection.executemany(statement, params)
 
 
-def _connect(path: Path, busy_timeout_s: float, max_size_bytes: int | None) -> sqlite3.Connection:
+def _connect(
+    path: Path, crawl_id: str, busy_timeout_s: float, max_size_bytes: int | None
+) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         connection = sqlite3.connect(
@@ -172,19 +172,17 @@ def _connect(path: Path, busy_timeout_s: float, max_size_bytes: int | None) -> s
     try:
         connection.execute("PRAGMA journal_mode=WAL")
         connection.execute("PRAGMA synchronous=NORMAL")
-        connection.executescript(SCHEMA)
+        sqlite_schema.prepare(connection, path, crawl_id)
         if max_size_bytes is not None:
             page_size = connection.execute("PRAGMA page_size").fetchone()[0]
             connection.execute(f"PRAGMA max_page_count={max(1, max_size_bytes // page_size)}")
     except sqlite3.Error as exc:
         connection.close()
         raise _state_error(path, exc) from exc
+    except StateError:
+        connection.close()
+        raise
     return connection
-
-
-def _dumps_lenient(data: object) -> str:
-    """JSON text of ``data``; a value JSON cannot hold is stored as its ``repr``."""
-    return orjson.dumps(data, default=repr).decode()
 
 
 def _state_error(path: Path, exc: sqlite3.Error) -> StateError:
