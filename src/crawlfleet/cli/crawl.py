@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from crawlfleet.cli.console import fail, safe
 from crawlfleet.cli.progress import CrawlProgress, summary_table
 from crawlfleet.clock import SystemClock
 from crawlfleet.errors import BadUrl, CrawlfleetError
@@ -39,7 +40,7 @@ def valid_seeds(settings: Settings, seeds: list[str]) -> list[str]:
         try:
             rules.canonical(seed)
         except BadUrl as exc:
-            err.print(f"[yellow]skipping seed:[/] {exc}")
+            err.print(f"[yellow]skipping seed:[/] {safe(exc)}")
             continue
         good.append(seed)
     return good
@@ -102,7 +103,7 @@ async def run_embedded(settings: Settings, seeds: list[str], *, fresh: bool) -> 
         console.print(summary_table(await attempt_log.summary()))
         if settings.output is not None:
             written = await asyncio.to_thread(export_items, items_file, settings.output)
-            console.print(f"wrote {written} items to {settings.output}")
+            console.print(f"wrote {written} items to {safe(settings.output)}")
     counts = result.counts
     console.print(
         f"{counts.done} done, {counts.dead} dead-lettered, {counts.pending} pending; "
@@ -188,9 +189,8 @@ def crawl(
             code = asyncio.run(run_distributed(settings, all_seeds, fresh=fresh))
         else:
             code = asyncio.run(run_embedded(settings, all_seeds, fresh=fresh))
-    except CrawlfleetError as exc:
-        err.print(f"[red]error:[/] {exc}", soft_wrap=True)
-        raise typer.Exit(2) from None
+    except (CrawlfleetError, OSError) as exc:
+        fail(exc, err)
     except (KeyboardInterrupt, asyncio.CancelledError):
         err.print("stopped; run the same command again to resume")
         raise typer.Exit(130) from None

@@ -15,6 +15,7 @@ from contextlib import AsyncExitStack
 
 from rich.console import Console
 
+from crawlfleet.cli.console import safe
 from crawlfleet.cli.progress import CrawlProgress, summary_table
 from crawlfleet.clock import SystemClock
 from crawlfleet.errors import StateError
@@ -62,7 +63,7 @@ async def run_distributed(
         try:
             console.print(summary_table(await crawl.attempt_log.summary()))
         except StateError as exc:
-            console.print(f"[yellow]no summary:[/] {exc}")
+            console.print(f"[yellow]no summary:[/] {safe(exc)}")
     counts = result.counts
     console.print(
         f"crawl {settings.crawl_id}: {counts.done} done, {counts.dead} dead-lettered, "

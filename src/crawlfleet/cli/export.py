@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from crawlfleet.cli.console import fail, safe
 from crawlfleet.errors import CrawlfleetError
 from crawlfleet.pipeline.export import ITEMS_FILE, export_items
 
@@ -38,10 +39,9 @@ def export(
             item_type=item_type,
             fmt=fmt.value if fmt is not None else None,
         )
-    except CrawlfleetError as exc:
-        Console(stderr=True).print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2) from None
-    Console(stderr=True).print(f"wrote {count} items to {output}")
+    except (CrawlfleetError, OSError) as exc:
+        fail(exc)
+    Console(stderr=True).print(f"wrote {count} items to {safe(output)}")
 
 
 def register(app: typer.Typer) -> None:

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from crawlfleet.cli.console import safe
 from crawlfleet.monitoring.attempt_log import DomainSummary
 from crawlfleet.monitoring.stats import LiveStats
 
@@ -65,7 +66,7 @@ def summary_table(summary: Mapping[str, DomainSummary]) -> Table:
         d = summary[domain]
         statuses = " ".join(f"{code}:{n}" for code, n in sorted(d.statuses.items()))
         table.add_row(
-            domain,
+            safe(domain),
             str(d.pages),
             statuses,
             f"{d.bytes:,}",

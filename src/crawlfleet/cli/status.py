@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from crawlfleet.cli.console import fail, safe
 from crawlfleet.errors import CrawlfleetError
 
 out = Console()
@@ -52,7 +53,8 @@ async def _status(redis_url: str, crawl_id: str | None) -> None:
         finally:
             await store.close()
         state = "dispatching" if name in active else ("finished" if not c.pending else "stopped")
-        crawls.add_row(name, state, *(str(n) for n in (c.queued, c.leased, c.done, c.dead, c.seen)))
+        counts = (str(n) for n in (c.queued, c.leased, c.done, c.dead, c.seen))
+        crawls.add_row(safe(name), state, *counts)
     out.print(crawls)
     now = time.time()
     workers = Table(title=f"workers (live: heartbeat within {WORKER_SEEN_S:.0f} s)")
@@ -62,8 +64,8 @@ async def _status(redis_url: str, crawl_id: str | None) -> None:
         ago_s = now - beat.seen_at
         live = "yes" if ago_s < WORKER_SEEN_S else "no"
         workers.add_row(
-            beat.name, live, f"{ago_s:.0f} s ago", beat.crawl, str(beat.concurrency),
-            ",".join(beat.queues),
+            safe(beat.name), live, f"{ago_s:.0f} s ago", safe(beat.crawl),
+            str(beat.concurrency), safe(",".join(beat.queues)),
         )  # fmt: skip
     out.print(workers)
 
@@ -76,8 +78,7 @@ def status(
     try:
         asyncio.run(_status(redis, crawl_id))
     except CrawlfleetError as exc:
-        err.print(f"[red]error:[/] {exc}", soft_wrap=True)
-        raise typer.Exit(2) from None
+        fail(exc, err)
 
 
 def register(app: typer.Typer) -> None:

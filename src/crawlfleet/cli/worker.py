@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from crawlfleet.cli.console import fail
 from crawlfleet.errors import CrawlfleetError
 
 err = Console(stderr=True)
@@ -65,8 +66,7 @@ def worker(
         app = make_app(broker or redis, TaskLimits(batch_s=batch_s))
         check_backends(config)
     except CrawlfleetError as exc:
-        err.print(f"[red]error:[/] {exc}", soft_wrap=True)
-        raise typer.Exit(2) from None
+        fail(exc, err)
     runtime = WorkerRuntime(config)
     register_tasks(app, runtime)
     try:
