@@ -115,15 +115,9 @@ class Settings(BaseSettings):
     @field_validator("redis_url")
     @classmethod
     def _usable_redis_url(cls, value: str | None) -> str | None:
-        if value is None:
-            return value
-        try:
-            parts = urlsplit(value)
-            parts.port  # noqa: B018  (raises ValueError on a bad port)
-        except ValueError as exc:
-            raise ValueError(f"not a usable URL ({exc})") from None
-        if parts.scheme not in ("redis", "rediss", "unix"):
-            raise ValueError("must start with redis://, rediss:// or unix://")
+        problem = redis_url_problem(value) if value is not None else None
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
     @model_validator(mode="after")
@@ -148,6 +142,26 @@ class Settings(BaseSettings):
             env_settings,
             InitSettingsSource(settings_cls, toml),
         )
+
+
+def redis_url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be a Redis URL (bad port, scheme), or None; never echoes it."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (raises ValueError on a bad port)
+    except ValueError as exc:
+        return f"not a usable URL ({exc})"
+    if parts.scheme not in ("redis", "rediss", "unix"):
+        return "must start with redis://, rediss:// or unix://"
+    return None
+
+
+def check_redis_url(url: str, option: str = "--redis") -> str:
+    """``url`` if it can be a Redis URL; else a ``ConfigError`` naming ``option``."""
+    problem = redis_url_problem(url)
+    if problem is not None:
+        raise ConfigError(f"bad {option}: {problem}")
+    return url
 
 
 def read_toml(path: Path) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from crawlfleet.cli.console import fail, safe
 from crawlfleet.errors import CrawlfleetError
+from crawlfleet.settings import check_redis_url
 
 out = Console()
 err = Console(stderr=True)
@@ -21,7 +22,7 @@ async def _status(redis_url: str, crawl_id: str | None) -> None:
     from redis.exceptions import RedisError
 
     from crawlfleet.errors import StateError
-    from crawlfleet.frontier.redis.queue import redact
+    from crawlfleet.redact import redact
     from crawlfleet.runtime.celery.crawls import (
         WORKER_SEEN_S,
         connect,
@@ -76,7 +77,7 @@ def status(
 ) -> None:
     """Counts per state and DLQ size of each distributed crawl, and the workers seen."""
     try:
-        asyncio.run(_status(redis, crawl_id))
+        asyncio.run(_status(check_redis_url(redis), crawl_id))
     except CrawlfleetError as exc:
         fail(exc, err)
 

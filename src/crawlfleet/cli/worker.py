@@ -14,6 +14,7 @@ from rich.console import Console
 
 from crawlfleet.cli.console import fail
 from crawlfleet.errors import CrawlfleetError
+from crawlfleet.settings import check_redis_url
 
 err = Console(stderr=True)
 QUEUE_NAMES = ("http", "browser")
@@ -62,7 +63,7 @@ def worker(
         unknown = set(chosen) - set(QUEUE_NAMES)
         if unknown or not chosen:
             raise CrawlfleetError(f"unknown queue(s) {sorted(unknown)}; choose from {QUEUE_NAMES}")
-        config = WorkerConfig(redis, postgres, concurrency, chosen, batch_s)
+        config = WorkerConfig(check_redis_url(redis), postgres, concurrency, chosen, batch_s)
         app = make_app(broker or redis, TaskLimits(batch_s=batch_s))
         check_backends(config)
     except CrawlfleetError as exc:
