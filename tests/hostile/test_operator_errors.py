@@ -123,3 +123,10 @@ def test_dead_letter_with_markup_in_its_url(tmp_path: Path) -> None:
 def test_an_error_message_with_markup_is_printed_as_it_is(tmp_path: Path) -> None:
     result = run_cli("dlq", "list", "--state", "st[/]a[red]te", cwd=tmp_path)
     assert "st[/]a[red]te" in assert_one_line_error(result)
+
+
+def test_a_regex_re2_refuses_is_one_line(tmp_path: Path) -> None:
+    config = tmp_path / "crawl.toml"
+    config.write_text("[crawl]\ndeny = ['(a)\\1']\n")
+    result = run_cli("crawl", "--config", str(config), "--state", "s", SEED, cwd=tmp_path)
+    assert "bad setting 'deny'" in assert_one_line_error(result)
