@@ -17,8 +17,7 @@ def test_a_delay_over_the_cap_is_capped_with_a_visible_reason() -> None:
     wait_s, reason = retry_after_block(503, "604800", 0.0, max_s=3600.0)
     assert wait_s == 3600.0
     assert reason == (
-        "HTTP 503 Retry-After 604800 s is over max_retry_after_s (3600 s): "
-        "domain parked for 3600 s"
+        "HTTP 503 Retry-After 604800 s is over max_retry_after_s (3600 s): domain parked for 3600 s"
     )
 
 

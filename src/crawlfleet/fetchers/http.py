@@ -89,7 +89,9 @@ class HttpFetcher:
         try:
             async with asyncio.timeout(self._settings.total_timeout_s):
                 while True:
-                    target = URL(url).with_user(None)
+                    target = URL(url)
+                    if target.user is not None:  # userinfo is never sent: see ``credentials``
+                        target = target.with_user(None)
                     if self._forbidden is not None and target.host is not None:
                         check_literal_host(target.host, self._forbidden)
                     auth = self._credentials.for_url(url)
