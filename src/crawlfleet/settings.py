@@ -2,7 +2,8 @@
 
 Sources, lowest priority first: defaults < TOML file (``--config``) < ``CRAWLFLEET_*``
 environment variables < CLI flags. ``load_settings`` turns every validation failure into a
-one-line ``ConfigError`` naming the key.
+one-line ``ConfigError`` naming the key (a value is never echoed: it may be a secret). Every
+float must be finite (``--delay inf`` is refused).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
@@ -18,6 +20,7 @@ from pydantic_settings import (
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
+from pydantic_settings.exceptions import SettingsError
 
 from crawlfleet.errors import ConfigError
 
@@ -51,7 +54,7 @@ class Settings(BaseSettings):
     """Everything a crawl can be told. Units are in the names (``_s`` seconds, ``_bytes``)."""
 
     model_config = SettingsConfigDict(
-        env_prefix="CRAWLFLEET_", extra="forbid", validate_default=True
+        env_prefix="CRAWLFLEET_", extra="forbid", validate_default=True, allow_inf_nan=False
     )
 
     # What to crawl
@@ -107,6 +110,11 @@ class Settings(BaseSettings):
     max_retries: int = Field(default=3, ge=0, le=100)
     backoff_base_s: float = Field(default=1.0, ge=0)
     backoff_max_s: float = Field(default=300.0, ge=0)
+    max_retry_after_s: float = Field(
+        default=3600.0,
+        gt=0,
+        description="longest Retry-After honoured; a longer one parks the domain this long",
+    )
     lease_s: float = Field(default=120.0, gt=0)
 
     # Storage
@@ -141,6 +149,14 @@ class Settings(BaseSettings):
             hosts[host] = override
         return hosts
 
+    @field_validator("redis_url")
+    @classmethod
+    def _usable_redis_url(cls, value: str | None) -> str | None:
+        problem = redis_url_problem(value) if value is not None else None
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
     @model_validator(mode="after")
     def _timeouts_consistent(self) -> Settings:
         if self.total_timeout_s < self.connect_timeout_s:
@@ -167,6 +183,26 @@ class Settings(BaseSettings):
         )
 
 
+def redis_url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be a Redis URL (bad port, scheme), or None; never echoes it."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (raises ValueError on a bad port)
+    except ValueError as exc:
+        return f"not a usable URL ({exc})"
+    if parts.scheme not in ("redis", "rediss", "unix"):
+        return "must start with redis://, rediss:// or unix://"
+    return None
+
+
+def check_redis_url(url: str, option: str = "--redis") -> str:
+    """``url`` if it can be a Redis URL; else a ``ConfigError`` naming ``option``."""
+    problem = redis_url_problem(url)
+    if problem is not None:
+        raise ConfigError(f"bad {option}: {problem}")
+    return url
+
+
 def read_toml(path: Path) -> dict[str, Any]:
     """The settings in a TOML file (a ``[crawl]`` table or top-level keys)."""
     try:
@@ -174,6 +210,8 @@ def read_toml(path: Path) -> dict[str, Any]:
             data = tomllib.load(handle)
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {path}") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
     crawl = data.get("crawl", data)
@@ -190,6 +228,8 @@ def load_settings(config: Path | None = None, **cli: Any) -> Settings:
         return Settings(**{"_toml": toml, **flags})
     except ValidationError as exc:
         raise ConfigError(describe_validation_error(exc, config)) from None
+    except SettingsError as exc:
+        raise ConfigError(describe_settings_error(exc)) from None
 
 
 def describe_validation_error(exc: ValidationError, config: Path | None) -> str:
@@ -200,3 +240,12 @@ def describe_validation_error(exc: ValidationError, config: Path | None) -> str:
     if first["type"] == "extra_forbidden":
         return f"unknown setting {key!r}{where}"
     return f"bad setting {key!r}{where}: {first['msg']}"
+
+
+def describe_settings_error(exc: SettingsError) -> str:
+    """One line for an environment variable pydantic-settings could not read (bad JSON)."""
+    text = str(exc)
+    field = text.split('"')[1] if text.count('"') >= 2 else "settings"
+    cause = exc.__cause__
+    why = f": {cause}" if isinstance(cause, ValueError) else ""
+    return f"bad setting {field!r} in CRAWLFLEET_{field.upper()}: not valid JSON{why}"

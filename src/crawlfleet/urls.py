@@ -5,6 +5,10 @@ default ports dropped, fragment dropped, query arguments sorted, percent-encodin
 (``w3lib.url.canonicalize_url``), and tracking parameters removed (``utm_*``, session ids;
 configurable, ``*`` is a suffix wildcard). Two URLs for the same page get the same canonical
 form, hence the same ``fingerprint``.
+
+Userinfo (``http://user:password@host/``) is dropped: a canonical URL is stored, logged and
+exported, so it never carries a credential. A seed's credentials become a per-origin secret of
+the fetcher (``fetchers.credentials``).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import tldextract
 from w3lib.url import canonicalize_url
 
 from crawlfleet.errors import BadUrl
+from crawlfleet.redact import redact
 
 FETCHABLE_SCHEMES = frozenset({"http", "https", "file"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -72,12 +77,14 @@ class UrlRules:
             parts = urlsplit(url)
             parts.port  # noqa: B018  (raises ValueError on a bad port)
         except ValueError as exc:
-            raise BadUrl(f"malformed URL {url!r}: {exc}") from None
+            raise BadUrl(redact(f"malformed URL {url!r}: {exc}", url)) from None
         scheme = parts.scheme.lower()
         if scheme not in FETCHABLE_SCHEMES:
-            raise BadUrl(f"unsupported scheme in {url!r} (only http, https, file)")
+            raise BadUrl(redact(f"unsupported scheme in {url!r} (only http, https, file)", url))
         if scheme != "file" and not parts.hostname:
-            raise BadUrl(f"URL without a host: {url!r}")
+            raise BadUrl(redact(f"URL without a host: {url!r}", url))
+        if "@" in parts.netloc:
+            parts = parts._replace(netloc=parts.netloc.rpartition("@")[2])
         if parts.port is not None and _DEFAULT_PORTS.get(scheme) == parts.port:
             parts = parts._replace(netloc=parts.netloc.rsplit(":", 1)[0])
         if parts.query and (self._exact or self._globs):
@@ -101,14 +108,5 @@ class UrlRules:
         return registrable_domain(host) if self._by_domain else host
 
 
-def redact_url(url: str) -> str:
-    """The URL or DSN with its password replaced by ``***`` (for error messages and logs)."""
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:
-        return "<unparsable URL>"
-    if not password:
-        return url
-    netloc = parts.netloc.replace(f":{password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
+redact_url = redact
+"""Re-exported for the modules that still import it from here; use ``crawlfleet.redact``."""

@@ -139,7 +139,8 @@ def test_non_html_and_broken_pages() -> None:
     pdf.headers = {"content-type": "application/pdf"}
     assert spec.parse(pdf).items == []
     broken = page()
-    broken.body = b'\xff\xfe<div class="quote"><span class="text">x\x80</span><small'
+    # Bytes that are not UTF-8 (and not a byte order mark, which would name UTF-16).
+    broken.body = b'\xff\xff<div class="quote"><span class="text">x\x80</span><small'
     assert [item.data["text"] for item in spec.parse(broken).items] == ["x\ufffd"]
 
 

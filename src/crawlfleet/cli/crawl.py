@@ -16,9 +16,9 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from crawlfleet.api import Crawl, split_seeds
+from crawlfleet.cli.console import fail, safe
 from crawlfleet.cli.progress import LOG_EVERY_S, CrawlProgress, summary
 from crawlfleet.errors import ConfigError, CrawlfleetError
 from crawlfleet.monitoring.summary import PARSE_ERROR_EXIT
@@ -38,7 +38,7 @@ async def run_crawl(
     """Run a crawl (``crawlfleet.Crawl``) with progress and a summary on stderr; the exit code."""
     good, bad = split_seeds(settings, [*settings.seeds, *seeds])
     for error in bad:
-        err.print(f"[yellow]skipping seed:[/] {escape(error)}")
+        err.print(f"[yellow]skipping seed:[/] {safe(error)}")
     if not good:
         raise ConfigError("no valid seed URL given")
     settings = settings.model_copy(update={"seeds": []})
@@ -55,10 +55,10 @@ async def run_crawl(
             loop.remove_signal_handler(signal.SIGTERM)
     console.print(summary(result))
     if result.exported_items is not None:
-        console.print(f"wrote {result.exported_items} items to {escape(str(settings.output))}")
+        console.print(f"wrote {result.exported_items} items to {safe(str(settings.output))}")
     counts = result.counts
     console.print(
-        f"crawl {escape(settings.crawl_id)}: {counts.done} done, {counts.dead} dead-lettered, "
+        f"crawl {safe(settings.crawl_id)}: {counts.done} done, {counts.dead} dead-lettered, "
         f"{counts.pending} pending"
     )
     code = result.exit_code(max_parse_errors)
@@ -69,7 +69,7 @@ async def run_crawl(
             else "run again"
         )
         err.print(
-            f"crawl interrupted with {counts.pending} URLs pending; {escape(again)} to resume",
+            f"crawl interrupted with {counts.pending} URLs pending; {safe(again)} to resume",
             soft_wrap=True,
         )
     elif code == PARSE_ERROR_EXIT:
@@ -163,9 +163,8 @@ def crawl(
                 log_every_s=progress_every,
             )
         )
-    except CrawlfleetError as exc:
-        err.print(f"[red]error:[/] {exc}", soft_wrap=True)
-        raise typer.Exit(2) from None
+    except (CrawlfleetError, OSError) as exc:
+        fail(exc, err)
     except (KeyboardInterrupt, asyncio.CancelledError):
         err.print("stopped; run the same command again to resume")
         raise typer.Exit(130) from None

@@ -7,7 +7,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from crawlfleet.cli.console import fail, safe
 from crawlfleet.errors import CrawlfleetError
+from crawlfleet.redact import redact
 
 db_app = typer.Typer(help="PostgreSQL schema of the distributed runtime.", no_args_is_help=True)
 out = Console()
@@ -20,14 +22,12 @@ def migrate(
 ) -> None:
     """Apply the migrations not applied yet (idempotent); prints what it applied."""
     from crawlfleet.pipeline.sinks.postgres_schema import migrate as apply_migrations
-    from crawlfleet.urls import redact_url
 
     try:
         applied = apply_migrations(postgres)
     except CrawlfleetError as exc:
-        err.print(f"[red]error:[/] {' '.join(str(exc).split())}", soft_wrap=True)
-        raise typer.Exit(2) from None
-    where = redact_url(postgres)
+        fail(redact(str(exc), postgres), err)
+    where = safe(postgres)
     if applied:
         out.print(f"applied migrations {', '.join(map(str, applied))} to {where}", soft_wrap=True)
     else:

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from crawlfleet.cli.console import fail, safe
 from crawlfleet.cli.crawl import run_crawl
 from crawlfleet.demosite import ThreadedDemoSite
 from crawlfleet.errors import CrawlfleetError
@@ -30,7 +31,7 @@ def register(app: typer.Typer) -> None:
         console = Console(stderr=True)
         with ThreadedDemoSite(port=0) as site:
             seeds = [site.url(role, "/") for role in DEMO_ROLES]
-            console.print(f"demo site up: {', '.join(seeds)}")
+            console.print(f"demo site up: {safe(', '.join(seeds))}")
             try:
                 settings = load_settings(
                     None,
@@ -43,7 +44,6 @@ def register(app: typer.Typer) -> None:
                     backoff_base_s=0.1,
                 )
                 code = asyncio.run(run_crawl(settings, seeds, fresh=True))
-            except CrawlfleetError as exc:
-                console.print(f"[red]error:[/] {exc}")
-                raise typer.Exit(2) from None
+            except (CrawlfleetError, OSError) as exc:
+                fail(exc, console)
         raise typer.Exit(code)

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from crawlfleet.cli.console import safe
 from crawlfleet.demosite import DemoSite
 
 DEFAULT_PORT = 8800
@@ -44,7 +45,7 @@ async def _serve(site: DemoSite, console: Console) -> None:
         table.add_column("role")
         table.add_column("url")
         for role in site.addresses:
-            table.add_row(role, site.url(role, "/"))
+            table.add_row(safe(role), safe(site.url(role, "/")))
         console.print(table)
         console.print("Serving until Ctrl-C.")
         await asyncio.Event().wait()

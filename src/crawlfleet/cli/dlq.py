@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from crawlfleet.cli.console import fail, safe
 from crawlfleet.errors import CrawlfleetError
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.runtime.wiring import open_frontier
@@ -35,9 +36,8 @@ async def open_store(state: Path) -> AsyncIterator[Frontier]:
 def _run(coro: object) -> None:
     try:
         asyncio.run(coro)  # type: ignore[arg-type]
-    except CrawlfleetError as exc:
-        err.print(f"[red]error:[/] {exc}", soft_wrap=True)
-        raise typer.Exit(2) from None
+    except (CrawlfleetError, OSError) as exc:
+        fail(exc, err)
 
 
 @dlq_app.command("list")
@@ -57,9 +57,9 @@ def list_(state: StateOpt = Path(".crawlfleet"), limit: int = 100, offset: int =
                 last = letter.errors[-1] if letter.errors else ""
                 table.add_row(
                     letter.request.fingerprint[:12],
-                    letter.request.url,
+                    safe(letter.request.url),
                     str(len(letter.errors)),
-                    last,
+                    safe(last),
                     died,
                 )
             out.print(table)
@@ -75,10 +75,11 @@ def show(fingerprint: str, state: StateOpt = Path(".crawlfleet")) -> None:
         async with open_store(state) as store:
             for letter in await store.dead_letters(limit=1_000_000):
                 if letter.request.fingerprint.startswith(fingerprint):
-                    out.print(f"[bold]{letter.request.url}[/] ({letter.request.fingerprint})")
-                    out.print(f"depth {letter.request.depth}, parent {letter.request.parent}")
+                    request = letter.request
+                    out.print(f"[bold]{safe(request.url)}[/] ({request.fingerprint})")
+                    out.print(f"depth {request.depth}, parent {safe(request.parent)}")
                     for number, error in enumerate(letter.errors, 1):
-                        out.print(f"  attempt {number}: {error}")
+                        out.print(f"  attempt {number}: {safe(error)}")
                     return
             raise CrawlfleetError(f"no dead letter with fingerprint {fingerprint!r}")
 

@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
+from crawlfleet.cli.console import fail, safe
 from crawlfleet.errors import CrawlfleetError
 from crawlfleet.pipeline.export import export_items
 from crawlfleet.runtime.backends import state_paths
@@ -46,10 +46,9 @@ def export(
             fmt=fmt.value if fmt is not None else None,
             crawl_id=crawl_id,
         )
-    except CrawlfleetError as exc:
-        Console(stderr=True).print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
-        raise typer.Exit(2) from None
-    Console(stderr=True).print(f"wrote {count} items to {escape(str(output))}")
+    except (CrawlfleetError, OSError) as exc:
+        fail(exc)
+    Console(stderr=True).print(f"wrote {count} items to {safe(output)}")
 
 
 def register(app: typer.Typer) -> None:

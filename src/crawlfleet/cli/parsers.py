@@ -17,7 +17,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from crawlfleet.cli.console import fail, safe
 from crawlfleet.errors import CrawlfleetError
+from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.fetchers.files import FileFetcher
 from crawlfleet.fetchers.http import HttpFetcher
 from crawlfleet.models import CrawlRequest, FetchResult, ParseResult
@@ -55,11 +57,16 @@ def crawl_settings(config: Path | None, parsers: str | None, allow_private: bool
 
 @asynccontextmanager
 async def fetching(settings: Settings) -> AsyncIterator[Fetch]:
-    """A URL -> FetchResult function over the project's fetchers (``file:`` and http(s))."""
+    """A URL -> FetchResult function over the project's fetchers (``file:`` and http(s)).
+
+    A URL's userinfo is sent as Basic auth to its origin, as for a crawl's seeds.
+    """
     rules = UrlRules(settings.strip_query_params, settings.politeness_key)
-    http, files = HttpFetcher(settings), FileFetcher(settings)
+    credentials = Credentials()
+    http, files = HttpFetcher(settings, credentials=credentials), FileFetcher(settings)
 
     async def fetch(url: str) -> FetchResult:
+        credentials.add_from_url(url)
         canonical = rules.canonical(url)
         request = CrawlRequest(canonical, fingerprint(canonical), rules.politeness_key(canonical))
         fetcher = files if canonical.startswith("file:") else http
@@ -131,18 +138,18 @@ def parse(
             registry.get(parser) if parser else registry.select(url or response.final_url)
         )
     except (CrawlfleetError, OSError) as exc:
-        err.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2) from None
+        fail(exc, err)
     try:
         parsed = chosen(response)
     except Exception:
-        err.print(f"[red]parser {name!r} raised:[/]\n{traceback.format_exc()}")
+        err.print(f"[red]parser {safe(repr(name))} raised:[/]\n{safe(traceback.format_exc())}")
         raise typer.Exit(1) from None
     typer.echo(
         json.dumps(as_json(name, response, parsed), indent=2, ensure_ascii=False, default=str)
     )
     err.print(
-        f"{name}: {len(parsed.items)} items, {len(parsed.links)} links (HTTP {response.status})"
+        f"{safe(name)}: {len(parsed.items)} items, {len(parsed.links)} links "
+        f"(HTTP {response.status})"
     )
 
 
@@ -155,8 +162,10 @@ async def _check(settings: Settings, registry: ParserRegistry) -> bool:
         return True
     table = Table("parser", "sample URL", "items", "links", "result")
     for report in reports:
-        result = "[green]ok[/]" if report.ok else "[red]" + "; ".join(report.problems) + "[/]"
-        table.add_row(report.parser, report.url, str(report.items), str(report.links), result)
+        result = "[green]ok[/]" if report.ok else f"[red]{safe('; '.join(report.problems))}[/]"
+        table.add_row(
+            safe(report.parser), safe(report.url), str(report.items), str(report.links), result
+        )
     console.print(table)
     return all(report.ok for report in reports)
 
@@ -172,9 +181,8 @@ def check(
         settings = crawl_settings(config, parsers, allow_private_addresses)
         registry = load_parsers(settings.parsers, settings.selector_parsers)
         passed = asyncio.run(_check(settings, registry))
-    except CrawlfleetError as exc:
-        err.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2) from None
+    except (CrawlfleetError, OSError) as exc:
+        fail(exc, err)
     if not passed:
         raise typer.Exit(1)
 
@@ -200,15 +208,17 @@ def new_parser(
     }
     existing = [str(path) for path in files if path.exists()]
     if existing:
-        err.print(f"[red]error:[/] not overwriting {', '.join(existing)}")
+        err.print(f"[red]error:[/] not overwriting {safe(', '.join(existing))}")
         raise typer.Exit(1)
     values = {"domain": domain, "domain_re": re.escape(domain), "module": module}
     for path, template in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(template.format(**values))
     err.print(
-        f"wrote {', '.join(str(path) for path in files)}\n"
-        f"try it: crawlfleet parse https://{domain}/ --parsers {directory / (module + '.py')}"
+        safe(
+            f"wrote {', '.join(str(path) for path in files)}\n"
+            f"try it: crawlfleet parse https://{domain}/ --parsers {directory / (module + '.py')}"
+        )
     )
 
 

@@ -7,11 +7,11 @@ so the embedded and the distributed crawl show the same figures.
 from __future__ import annotations
 
 from rich.console import Console, Group
-from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
+from crawlfleet.cli.console import safe
 from crawlfleet.counters import CrawlStats
 from crawlfleet.models import Outcome
 from crawlfleet.monitoring.stats import Sample
@@ -80,7 +80,7 @@ class CrawlProgress:
 def _row(name: str, s: CrawlStats) -> list[str]:
     statuses = " ".join(f"{cls}:{n}" for cls, n in sorted(s.statuses().items()))
     return [
-        escape(name),
+        safe(name),
         str(s.pages),
         statuses,
         f"{s.get('bytes'):,}",
@@ -115,7 +115,7 @@ def items_table(result: CrawlResult) -> Table | None:
     for column in ("type", "stored", "invalid", "duplicate"):
         table.add_column(column, justify="left" if column == "type" else "right")
     for item_type in types:
-        table.add_row(escape(item_type), *(str(kinds[k].get(item_type, 0)) for k in kinds))
+        table.add_row(safe(item_type), *(str(kinds[k].get(item_type, 0)) for k in kinds))
     return table
 
 

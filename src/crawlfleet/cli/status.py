@@ -15,13 +15,14 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
+from crawlfleet.cli.console import fail, safe
 from crawlfleet.errors import CrawlfleetError
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.protocols import DomainView
 from crawlfleet.models import Outcome
+from crawlfleet.settings import check_redis_url
 
 out = Console()
 err = Console(stderr=True)
@@ -59,14 +60,14 @@ def domain_table(views: list[DomainView], now: float, title: str) -> Table:
             + s.get(f"outcome.{Outcome.SKIPPED.value}")
         )
         table.add_row(
-            escape(view.domain),
+            safe(view.domain),
             str(view.queued),
             str(view.in_flight),
             str(done),
             str(failed),
             str(s.get(f"outcome.{Outcome.DEAD.value}")),
             f"{view.effective_delay_s:g} s ({view.delay_source.value})",
-            escape(block_state(view, now)),
+            safe(block_state(view, now)),
         )
     return table
 
@@ -83,7 +84,7 @@ async def _embedded(state: Path) -> None:
         frontier = await open_frontier(Settings(state_dir=state), stack)
         c = await frontier.counts()
         out.print(
-            f"crawl in {escape(str(state))}: {c.queued} queued, {c.leased} leased, "
+            f"crawl in {safe(str(state))}: {c.queued} queued, {c.leased} leased, "
             f"{c.done} done, {c.dead} dead, {c.seen} seen"
         )
         await _domains(frontier, "domains")
@@ -93,7 +94,7 @@ async def _distributed(redis_url: str, crawl_id: str | None) -> None:
     from redis.exceptions import RedisError
 
     from crawlfleet.errors import StateError
-    from crawlfleet.frontier.redis.queue import redact
+    from crawlfleet.redact import redact
     from crawlfleet.runtime.backends import one_line
     from crawlfleet.runtime.celery.crawls import (
         WORKER_SEEN_S,
@@ -127,7 +128,7 @@ async def _distributed(redis_url: str, crawl_id: str | None) -> None:
                 "dispatching" if name in active else ("finished" if not c.pending else "stopped")
             )
             row = (c.queued, c.leased, c.done, c.dead, c.seen)
-            crawls.add_row(escape(name), state, *(str(n) for n in row))
+            crawls.add_row(safe(name), state, *(str(n) for n in row))
         out.print(crawls)
         if crawl_id is not None and frontier is not None:
             await _domains(frontier, f"domains of {crawl_id}")
@@ -139,8 +140,8 @@ async def _distributed(redis_url: str, crawl_id: str | None) -> None:
         ago_s = now - beat.seen_at
         live = "yes" if ago_s < WORKER_SEEN_S else "no"
         workers.add_row(
-            escape(beat.name), live, f"{ago_s:.0f} s ago", escape(beat.crawl),
-            str(beat.concurrency), ",".join(beat.queues),
+            safe(beat.name), live, f"{ago_s:.0f} s ago", safe(beat.crawl),
+            str(beat.concurrency), safe(",".join(beat.queues)),
         )  # fmt: skip
     out.print(workers)
 
@@ -157,14 +158,13 @@ def status(
     """Counts per state, DLQ size and per-domain rows of crawls, and the workers seen."""
     try:
         if redis is not None:
-            asyncio.run(_distributed(redis, crawl_id))
+            asyncio.run(_distributed(check_redis_url(redis), crawl_id))
         elif state is not None:
             asyncio.run(_embedded(state))
         else:
             raise CrawlfleetError("give --redis URL (distributed) or --state DIR (embedded)")
     except CrawlfleetError as exc:
-        err.print(f"[red]error:[/] {exc}", soft_wrap=True)
-        raise typer.Exit(2) from None
+        fail(exc, err)
 
 
 def register(app: typer.Typer) -> None:

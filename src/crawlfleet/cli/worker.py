@@ -12,7 +12,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from crawlfleet.cli.console import fail
 from crawlfleet.errors import CrawlfleetError
+from crawlfleet.settings import check_redis_url
 
 err = Console(stderr=True)
 
@@ -59,12 +61,11 @@ def worker(
     chosen = tuple(q.strip() for q in queues.split(",") if q.strip())
     try:
         check_queues(chosen)
-        config = WorkerConfig(redis, postgres, concurrency, chosen, batch_s)
+        config = WorkerConfig(check_redis_url(redis), postgres, concurrency, chosen, batch_s)
         app = make_app(broker or redis, TaskLimits(batch_s=batch_s))
         check_backends(config)
     except CrawlfleetError as exc:
-        err.print(f"[red]error:[/] {exc}", soft_wrap=True)
-        raise typer.Exit(2) from None
+        fail(exc, err)
     runtime = WorkerRuntime(config)
     register_tasks(app, runtime)
     try:

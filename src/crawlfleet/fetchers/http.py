@@ -20,6 +20,7 @@ from crawlfleet.fetchers.addresses import (
     check_literal_host,
     is_forbidden_address,
 )
+from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.fetchers.decoding import decode_body
 from crawlfleet.fetchers.headers import default_headers
 from crawlfleet.models import CrawlRequest, FetchResult
@@ -36,7 +37,9 @@ class HttpFetcher:
     ``is_forbidden_address``); it is not consulted when ``settings.allow_private_addresses``.
     With ``follow_redirects=False`` a 3xx response is returned as it is (the crawl loop
     queues its Location, so a page reached by a redirect and by a link is fetched once).
-    Cookies are not kept between fetches. Create, use and close it in one event loop.
+    Cookies are not kept between fetches. ``credentials`` are sent as Basic auth to their
+    own origin only, hop by hop; userinfo in a URL is never sent. Create, use and close it in
+    one event loop.
     """
 
     def __init__(
@@ -46,8 +49,10 @@ class HttpFetcher:
         clock: Clock | None = None,
         forbidden: AddressPredicate | None = None,
         follow_redirects: bool = True,
+        credentials: Credentials | None = None,
     ) -> None:
         self._settings = settings
+        self._credentials = credentials if credentials is not None else Credentials()
         self._follow = follow_redirects
         self._clock = clock or SystemClock()
         self._forbidden = (
@@ -85,9 +90,18 @@ class HttpFetcher:
             async with asyncio.timeout(self._settings.total_timeout_s):
                 while True:
                     target = URL(url)
+                    if target.user is not None:  # userinfo is never sent: see ``credentials``
+                        target = target.with_user(None)
                     if self._forbidden is not None and target.host is not None:
                         check_literal_host(target.host, self._forbidden)
-                    async with session.get(target, allow_redirects=False) as response:
+                    auth = self._credentials.for_url(url)
+                    async with session.get(
+                        target,
+                        allow_redirects=False,
+                        headers={"Authorization": aiohttp.encode_basic_auth(*auth)}
+                        if auth
+                        else None,
+                    ) as response:
                         status = response.status
                         location = (
                             response.headers.get("Location")
@@ -155,7 +169,7 @@ class HttpFetcher:
             raise FetchError(
                 f"{source}: redirect to non-http(s) URL {str(target)!r}", transient=False
             )
-        next_url = str(target)
+        next_url = str(target.with_user(None))
         if next_url in chain:
             raise FetchError(f"redirect loop: {' -> '.join([*chain, next_url])}", transient=False)
         if len(chain) > self._settings.max_redirects:

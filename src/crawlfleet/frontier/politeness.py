@@ -61,6 +61,23 @@ def parse_retry_after(value: str | None, now: float, *, max_s: float = DAY_S) ->
     return min(max(delay_s, 0.0), max_s)
 
 
+def retry_after_block(
+    status: int, value: str | None, now: float, *, max_s: float
+) -> tuple[float, str]:
+    """How long a 429/503 parks its domain, and the reason to show for it.
+
+    The header's delay, capped at ``max_s`` (setting ``max_retry_after_s``); a capped delay
+    says so in the reason, so a server asking for a week is visible, not silently shortened.
+    """
+    asked_s = parse_retry_after(value, now, max_s=math.inf) or 0.0
+    if asked_s <= max_s:
+        return asked_s, f"HTTP {status} Retry-After"
+    return max_s, (
+        f"HTTP {status} Retry-After {asked_s:.0f} s is over max_retry_after_s "
+        f"({max_s:.0f} s): domain parked for {max_s:.0f} s"
+    )
+
+
 class StatusClass(Enum):
     """What the crawl loop should do with a response, judged by its status alone."""
 

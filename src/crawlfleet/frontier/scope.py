@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 
-from crawlfleet.errors import ConfigError
+from crawlfleet.patterns import compile_any as _compile
 from crawlfleet.urls import host_of, registrable_domain
-
-
-def _compile(patterns: Sequence[str], key: str) -> re.Pattern[str] | None:
-    if not patterns:
-        return None
-    try:
-        return re.compile("|".join(f"(?:{p})" for p in patterns))
-    except re.error as exc:
-        raise ConfigError(f"bad setting {key!r}: invalid regex ({exc})") from None
 
 
 class Scope:

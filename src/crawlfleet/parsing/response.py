@@ -11,6 +11,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from crawlfleet.errors import ConfigError
 from crawlfleet.models import FetchResult, Link
+from crawlfleet.parsing.encoding import text_of
 from crawlfleet.parsing.links import RobotsMeta, base_url, extract_links, robots_meta
 
 if TYPE_CHECKING:
@@ -51,7 +52,8 @@ class Response:
 
     @cached_property
     def text(self) -> str:
-        return self.result.text
+        """The body decoded as a browser would (``parsing.encoding``: BOM, header, meta)."""
+        return text_of(self.result)
 
     @cached_property
     def tree(self) -> LexborHTMLParser:
