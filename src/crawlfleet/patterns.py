@@ -29,6 +29,9 @@ class Pattern(Protocol):
     @property
     def pattern(self) -> str: ...
 
+    @property
+    def groups(self) -> int: ...
+
     def search(self, text: str) -> Match | None: ...
 
 

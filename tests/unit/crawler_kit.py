@@ -188,6 +188,7 @@ def make_crawl(
         events=events,
         clock=clock,
         worker="test",
+        max_retry_after_s=3600.0,
     )
     return Crawl(Crawler(parts), frontier, admitter, events, sink, clock)
 

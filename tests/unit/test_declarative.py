@@ -167,13 +167,13 @@ def test_loaded_through_load_parsers() -> None:
         ({"fields": {"a": {"attr": "href"}}}, "'quotes': fields.a: .*exactly one of css or xpath"),
         ({"fields": {"a": {"css": "a", "xpath": "//a"}}}, "fields.a: .*exactly one"),
         ({"fields": {"a": {"css": "a", "type": "date"}}}, "fields.a.type: "),
-        ({"fields": {"a": {"css": "a", "re": "("}}}, "fields.a.re: .*bad regular expression"),
+        ({"fields": {"a": {"css": "a", "re": "("}}}, "fields.a.re: .*is not accepted"),
         ({"fields": {"a": {"css": "a", "colour": "red"}}}, "fields.a.colour: Extra inputs"),
         ({"key": "nope"}, "key 'nope' is not one of the fields"),
-        ({"follow": [{"pattern": "["}]}, r"follow.0.pattern: .*bad regular expression"),
+        ({"follow": [{"pattern": "["}]}, r"follow.0.pattern: .*is not accepted"),
         ({"domain": None, "pattern": None}, "give a domain or a pattern"),
         ({"name": ""}, "'': name: "),
-        ({"pattern": "re:("}, "'quotes' pattern: bad regular expression"),
+        ({"pattern": "re:("}, "quotes.* pattern.*is not accepted"),
     ],
 )
 def test_bad_declarations_name_the_parser_and_field(change: dict[str, Any], message: str) -> None:

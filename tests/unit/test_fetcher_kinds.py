@@ -44,3 +44,12 @@ def test_worker_queues() -> None:
         check_queues(("ftp",))
     with pytest.raises(ConfigError, match="no queue given"):
         check_queues(())
+
+
+def test_a_distributed_crawl_refuses_seeds_with_credentials() -> None:
+    from crawlfleet.runtime.celery.dispatcher import check_servable
+    from crawlfleet.settings import Settings
+
+    with pytest.raises(ConfigError, match="embedded crawls only"):
+        check_servable(Settings(), ["http://user:secret@shop.test/"])
+    check_servable(Settings(), ["http://shop.test/"])

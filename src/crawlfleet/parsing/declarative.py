@@ -23,26 +23,34 @@ the first group of ``re`` (or its whole match) when given, then converts to ``ty
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from crawlfleet.errors import ConfigError
 from crawlfleet.models import FetchResult, Item, ParseResult
 from crawlfleet.parsing.plugins import Contract, Follow, ParserSpec, followed
 from crawlfleet.parsing.response import Response
 from crawlfleet.parsing.selectors import Selection, document
+from crawlfleet.patterns import Pattern, compile_pattern
 
 
 def _valid_regex(value: str | None) -> str | None:
     if value is not None:
         try:
-            re.compile(value)
-        except re.error as exc:
-            raise ValueError(f"bad regular expression {value!r}: {exc}") from None
+            compile_pattern(value, "regex")
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
     return value
 
 
@@ -59,12 +67,18 @@ class FieldSpec(BaseModel):
     all: bool = False
 
     _check_regex = field_validator("regex")(_valid_regex)
+    _regex: Pattern | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _one_selector(self) -> FieldSpec:
         if (self.css is None) == (self.xpath is None):
             raise ValueError("give exactly one of css or xpath")
         return self
+
+    def _compiled_regex(self) -> Pattern:
+        if self._regex is None:
+            self._regex = compile_pattern(self.regex or "", "regex")
+        return self._regex
 
     @property
     def many(self) -> bool:
@@ -86,10 +100,11 @@ class FieldSpec(BaseModel):
         if raw is None:
             return None
         if self.regex is not None:
-            found = re.search(self.regex, raw)
+            regex = self._compiled_regex()
+            found = regex.search(raw)
             if found is None:
                 return None
-            raw = found.group(1) if found.re.groups else found.group(0)
+            raw = found.group(1) if regex.groups else found.group(0)
         if self.type in ("str", "list"):
             return raw
         number = raw.strip().replace(",", "").replace("_", "")

@@ -19,29 +19,26 @@ fetcher; the first matching rule wins and links matching no rule are dropped.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
 
-from crawlfleet.errors import ConfigError
 from crawlfleet.models import FetchResult, Item, Link, ParseResult
 from crawlfleet.parsing.protocols import Parser
 from crawlfleet.parsing.response import Response
+from crawlfleet.patterns import Pattern, compile_pattern
 
 MARK = "__crawlfleet_parser__"
 
 PluginFunction = Callable[[Response], Any]
 
 
-def compile_regex(pattern: str, what: str) -> re.Pattern[str]:
-    """``pattern`` compiled; a bad one is a ``ConfigError`` naming ``what``."""
-    try:
-        return re.compile(pattern)
-    except re.error as exc:
-        raise ConfigError(f"{what}: bad regular expression {pattern!r}: {exc}") from None
+def compile_regex(pattern: str, what: str) -> Pattern:
+    """``pattern`` compiled (RE2: linear time, see ``crawlfleet.patterns``); a bad one is a
+    ``ConfigError`` naming ``what``."""
+    return compile_pattern(pattern, what)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +54,8 @@ class Follow:
     css: str | Sequence[str] | None = None
     priority: int = 0
     fetcher: str | None = None
-    _allow: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
-    _deny: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    _allow: Pattern | None = field(init=False, repr=False, compare=False)
+    _deny: Pattern | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         allow = compile_regex(self.pattern, "follow pattern") if self.pattern else None

@@ -14,7 +14,6 @@ Two parsers with the same name, or the same domain and pattern, are a ``ConfigEr
 from __future__ import annotations
 
 import fnmatch
-import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
@@ -24,6 +23,7 @@ from crawlfleet.errors import ConfigError
 from crawlfleet.parsing.default import default_parser
 from crawlfleet.parsing.plugins import ParserSpec, compile_regex
 from crawlfleet.parsing.protocols import Parser
+from crawlfleet.patterns import Pattern
 
 DEFAULT_NAME = "default"
 REGEX_PREFIX = "re:"
@@ -36,7 +36,7 @@ class PathPattern:
 
     def __init__(self, pattern: str | None, owner: str) -> None:
         self.pattern = pattern
-        self._regex: re.Pattern[str] | None = None
+        self._regex: Pattern | None = None
         if pattern is None:
             self.literal_chars = 0
         elif pattern.startswith(REGEX_PREFIX):

@@ -23,7 +23,7 @@ from crawlfleet.counters import Counters
 from crawlfleet.errors import ConfigError, FetchError
 from crawlfleet.fetchers.protocols import Fetcher
 from crawlfleet.frontier.frontier import Frontier
-from crawlfleet.frontier.politeness import StatusClass, classify, judge, parse_retry_after
+from crawlfleet.frontier.politeness import StatusClass, classify, judge, retry_after_block
 from crawlfleet.frontier.protocols import Ended, Report, Signal
 from crawlfleet.frontier.robots import RobotsCache
 from crawlfleet.models import Attempt, FetchResult, Lease, Outcome
@@ -63,6 +63,7 @@ class CrawlerParts:
     events: EventBus
     clock: Clock
     worker: str
+    max_retry_after_s: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,9 +125,13 @@ class Crawler:
         kind = classify(result)
         if kind is StatusClass.RETRY_AFTER:
             now = p.clock.now()
-            wait_s = parse_retry_after(result.headers.get("retry-after"), now) or 0.0
+            wait_s, reason = retry_after_block(
+                result.status,
+                result.headers.get("retry-after"),
+                now,
+                max_s=p.max_retry_after_s,
+            )
             until = now + wait_s
-            reason = f"HTTP {result.status} Retry-After {wait_s:g} s"
             p.events.emit(DomainBlocked(lease.request.domain, until, reason))
             await self._fail(
                 _Step(lease, started, result, signal, reason),

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from crawlfleet.clock import Clock
 from crawlfleet.errors import StateError
+from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.fetchers.files import FileFetcher
 from crawlfleet.fetchers.http import HttpFetcher
 from crawlfleet.fetchers.protocols import Fetcher
@@ -74,10 +75,12 @@ def build_frontier(settings: Settings, store: QueueStore, seeds: list[str]) -> F
     )
 
 
-def build_fetchers(settings: Settings, clock: Clock) -> dict[str, Fetcher]:
+def build_fetchers(
+    settings: Settings, clock: Clock, credentials: Credentials
+) -> dict[str, Fetcher]:
     """The crawl's fetchers by kind; redirects become queued links (``Crawler``)."""
     return {
-        "http": HttpFetcher(settings, clock=clock, follow_redirects=False),
+        "http": HttpFetcher(settings, clock=clock, follow_redirects=False, credentials=credentials),
         "file": FileFetcher(settings, clock=clock),
     }
 
@@ -94,11 +97,11 @@ def robots_fetch(fetcher: Fetcher) -> Callable[[str], Awaitable[FetchResult]]:
 
 
 def build_robots(
-    settings: Settings, clock: Clock, stack: AsyncExitStack
+    settings: Settings, clock: Clock, stack: AsyncExitStack, credentials: Credentials
 ) -> tuple[RobotsCache | None, FetchFn]:
     """The robots.txt cache (None when robots are not obeyed) and the side fetch it and the
     sitemap reader use (redirects followed)."""
-    side_fetcher = HttpFetcher(settings, clock=clock)
+    side_fetcher = HttpFetcher(settings, clock=clock, credentials=credentials)
     stack.push_async_callback(side_fetcher.close)
     fetch_url = robots_fetch(side_fetcher)
     if not settings.obey_robots:
@@ -122,7 +125,7 @@ def build_admitter(
     stack: AsyncExitStack,
 ) -> Admitter:
     """What seeds a crawl without fetchers, parsers or sinks (the dispatcher)."""
-    robots, fetch_url = build_robots(settings, clock, stack)
+    robots, fetch_url = build_robots(settings, clock, stack, Credentials())
     return Admitter(frontier, robots=robots, events=events, fetch_url=fetch_url)
 
 
@@ -149,11 +152,12 @@ async def build_crawl(
         raise StateError("a crawl step needs an item sink; these backends opened none")
     store, sink, rejects = backends.store, backends.sink, backends.rejects
     registry = load_parsers(settings.parsers, settings.selector_parsers)
-    fetchers = build_fetchers(settings, clock)
+    credentials = Credentials.from_urls(seeds)  # userinfo of the seeds, per origin
+    fetchers = build_fetchers(settings, clock, credentials)
     for fetcher in fetchers.values():
         stack.push_async_callback(fetcher.close)
     frontier = build_frontier(settings, store, seeds)
-    robots, fetch_url = build_robots(settings, clock, stack)
+    robots, fetch_url = build_robots(settings, clock, stack, credentials)
     pipeline = Pipeline(
         default_processors(registry.schemas()), sink, events=events, clock=clock, rejects=rejects
     )
@@ -167,6 +171,7 @@ async def build_crawl(
         events=events,
         clock=clock,
         worker=worker_name(),
+        max_retry_after_s=settings.max_retry_after_s,
     )
     return CrawlGraph(Crawler(parts), frontier, stack)
 

@@ -30,6 +30,7 @@ from redis.exceptions import RedisError
 
 from crawlfleet.clock import Clock
 from crawlfleet.errors import ConfigError, StateError
+from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.redis.queue import redact
 from crawlfleet.models import QueueCounts
@@ -74,7 +75,13 @@ class DispatchedCrawl:
 
 
 def check_servable(settings: Settings, seeds: Sequence[str]) -> None:
-    """``ConfigError`` when the crawl names a fetcher kind no worker of this build serves."""
+    """``ConfigError`` when the crawl names a fetcher kind no worker of this build serves, or
+    a seed carries credentials (the definition in Redis would hold them; workers get none)."""
+    if len(Credentials.from_urls(seeds)):
+        raise ConfigError(
+            "a seed URL carries user:password: credentials are supported in embedded crawls"
+            " only (a distributed crawl's definition is stored in Redis)"
+        )
     for seed in seeds:
         if seed.startswith("file:"):
             raise ConfigError(f"seed {seed}: file: URLs are crawled embedded only (no --redis)")
