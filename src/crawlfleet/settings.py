@@ -89,6 +89,12 @@ class Settings(BaseSettings):
         default=10 * 1024 * 1024, ge=1024, description="a body after Content-Encoding"
     )
 
+    # Parsing (parsing/budget.py)
+    max_html_nesting_depth: int = Field(
+        default=2000, ge=64, description="deeper HTML fails unparsed (tree building is quadratic)"
+    )
+    max_parse_s: float = Field(default=10.0, gt=0, le=3600, description="one page's parse")
+
     # Retries and leases
     max_retries: int = Field(default=3, ge=0, le=100)
     backoff_base_s: float = Field(default=1.0, ge=0)
