@@ -8,6 +8,8 @@
     ├── FetchError             one fetch attempt failed; ``transient`` says if a retry may help
     │   ├── TooLarge           the body passed the size limit (declared, read or decompressed)
     │   └── ForbiddenAddress   the host resolves to a private/loopback address we may not fetch
+    ├── ParseError             a fetched page could not be parsed
+    │   └── ParseBudgetExceeded  nested too deep, or parsing passed its deadline (parsing.budget)
     └── DropItem               a pipeline processor refuses an item; carries the reason
         └── InvalidItem        the item failed its schema (pipeline.processors); kept as a reject
 
@@ -67,6 +69,14 @@ class ForbiddenAddress(FetchError):
     """The host resolves to a private, loopback or link-local address and that is not allowed."""
 
     transient = False
+
+
+class ParseError(CrawlfleetError):
+    """A fetched page could not be parsed; the message names the URL."""
+
+
+class ParseBudgetExceeded(ParseError):
+    """The page is nested deeper than allowed, or parsing it passed its deadline."""
 
 
 class DropItem(CrawlfleetError):

@@ -64,7 +64,9 @@ class Settings(BaseSettings):
         default_factory=list, description="URL regexes; if any, one must match"
     )
     deny: list[str] = Field(default_factory=list, description="URL regexes that exclude a URL")
-    max_depth: int | None = Field(default=None, ge=0)
+    max_depth: int | None = Field(
+        default=100, ge=0, description="links from a seed; the spider-trap backstop"
+    )
     max_pages: int | None = Field(default=None, ge=1)
     max_pages_per_domain: int | None = Field(default=None, ge=1)
     follow_sitemaps: bool = False
@@ -72,6 +74,12 @@ class Settings(BaseSettings):
     selector_parsers: list[dict[str, Any]] = Field(
         default_factory=list, description="parsers declared with CSS/XPath selectors, no code"
     )
+
+    # Spider traps (frontier/scope.py TrapLimits); raise a limit to lift it
+    max_url_chars: int = Field(default=2083, ge=64)
+    max_path_segment_repeats: int = Field(default=3, ge=1)
+    max_query_params: int = Field(default=16, ge=1)
+    max_links_per_page: int = Field(default=5000, ge=1, description="links kept from one page")
 
     # URL handling
     politeness_key: Literal["host", "domain"] = "host"
@@ -104,7 +112,15 @@ class Settings(BaseSettings):
     total_timeout_s: float = Field(default=60.0, gt=0)
     max_redirects: int = Field(default=10, ge=0, le=100)
     max_body_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
-    max_decompressed_bytes: int = Field(default=50 * 1024 * 1024, ge=1024)
+    max_decompressed_bytes: int = Field(
+        default=10 * 1024 * 1024, ge=1024, description="a body after Content-Encoding"
+    )
+
+    # Parsing (parsing/budget.py)
+    max_html_nesting_depth: int = Field(
+        default=2000, ge=64, description="deeper HTML fails unparsed (tree building is quadratic)"
+    )
+    max_parse_s: float = Field(default=10.0, gt=0, le=3600, description="one page's parse")
 
     # Retries and leases
     max_retries: int = Field(default=3, ge=0, le=100)

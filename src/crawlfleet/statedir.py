@@ -25,6 +25,7 @@ import orjson
 
 from crawlfleet.errors import StateError
 from crawlfleet.frontier.sqlite_schema import FileLock
+from crawlfleet.redact import redact
 from crawlfleet.settings import Settings
 
 LOCK_NAME = "crawl"
@@ -52,8 +53,8 @@ allowed, another delay or a fixed parser.
 
 
 def crawl_identity(settings: Settings, seeds: Sequence[str]) -> dict[str, Any]:
-    """The seeds (sorted, once each) and the ``IDENTITY_SETTINGS`` of a crawl."""
-    identity: dict[str, Any] = {"seeds": sorted(set(seeds))}
+    """The seeds (sorted, once each, credentials redacted) and the ``IDENTITY_SETTINGS``."""
+    identity: dict[str, Any] = {"seeds": sorted({redact(seed) for seed in seeds})}
     for name in IDENTITY_SETTINGS:
         identity[name] = getattr(settings, name)
     return identity

@@ -20,6 +20,7 @@ from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.frontier.robots import FetchFn, RobotsCache
 from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.monitoring.events import EventBus
+from crawlfleet.parsing.budget import ParseBudget, ParseLimits
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.pipeline.processors import default_processors
@@ -162,6 +163,7 @@ def make_crawl(
         **{"delay_s": 0.0, "backoff_base_s": 0.0, **settings},
     )
     frontier = build_frontier(config, store or MemoryQueueStore(), seeds)
+    parse_budget = ParseBudget(ParseLimits.from_settings(config), threads=1)
     events = EventBus()
     side_fetch = robots_fetch or any_fetcher.fetch_url
     robots = (
@@ -175,7 +177,7 @@ def make_crawl(
         if obey_robots
         else None
     )
-    admitter = Admitter(frontier, robots=robots, events=events, fetch_url=side_fetch)
+    admitter = Admitter(frontier, robots=robots, events=events, fetch_url=side_fetch, clock=clock)
     sink = MemorySink(clock=clock)
     pipeline = Pipeline(default_processors(), sink, events=events, clock=clock)
     parts = CrawlerParts(
@@ -189,6 +191,7 @@ def make_crawl(
         clock=clock,
         worker="test",
         max_retry_after_s=3600.0,
+        parse_budget=parse_budget,
     )
     return Crawl(Crawler(parts), frontier, admitter, events, sink, clock)
 

@@ -126,6 +126,7 @@ async def test_the_robots_prefetch_is_bounded(hanging: HangingHosts) -> None:
         robots=crawl.crawler.parts.robots,
         events=crawl.events,
         fetch_url=robots_fetch(side),
+        clock=crawl.clock,
         prefetch_concurrency=4,
     )
     try:

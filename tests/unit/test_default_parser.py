@@ -155,3 +155,9 @@ def test_cpu_cost_of_a_typical_page_stays_under_a_millisecond() -> None:
             default_parser(page)
         best_s = min(best_s, (time.process_time() - started) / len(pages))
     assert best_s < 0.001
+
+
+def test_default_parser_keeps_the_first_5000_links() -> None:
+    html = "<body>" + "".join(f'<a href="/p/{i}">{i}</a>' for i in range(6000))
+    assert len(default_parser(fetched(html)).links) == 5000
+    assert len(default_parser(fetched(html), max_links=6000).links) == 6000

@@ -61,3 +61,23 @@ def test_corrupt_data_is_a_permanent_error(coding: str) -> None:
     with pytest.raises(FetchError, match=f"corrupt {coding} body") as caught:
         decode_body(b"\x1f\x8b\x08garbage-garbage", coding, cap_bytes=10_000, url=URL)
     assert caught.value.transient is False
+
+
+def test_more_than_two_codings_are_refused() -> None:
+    body = gzip.compress(gzip.compress(gzip.compress(TEXT)))
+    with pytest.raises(FetchError, match="3 content codings, at most 2") as caught:
+        decode_body(body, "gzip, gzip, gzip", cap_bytes=10_000, url=URL)
+    assert caught.value.transient is False
+
+
+def test_two_codings_are_accepted() -> None:
+    body = gzip.compress(gzip.compress(TEXT))
+    assert decode_body(body, "gzip, gzip", cap_bytes=10_000, url=URL) == TEXT
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "br", "gzip, br"])
+def test_truncate_keeps_the_first_cap_bytes(coding: str) -> None:
+    cap = len(TEXT) // 3
+    assert (
+        decode_body(ENCODED[coding], coding, cap_bytes=cap, url=URL, truncate=True) == (TEXT[:cap])
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import itertools
 import logging
 import time
 from collections import Counter
@@ -265,3 +266,76 @@ async def test_html_soft_404_gives_nothing(site: Site, fetch: FetchFn) -> None:
     site.put("/plain.xml", b"<html><body><loc>http://nope/</loc></body></html>")
     starts = [f"{site.base}/sitemap.xml", f"{site.base}/plain.xml"]
     assert await collect(sitemap_urls(fetch, starts)) == []
+
+
+# Child sitemaps are fetched like pages: in scope, allowed by robots.txt, paced per host.
+
+
+def recording(fetch: FetchFn, clock: FakeClock, log: list[tuple[str, float]]) -> FetchFn:
+    async def get(url: str) -> FetchResult:
+        log.append((url, clock.now()))
+        return await fetch(url)
+
+    return get
+
+
+async def test_child_sitemaps_out_of_scope_are_not_fetched(
+    site: Site, fetch: FetchFn, caplog: pytest.LogCaptureFixture
+) -> None:
+    b = site.base
+    offsite = b.replace("127.0.0.1", "127.0.0.2")
+    site.put("/index.xml", index([f"{offsite}/elsewhere.xml", f"{b}/here.xml"]))
+    site.put("/here.xml", urlset([f"{b}/p/1"]))
+    clock = FakeClock()
+    fetched: list[tuple[str, float]] = []
+    with caplog.at_level(logging.WARNING, logger="crawlfleet.frontier.sitemaps"):
+        urls = await collect(
+            sitemap_urls(
+                recording(fetch, clock, fetched),
+                [f"{b}/index.xml"],
+                in_scope=lambda url: url.startswith(b),
+                clock=clock,
+            )
+        )
+    assert urls == [f"{b}/p/1"]
+    assert [url for url, _ in fetched] == [f"{b}/index.xml", f"{b}/here.xml"]
+    assert f"{offsite}/elsewhere.xml: out of the crawl's scope" in caplog.text
+
+
+async def test_child_sitemaps_disallowed_by_robots_are_not_fetched(
+    site: Site, fetch: FetchFn, caplog: pytest.LogCaptureFixture
+) -> None:
+    b = site.base
+    site.put("/robots.txt", b"User-agent: *\nDisallow: /private/\n")
+    site.put("/index.xml", index([f"{b}/private/secret.xml", f"{b}/open.xml"]))
+    site.put("/private/secret.xml", urlset([f"{b}/secret"]))
+    site.put("/open.xml", urlset([f"{b}/open"]))
+    clock = FakeClock()
+    robots = RobotsCache(fetch, user_agent="crawlfleet/0.1", clock=clock, ttl_s=60, error_ttl_s=60)
+    with caplog.at_level(logging.WARNING, logger="crawlfleet.frontier.sitemaps"):
+        urls = await collect(sitemap_urls(fetch, [f"{b}/index.xml"], robots=robots, clock=clock))
+    assert urls == [f"{b}/open"]
+    assert site.hits["/private/secret.xml"] == 0
+    assert "secret.xml: disallowed by robots.txt" in caplog.text
+
+
+async def test_sitemap_fetches_keep_the_host_delay_and_crawl_delay(
+    site: Site, fetch: FetchFn
+) -> None:
+    b = site.base
+    site.put("/index.xml", index([f"{b}/a.xml", f"{b}/b.xml"]))
+    site.put("/a.xml", urlset([f"{b}/a"]))
+    site.put("/b.xml", urlset([f"{b}/b"]))
+    clock = FakeClock()
+    fetched: list[tuple[str, float]] = []
+    get = recording(fetch, clock, fetched)
+    await collect(sitemap_urls(get, [f"{b}/index.xml"], delay_s=5.0, clock=clock))
+    times = [at for _, at in fetched]
+    assert [later - earlier for earlier, later in itertools.pairwise(times)] == [5.0, 5.0]
+
+    site.put("/robots.txt", b"User-agent: *\nCrawl-delay: 7\n")
+    robots = RobotsCache(fetch, user_agent="crawlfleet/0.1", clock=clock, ttl_s=60, error_ttl_s=60)
+    fetched.clear()
+    await collect(sitemap_urls(get, [f"{b}/index.xml"], robots=robots, delay_s=5.0, clock=clock))
+    times = [at for _, at in fetched]
+    assert [later - earlier for earlier, later in itertools.pairwise(times)] == [7.0, 7.0]

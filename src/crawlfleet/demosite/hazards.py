@@ -1,11 +1,16 @@
 """The lab's hazards: error statuses, flaky, slow, hanging, huge, bomb and spider-trap pages.
 
-Only ``/hazards`` links to them, and nothing reachable from the lab's home links to it.
+Only ``/hazards`` links to them, and nothing reachable from the lab's home links to it. The
+traps never end by themselves: a calendar (every month links its neighbours), a relative link
+that deepens the path, a search whose every page adds a query parameter, a link 500,000
+characters long, a page of 200,000 links and HTML nested 100,000 elements deep. The crawler's
+default limits (depth, URL rules, links per page, parse budget) are what stop them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gzip
 import zlib
 from collections import Counter
 from collections.abc import Callable
@@ -20,6 +25,9 @@ BIG_DECLARED_MIB = 64
 _CHUNK = 64 * 1024
 _MIB = 1024 * 1024
 _BOMB_PREFIX = b"<!DOCTYPE html>\n<html><body>"
+LONG_URL_CHARS = 500_000
+MANY_LINKS = 200_000
+NESTED_DEPTH = 100_000
 HAZARD_LINKS: tuple[str, ...] = (
     "/status/500",
     "/status/503",
@@ -32,6 +40,11 @@ HAZARD_LINKS: tuple[str, ...] = (
     "/bomb",
     "/bomb-br",
     "/trap/calendar/2024/01",
+    "/trap/repeat/",
+    "/trap/facets",
+    "/trap/long-url",
+    "/trap/many-links",
+    "/nested",
     "/redirect/loop",
     "/redirect/chain/25",
     "/redirect/offsite",
@@ -106,6 +119,11 @@ class Hazards:
             web.get("/bomb", self.bomb),
             web.get("/bomb-br", self.bomb_br),
             web.get("/trap/calendar/{year:\\d{4}}/{month:\\d{2}}", self.calendar),
+            web.get("/trap/repeat/{tail:.*}", self.repeat),
+            web.get("/trap/facets", self.facets),
+            web.get("/trap/long-url", self.long_url),
+            web.get("/trap/many-links", self.many_links),
+            web.get("/nested", self.nested),
         ]
 
     async def index(self, request: web.Request) -> web.Response:
@@ -178,6 +196,33 @@ class Hazards:
             if 0 <= i < 10000 * 12
         ]
         return simple_page(f"Calendar {year:04d}-{month:02d}", links)
+
+    async def repeat(self, request: web.Request) -> web.Response:
+        """A spider trap: a relative link that makes the path one ``a/b/`` longer each time."""
+        return simple_page(f"Repeat {request.match_info['tail']}", [("a/b/", "deeper")])
+
+    async def facets(self, request: web.Request) -> web.Response:
+        """A spider trap: a search whose every page links one with one more filter."""
+        query = "&".join(
+            [*(f"{k}={v}" for k, v in request.query.items()), f"f{len(request.query)}=1"]
+        )
+        return simple_page(f"Facets {len(request.query)}", [(f"/trap/facets?{query}", "refine")])
+
+    async def long_url(self, request: web.Request) -> web.Response:
+        """A page linking a URL of ``LONG_URL_CHARS`` characters."""
+        href = "/trap/long-url?q=" + "x" * (LONG_URL_CHARS - len("/trap/long-url?q="))
+        return simple_page("Long URL", [(href, "long")])
+
+    async def many_links(self, request: web.Request) -> web.Response:
+        """``MANY_LINKS`` links into ``/private/`` (robots.txt disallows it: none is fetched)."""
+        links = "".join(f'<a href="/private/many/{i}">{i}</a>\n' for i in range(MANY_LINKS))
+        return html_response(page("Many links", links))
+
+    async def nested(self, request: web.Request) -> web.Response:
+        """``?depth=N`` (default ``NESTED_DEPTH``) unclosed ``<div>``, gzip: 1 KB on the wire."""
+        depth = int(request.query.get("depth", NESTED_DEPTH))
+        markup = page("Nested", "<div>" * depth + '<a href="/hazards">out</a>')
+        return _encoded(gzip.compress(markup.encode(), mtime=0), "gzip")
 
 
 def _encoded(body: bytes, encoding: str) -> web.Response:

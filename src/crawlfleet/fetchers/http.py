@@ -80,8 +80,15 @@ class HttpFetcher:
         )
         return self._session
 
-    async def fetch(self, request: CrawlRequest) -> FetchResult:
-        """Follow redirects to a response and return it, whatever its status."""
+    async def fetch(
+        self, request: CrawlRequest, *, truncate_at_bytes: int | None = None
+    ) -> FetchResult:
+        """Follow redirects to a response and return it, whatever its status.
+
+        ``truncate_at_bytes``: keep the first that many bytes of the decoded body and stop
+        reading, where a body past ``max_body_bytes`` or ``max_decompressed_bytes`` would
+        otherwise fail with ``TooLarge`` (robots.txt: RFC 9309 section 2.5).
+        """
         session = self._session or self._open_session()
         started = time.perf_counter()
         url = request.url
@@ -109,7 +116,7 @@ class HttpFetcher:
                             else None
                         )
                         if location is None:
-                            body = await self._read_body(response, url)
+                            body = await self._read_body(response, url, truncate_at_bytes)
                             headers = _lower_case_headers(response)
                             break
                     redirects.append(url)
@@ -132,29 +139,47 @@ class HttpFetcher:
             fetched_at=self._clock.now(),
         )
 
-    async def _read_body(self, response: aiohttp.ClientResponse, url: str) -> bytes:
-        limit = self._settings.max_body_bytes
-        declared = response.content_length
-        if declared is not None:
-            if declared > limit:
-                raise TooLarge(f"{url}: Content-Length {declared} exceeds {limit} bytes")
-            # The parser stops at the declared length, so this read is bounded.
-            body = await response.content.read()
-        else:
-            chunks: list[bytes] = []
-            size = 0
-            while chunk := await response.content.readany():
-                size += len(chunk)
-                if size > limit:
-                    raise TooLarge(f"{url}: body exceeds {limit} bytes")
-                chunks.append(chunk)
-            body = b"".join(chunks)
+    async def _read_body(
+        self, response: aiohttp.ClientResponse, url: str, truncate_at_bytes: int | None
+    ) -> bytes:
+        settings = self._settings
         encoding = response.headers.get("Content-Encoding")
+        truncate = truncate_at_bytes is not None
+        limit = settings.max_body_bytes
+        if truncate_at_bytes is not None and not encoding:
+            limit = min(limit, truncate_at_bytes)
+        body = await self._read_raw(response, url, limit, truncate=truncate)
         if encoding:
-            body = decode_body(
-                body, encoding, cap_bytes=self._settings.max_decompressed_bytes, url=url
+            cap_bytes = settings.max_decompressed_bytes
+            if truncate_at_bytes is not None:
+                cap_bytes = min(cap_bytes, truncate_at_bytes)
+            # Off the loop: up to 90 ms of CPU per 10 MiB (see fetchers.decoding).
+            body = await asyncio.to_thread(
+                decode_body, body, encoding, cap_bytes=cap_bytes, url=url, truncate=truncate
             )
-        return body
+        return body if truncate_at_bytes is None else body[:truncate_at_bytes]
+
+    async def _read_raw(
+        self, response: aiohttp.ClientResponse, url: str, limit: int, *, truncate: bool
+    ) -> bytes:
+        """The body as sent, at most ``limit`` bytes: past it ``TooLarge``, or cut there."""
+        declared = response.content_length
+        if declared is not None and declared <= limit:
+            # The parser stops at the declared length, so this read is bounded.
+            return await response.content.read()
+        if declared is not None and not truncate:
+            raise TooLarge(f"{url}: Content-Length {declared} exceeds {limit} bytes")
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := await response.content.readany():
+            size += len(chunk)
+            chunks.append(chunk)
+            if size > limit:
+                if not truncate:
+                    raise TooLarge(f"{url}: body exceeds {limit} bytes")
+                # The rest is left unread: leaving the response closes the connection.
+                return b"".join(chunks)[:limit]
+        return b"".join(chunks)
 
     def _next_hop(self, current: URL, location: str, chain: list[str]) -> str:
         """The absolute URL ``location`` points to; refuses bad targets, loops and long chains."""

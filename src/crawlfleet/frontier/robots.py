@@ -2,8 +2,11 @@
 
 What a fetch outcome means (RFC 9309):
 
-- 2xx: the file is parsed (the first ``max_bytes`` only; a redirect followed by the fetcher
-  is fine).
+- 2xx: the file is parsed, the first ``max_bytes`` only (default ``ROBOTS_MAX_BYTES``,
+  RFC 9309 section 2.5: at least 500 KiB); a redirect followed by the fetcher is fine. The
+  fetch function should read no more than that and return it, not fail on a larger file
+  (``HttpFetcher.fetch(..., truncate_at_bytes=ROBOTS_MAX_BYTES)``): a 20 MB robots.txt is
+  then parsed up to its cut, not taken for an unreachable one.
 - 3xx left unfollowed and 4xx other than 429: no usable file, everything is allowed.
 - 429, 5xx or a ``FetchError``: the file is unreachable, everything is disallowed for
   ``error_ttl_s``; if an earlier copy of the file was parsed, that copy is used instead.
@@ -30,6 +33,7 @@ FetchFn = Callable[[str], Awaitable[FetchResult]]
 """Fetches an absolute URL: a ``FetchResult`` for any HTTP status, ``FetchError`` without one."""
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+ROBOTS_MAX_BYTES = 512 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +122,7 @@ class RobotsCache:
         clock: Clock,
         ttl_s: float,
         error_ttl_s: float,
-        max_bytes: int = 500 * 1024,
+        max_bytes: int = ROBOTS_MAX_BYTES,
         max_hosts: int = 10_000,
     ) -> None:
         if ttl_s <= 0 or error_ttl_s <= 0:
@@ -199,7 +203,7 @@ class RobotsCache:
         )
 
     def _parse(self, body: bytes) -> Protego:
-        if len(body) > self._max_bytes:
-            # Drop the cut line too: half a rule may mean something else than the rule.
+        if len(body) >= self._max_bytes:
+            # Maybe cut by the fetcher: drop the last line, half a rule may mean another rule.
             body = body[: self._max_bytes].rpartition(b"\n")[0]
         return Protego.parse(body.decode("utf-8", errors="replace"))

@@ -1,11 +1,61 @@
-"""Which canonical URLs belong to a crawl: allowed domains, allow/deny patterns, depth."""
+"""Which canonical URLs belong to a crawl: allowed domains, allow/deny patterns, depth, traps.
+
+The trap rules (``TrapLimits``) are on by default, because a crawl without them never ends on
+a calendar, a relative-link loop or a faceted search: a URL longer than 2,083 characters
+(Internet Explorer's limit, Scrapy's ``URLLENGTH_LIMIT``), a path in which one segment occurs
+more than 3 times (``/a/b/a/b/a/b/a/``), or a query of more than 16 parameters is out of
+scope. Each limit is a setting; a user lifts one by raising it.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from crawlfleet.patterns import compile_any as _compile
+from crawlfleet.settings import Settings
 from crawlfleet.urls import host_of, registrable_domain
+
+
+@dataclass(frozen=True, slots=True)
+class TrapLimits:
+    """Spider-trap rules; the defaults are those of ``Settings``."""
+
+    max_url_chars: int = 2083
+    max_path_segment_repeats: int = 3
+    max_query_params: int = 16
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> TrapLimits:
+        return cls(
+            max_url_chars=settings.max_url_chars,
+            max_path_segment_repeats=settings.max_path_segment_repeats,
+            max_query_params=settings.max_query_params,
+        )
+
+    def reason_to_skip(self, url: str) -> str | None:
+        """None when ``url`` passes every rule, else which one it breaks."""
+        if len(url) > self.max_url_chars:
+            return f"URL longer than {self.max_url_chars} characters"
+        repeats = self.max_path_segment_repeats
+        # Split only URLs with enough "/" or "&" to break a rule ("//" after the scheme).
+        if url.count("/") - 2 > repeats:
+            segments = Counter(s for s in urlsplit(url).path.split("/") if s)
+            if segments:
+                segment, count = segments.most_common(1)[0]
+                if count > repeats:
+                    return f"path segment {segment[:40]!r} repeated {count} times"
+        most = self.max_query_params
+        if url.count("&") >= most:
+            params = sum(1 for pair in urlsplit(url).query.split("&") if pair)
+            if params > most:
+                return f"{params} query parameters (more than {most})"
+        return None
+
+
+DEFAULT_TRAP_LIMITS = TrapLimits()
 
 
 class Scope:
@@ -22,11 +72,13 @@ class Scope:
         allow: Sequence[str] = (),
         deny: Sequence[str] = (),
         max_depth: int | None = None,
+        traps: TrapLimits = DEFAULT_TRAP_LIMITS,
     ) -> None:
         self._domains = tuple(sorted({d.lower().lstrip(".") for d in allowed_domains}))
         self._allow = _compile(allow, "allow")
         self._deny = _compile(deny, "deny")
         self.max_depth = max_depth
+        self.traps = traps
         self._files = "file" in self._domains
 
     @classmethod
@@ -38,11 +90,14 @@ class Scope:
         allow: Sequence[str] = (),
         deny: Sequence[str] = (),
         max_depth: int | None = None,
+        traps: TrapLimits = DEFAULT_TRAP_LIMITS,
     ) -> Scope:
         domains = list(allowed_domains) or [
             registrable_domain(host_of(s)) if host_of(s) else "file" for s in seeds
         ]
-        return cls(allowed_domains=domains, allow=allow, deny=deny, max_depth=max_depth)
+        return cls(
+            allowed_domains=domains, allow=allow, deny=deny, max_depth=max_depth, traps=traps
+        )
 
     def domain_allowed(self, host: str) -> bool:
         if not host:
@@ -53,6 +108,9 @@ class Scope:
         """None when the URL is in scope, else a short reason."""
         if self.max_depth is not None and depth > self.max_depth:
             return "max depth"
+        trap = self.traps.reason_to_skip(url)
+        if trap is not None:
+            return trap
         if not self.domain_allowed(host_of(url)):
             return "off-site"
         if self._deny is not None and self._deny.search(url):

@@ -4,6 +4,10 @@ Bodies are parsed as a stream with the stdlib expat parser (any DOCTYPE is refus
 entity can expand and nothing external is loaded); gzip is inflated in pieces under the same
 size cap. A sitemap that cannot be fetched, is too large or is broken is skipped with a logged
 reason; the URLs it gave before the fault are kept, and the other sitemaps are read on.
+
+A sitemap is fetched like a page: only when the crawl's scope takes its URL (an index may list
+sitemaps on any host), when robots.txt allows it, and no sooner than the host's delay (or its
+Crawl-delay) after the last sitemap fetched from that host.
 """
 
 from __future__ import annotations
@@ -13,10 +17,11 @@ import itertools
 import logging
 import zlib
 from collections import deque
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from xml.parsers import expat
 
-from crawlfleet.errors import FetchError
+from crawlfleet.clock import Clock, SystemClock
+from crawlfleet.errors import BadUrl, FetchError
 from crawlfleet.frontier.robots import FetchFn, RobotsCache, origin_of
 
 logger = logging.getLogger(__name__)
@@ -24,6 +29,7 @@ logger = logging.getLogger(__name__)
 _CHUNK_BYTES = 256 * 1024
 _MAX_URL_CHARS = 2048  # the sitemaps.org limit
 _GZIP_MAGIC = b"\x1f\x8b"
+MAX_CRAWL_DELAY_S = 60.0
 
 
 class _Skip(Exception):
@@ -46,6 +52,10 @@ async def sitemap_urls(
     fetch: FetchFn,
     start: Sequence[str],
     *,
+    in_scope: Callable[[str], bool] | None = None,
+    robots: RobotsCache | None = None,
+    delay_s: float = 0.0,
+    clock: Clock | None = None,
     max_urls: int = 1_000_000,
     max_depth: int = 3,
     max_bytes: int = 50 * 1024 * 1024,
@@ -53,17 +63,25 @@ async def sitemap_urls(
 ) -> AsyncIterator[str]:
     """The page URLs of the ``start`` sitemaps and of the sitemaps their indexes list.
 
-    Indexes are followed ``max_depth`` levels down; each sitemap is fetched once, at most
-    ``max_sitemaps`` in all. ``max_bytes`` caps each body, before and after gzip. Stops after
-    ``max_urls`` URLs. URLs are absolute, in sitemap order, not deduplicated.
+    A sitemap is fetched only if ``in_scope`` takes its URL and ``robots`` allows it, at
+    least ``delay_s`` (or the host's Crawl-delay, at most ``MAX_CRAWL_DELAY_S``) after the
+    previous sitemap fetch from its host ended; a refused one is skipped with a logged
+    reason. Indexes are followed ``max_depth`` levels down; each sitemap is fetched once, at
+    most ``max_sitemaps`` in all. ``max_bytes`` caps each body, before and after gzip. Stops
+    after ``max_urls`` URLs. URLs are absolute, in sitemap order, not deduplicated.
     """
+    gate = _Gate(in_scope, robots, delay_s, clock or SystemClock())
     queue = deque((url, 0) for url in dict.fromkeys(start))
     seen = set(start)
     count = 0
     while queue:
         url, depth = queue.popleft()
         try:
-            body = await _fetch_body(fetch, url, max_bytes)
+            await gate.enter(url)
+            try:
+                body = await _fetch_body(fetch, url, max_bytes)
+            finally:
+                gate.leave(url)
             reader = _Reader()
             for chunk in itertools.chain(_inflate(body, max_bytes), [None]):
                 reader.feed(chunk)
@@ -79,6 +97,46 @@ async def sitemap_urls(
                 await asyncio.sleep(0)  # a 50 MB sitemap must not stall the event loop
         except _Skip as exc:
             logger.warning("skipping sitemap %s: %s", url, exc)
+
+
+class _Gate:
+    """Scope, robots.txt and per-host pacing for sitemap fetches."""
+
+    def __init__(
+        self,
+        in_scope: Callable[[str], bool] | None,
+        robots: RobotsCache | None,
+        delay_s: float,
+        clock: Clock,
+    ) -> None:
+        self._in_scope = in_scope
+        self._robots = robots
+        self._delay_s = delay_s
+        self._clock = clock
+        self._last_end: dict[str, float] = {}
+
+    async def enter(self, url: str) -> None:
+        """Return when ``url`` may be fetched; ``_Skip`` if it may not be at all."""
+        if self._in_scope is not None and not self._in_scope(url):
+            raise _Skip("out of the crawl's scope")
+        try:
+            origin = origin_of(url)
+        except BadUrl as exc:
+            raise _Skip(str(exc)) from None
+        delay_s = self._delay_s
+        if self._robots is not None:
+            decision = await self._robots.check(url)
+            if not decision.allowed:
+                raise _Skip(decision.reason or "disallowed by robots.txt")
+            if decision.crawl_delay_s is not None:
+                delay_s = max(delay_s, min(decision.crawl_delay_s, MAX_CRAWL_DELAY_S))
+        last_end = self._last_end.get(origin)
+        if last_end is not None:
+            await self._clock.sleep(last_end + delay_s - self._clock.now())
+
+    def leave(self, url: str) -> None:
+        """The fetch of ``url`` ended: its host's delay runs from now."""
+        self._last_end[origin_of(url)] = self._clock.now()
 
 
 async def _fetch_body(fetch: FetchFn, url: str, max_bytes: int) -> bytes:

@@ -8,7 +8,13 @@ from typing import Any
 from selectolax.lexbor import LexborHTMLParser
 
 from crawlfleet.models import FetchResult, Item, ParseResult
-from crawlfleet.parsing.links import base_url, extract_links, resolve, robots_meta
+from crawlfleet.parsing.links import (
+    MAX_LINKS_PER_PAGE,
+    base_url,
+    extract_links,
+    resolve,
+    robots_meta,
+)
 
 PAGE_ITEM = "page"
 RESOURCE_ITEM = "resource"
@@ -37,8 +43,9 @@ def canonical_of(tree: LexborHTMLParser, base: str) -> str | None:
     return None
 
 
-def default_parser(response: FetchResult) -> ParseResult:
-    """One ``page`` item and the page's links for HTML; one ``resource`` item for the rest.
+def default_parser(response: FetchResult, *, max_links: int = MAX_LINKS_PER_PAGE) -> ParseResult:
+    """One ``page`` item and the page's first ``max_links`` links for HTML; one ``resource``
+    item for the rest.
 
     A page with ``<meta name="robots" content="noindex">`` gives no item (its links are still
     followed unless it also says ``nofollow``). The item key is ``response.url``, the canonical
@@ -47,7 +54,7 @@ def default_parser(response: FetchResult) -> ParseResult:
     if not response.is_html:
         return ParseResult(items=[resource_item(response)])
     tree = LexborHTMLParser(response.text)
-    links = extract_links(tree, response.final_url)
+    links = extract_links(tree, response.final_url, max_links=max_links)
     if robots_meta(tree).noindex:
         return ParseResult(links=links)
     data: dict[str, Any] = {

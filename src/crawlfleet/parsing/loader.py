@@ -21,7 +21,9 @@ from typing import Any
 
 from crawlfleet.errors import ConfigError
 from crawlfleet.parsing.declarative import selector_parser
+from crawlfleet.parsing.default import default_parser
 from crawlfleet.parsing.plugins import marked, spec_of
+from crawlfleet.parsing.protocols import Parser
 from crawlfleet.parsing.registry import ParserRegistry
 
 ENTRY_POINT_GROUP = "crawlfleet.parsers"
@@ -32,13 +34,14 @@ def load_parsers(
     selector_specs: Sequence[Mapping[str, Any]] = (),
     *,
     use_entry_points: bool = True,
+    default: Parser = default_parser,
 ) -> ParserRegistry:
     """A registry of every marked function in ``sources`` and entry points, and selector parsers.
 
     Raises ``ConfigError`` naming the module when one cannot be imported, and for parser
     declarations that clash or are invalid.
     """
-    registry = ParserRegistry()
+    registry = ParserRegistry(default=default)
     found: set[int] = set()
     for source in sources:
         module = import_source(source)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 
+from crawlfleet.clock import Clock
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.robots import FetchFn, RobotsCache, origin_of
 from crawlfleet.frontier.sitemaps import default_sitemaps, sitemap_urls
@@ -37,9 +38,11 @@ class Admitter:
         robots: RobotsCache | None,
         events: EventBus,
         fetch_url: FetchFn,
+        clock: Clock,
         prefetch_concurrency: int = ROBOTS_PREFETCH_CONCURRENCY,
     ) -> None:
         self._frontier = frontier
+        self._clock = clock
         self._robots = robots
         self._events = events
         self._fetch_url = fetch_url
@@ -60,13 +63,25 @@ class Admitter:
             else:
                 start = [f"{origin}/sitemap.xml"]
             batch: list[str] = []
-            async for url in sitemap_urls(self._fetch_url, start):
+            found = sitemap_urls(
+                self._fetch_url,
+                start,
+                in_scope=self._in_scope,
+                robots=self._robots,
+                delay_s=self._frontier.default_policy.delay_s,
+                clock=self._clock,
+            )
+            async for url in found:
                 batch.append(url)
                 if len(batch) >= SITEMAP_BATCH:
                     admitted += await self.admit(batch, None)
                     batch = []
             admitted += await self.admit(batch, None)
         return admitted
+
+    def _in_scope(self, url: str) -> bool:
+        requests, _rejected = self._frontier.requests_for([url], None)
+        return bool(requests)
 
     async def admit(self, links: Iterable[str | Link], parent: CrawlRequest | None) -> int:
         """Offer links found on ``parent`` (seeds when None); returns how many were new."""

@@ -36,6 +36,7 @@ from crawlfleet.monitoring.events import (
     ParseFailed,
     RequestSkipped,
 )
+from crawlfleet.parsing.budget import ParseBudget
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.pipeline import Pipeline, PipelineOutcome
 from crawlfleet.runtime.admission import Admitter
@@ -64,6 +65,7 @@ class CrawlerParts:
     clock: Clock
     worker: str
     max_retry_after_s: float
+    parse_budget: ParseBudget
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,8 +161,8 @@ class Crawler:
         request = step.lease.request
         name, parser = p.parsers.select(result.final_url)
         try:
-            parsed = parser(result)
-        except Exception as exc:
+            parsed = await p.parse_budget.parse(parser, result)
+        except Exception as exc:  # a parser's bug, or ParseBudgetExceeded: the page's own outcome
             error = f"{type(exc).__name__}: {exc}"
             detail = traceback.format_exc()
             p.events.emit(ParseFailed(request.url, name, error, detail))

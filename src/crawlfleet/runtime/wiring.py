@@ -8,6 +8,7 @@ import socket
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from functools import partial
 
 from crawlfleet.clock import Clock
 from crawlfleet.errors import StateError
@@ -17,10 +18,12 @@ from crawlfleet.fetchers.http import HttpFetcher
 from crawlfleet.fetchers.protocols import Fetcher
 from crawlfleet.frontier.frontier import Frontier, RetryPolicy
 from crawlfleet.frontier.protocols import BlockRules, Budget, DomainPolicy, QueueStore
-from crawlfleet.frontier.robots import FetchFn, RobotsCache
-from crawlfleet.frontier.scope import Scope
+from crawlfleet.frontier.robots import ROBOTS_MAX_BYTES, FetchFn, RobotsCache
+from crawlfleet.frontier.scope import Scope, TrapLimits
 from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.monitoring.events import EventBus
+from crawlfleet.parsing.budget import ParseBudget, ParseLimits
+from crawlfleet.parsing.default import default_parser
 from crawlfleet.parsing.loader import load_parsers
 from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.pipeline.processors import default_processors
@@ -60,6 +63,7 @@ def build_frontier(settings: Settings, store: QueueStore, seeds: list[str]) -> F
         allow=settings.allow,
         deny=settings.deny,
         max_depth=settings.max_depth,
+        traps=TrapLimits.from_settings(settings),
     )
     return Frontier(
         store,
@@ -85,13 +89,18 @@ def build_fetchers(
     }
 
 
-def robots_fetch(fetcher: Fetcher) -> Callable[[str], Awaitable[FetchResult]]:
-    """A URL -> FetchResult function (redirects followed), for robots.txt and sitemaps."""
+def robots_fetch(
+    fetcher: HttpFetcher, *, truncate_at_bytes: int | None = None
+) -> Callable[[str], Awaitable[FetchResult]]:
+    """A URL -> FetchResult function (redirects followed), for robots.txt and sitemaps.
+
+    ``truncate_at_bytes`` keeps the first bytes of a larger body instead of failing (robots.txt:
+    RFC 9309 §2.5 asks a crawler to parse at least 500 KiB and may ignore the rest).
+    """
 
     async def fetch(url: str) -> FetchResult:
-        return await fetcher.fetch(
-            CrawlRequest(url=url, fingerprint=fingerprint(url), domain="", fetcher="http")
-        )
+        request = CrawlRequest(url=url, fingerprint=fingerprint(url), domain="", fetcher="http")
+        return await fetcher.fetch(request, truncate_at_bytes=truncate_at_bytes)
 
     return fetch
 
@@ -107,7 +116,7 @@ def build_robots(
     if not settings.obey_robots:
         return None, fetch_url
     robots = RobotsCache(
-        fetch_url,
+        robots_fetch(side_fetcher, truncate_at_bytes=ROBOTS_MAX_BYTES),
         user_agent=settings.user_agent,
         clock=clock,
         ttl_s=settings.robots_ttl_s,
@@ -126,7 +135,7 @@ def build_admitter(
 ) -> Admitter:
     """What seeds a crawl without fetchers, parsers or sinks (the dispatcher)."""
     robots, fetch_url = build_robots(settings, clock, stack, Credentials())
-    return Admitter(frontier, robots=robots, events=events, fetch_url=fetch_url)
+    return Admitter(frontier, robots=robots, events=events, fetch_url=fetch_url, clock=clock)
 
 
 @dataclass(slots=True)
@@ -151,7 +160,13 @@ async def build_crawl(
     if backends.sink is None:
         raise StateError("a crawl step needs an item sink; these backends opened none")
     store, sink, rejects = backends.store, backends.sink, backends.rejects
-    registry = load_parsers(settings.parsers, settings.selector_parsers)
+    registry = load_parsers(
+        settings.parsers,
+        settings.selector_parsers,
+        default=partial(default_parser, max_links=settings.max_links_per_page),
+    )
+    budget = ParseBudget(ParseLimits.from_settings(settings))
+    stack.callback(budget.close)
     credentials = Credentials.from_urls(seeds)  # userinfo of the seeds, per origin
     fetchers = build_fetchers(settings, clock, credentials)
     for fetcher in fetchers.values():
@@ -163,7 +178,7 @@ async def build_crawl(
     )
     parts = CrawlerParts(
         frontier=frontier,
-        admitter=Admitter(frontier, robots=robots, events=events, fetch_url=fetch_url),
+        admitter=Admitter(frontier, robots=robots, events=events, fetch_url=fetch_url, clock=clock),
         fetchers=fetchers,
         robots=robots,
         parsers=registry,
@@ -172,6 +187,7 @@ async def build_crawl(
         clock=clock,
         worker=worker_name(),
         max_retry_after_s=settings.max_retry_after_s,
+        parse_budget=budget,
     )
     return CrawlGraph(Crawler(parts), frontier, stack)
 

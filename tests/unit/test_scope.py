@@ -1,0 +1,74 @@
+"""Scope: domains, patterns, depth and the default spider-trap rules."""
+
+from __future__ import annotations
+
+import pytest
+
+from crawlfleet.frontier.scope import Scope, TrapLimits
+from crawlfleet.settings import Settings
+
+SEED = "http://example.com/"
+
+
+def scope(**kwargs: object) -> Scope:
+    return Scope.for_seeds([SEED], **kwargs)  # type: ignore[arg-type]
+
+
+def test_a_url_past_2083_characters_is_out_of_scope_by_default() -> None:
+    base = "http://example.com/"
+    assert scope().reason_to_skip(base + "a" * (2083 - len(base)), 1) is None
+    assert scope().reason_to_skip(base + "a" * 500_000, 1) == "URL longer than 2083 characters"
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/a/b/a/b/a/b/a/b/", "/x/x/x/x", "/cal/foo/bar/foo/baz/foo/qux/foo/"],
+)
+def test_a_path_segment_repeated_more_than_3_times_is_a_trap(path: str) -> None:
+    reason = scope().reason_to_skip(f"http://example.com{path}", 1)
+    assert reason is not None
+    assert "repeated 4 times" in reason
+
+
+@pytest.mark.parametrize(
+    "path", ["/2024/01/01/news/01", "/a/b/a/b/a/b/", "/", "/one/two/three/four/five/six/seven/"]
+)
+def test_ordinary_paths_pass(path: str) -> None:
+    assert scope().reason_to_skip(f"http://example.com{path}", 1) is None
+
+
+def test_more_than_16_query_parameters_is_a_trap() -> None:
+    query = "&".join(f"f{i}=v" for i in range(17))
+    assert scope().reason_to_skip(f"{SEED}search?{query}", 1) == (
+        "17 query parameters (more than 16)"
+    )
+    assert scope().reason_to_skip(f"{SEED}search?{query.rpartition('&')[0]}", 1) is None
+
+
+def test_raised_limits_lift_the_rules() -> None:
+    lifted = scope(traps=TrapLimits(1_000_000, 100, 100), max_depth=None)
+    assert lifted.reason_to_skip(SEED + "a" * 500_000, 1_000) is None
+    assert lifted.reason_to_skip(f"{SEED}{'x/' * 50}", 1) is None
+    assert lifted.reason_to_skip(f"{SEED}?{'&'.join(f'a{i}=1' for i in range(50))}", 1) is None
+
+
+def test_the_trap_defaults_are_the_settings_defaults() -> None:
+    assert TrapLimits.from_settings(Settings()) == TrapLimits()
+    custom = Settings(max_url_chars=100, max_path_segment_repeats=9, max_query_params=2)
+    assert TrapLimits.from_settings(custom) == TrapLimits(100, 9, 2)
+
+
+def test_depth_is_limited_by_default() -> None:
+    depth = Settings().max_depth
+    assert depth == 100
+    limited = scope(max_depth=depth)
+    assert limited.reason_to_skip(SEED, depth) is None
+    assert limited.reason_to_skip(SEED, depth + 1) == "max depth"
+
+
+def test_domains_and_patterns_still_apply() -> None:
+    patterned = scope(deny=[r"/private/"], allow=[r"example\.com/(public|private)/"])
+    assert patterned.reason_to_skip("http://other.org/", 0) == "off-site"
+    assert patterned.reason_to_skip(f"{SEED}private/x", 0) == "denied by pattern"
+    assert patterned.reason_to_skip(f"{SEED}misc", 0) == "not allowed by pattern"
+    assert patterned.reason_to_skip(f"{SEED}public/x", 0) is None
