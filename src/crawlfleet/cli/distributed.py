@@ -20,6 +20,7 @@ from crawlfleet.clock import SystemClock
 from crawlfleet.errors import StateError
 from crawlfleet.monitoring.events import EventBus
 from crawlfleet.monitoring.stats import LiveStats
+from crawlfleet.runtime.celery.app import check_broker
 from crawlfleet.runtime.celery.dispatcher import Dispatcher, open_crawl
 from crawlfleet.settings import Settings
 
@@ -29,7 +30,14 @@ BROKER_ENV = "CRAWLFLEET_BROKER_URL"
 async def run_distributed(
     settings: Settings, seeds: list[str], *, fresh: bool, broker_url: str | None = None
 ) -> int:
-    """Dispatch a crawl to the Celery workers and wait until it is done; the exit code."""
+    """Dispatch a crawl to the Celery workers and wait until it is done; the exit code.
+
+    ``ConfigError``/``StateError`` (one line) before anything is stored if the broker cannot
+    be imported or reached: the dispatcher's loop would retry it for minutes.
+    """
+    broker_url = broker_url or os.environ.get(BROKER_ENV) or settings.redis_url
+    if broker_url is not None:
+        await asyncio.to_thread(check_broker, broker_url)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     clock = SystemClock()
     events = EventBus()
@@ -39,7 +47,7 @@ async def run_distributed(
         crawl = await open_crawl(
             settings,
             seeds,
-            broker_url=broker_url or os.environ.get(BROKER_ENV) or None,
+            broker_url=broker_url,
             fresh=fresh,
             events=events,
             clock=clock,

@@ -52,7 +52,7 @@ def worker(
     loglevel: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING")] = "INFO",
 ) -> None:
     """Run a worker; extra arguments are passed to ``celery worker``."""
-    from crawlfleet.runtime.celery.app import TaskLimits, make_app
+    from crawlfleet.runtime.celery.app import TaskLimits, check_broker, make_app
     from crawlfleet.runtime.celery.executor import WorkerConfig, WorkerRuntime, check_backends
     from crawlfleet.runtime.celery.tasks import register as register_tasks
 
@@ -63,6 +63,7 @@ def worker(
             raise CrawlfleetError(f"unknown queue(s) {sorted(unknown)}; choose from {QUEUE_NAMES}")
         config = WorkerConfig(redis, postgres, concurrency, chosen, batch_s)
         app = make_app(broker or redis, TaskLimits(batch_s=batch_s))
+        check_broker(broker or redis)
         check_backends(config)
     except CrawlfleetError as exc:
         err.print(f"[red]error:[/] {exc}", soft_wrap=True)
