@@ -62,8 +62,8 @@ def worker(
         if unknown or not chosen:
             raise CrawlfleetError(f"unknown queue(s) {sorted(unknown)}; choose from {QUEUE_NAMES}")
         config = WorkerConfig(redis, postgres, concurrency, chosen, batch_s)
-        app = make_app(broker or redis, TaskLimits(batch_s=batch_s))
         check_broker(broker or redis)
+        app = make_app(broker or redis, TaskLimits(batch_s=batch_s))
         check_backends(config)
     except CrawlfleetError as exc:
         err.print(f"[red]error:[/] {exc}", soft_wrap=True)

@@ -56,10 +56,17 @@ class TaskLimits:
 
 
 def make_app(broker_url: str, limits: TaskLimits | None = None) -> Celery:
-    """A Celery app for ``broker_url`` (``redis://`` or ``amqp://``); ``ConfigError`` if unsound."""
+    """A Celery app for ``broker_url`` (``redis://`` or ``amqp://``); ``ConfigError`` if unsound.
+
+    A ``redis://`` broker gets ``redis_transport.Transport``, which drops junk queue entries.
+    """
     limits = limits or TaskLimits()
     limits.validate()
     app = Celery("crawlfleet", broker=broker_url, set_as_current=False)
+    if broker_url.startswith("redis://"):
+        from crawlfleet.runtime.celery.redis_transport import Transport  # needs the redis extra
+
+        app.conf.broker_transport = Transport
     exchange = Exchange("crawlfleet", type="direct")  # type: ignore[no-untyped-call]
     app.conf.update(
         task_serializer="json",
