@@ -67,6 +67,7 @@ class WorkerConfig:
     concurrency: int
     queues: tuple[str, ...] = ("http",)
     batch_s: float = 2.0
+    parsers: tuple[str, ...] = ()  # the parser modules a crawl definition may name
 
 
 def check_backends(config: WorkerConfig) -> None:
