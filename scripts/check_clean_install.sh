@@ -4,7 +4,8 @@
 #   1. a worker host: a fresh venv with only `.[distributed]` (no test tools); a private
 #      redis-server and PostgreSQL on free loopback ports; one `crawlfleet worker` and
 #      `crawlfleet crawl --redis ... --postgres ...` from that venv; items must land in PostgreSQL
-#   2. the embedded install: a fresh venv with only `.`; `crawlfleet crawl` into a state dir
+#   2. the embedded install: a fresh venv with only `.`; `crawlfleet crawl` into a state dir;
+#      `crawlfleet worker` and `crawl --redis` there fail in one line naming the extra
 #
 # Both venvs live in a temp dir outside the source tree, built from one wheel of a copy of the
 # tree (pip may use the machine's wheel cache and index). Both crawls must store the same items.
@@ -117,6 +118,17 @@ import sqlite3, sys
 print(sqlite3.connect(sys.argv[1]).execute('SELECT count(*) FROM items').fetchone()[0])
 " "$work/state/items.sqlite")
 [ "$embedded_items" -gt 0 ] || fail "the embedded crawl stored no item"
+
+step "distributed commands on the bare install: one-line errors"
+for command in "worker" "crawl $seed"; do
+    rc=0
+    # shellcheck disable=SC2086  # $command is two words on purpose
+    COLUMNS=500 "$work/venv-embedded/bin/crawlfleet" $command --redis redis://127.0.0.1:1/0 \
+        --postgres postgresql://127.0.0.1:1/x </dev/null >"$work/no-extra.log" 2>&1 || rc=$?
+    [ "$rc" = 2 ] && [ "$(grep -c . "$work/no-extra.log")" = 1 ] &&
+        grep -q "needs crawlfleet installed with its distributed extra" "$work/no-extra.log" ||
+        fail "crawlfleet $command without the distributed extra: exit $rc, not one line"
+done
 
 # --- a private Redis and PostgreSQL
 redis_bin=$(command -v redis-server || echo /usr/bin/redis-server)

@@ -2,6 +2,8 @@
 
 The Celery broker is the crawl's Redis unless ``CRAWLFLEET_BROKER_URL`` (or the
 ``broker_url`` argument) names another, e.g. ``amqp://guest:guest@127.0.0.1:5672/``.
+Celery, Redis and psycopg are imported when a distributed crawl starts, so that an install
+without the ``distributed`` extra gets a one-line error instead of a traceback.
 """
 
 from __future__ import annotations
@@ -17,14 +19,19 @@ from rich.console import Console
 
 from crawlfleet.cli.progress import CrawlProgress, summary_table
 from crawlfleet.clock import SystemClock
-from crawlfleet.errors import StateError
+from crawlfleet.errors import ConfigError, StateError
 from crawlfleet.monitoring.events import EventBus
 from crawlfleet.monitoring.stats import LiveStats
-from crawlfleet.runtime.celery.app import check_broker
-from crawlfleet.runtime.celery.dispatcher import Dispatcher, open_crawl
 from crawlfleet.settings import Settings
 
 BROKER_ENV = "CRAWLFLEET_BROKER_URL"
+
+
+def extra_missing(exc: ImportError) -> ConfigError:
+    """The one-line error for a distributed command on an install without the extra."""
+    return ConfigError(
+        f"distributed mode needs crawlfleet installed with its distributed extra ({exc})"
+    )
 
 
 async def run_distributed(
@@ -35,6 +42,11 @@ async def run_distributed(
     ``ConfigError``/``StateError`` (one line) before anything is stored if the broker cannot
     be imported or reached: the dispatcher's loop would retry it for minutes.
     """
+    try:
+        from crawlfleet.runtime.celery.app import check_broker
+        from crawlfleet.runtime.celery.dispatcher import Dispatcher, open_crawl
+    except ImportError as exc:
+        raise extra_missing(exc) from None
     broker_url = broker_url or os.environ.get(BROKER_ENV) or settings.redis_url
     if broker_url is not None:
         await asyncio.to_thread(check_broker, broker_url)

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from crawlfleet.errors import CrawlfleetError
 
@@ -63,10 +64,16 @@ def worker(
     A crawl whose definition names a parser module not given to ``--parsers`` is refused:
     its tasks are skipped and logged.
     """
+    from crawlfleet.cli.distributed import extra_missing
     from crawlfleet.parsing.loader import load_parsers
-    from crawlfleet.runtime.celery.app import TaskLimits, check_broker, make_app
-    from crawlfleet.runtime.celery.executor import WorkerConfig, WorkerRuntime, check_backends
-    from crawlfleet.runtime.celery.tasks import register as register_tasks
+
+    try:
+        from crawlfleet.runtime.celery.app import TaskLimits, check_broker, make_app
+        from crawlfleet.runtime.celery.executor import WorkerConfig, WorkerRuntime, check_backends
+        from crawlfleet.runtime.celery.tasks import register as register_tasks
+    except ImportError as exc:
+        err.print(f"[red]error:[/] {escape(str(extra_missing(exc)))}", soft_wrap=True)
+        raise typer.Exit(2) from None
 
     chosen = tuple(q.strip() for q in queues.split(",") if q.strip())
     allowed = tuple(p.strip() for p in parsers.split(",") if p.strip())
@@ -80,7 +87,7 @@ def worker(
         app = make_app(broker or redis, TaskLimits(batch_s=batch_s))
         check_backends(config)
     except CrawlfleetError as exc:
-        err.print(f"[red]error:[/] {exc}", soft_wrap=True)
+        err.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(2) from None
     runtime = WorkerRuntime(config)
     register_tasks(app, runtime)
