@@ -1,7 +1,7 @@
 # The targets the README and CI use.
 PY := .venv/bin/python
 
-.PHONY: install install-all demo test lint bench
+.PHONY: install install-all demo test lint bench check-install
 
 install:
 	scripts/bootstrap.sh
@@ -24,3 +24,8 @@ lint:
 
 bench: install-all
 	$(PY) bench/crawl_bench.py
+
+# A fresh venv per install kind, outside the tree, crawling the demo site (also run by the
+# test suite: tests/e2e/test_clean_install.py).
+check-install:
+	scripts/check_clean_install.sh

@@ -21,7 +21,7 @@ from crawlfleet.monitoring.events import EventBus
 from crawlfleet.monitoring.stats import Sample, StatsView
 from crawlfleet.monitoring.summary import CrawlResult, read_result
 from crawlfleet.pipeline.export import export_items
-from crawlfleet.runtime.backends import open_embedded
+from crawlfleet.runtime.backends import extra_missing, open_embedded
 from crawlfleet.runtime.local import LocalRunner
 from crawlfleet.runtime.wiring import build_crawl
 from crawlfleet.settings import Settings
@@ -145,7 +145,10 @@ class Crawl:
         return result
 
     async def _distributed(self) -> CrawlResult:
-        from crawlfleet.runtime.celery.dispatcher import Dispatcher, open_crawl
+        try:
+            from crawlfleet.runtime.celery.dispatcher import Dispatcher, open_crawl
+        except ImportError as exc:
+            raise extra_missing(exc) from None
 
         settings, clock = self.settings, self._clock
         started = clock.now()

@@ -51,17 +51,39 @@ def worker(
     ] = None,
     batch_s: Annotated[float, typer.Option(help="seconds a task keeps claiming pages")] = 2.0,
     loglevel: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING")] = "INFO",
+    parsers: Annotated[
+        str,
+        typer.Option(
+            help="parser modules or .py paths crawls may use, comma-separated (default: none "
+            "beyond the built-in parser, selector parsers and installed entry points)"
+        ),
+    ] = "",
 ) -> None:
-    """Run a worker; extra arguments are passed to ``celery worker``."""
-    from crawlfleet.runtime.celery.app import TaskLimits, make_app
-    from crawlfleet.runtime.celery.executor import WorkerConfig, WorkerRuntime, check_backends
-    from crawlfleet.runtime.celery.tasks import register as register_tasks
+    """Run a worker; extra arguments are passed to ``celery worker``.
+
+    A crawl whose definition names a parser module not given to ``--parsers`` is refused:
+    its tasks are skipped and logged.
+    """
+    from crawlfleet.parsing.loader import load_parsers
+    from crawlfleet.runtime.backends import extra_missing
     from crawlfleet.runtime.kinds import check_queues
 
+    try:
+        from crawlfleet.runtime.celery.app import TaskLimits, check_broker, make_app
+        from crawlfleet.runtime.celery.executor import WorkerConfig, WorkerRuntime, check_backends
+        from crawlfleet.runtime.celery.tasks import register as register_tasks
+    except ImportError as exc:
+        fail(extra_missing(exc), err)
+
     chosen = tuple(q.strip() for q in queues.split(",") if q.strip())
+    allowed = tuple(p.strip() for p in parsers.split(",") if p.strip())
     try:
         check_queues(chosen)
-        config = WorkerConfig(check_redis_url(redis), postgres, concurrency, chosen, batch_s)
+        load_parsers(allowed, use_entry_points=False)  # one line if one cannot be imported
+        config = WorkerConfig(
+            check_redis_url(redis), postgres, concurrency, chosen, batch_s, parsers=allowed
+        )
+        check_broker(broker or redis)
         app = make_app(broker or redis, TaskLimits(batch_s=batch_s))
         check_backends(config)
     except CrawlfleetError as exc:

@@ -70,6 +70,13 @@ class Backends:
     items_file: Path | None = None
 
 
+def extra_missing(exc: ImportError) -> ConfigError:
+    """The one-line error for a distributed command on an install without the extra."""
+    return ConfigError(
+        f"distributed mode needs crawlfleet installed with its distributed extra ({exc})"
+    )
+
+
 def one_line(text: str) -> str:
     return " ".join(text.split())
 

@@ -2,7 +2,8 @@
 
 Nothing is configured at import time: ``make_app`` builds an app for one broker and
 ``runtime.celery.tasks.register`` adds the task to a worker's app. The dispatcher only
-publishes (``send_task`` by name), so its app has no task registered.
+publishes (``send_task`` by name), so its app has no task registered. ``check_broker`` is
+the start-up check of both: Celery itself retries an unusable broker forever.
 """
 
 from __future__ import annotations
@@ -10,13 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from celery import Celery
+from kombu.connection import Connection
 from kombu.entity import Exchange, Queue
 
-from crawlfleet.errors import ConfigError
+from crawlfleet.errors import ConfigError, StateError
+from crawlfleet.frontier.redis.queue import redact
 
 TASK_NAME = "crawlfleet.crawl_batch"
 QUEUES = ("http", "browser")
 DEFAULT_QUEUE = "http"
+BROKER_CHECK_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,10 +56,17 @@ class TaskLimits:
 
 
 def make_app(broker_url: str, limits: TaskLimits | None = None) -> Celery:
-    """A Celery app for ``broker_url`` (``redis://`` or ``amqp://``); ``ConfigError`` if unsound."""
+    """A Celery app for ``broker_url`` (``redis://`` or ``amqp://``); ``ConfigError`` if unsound.
+
+    A ``redis://`` broker gets ``redis_transport.Transport``, which drops junk queue entries.
+    """
     limits = limits or TaskLimits()
     limits.validate()
     app = Celery("crawlfleet", broker=broker_url, set_as_current=False)
+    if broker_url.startswith("redis://"):
+        from crawlfleet.runtime.celery.redis_transport import Transport  # needs the redis extra
+
+        app.conf.broker_transport = Transport
     exchange = Exchange("crawlfleet", type="direct")  # type: ignore[no-untyped-call]
     app.conf.update(
         task_serializer="json",
@@ -85,3 +96,46 @@ def make_app(broker_url: str, limits: TaskLimits | None = None) -> Celery:
         worker_enable_remote_control=False,
     )
     return app
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def check_broker(broker_url: str, timeout_s: float = BROKER_CHECK_S) -> None:
+    """Import the broker's transport and connect to it once, within ``timeout_s``.
+
+    ``ConfigError`` if the URL is not a broker URL or its transport (or a module the transport
+    needs) cannot be imported; ``StateError`` if the broker cannot be reached. One line each,
+    without the password.
+    """
+    try:
+        where = redact(broker_url)
+        conn = Connection(  # type: ignore[no-untyped-call]
+            broker_url,
+            connect_timeout=timeout_s,
+            transport_options={"socket_connect_timeout": timeout_s, "socket_timeout": timeout_s},
+        )
+        errors = conn.connection_errors + conn.channel_errors
+    except ImportError as exc:
+        raise ConfigError(_one_line(_missing(broker_url, exc))) from None
+    except (KeyError, ValueError, TypeError) as exc:
+        raise ConfigError(_one_line(f"bad Celery broker URL: {exc}")) from None
+    try:
+        conn.ensure_connection(  # type: ignore[no-untyped-call]
+            max_retries=0, reraise_as_library_errors=False, timeout=timeout_s
+        )
+    except ImportError as exc:  # some transports import their client library on connect
+        raise ConfigError(_one_line(_missing(broker_url, exc))) from None
+    except (*errors, OSError) as exc:
+        raise StateError(_one_line(f"Celery broker at {where} unreachable: {exc}")) from None
+    finally:
+        conn.release()  # type: ignore[no-untyped-call]
+
+
+def _missing(broker_url: str, exc: ImportError) -> str:
+    scheme = broker_url.partition(":")[0]
+    return (
+        f"the Celery broker transport for {scheme}:// cannot be imported: {exc}; "
+        "install the module it names"
+    )

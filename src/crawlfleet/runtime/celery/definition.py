@@ -20,7 +20,9 @@ key                            type    contents
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -33,6 +35,7 @@ ROOT = "crawlfleet"
 ACTIVE_CRAWLS = f"{ROOT}:crawls"
 WORKERS = f"{ROOT}:workers"
 SECRET_FIELDS = ("redis_url", "postgres_dsn")
+SHOWN_REFUSALS = 3
 
 
 def crawl_prefix(crawl_id: str) -> str:
@@ -71,3 +74,36 @@ class CrawlDefinition:
         except (orjson.JSONDecodeError, KeyError, TypeError, ValidationError) as exc:
             raise ConfigError(f"stored crawl definition is unreadable: {exc}") from None
         return cls(settings, seeds, run)
+
+
+def parser_key(source: str) -> str | None:
+    """How a parser source is compared: a ``.py`` path by the file it resolves to here (from
+    the working directory, as the loader imports it), a module by its dotted name; None for a
+    path that cannot be resolved (never allowed)."""
+    source = source.strip()
+    if source.endswith(".py") or "/" in source or "\\" in source:
+        try:
+            return str(Path(source).resolve())
+        except (OSError, ValueError):
+            return None
+    return source
+
+
+def check_parsers(definition: CrawlDefinition, allowed: Iterable[str]) -> None:
+    """``ConfigError`` (one line) if ``definition`` names a parser module not in ``allowed``.
+
+    A worker imports, and so runs, the parser modules a crawl definition names; anyone who can
+    write the definition to Redis could name any module. ``allowed`` is what the worker's
+    operator passed to ``crawlfleet worker --parsers``. Selector parsers (no code) and the
+    entry points installed on the worker's host need no allowing.
+    """
+    permitted = {parser_key(source) for source in allowed} - {None}
+    refused = [s for s in definition.settings.parsers if parser_key(s) not in permitted]
+    if not refused:
+        return
+    shown = ", ".join(repr(source[:120]) for source in refused[:SHOWN_REFUSALS])
+    more = f" and {len(refused) - SHOWN_REFUSALS} more" if len(refused) > SHOWN_REFUSALS else ""
+    raise ConfigError(
+        f"crawl {definition.crawl_id!r} names parser module(s) this worker was not started to "
+        f"allow: {shown}{more} (crawlfleet worker --parsers ...)"
+    )

@@ -40,7 +40,7 @@ from crawlfleet.monitoring.events import EventBus
 from crawlfleet.parsing.loader import load_parsers
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.backends import one_line, open_distributed
-from crawlfleet.runtime.celery.app import make_app
+from crawlfleet.runtime.celery.app import check_broker, make_app
 from crawlfleet.runtime.celery.crawls import WORKER_SEEN_S, delete_crawl, worker_beats
 from crawlfleet.runtime.celery.definition import ACTIVE_CRAWLS, CrawlDefinition, definition_key
 from crawlfleet.runtime.celery.publisher import TaskPublisher
@@ -100,11 +100,14 @@ async def open_crawl(
 ) -> DispatchedCrawl:
     """Connect to Redis, PostgreSQL and the broker, and store the crawl's definition.
 
-    ``StateError`` (one line, no password) when Redis or PostgreSQL cannot be used;
+    ``StateError`` (one line, no password) when the broker, Redis or PostgreSQL cannot be
+    used (the broker is checked first, with a bounded wait, before anything is stored);
     ``ConfigError`` when the crawl names a fetcher kind no worker serves.
     """
     check_servable(settings, seeds)
     redis_url = settings.redis_url or ""
+    broker = broker_url or os.environ.get(BROKER_ENV) or redis_url
+    await asyncio.to_thread(check_broker, broker)  # before anything is stored
     crawl_id = settings.crawl_id
     client = Redis.from_url(redis_url, decode_responses=True, socket_connect_timeout=5)
     stack.push_async_callback(client.aclose)
@@ -125,7 +128,7 @@ async def open_crawl(
         raise StateError(one_line(f"Redis at {redact(redis_url)}: {exc}")) from None
     frontier = build_frontier(settings, backends.store, seeds)
     admitter = build_admitter(settings, frontier, events=EventBus(), clock=clock, stack=stack)
-    app = make_app(broker_url or os.environ.get(BROKER_ENV) or redis_url)
+    app = make_app(broker)
     publishers = {}
     for kind in WORKER_KINDS:
         publisher = TaskPublisher(app, crawl_id, queue=kind)

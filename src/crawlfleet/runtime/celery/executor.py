@@ -31,15 +31,16 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from crawlfleet.clock import SystemClock
-from crawlfleet.errors import StateError
-from crawlfleet.frontier.redis.queue import redact
+from crawlfleet.errors import ConfigError, StateError
 from crawlfleet.monitoring.events import EventBus
 from crawlfleet.pipeline.sinks.postgres_schema import migrate
+from crawlfleet.redact import redact
 from crawlfleet.runtime.backends import one_line, open_distributed
 from crawlfleet.runtime.celery.definition import (
     ACTIVE_CRAWLS,
     WORKERS,
     CrawlDefinition,
+    check_parsers,
     definition_key,
 )
 from crawlfleet.runtime.loop import ClaimLoop
@@ -60,6 +61,7 @@ class WorkerConfig:
     concurrency: int
     queues: tuple[str, ...] = ("http",)
     batch_s: float = 2.0
+    parsers: tuple[str, ...] = ()  # the parser modules a crawl definition may name
 
 
 def check_backends(config: WorkerConfig) -> None:
@@ -157,7 +159,7 @@ class WorkerRuntime:
         result = BatchResult(crawl_id)
         try:
             crawl = await self._crawl(crawl_id)
-        except StateError as exc:
+        except (StateError, ConfigError) as exc:
             log.warning("crawl %s unavailable: %s", crawl_id, exc)
             result.skipped_reason = str(exc)
             return result
@@ -178,6 +180,7 @@ class WorkerRuntime:
         if raw is None:
             return None
         definition = CrawlDefinition.from_json(raw)
+        check_parsers(definition, self.config.parsers)  # Redis access is not code execution
         cached = self._crawls.get(crawl_id)
         if cached is not None and cached.run == definition.run:
             return cached
