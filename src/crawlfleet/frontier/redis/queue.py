@@ -398,10 +398,8 @@ class RedisQueueStore:
             return total
         while True:
             with self._guard():
-                page = [
-                    str(fp)
-                    for fp in await self._client.zrange(self._keys.key("dead"), 0, BATCH - 1)
-                ]
+                members = await self._client.zrange(self._keys.key("dead"), 0, BATCH - 1)
+            page = [str(member).partition(":")[2] for member in members]
             done = await action(page) if page else 0
             total += done
             if done == 0:

@@ -138,6 +138,14 @@ local function release_slot(domain)
   unpark(domain)
 end
 
+-- The member of K.dead for fp: its admission seq, zero-padded, then fp, so dead letters that
+-- died at one time sort in admission order; false when fp has no seq (not queued, leased or
+-- dead).
+local function dead_member(fp)
+  local seq = redis.call('HGET', K.order, fp)
+  return seq and string.format('%016d', tonumber(seq)) .. ':' .. fp
+end
+
 local function append_error(fp, err)
   local raw = redis.call('HGET', K.errors, fp)
   local history = raw and cjson.decode(raw) or {}

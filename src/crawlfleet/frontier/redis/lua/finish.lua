@@ -58,7 +58,7 @@ elseif mode == 'retry' then
   redis.call('HINCRBY', K.counts, 'queued', 1)
 else
   append_error(fp, ARGV[5])
-  redis.call('ZADD', K.dead, ARGV[4], fp)
+  redis.call('ZADD', K.dead, ARGV[4], dead_member(fp))
   redis.call('HINCRBY', K.counts, 'dead', 1)
 end
 

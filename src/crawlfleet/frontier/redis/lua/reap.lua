@@ -53,7 +53,7 @@ for i = 1, #expired, 2 do
   if r.attempt >= max_retries then
     redis.call('RPUSH', K.attempts, attempt_json(r, 'dead', at))
     add_counters(r.domain, split + 1, #ARGV)
-    redis.call('ZADD', K.dead, expired[i + 1], fp)
+    redis.call('ZADD', K.dead, expired[i + 1], dead_member(fp))
     buried = buried + 1
   else
     redis.call('RPUSH', K.attempts, attempt_json(r, 'retry', at))
