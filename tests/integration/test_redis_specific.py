@@ -274,7 +274,8 @@ async def test_a_lease_end_is_one_script_call_and_a_claim_batch_one(
     ended = [await store.complete(lease, report(lease), POLITE) for lease in leases]
     stats = await client.info("commandstats")
     await client.aclose()
-    assert len(leases) == 100 and all(ended)
+    assert len(leases) == 100
+    assert all(ended)
     # Commands run inside scripts count too, so only EVALSHA says what crossed the wire.
     evalsha = stats["cmdstat_evalsha"]
     assert (evalsha["calls"], evalsha["failed_calls"]) == (1 + 100, 0)
