@@ -66,8 +66,8 @@ async def raw(redis_url: str) -> AsyncIterator[Redis]:
 async def test_two_crawls_share_one_redis_without_seeing_each_other(
     opened: Opener, redis_url: str, raw: Redis
 ) -> None:
-    one = await opened(redis_url, "crawlfleet:{one}")
-    two = await opened(redis_url, "crawlfleet:{two}")
+    one = await opened(redis_url, "share:{one}")
+    two = await opened(redis_url, "share:{two}")
     batch = [req(i) for i in range(3)]
     assert await one.add(batch, Budget()) == 3
     assert await two.add(batch, Budget()) == 3
@@ -78,9 +78,9 @@ async def test_two_crawls_share_one_redis_without_seeing_each_other(
     assert (await two.counts()).leased == 0
     assert (await two.stats()).counters == {}
     assert len(await two.claim(10, NOW, 60, POLITE, HTTP)) == 2
-    keys = await raw.keys("crawlfleet:*")
+    keys = await raw.keys("share:*")
     assert keys
-    assert all(k.startswith(("crawlfleet:{one}:", "crawlfleet:{two}:")) for k in keys)
+    assert all(k.startswith(("share:{one}:", "share:{two}:")) for k in keys)
 
 
 async def test_scripts_are_loaded_again_after_script_flush(

@@ -45,7 +45,7 @@ from crawlfleet.frontier.redis.keys import CrawlKeys
 from crawlfleet.frontier.redis.scripts import Scripts
 from crawlfleet.frontier.redis.views import (
     Arg,
-    counter_args,
+    counters_json,
     crawl_stats,
     domain_view,
     dumps,
@@ -358,7 +358,7 @@ class RedisQueueStore:
 
     async def add_counters(self, domain: str, counters: Mapping[str, float]) -> None:
         if counters:
-            await self._run("add_counters", domain, *counter_args(counters))
+            await self._run("add_counters", domain, counters_json(counters))
 
     async def pending_attempts(self, limit: int) -> list[Attempt]:
         if limit <= 0:

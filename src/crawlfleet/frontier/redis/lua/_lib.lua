@@ -153,13 +153,12 @@ local function append_error(fp, err)
   redis.call('HSET', K.errors, fp, cjson.encode(history))
 end
 
--- Add the counters ARGV[from], ARGV[from + 1], ... (name, value pairs up to `to`) to the
--- crawl's and the domain's statistics.
-local function add_counters(domain, from, to)
+-- Add counters (a JSON object: name -> number) to the crawl's and the domain's statistics.
+local function add_counters(domain, json)
   local per_domain = K.dstats .. ':' .. domain
-  for i = from, to - 1, 2 do
-    redis.call('HINCRBYFLOAT', K.stats, ARGV[i], ARGV[i + 1])
-    redis.call('HINCRBYFLOAT', per_domain, ARGV[i], ARGV[i + 1])
+  for name, value in pairs(cjson.decode(json)) do
+    redis.call('HINCRBYFLOAT', K.stats, name, value)
+    redis.call('HINCRBYFLOAT', per_domain, name, value)
   end
 end
 
