@@ -46,7 +46,8 @@ key                             type    contents
                                         response, oldest first), ``streak``, ``cooldown``
                                         (until), ``reason`` (block reason), ``retry_until``
                                         (Retry-After), ``strategy`` (JSON object)
-``{p}:stats``                   HASH    counter name -> value (``crawlfleet.counters``), crawl
+``{p}:stats``                   HASH    counter name -> value (``crawlfleet.counters``,
+                                        ``%.17g``), the crawl's
 ``{p}:dstats:<domain>``         HASH    counter name -> value, one domain
 ``{p}:attempts``                LIST    attempt JSON, oldest first, until copied and acked
                                         (``pending_attempts`` / ``ack_attempts``)

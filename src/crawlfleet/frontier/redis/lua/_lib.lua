@@ -153,12 +153,26 @@ local function append_error(fp, err)
   redis.call('HSET', K.errors, fp, cjson.encode(history))
 end
 
--- Add counters (a JSON object: name -> number) to the crawl's and the domain's statistics.
+-- Add counters (a JSON object: name -> number) to the crawl's and the domain's statistics:
+-- one HMGET and one HSET per hash, summed in doubles as Python sums them (HINCRBYFLOAT would
+-- take a call per counter and sum in long double).
 local function add_counters(domain, json)
-  local per_domain = K.dstats .. ':' .. domain
-  for name, value in pairs(cjson.decode(json)) do
-    redis.call('HINCRBYFLOAT', K.stats, name, value)
-    redis.call('HINCRBYFLOAT', per_domain, name, value)
+  local added = cjson.decode(json)
+  local names = {}
+  for name in pairs(added) do
+    table.insert(names, name)
+  end
+  if #names == 0 then
+    return
+  end
+  for _, key in ipairs({K.stats, K.dstats .. ':' .. domain}) do
+    local current = redis.call('HMGET', key, unpack(names))
+    local fields = {}
+    for i, name in ipairs(names) do
+      table.insert(fields, name)
+      table.insert(fields, fmt((tonumber(current[i]) or 0) + added[name]))
+    end
+    redis.call('HSET', key, unpack(fields))
   end
 end
 
