@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
 
 import pytest
@@ -11,17 +11,18 @@ from redis.asyncio import Redis
 
 import crawlfleet.frontier.redis as redis_frontier
 from crawlfleet.errors import StateError
-from crawlfleet.frontier.protocols import Budget, DomainPolicy
+from crawlfleet.frontier.protocols import Budget, DomainPolicy, Report
 from crawlfleet.frontier.redis import BloomGeometry, CrawlKeys, RedisQueueStore
 from crawlfleet.frontier.redis.bloom import SHARD_BYTES
 from crawlfleet.frontier.redis.scripts import read_sources
-from crawlfleet.models import CrawlRequest
+from crawlfleet.models import Attempt, CrawlRequest, Lease, Outcome
 from tests.fixtures.redis_server import RedisServer, free_port
 
 pytestmark = pytest.mark.redis
 
 NOW = 1_000_000.0
 POLITE = DomainPolicy(delay_s=0.0, max_in_flight=2)
+HTTP = ("http",)
 
 
 class Opener(Protocol):
@@ -32,6 +33,12 @@ def req(n: int, domain: str = "a.test", priority: int = 0) -> CrawlRequest:
     return CrawlRequest(
         url=f"http://{domain}/{n}", fingerprint=f"{domain}-{n}", domain=domain, priority=priority
     )
+
+
+def report(lease: Lease, outcome: Outcome = Outcome.OK, at: float = NOW) -> Report:
+    r = lease.request
+    attempt = Attempt(r.url, r.fingerprint, r.domain, "w", outcome, 200, 10, 0.1, r.attempt, at)
+    return Report(attempt)
 
 
 @pytest.fixture
@@ -59,31 +66,21 @@ async def raw(redis_url: str) -> AsyncIterator[Redis]:
 async def test_two_crawls_share_one_redis_without_seeing_each_other(
     opened: Opener, redis_url: str, raw: Redis
 ) -> None:
-    one = await opened(redis_url, "crawl-one")
-    two = await opened(redis_url, "crawl-two")
+    one = await opened(redis_url, "share:{one}")
+    two = await opened(redis_url, "share:{two}")
     batch = [req(i) for i in range(3)]
     assert await one.add(batch, Budget()) == 3
     assert await two.add(batch, Budget()) == 3
-    leases = await one.claim(10, NOW, 60, POLITE)
+    leases = await one.claim(10, NOW, 60, POLITE, HTTP)
     assert len(leases) == 2
-    assert not await two.complete(leases[0])
+    assert not await two.complete(leases[0], report(leases[0]), POLITE)
     assert (await one.counts()).leased == 2
     assert (await two.counts()).leased == 0
-    assert len(await two.claim(10, NOW, 60, POLITE)) == 2
-    keys = await raw.keys("crawl-*")
+    assert (await two.stats()).counters == {}
+    assert len(await two.claim(10, NOW, 60, POLITE, HTTP)) == 2
+    keys = await raw.keys("share:*")
     assert keys
-    assert all(k.startswith(("crawl-one:", "crawl-two:")) for k in keys)
-
-
-async def test_key_names_come_from_one_module(opened: Opener, redis_url: str, raw: Redis) -> None:
-    store = await opened(redis_url, "layout", dedup="bloom", bloom_capacity=1000)
-    await store.add([req(1)], Budget())
-    lease = (await store.claim(1, NOW, 60, POLITE))[0]
-    await store.retry(lease, NOW + 5, "boom")
-    await store.set_policy("a.test", POLITE)
-    keys = CrawlKeys("layout")
-    known = set(keys.all_fixed()) | {keys.queue("a.test"), keys.bloom_shard(0)}
-    assert set(await raw.keys("layout:*")) <= known
+    assert all(k.startswith(("share:{one}:", "share:{two}:")) for k in keys)
 
 
 async def test_scripts_are_loaded_again_after_script_flush(
@@ -92,7 +89,7 @@ async def test_scripts_are_loaded_again_after_script_flush(
     store = await opened(redis_url, "noscript")
     await store.add([req(1), req(2)], Budget())
     await raw.script_flush()
-    assert len(await store.claim(5, NOW, 60, POLITE)) == 2
+    assert len(await store.claim(5, NOW, 60, POLITE, HTTP)) == 2
     assert await store.add([req(3)], Budget()) == 1
 
 
@@ -102,23 +99,23 @@ async def test_state_survives_sigkill_and_the_client_reconnects(
 ) -> None:
     store = await opened(redis_server_aof.url, "aof")
     await store.add([req(i) for i in range(5)], Budget())
-    first = await store.claim(2, NOW, 60, POLITE)
-    assert await store.complete(first[0])
-    assert await store.retry(first[1], NOW + 10, "timeout")
-    (held,) = await store.claim(1, NOW, 60, POLITE)
-    before = await store.counts()
+    first = await store.claim(2, NOW, 60, POLITE, HTTP)
+    assert await store.complete(first[0], report(first[0]), POLITE)
+    assert await store.retry(first[1], NOW + 10, "timeout", report(first[1]), POLITE)
+    (held,) = await store.claim(1, NOW, 60, POLITE, HTTP)
+    before = (await store.counts(), await store.stats(), await store.pending_attempts(10))
 
     redis_server_aof.kill()
     redis_server_aof.restart()
 
-    assert await store.counts() == before
-    assert (before.queued, before.leased, before.done) == (3, 1, 1)
-    assert await store.complete(held)
-    later = await store.claim(10, NOW + 11, 60, DomainPolicy(0.0, 10))
+    assert (await store.counts(), await store.stats(), await store.pending_attempts(10)) == before
+    assert (before[0].queued, before[0].leased, before[0].done) == (3, 1, 1)
+    assert await store.complete(held, report(held), POLITE)
+    later = await store.claim(10, NOW + 11, 60, DomainPolicy(0.0, 10), HTTP)
     assert len(later) == 3
     (retried,) = [x for x in later if x.request.fingerprint == first[1].request.fingerprint]
     assert retried.request.attempt == 1
-    assert await store.bury(retried, "gone", NOW + 12)
+    assert await store.bury(retried, "gone", NOW + 12, report(retried), POLITE)
     (dead,) = await store.dead_letters()
     assert dead.errors == ("timeout", "gone")
 
@@ -128,7 +125,7 @@ async def test_claims_from_two_connections_respect_max_in_flight(
 ) -> None:
     workers = [await opened(redis_url, "shared") for _ in range(4)]
     await workers[0].add([req(i) for i in range(50)], Budget())
-    rounds = await asyncio.gather(*(w.claim(10, NOW, 60, POLITE) for w in workers))
+    rounds = await asyncio.gather(*(w.claim(10, NOW, 60, POLITE, HTTP) for w in workers))
     assert sum(len(r) for r in rounds) == POLITE.max_in_flight
     added = await asyncio.gather(
         *(w.add([req(i) for i in range(40, 60)], Budget()) for w in workers)
@@ -144,7 +141,8 @@ async def test_bloom_false_positive_rate_is_near_the_configured_rate(
         redis_url, "bloom", dedup="bloom", bloom_capacity=capacity, bloom_error_rate=rate
     )
     geometry = BloomGeometry.for_capacity(capacity, rate)
-    await store.mark_seen([f"seen-{i}" for i in range(capacity)])
+    seen = [CrawlRequest(f"http://s.test/{i}", f"seen-{i}", "s.test") for i in range(capacity)]
+    assert await store.add(seen, Budget()) >= capacity * 0.99
     binary = Redis.from_url(redis_url)
     shards = [CrawlKeys("bloom").bloom_shard(i) for i in range(geometry.shards)]
     bitmap = bytearray(b"".join(await binary.mget(shards)))
@@ -215,9 +213,9 @@ async def test_priority_order_survives_packing_into_one_score(
     await store.add(batch, Budget())
     order = []
     for _ in batch:
-        lease = (await store.claim(1, NOW, 60, DomainPolicy(0.0, 1)))[0]
+        lease = (await store.claim(1, NOW, 60, DomainPolicy(0.0, 1), HTTP))[0]
         order.append(lease.request.fingerprint)
-        await store.complete(lease)
+        await store.complete(lease, report(lease), POLITE)
     assert order == ["a.test-2", "a.test-3", "a.test-4", "a.test-1"]
 
 
@@ -228,7 +226,7 @@ def test_public_api() -> None:
 
 async def test_every_script_compiles(raw: Redis) -> None:
     sources = read_sources()
-    assert {"add", "claim", "complete", "retry", "bury", "reap"} <= set(sources)
+    assert {"open", "add", "claim", "finish", "reap", "set_delay"} <= set(sources)
     for source in sources.values():
         assert source.key_names, source.name
         assert len(await raw.script_load(source.text)) == 40
@@ -239,8 +237,46 @@ async def test_reap_returns_more_leases_than_one_script_call_takes(
 ) -> None:
     store = await opened(redis_url, "many")
     await store.add([req(i) for i in range(2500)], Budget())
-    leases = await store.claim(2500, NOW, 5, DomainPolicy(0.0, 2500))
+    leases = await store.claim(2500, NOW, 5, DomainPolicy(0.0, 2500), HTTP)
     assert len(leases) == 2500
     assert await store.reap(NOW + 6, 1) == 2500
     counts = await store.counts()
     assert (counts.queued, counts.leased) == (2500, 0)
+    assert (await store.stats()).get("lease_expired") == 2500
+    assert len(await store.pending_attempts(3000)) == 2500
+
+
+async def test_dead_letters_of_one_time_come_in_admission_order(
+    opened: Opener, redis_url: str
+) -> None:
+    store = await opened(redis_url, "dead-order")
+    await store.add([req(2, "z.test"), req(1, "a.test")], Budget())
+    for lease in await store.claim(5, NOW, 60, POLITE, HTTP):
+        assert await store.bury(lease, "gone", NOW, report(lease), POLITE)
+    letters = await store.dead_letters()
+    assert [d.request.fingerprint for d in letters] == ["z.test-2", "a.test-1"]
+    assert [d.request.fingerprint for d in await store.dead_letters(1, 1)] == ["a.test-1"]
+    assert await store.requeue_dead(["a.test-1"]) == 1
+    assert await store.purge_dead() == 1
+
+
+async def test_a_lease_end_is_one_script_call_and_a_claim_batch_one(
+    opened: Opener, start_redis: Callable[..., RedisServer]
+) -> None:
+    server = start_redis()
+    store = await opened(server.url, "trips")
+    await store.add([req(i, f"d{i % 10}.test") for i in range(101)], Budget())
+    (warm,) = await store.claim(1, NOW, 60, POLITE, HTTP)  # loads the scripts (NOSCRIPT once)
+    await store.complete(warm, report(warm), POLITE)
+    client = Redis.from_url(server.url, decode_responses=True)
+    await client.config_resetstat()
+    leases = await store.claim(100, NOW, 60, DomainPolicy(0.0, 10), HTTP)
+    ended = [await store.complete(lease, report(lease), POLITE) for lease in leases]
+    stats = await client.info("commandstats")
+    await client.aclose()
+    assert len(leases) == 100
+    assert all(ended)
+    # Commands run inside scripts count too, so only EVALSHA says what crossed the wire.
+    evalsha = stats["cmdstat_evalsha"]
+    assert (evalsha["calls"], evalsha["failed_calls"]) == (1 + 100, 0)
+    assert not {name for name in stats if name.startswith("cmdstat_script")}

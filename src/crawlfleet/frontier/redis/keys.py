@@ -46,19 +46,23 @@ key                             type    contents
                                         response, oldest first), ``streak``, ``cooldown``
                                         (until), ``reason`` (block reason), ``retry_until``
                                         (Retry-After), ``strategy`` (JSON object)
-``{p}:stats``                   HASH    counter name -> value (``crawlfleet.counters``), crawl
+``{p}:stats``                   HASH    counter name -> value (``crawlfleet.counters``,
+                                        ``%.17g``), the crawl's
 ``{p}:dstats:<domain>``         HASH    counter name -> value, one domain
 ``{p}:attempts``                LIST    attempt JSON, oldest first, until copied and acked
                                         (``pending_attempts`` / ``ack_attempts``)
 ``{p}:leases``                  ZSET    lease token -> expires_at (epoch s)
 ``{p}:lease``                   HASH    lease token -> fingerprint
-``{p}:dead``                    ZSET    dead-lettered fingerprint -> died_at (epoch s)
+``{p}:dead``                    ZSET    ``<seq>:<fingerprint>`` -> died_at (epoch s) of each
+                                        dead letter; ``seq`` is its admission seq in 16
+                                        digits, so equal deaths sort in admission order
 ``{p}:errors``                  HASH    fingerprint -> JSON list of error strings (history)
 ``{p}:counts``                  HASH    ``queued`` (incl. delayed), ``leased``, ``done``,
                                         ``dead``, ``seen``, ``admitted`` (total, budget);
                                         created by the first open, so missing = lost
 ``{p}:admitted``                ZSET    domain -> minus its requests admitted (budget), so
-                                        ``ZRANGE`` lists the most first, ties by name
+                                        ``ZRANGE`` lists the most first, ties by name; a
+                                        domain given a policy before any request has 0
 ``{p}:order``                   HASH    fingerprint -> its admission ``seq``, for queued,
                                         leased and dead requests: a retried, reaped or
                                         requeued request goes back to its admission place

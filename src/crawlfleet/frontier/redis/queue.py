@@ -45,7 +45,7 @@ from crawlfleet.frontier.redis.keys import CrawlKeys
 from crawlfleet.frontier.redis.scripts import Scripts
 from crawlfleet.frontier.redis.views import (
     Arg,
-    counter_args,
+    counters_json,
     crawl_stats,
     domain_view,
     dumps,
@@ -358,7 +358,7 @@ class RedisQueueStore:
 
     async def add_counters(self, domain: str, counters: Mapping[str, float]) -> None:
         if counters:
-            await self._run("add_counters", domain, *counter_args(counters))
+            await self._run("add_counters", domain, counters_json(counters))
 
     async def pending_attempts(self, limit: int) -> list[Attempt]:
         if limit <= 0:
@@ -398,10 +398,8 @@ class RedisQueueStore:
             return total
         while True:
             with self._guard():
-                page = [
-                    str(fp)
-                    for fp in await self._client.zrange(self._keys.key("dead"), 0, BATCH - 1)
-                ]
+                members = await self._client.zrange(self._keys.key("dead"), 0, BATCH - 1)
+            page = [str(member).partition(":")[2] for member in members]
             done = await action(page) if page else 0
             total += done
             if done == 0:

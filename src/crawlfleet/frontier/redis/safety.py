@@ -98,10 +98,8 @@ async def _answers_without_auth(client: Redis) -> bool:
         for key, value in pool.connection_kwargs.items()
         if key not in ("username", "password", "credential_provider", "retry")
     }
-    probe = Redis(
-        connection_pool=ConnectionPool(connection_class=pool.connection_class, **kwargs),
-        retry=Retry(NoBackoff(), retries=0),
-    )
+    probe_pool = ConnectionPool(connection_class=pool.connection_class, **kwargs)
+    probe = Redis(connection_pool=probe_pool, retry=Retry(NoBackoff(), retries=0))
     try:
         await probe.ping()
     except (AuthenticationError, ResponseError):
@@ -110,6 +108,7 @@ async def _answers_without_auth(client: Redis) -> bool:
         raise StateError(f"Redis at {_where(kwargs)}: cannot check authentication: {exc}") from None
     finally:
         await probe.aclose()
+        await probe_pool.disconnect()
     return True
 
 

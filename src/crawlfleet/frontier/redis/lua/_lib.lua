@@ -138,6 +138,14 @@ local function release_slot(domain)
   unpark(domain)
 end
 
+-- The member of K.dead for fp: its admission seq, zero-padded, then fp, so dead letters that
+-- died at one time sort in admission order; false when fp has no seq (not queued, leased or
+-- dead).
+local function dead_member(fp)
+  local seq = redis.call('HGET', K.order, fp)
+  return seq and string.format('%016d', tonumber(seq)) .. ':' .. fp
+end
+
 local function append_error(fp, err)
   local raw = redis.call('HGET', K.errors, fp)
   local history = raw and cjson.decode(raw) or {}
@@ -145,13 +153,26 @@ local function append_error(fp, err)
   redis.call('HSET', K.errors, fp, cjson.encode(history))
 end
 
--- Add the counters ARGV[from], ARGV[from + 1], ... (name, value pairs up to `to`) to the
--- crawl's and the domain's statistics.
-local function add_counters(domain, from, to)
-  local per_domain = K.dstats .. ':' .. domain
-  for i = from, to - 1, 2 do
-    redis.call('HINCRBYFLOAT', K.stats, ARGV[i], ARGV[i + 1])
-    redis.call('HINCRBYFLOAT', per_domain, ARGV[i], ARGV[i + 1])
+-- Add counters (a JSON object: name -> number) to the crawl's and the domain's statistics:
+-- one HMGET and one HSET per hash, summed in doubles as Python sums them (HINCRBYFLOAT would
+-- take a call per counter and sum in long double).
+local function add_counters(domain, json)
+  local added = cjson.decode(json)
+  local names = {}
+  for name in pairs(added) do
+    table.insert(names, name)
+  end
+  if #names == 0 then
+    return
+  end
+  for _, key in ipairs({K.stats, K.dstats .. ':' .. domain}) do
+    local current = redis.call('HMGET', key, unpack(names))
+    local fields = {}
+    for i, name in ipairs(names) do
+      table.insert(fields, name)
+      table.insert(fields, fmt((tonumber(current[i]) or 0) + added[name]))
+    end
+    redis.call('HSET', key, unpack(fields))
   end
 end
 

@@ -4,8 +4,8 @@
 -- KEYS[3] dstats
 -- ARGV[1] epoch
 -- ARGV[2] domain
--- ARGV[3..] counters: name, value, name, value, ...
+-- ARGV[3] counters: a JSON object, name -> number
 
 check_epoch()
-add_counters(ARGV[2], 3, #ARGV)
+add_counters(ARGV[2], ARGV[3])
 return 1

@@ -1,4 +1,4 @@
--- A page of dead letters, oldest death first: flat list of request JSON, errors JSON, died_at.
+-- A page of dead letters, oldest death first (then admission order): flat list of request JSON, errors JSON, died_at.
 -- KEYS[1] req
 -- KEYS[2] dead
 -- KEYS[3] errors
@@ -13,8 +13,9 @@ if limit <= 0 then
 end
 local page = redis.call('ZRANGE', K.dead, offset, offset + limit - 1, 'WITHSCORES')
 for i = 1, #page, 2 do
-  table.insert(out, redis.call('HGET', K.req, page[i]))
-  table.insert(out, redis.call('HGET', K.errors, page[i]) or '[]')
+  local fp = string.sub(page[i], 18)  -- after the admission seq (see dead_member)
+  table.insert(out, redis.call('HGET', K.req, fp))
+  table.insert(out, redis.call('HGET', K.errors, fp) or '[]')
   table.insert(out, page[i + 1])
 end
 return out

@@ -34,7 +34,7 @@
 -- ARGV[13..18] block rules: window, min_samples, threshold, recover_after, max_level,
 --   cooldown_s
 -- ARGV[19] attempt JSON
--- ARGV[20..] counters: name, value, name, value, ...
+-- ARGV[20] counters: a JSON object, name -> number
 
 check_epoch()
 local fp = end_lease(ARGV[2])
@@ -58,11 +58,11 @@ elseif mode == 'retry' then
   redis.call('HINCRBY', K.counts, 'queued', 1)
 else
   append_error(fp, ARGV[5])
-  redis.call('ZADD', K.dead, ARGV[4], fp)
+  redis.call('ZADD', K.dead, ARGV[4], dead_member(fp))
   redis.call('HINCRBY', K.counts, 'dead', 1)
 end
 
-add_counters(domain, 20, #ARGV)
+add_counters(domain, ARGV[20])
 redis.call('RPUSH', K.attempts, ARGV[19])
 
 local f = redis.call('HMGET', key, 'ready_at', 'delay', 'level', 'window', 'streak')

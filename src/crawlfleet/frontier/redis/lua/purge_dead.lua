@@ -11,7 +11,8 @@
 check_epoch()
 local purged = 0
 for i = 2, #ARGV do
-  if redis.call('ZREM', K.dead, ARGV[i]) == 1 then
+  local member = dead_member(ARGV[i])
+  if member and redis.call('ZREM', K.dead, member) == 1 then
     redis.call('HDEL', K.req, ARGV[i])
     redis.call('HDEL', K.errors, ARGV[i])
     redis.call('HDEL', K.order, ARGV[i])

@@ -25,13 +25,12 @@
 -- ARGV[3] most
 -- ARGV[4] max_retries
 -- ARGV[5] error
--- ARGV[6] n: how many of the next arguments are the counters of a requeued request
--- ARGV[7..6+n] its counters (name, value, ...); ARGV[7+n..] those of a dead one
+-- ARGV[6] the counters of a requeued request: a JSON object, name -> number
+-- ARGV[7] the counters of one that dies
 
 check_epoch()
 local max_retries = tonumber(ARGV[4])
 local err = ARGV[5]
-local split = 6 + tonumber(ARGV[6])
 local expired = redis.call('ZRANGEBYSCORE', K.leases, '-inf', '(' .. ARGV[2],
   'WITHSCORES', 'LIMIT', 0, ARGV[3])
 
@@ -52,12 +51,12 @@ for i = 1, #expired, 2 do
   append_error(fp, err)
   if r.attempt >= max_retries then
     redis.call('RPUSH', K.attempts, attempt_json(r, 'dead', at))
-    add_counters(r.domain, split + 1, #ARGV)
-    redis.call('ZADD', K.dead, expired[i + 1], fp)
+    add_counters(r.domain, ARGV[7])
+    redis.call('ZADD', K.dead, expired[i + 1], dead_member(fp))
     buried = buried + 1
   else
     redis.call('RPUSH', K.attempts, attempt_json(r, 'retry', at))
-    add_counters(r.domain, 7, split)
+    add_counters(r.domain, ARGV[6])
     r.attempt = r.attempt + 1
     redis.call('HSET', K.req, fp, cjson.encode(r))
     redis.call('HINCRBY', domain_key(r.domain), 'queued', 1)

@@ -20,7 +20,8 @@ check_epoch()
 local moved = 0
 for i = 2, #ARGV, 5 do
   local fp, domain = ARGV[i], ARGV[i + 1]
-  if redis.call('ZREM', K.dead, fp) == 1 then
+  local member = dead_member(fp)
+  if member and redis.call('ZREM', K.dead, member) == 1 then
     redis.call('HSET', K.req, fp, ARGV[i + 4])
     redis.call('HDEL', K.errors, fp)
     redis.call('HINCRBY', domain_key(domain), 'queued', 1)

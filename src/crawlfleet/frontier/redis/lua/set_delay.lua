@@ -6,12 +6,14 @@
 -- KEYS[4] q
 -- KEYS[5] ready
 -- KEYS[6] domain
+-- KEYS[7] admitted
 -- ARGV[1] epoch
 -- ARGV[2] domain
 -- ARGV[3] delay_s
 -- ARGV[4] source: config | robots | override
 
 check_epoch()
+redis.call('ZADD', K.admitted, 'NX', 0, ARGV[2])  -- listed by domains() from now on
 local key = domain_key(ARGV[2])
 if ARGV[4] == 'robots' and redis.call('HGET', key, 'source') == 'override' then
   return 0
