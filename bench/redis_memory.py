@@ -1,7 +1,7 @@
 """Memory of the Redis seen filter per 1M URLs: exact SET against the Bloom bitmap.
 
 Starts a private redis-server on a free loopback port (never the shared one), inserts N real
-fingerprints through ``RedisQueueStore.mark_seen`` (the same Lua path as ``add``), batched
+fingerprints through ``RedisQueueStore.add`` (requests of 5,000 domains), batched
 and several batches in flight, once with ``dedup="exact"`` and once with ``dedup="bloom"``
 (capacity N), then prints ``MEMORY USAGE`` of the keys (the SET; every Bloom shard) scaled to
 1M URLs, the measured Bloom false-positive rate on fresh fingerprints, and whether the Bloom
@@ -26,6 +26,8 @@ from redis.asyncio import Redis
 
 from crawlfleet.frontier.redis import BloomGeometry, CrawlKeys, RedisQueueStore
 from crawlfleet.frontier.redis.bloom import SHARD_BYTES
+from crawlfleet.frontier.protocols import Budget
+from crawlfleet.models import CrawlRequest
 from crawlfleet.urls import fingerprint
 
 REDIS_BINARY = "/usr/bin/redis-server"
@@ -72,9 +74,15 @@ async def insert(
     store = await RedisQueueStore.open(
         url, prefix, dedup=dedup, bloom_capacity=len(fps), bloom_error_rate=error_rate
     )
-    batches = [fps[i : i + BATCH] for i in range(0, len(fps), BATCH)]
+    requests = [
+        CrawlRequest(
+            url=f"https://site{i % 5000}.example/{fp}", fingerprint=fp, domain=f"d{i % 5000}"
+        )
+        for i, fp in enumerate(fps)
+    ]
+    batches = [requests[i : i + BATCH] for i in range(0, len(requests), BATCH)]
     for start in range(0, len(batches), IN_FLIGHT):
-        await asyncio.gather(*(store.mark_seen(b) for b in batches[start : start + IN_FLIGHT]))
+        await asyncio.gather(*(store.add(b, Budget()) for b in batches[start : start + IN_FLIGHT]))
     return store
 
 

@@ -135,7 +135,7 @@ redis_bin=$(command -v redis-server || echo /usr/bin/redis-server)
 [ -x "$redis_bin" ] || fail "redis-server not found (scripts/bootstrap.sh --all installs it)"
 redis_port=$(free_port)
 mkdir -p "$work/redis"
-"$redis_bin" --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
+"$redis_bin" --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly yes \
     --dir "$work/redis" --daemonize no >"$work/redis.log" 2>&1 </dev/null &
 pids+=($!)
 

@@ -144,6 +144,10 @@ class Settings(BaseSettings):
     dedup: Literal["exact", "bloom"] = "exact"
     bloom_capacity: int = Field(default=10_000_000, ge=1_000)
     bloom_error_rate: float = Field(default=0.01, gt=0, lt=1)
+    accept_unsafe_redis: bool = Field(
+        default=False,
+        description="crawl on a Redis without AOF, with eviction, or open without a password",
+    )
 
     @field_validator("output")
     @classmethod

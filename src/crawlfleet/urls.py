@@ -106,7 +106,3 @@ class UrlRules:
         if not host:
             return "file"
         return registrable_domain(host) if self._by_domain else host
-
-
-redact_url = redact
-"""Re-exported for the modules that still import it from here; use ``crawlfleet.redact``."""

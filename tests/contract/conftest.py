@@ -23,13 +23,7 @@ async def _redis_store(request: pytest.FixtureRequest) -> QueueStore:
     return store
 
 
-# The Redis store joins the suite when it implements the new contract (branch c-redis).
-NOT_YET = pytest.mark.skip(reason="the Redis store does not implement the new contract yet")
-
-
-@pytest.fixture(
-    params=["memory", "sqlite", pytest.param("redis", marks=[pytest.mark.redis, NOT_YET])]
-)
+@pytest.fixture(params=["memory", "sqlite", pytest.param("redis", marks=pytest.mark.redis)])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[QueueStore]:
     impl: QueueStore
     if request.param == "memory":

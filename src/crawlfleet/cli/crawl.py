@@ -124,6 +124,13 @@ def crawl(
         str | None, typer.Option("--postgres", help="PostgreSQL DSN for items")
     ] = None,
     crawl_id: Annotated[str | None, typer.Option(help="name of a distributed crawl")] = None,
+    accept_unsafe_redis: Annotated[
+        bool | None,
+        typer.Option(
+            "--accept-unsafe-redis",
+            help="crawl on a Redis without AOF, with eviction, or open without a password",
+        ),
+    ] = None,
     max_parse_errors: Annotated[
         int,
         typer.Option(min=0, help=f"pages allowed to fail parsing before exit {PARSE_ERROR_EXIT}"),
@@ -151,6 +158,7 @@ def crawl(
             redis_url=redis,
             postgres_dsn=postgres,
             crawl_id=crawl_id,
+            accept_unsafe_redis=accept_unsafe_redis,
         )
         if parsers:
             settings.parsers = [*settings.parsers, *(p.strip() for p in parsers.split(",") if p)]

@@ -51,6 +51,13 @@ def worker(
     ] = None,
     batch_s: Annotated[float, typer.Option(help="seconds a task keeps claiming pages")] = 2.0,
     loglevel: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING")] = "INFO",
+    accept_unsafe_redis: Annotated[
+        bool,
+        typer.Option(
+            "--accept-unsafe-redis",
+            help="serve a Redis without AOF, with eviction, or open without a password",
+        ),
+    ] = False,
     parsers: Annotated[
         str,
         typer.Option(
@@ -81,7 +88,13 @@ def worker(
         check_queues(chosen)
         load_parsers(allowed, use_entry_points=False)  # one line if one cannot be imported
         config = WorkerConfig(
-            check_redis_url(redis), postgres, concurrency, chosen, batch_s, parsers=allowed
+            check_redis_url(redis),
+            postgres,
+            concurrency,
+            chosen,
+            batch_s,
+            parsers=allowed,
+            accept_unsafe_redis=accept_unsafe_redis,
         )
         check_broker(broker or redis)
         app = make_app(broker or redis, TaskLimits(batch_s=batch_s))

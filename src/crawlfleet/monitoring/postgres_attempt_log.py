@@ -17,7 +17,7 @@ import psycopg
 from crawlfleet.errors import StateError
 from crawlfleet.models import Attempt, Outcome
 from crawlfleet.monitoring.attempt_log import COLUMNS, attempt_of
-from crawlfleet.urls import redact_url
+from crawlfleet.redact import redact
 
 INSERT = (
     f"INSERT INTO attempts (crawl_id, {COLUMNS}) "
@@ -53,7 +53,7 @@ class PostgresAttemptLog:
         return log
 
     def _error(self, exc: psycopg.Error) -> StateError:
-        return StateError(f"PostgreSQL at {redact_url(self._dsn)}: {exc}".strip())
+        return StateError(redact(f"PostgreSQL at {self._dsn}: {exc}".strip(), self._dsn))
 
     async def _connection(self) -> Connection:
         if self._conn is None or self._conn.closed or self._conn.broken:
@@ -80,7 +80,7 @@ class PostgresAttemptLog:
             except psycopg.Error as exc:
                 await conn.close()
                 raise self._error(exc) from None
-        raise StateError(f"PostgreSQL at {redact_url(self._dsn)}: unreachable")
+        raise StateError(f"PostgreSQL at {redact(self._dsn)}: unreachable")
 
     async def record(self, attempts: Sequence[Attempt]) -> None:
         if not attempts:

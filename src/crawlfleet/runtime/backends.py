@@ -25,6 +25,7 @@ the embedded runtime runs without them. Every failure to open is a one-line ``St
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -37,6 +38,8 @@ from crawlfleet.pipeline.export import ITEMS_FILE
 from crawlfleet.pipeline.protocols import Sink
 from crawlfleet.pipeline.rejects import RejectStore
 from crawlfleet.settings import Settings
+
+log = logging.getLogger(__name__)
 
 STATE_FILE = "state.sqlite"
 """The queue store and attempt log of an embedded crawl, inside its state directory."""
@@ -117,6 +120,8 @@ async def open_distributed(settings: Settings, stack: AsyncExitStack, *, worker:
     from crawlfleet.pipeline.sinks.postgres_schema import migrate
 
     dsn = _dsn(settings)
+    if not worker:  # a worker checked the same Redis when it started (check_backends)
+        await check_redis(settings.redis_url or "", accept_unsafe=settings.accept_unsafe_redis)
     store = await _redis_store(settings, stack)
     try:
         await asyncio.to_thread(migrate, dsn)
@@ -149,6 +154,21 @@ async def open_store(settings: Settings, stack: AsyncExitStack) -> Backends:
     store = await SqliteQueueStore.open(state_file)
     stack.push_async_callback(store.close)
     return Backends(store)
+
+
+async def check_redis(redis_url: str, *, accept_unsafe: bool) -> None:
+    """``StateError`` (one line) for a Redis that can lose or evict a crawl, or is open to
+    anyone; what could not be checked, or was accepted, is logged as a warning."""
+    from redis.asyncio import Redis
+
+    from crawlfleet.frontier.redis.safety import check_redis_safety
+
+    client = Redis.from_url(redis_url, socket_connect_timeout=5)
+    try:
+        for warning in await check_redis_safety(client, accept_unsafe=accept_unsafe):
+            log.warning("%s", warning)
+    finally:
+        await client.aclose()
 
 
 def _dsn(settings: Settings) -> str:

@@ -19,7 +19,6 @@ import uuid
 from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 from redis.asyncio import Redis
@@ -55,6 +54,7 @@ from crawlfleet.frontier.redis.views import (
     report_args,
 )
 from crawlfleet.models import Attempt, CrawlRequest, DeadLetter, Lease, QueueCounts
+from crawlfleet.redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -64,17 +64,6 @@ COUNT_FIELDS = ("queued", "leased", "done", "dead", "seen")
 LOST_MARK = "FRONTIER_LOST"  # how the scripts' error reply starts when the epoch is gone
 
 DeadAction = Callable[[list[str]], Awaitable[int]]
-
-
-def redact(url: str) -> str:
-    """The URL with its password replaced by ``***``."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    port = f":{parts.port}" if parts.port is not None else ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}{port}"))
 
 
 class RedisQueueStore:

@@ -25,7 +25,7 @@ from crawlfleet.errors import StateError
 from crawlfleet.models import Item
 from crawlfleet.pipeline.rejects import Reject, reject_row
 from crawlfleet.pipeline.sinks.stored import batch_rows
-from crawlfleet.urls import redact_url
+from crawlfleet.redact import redact
 
 UPSERT = """
 INSERT INTO items AS i (crawl_id, item_type, item_key, data, content_hash, fetched_at,
@@ -87,7 +87,7 @@ class _Connection:
             await self._conn.close()
 
     def error(self, exc: psycopg.Error) -> StateError:
-        return StateError(f"PostgreSQL at {redact_url(self._dsn)}: {exc}".strip())
+        return StateError(redact(f"PostgreSQL at {self._dsn}: {exc}".strip(), self._dsn))
 
 
 class PostgresSink:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import psycopg
 
 from crawlfleet.errors import StateError
-from crawlfleet.urls import redact_url
+from crawlfleet.redact import redact
 
 MIGRATIONS: tuple[str, ...] = (
     """
@@ -114,4 +114,4 @@ def migrate(dsn: str) -> list[int]:
             conn.execute("SELECT pg_advisory_unlock(%s)", (_LOCK_ID,))
             return applied
     except psycopg.Error as exc:
-        raise StateError(f"PostgreSQL at {redact_url(dsn)}: {exc}".strip()) from None
+        raise StateError(redact(f"PostgreSQL at {dsn}: {exc}".strip(), dsn)) from None

@@ -15,7 +15,7 @@ from kombu.connection import Connection
 from kombu.entity import Exchange, Queue
 
 from crawlfleet.errors import ConfigError, StateError
-from crawlfleet.frontier.redis.queue import redact
+from crawlfleet.redact import redact
 
 TASK_NAME = "crawlfleet.crawl_batch"
 QUEUES = ("http", "browser")

@@ -11,7 +11,7 @@ from redis.exceptions import RedisError
 
 from crawlfleet.errors import StateError
 from crawlfleet.frontier.frontier import Frontier
-from crawlfleet.frontier.redis.queue import redact
+from crawlfleet.redact import redact
 from crawlfleet.runtime.backends import frontier_prefix, one_line
 from crawlfleet.runtime.celery.definition import (
     ACTIVE_CRAWLS,

@@ -29,15 +29,15 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from crawlfleet.clock import Clock
-from crawlfleet.errors import ConfigError, StateError
+from crawlfleet.errors import ConfigError, FrontierLost, StateError
 from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.frontier.frontier import Frontier
-from crawlfleet.frontier.redis.queue import redact
 from crawlfleet.models import QueueCounts
 from crawlfleet.monitoring.attempt_copier import AttemptCopier
 from crawlfleet.monitoring.attempt_log import AttemptReader
 from crawlfleet.monitoring.events import EventBus
 from crawlfleet.parsing.loader import load_parsers
+from crawlfleet.redact import redact
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.backends import one_line, open_distributed
 from crawlfleet.runtime.celery.app import check_broker, make_app
@@ -183,6 +183,8 @@ class Dispatcher:
         while not self.stop.is_set():
             try:
                 counts = await self._tick()
+            except FrontierLost:
+                raise  # nothing to wait for: the crawl's state is gone (wiped or restarted)
             except (StateError, RedisError, OSError, ConnectionError) as exc:
                 outage_since = outage_since or time.monotonic()
                 if time.monotonic() - outage_since > OUTAGE_LIMIT_S:

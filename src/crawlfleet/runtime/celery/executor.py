@@ -31,11 +31,11 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from crawlfleet.clock import SystemClock
-from crawlfleet.errors import ConfigError, StateError
+from crawlfleet.errors import ConfigError, FrontierLost, StateError
 from crawlfleet.monitoring.events import EventBus
 from crawlfleet.pipeline.sinks.postgres_schema import migrate
 from crawlfleet.redact import redact
-from crawlfleet.runtime.backends import one_line, open_distributed
+from crawlfleet.runtime.backends import check_redis, one_line, open_distributed
 from crawlfleet.runtime.celery.definition import (
     ACTIVE_CRAWLS,
     WORKERS,
@@ -62,6 +62,7 @@ class WorkerConfig:
     queues: tuple[str, ...] = ("http",)
     batch_s: float = 2.0
     parsers: tuple[str, ...] = ()  # the parser modules a crawl definition may name
+    accept_unsafe_redis: bool = False
 
 
 def check_backends(config: WorkerConfig) -> None:
@@ -81,6 +82,7 @@ def check_backends(config: WorkerConfig) -> None:
         asyncio.run(ping())
     except (RedisError, OSError, ValueError) as exc:
         raise StateError(one_line(f"Redis at {redact(config.redis_url)}: {exc}")) from None
+    asyncio.run(check_redis(config.redis_url, accept_unsafe=config.accept_unsafe_redis))
     try:
         migrate(config.postgres_dsn)
     except StateError as exc:
@@ -241,6 +243,11 @@ class WorkerRuntime:
                 deadline_s=self.config.batch_s,
                 idle_s=IDLE_WAIT_S,
             )
+        except FrontierLost as exc:
+            result.errors += 1
+            log.error("crawl %s dropped: %s", crawl.crawl_id, exc)
+            await self._drop(crawl)
+            return
         except StateError as exc:
             result.errors += 1
             log.warning("crawl %s: claiming stopped: %s", crawl.crawl_id, exc)
