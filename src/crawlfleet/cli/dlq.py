@@ -1,66 +1,84 @@
-"""``crawlfleet dlq list|show|requeue|purge``: the dead-letter queue of a crawl's state."""
+"""``crawlfleet dlq list|classes|show|requeue|purge``: the dead-letter queue of a crawl.
+
+Embedded (``--state DIR``) or distributed (``--redis URL --crawl-id ID``). Dead letters are
+grouped by the class of their last error (``monitoring/deadletters.py``): ``classes`` lists
+them, ``requeue --class NAME`` and ``purge --class NAME`` act on one.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
-from pathlib import Path
-from typing import Annotated
+from collections.abc import Coroutine
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from crawlfleet.cli.console import fail, safe
-from crawlfleet.errors import CrawlfleetError
-from crawlfleet.frontier.frontier import Frontier
-from crawlfleet.runtime.wiring import open_frontier
-from crawlfleet.settings import Settings
+from crawlfleet.cli.target import CrawlIdOpt, RedisOpt, StateOpt, open_target, target_settings
+from crawlfleet.errors import ConfigError, CrawlfleetError
+from crawlfleet.monitoring.deadletters import (
+    by_class,
+    letter_class,
+    purge_class,
+    requeue_class,
+)
 
-dlq_app = typer.Typer(help="Inspect and requeue dead-lettered URLs.", no_args_is_help=True)
+dlq_app = typer.Typer(help="Inspect, requeue and purge dead-lettered URLs.", no_args_is_help=True)
 out = Console()
 err = Console(stderr=True)
 
-StateOpt = Annotated[Path, typer.Option("--state", help="state directory of the crawl")]
+FingerprintsArg = Annotated[
+    list[str] | None, typer.Argument(help="fingerprints (default: every dead letter)")
+]
+ClassOpt = Annotated[
+    str | None, typer.Option("--class", help="only the dead letters of this error class")
+]
 
 
-@asynccontextmanager
-async def open_store(state: Path) -> AsyncIterator[Frontier]:
-    """The frontier of the crawl in ``state`` (``StateError`` if there is none)."""
-    async with AsyncExitStack() as stack:
-        yield await open_frontier(Settings(state_dir=state), stack)
-
-
-def _run(coro: object) -> None:
+def _run(coro: Coroutine[Any, Any, None]) -> None:
     try:
-        asyncio.run(coro)  # type: ignore[arg-type]
+        asyncio.run(coro)
     except (CrawlfleetError, OSError) as exc:
         fail(exc, err)
 
 
+def _when(epoch_s: float) -> str:
+    return dt.datetime.fromtimestamp(epoch_s, dt.UTC).isoformat(timespec="seconds")
+
+
 @dlq_app.command("list")
-def list_(state: StateOpt = Path(".crawlfleet"), limit: int = 100, offset: int = 0) -> None:
-    """Dead letters: URL, attempts, last error, when."""
+def list_(
+    state: StateOpt = None,
+    redis: RedisOpt = None,
+    crawl_id: CrawlIdOpt = None,
+    limit: int = 100,
+    offset: int = 0,
+    by_class_: Annotated[
+        bool, typer.Option("--by-class", help="one row per error class (as dlq classes)")
+    ] = False,
+) -> None:
+    """Dead letters, oldest first: fingerprint, URL, attempts, error class, last error."""
+    if by_class_:
+        classes(state, redis, crawl_id)
+        return
 
     async def main() -> None:
-        async with open_store(state) as store:
-            letters = await store.dead_letters(limit, offset)
-            table = Table(title=f"dead letters ({(await store.counts()).dead})")
-            for column in ("fingerprint", "url", "attempts", "last error", "died"):
+        async with open_target(target_settings(state, redis, crawl_id)) as frontier:
+            letters = await frontier.dead_letters(limit, offset)
+            table = Table(title=f"dead letters ({(await frontier.counts()).dead})")
+            for column in ("fingerprint", "url", "attempts", "class", "last error", "died"):
                 table.add_column(column)
             for letter in letters:
-                died = dt.datetime.fromtimestamp(letter.died_at, dt.UTC).isoformat(
-                    timespec="seconds"
-                )
-                last = letter.errors[-1] if letter.errors else ""
                 table.add_row(
                     letter.request.fingerprint[:12],
                     safe(letter.request.url),
                     str(len(letter.errors)),
-                    safe(last),
-                    died,
+                    safe(letter_class(letter)),
+                    safe(letter.errors[-1] if letter.errors else ""),
+                    _when(letter.died_at),
                 )
             out.print(table)
 
@@ -68,16 +86,42 @@ def list_(state: StateOpt = Path(".crawlfleet"), limit: int = 100, offset: int =
 
 
 @dlq_app.command()
-def show(fingerprint: str, state: StateOpt = Path(".crawlfleet")) -> None:
+def classes(
+    state: StateOpt = None,
+    redis: RedisOpt = None,
+    crawl_id: CrawlIdOpt = None,
+    limit: Annotated[int, typer.Option(help="dead letters read at most")] = 10_000,
+) -> None:
+    """Dead letters grouped by the class of their last error, most first, with sample URLs."""
+
+    async def main() -> None:
+        async with open_target(target_settings(state, redis, crawl_id)) as frontier:
+            groups = await by_class(frontier, limit)
+            table = Table(title=f"dead letters by error class ({sum(g.count for g in groups)})")
+            for column in ("class", "count", "sample URLs"):
+                table.add_column(column, justify="right" if column == "count" else "left")
+            for group in groups:
+                urls = "\n".join(safe(url) for url in group.sample_urls)
+                table.add_row(safe(group.name), str(group.count), urls)
+            out.print(table)
+
+    _run(main())
+
+
+@dlq_app.command()
+def show(
+    fingerprint: str, state: StateOpt = None, redis: RedisOpt = None, crawl_id: CrawlIdOpt = None
+) -> None:
     """Every attempt error of one dead letter (fingerprint or its prefix)."""
 
     async def main() -> None:
-        async with open_store(state) as store:
-            for letter in await store.dead_letters(limit=1_000_000):
+        async with open_target(target_settings(state, redis, crawl_id)) as frontier:
+            for letter in await frontier.dead_letters(limit=1_000_000):
                 if letter.request.fingerprint.startswith(fingerprint):
                     request = letter.request
-                    out.print(f"[bold]{safe(request.url)}[/] ({request.fingerprint})")
+                    out.print(f"[bold]{safe(request.url)}[/] ({safe(request.fingerprint)})")
                     out.print(f"depth {request.depth}, parent {safe(request.parent)}")
+                    out.print(f"class {safe(letter_class(letter))}, died {_when(letter.died_at)}")
                     for number, error in enumerate(letter.errors, 1):
                         out.print(f"  attempt {number}: {safe(error)}")
                     return
@@ -86,31 +130,57 @@ def show(fingerprint: str, state: StateOpt = Path(".crawlfleet")) -> None:
     _run(main())
 
 
+def _one_selection(fingerprints: list[str] | None, class_name: str | None) -> None:
+    if fingerprints and class_name is not None:
+        raise ConfigError("give fingerprints or --class NAME, not both")
+
+
 @dlq_app.command()
 def requeue(
-    fingerprints: Annotated[list[str] | None, typer.Argument()] = None,
-    state: StateOpt = Path(".crawlfleet"),
+    fingerprints: FingerprintsArg = None,
+    class_name: ClassOpt = None,
+    state: StateOpt = None,
+    redis: RedisOpt = None,
+    crawl_id: CrawlIdOpt = None,
 ) -> None:
-    """Put dead letters (all, or the given fingerprints) back in the queue."""
+    """Put dead letters (all, the given fingerprints, or one class) back in the queue."""
 
     async def main() -> None:
-        async with open_store(state) as store:
-            count = await store.requeue_dead(fingerprints or None)
-            out.print(f"requeued {count}; run the crawl again to fetch them")
+        _one_selection(fingerprints, class_name)
+        settings = target_settings(state, redis, crawl_id)
+        async with open_target(settings) as frontier:
+            if class_name is not None:
+                count = await requeue_class(frontier, class_name)
+            else:
+                count = await frontier.requeue_dead(fingerprints or None)
+        then = (
+            "a running dispatcher sends them to the workers; if it has finished, run the crawl again"
+            if settings.redis_url
+            else "run the crawl again to fetch them"
+        )
+        out.print(f"requeued {count}; {then}")
 
     _run(main())
 
 
 @dlq_app.command()
 def purge(
-    fingerprints: Annotated[list[str] | None, typer.Argument()] = None,
-    state: StateOpt = Path(".crawlfleet"),
+    fingerprints: FingerprintsArg = None,
+    class_name: ClassOpt = None,
+    state: StateOpt = None,
+    redis: RedisOpt = None,
+    crawl_id: CrawlIdOpt = None,
 ) -> None:
-    """Forget dead letters (all, or the given fingerprints)."""
+    """Forget dead letters (all, the given fingerprints, or one class); they stay seen."""
 
     async def main() -> None:
-        async with open_store(state) as store:
-            out.print(f"purged {await store.purge_dead(fingerprints or None)}")
+        _one_selection(fingerprints, class_name)
+        async with open_target(target_settings(state, redis, crawl_id)) as frontier:
+            if class_name is not None:
+                count = await purge_class(frontier, class_name)
+            else:
+                count = await frontier.purge_dead(fingerprints or None)
+        out.print(f"purged {count}")
 
     _run(main())
 

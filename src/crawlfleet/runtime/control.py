@@ -12,17 +12,22 @@ Where the state lives:
 - **embedded**: the file ``<state>/paused``, looked at by the runner's claim loop on every
   tick (``TICK_S``). Cancel is distributed only: an embedded crawl is stopped with Ctrl-C.
 
+``add_urls`` offers URLs to a running distributed crawl as seeds, through the crawl's own
+definition: canonicalized, scoped and robots-prepared as its dispatcher would.
+
 ``redis`` is imported inside the functions that use it, so the embedded runner needs none.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.errors import ConfigError, StateError
 from crawlfleet.redact import redact
 from crawlfleet.settings import Settings
@@ -145,6 +150,53 @@ async def cancel(settings: Settings) -> None:
         await _check_distributed(client, settings)
         await client.set(control_key(settings.crawl_id), RunState.CANCELLED.value)
         await client.srem(ACTIVE_CRAWLS, settings.crawl_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Added:
+    """What ``add_urls`` did: URLs queued, not admitted (seen before, or over the page
+    budget), and refused (bad URL, out of scope) with why."""
+
+    admitted: int
+    not_admitted: int
+    rejected: list[tuple[str, str]] = field(default_factory=list)
+    dispatching: bool = False
+    """Whether a dispatcher runs the crawl now (else the URLs wait for it to run again)."""
+
+
+async def add_urls(settings: Settings, urls: list[str], *, clock: Clock | None = None) -> Added:
+    """Add seed URLs (depth 0) to the distributed crawl of ``settings``.
+
+    ``ConfigError`` for an embedded target or a URL a distributed crawl cannot take
+    (credentials, ``file:``); ``StateError`` when there is no such crawl or it was cancelled.
+    """
+    redis_url = settings.redis_url
+    if redis_url is None:
+        raise ConfigError("add is for distributed crawls: give --redis URL --crawl-id ID")
+    from crawlfleet.monitoring.events import EventBus
+    from crawlfleet.runtime.backends import open_store
+    from crawlfleet.runtime.celery.crawls import read_definition
+    from crawlfleet.runtime.celery.definition import ACTIVE_CRAWLS
+    from crawlfleet.runtime.celery.dispatcher import check_seeds
+    from crawlfleet.runtime.wiring import build_admitter, build_frontier
+
+    check_seeds(urls)
+    crawl_id = settings.crawl_id
+    async with _redis(settings) as client, AsyncExitStack() as stack:
+        definition = await read_definition(client, crawl_id)
+        if definition is None:
+            raise StateError(f"no crawl {crawl_id!r} in Redis at {redact(redis_url)}")
+        if await RedisControl(client, crawl_id).state() is RunState.CANCELLED:
+            raise StateError(f"crawl {crawl_id!r} was cancelled; start it over with crawl --fresh")
+        own = definition.settings.model_copy(update={"redis_url": redis_url})
+        frontier = build_frontier(own, (await open_store(own, stack)).store, list(definition.seeds))
+        admitter = build_admitter(
+            own, frontier, events=EventBus(), clock=clock or SystemClock(), stack=stack
+        )
+        requests, rejected = frontier.requests_for(urls, None)
+        admitted = await admitter.add(requests)
+        dispatching = bool(await client.sismember(ACTIVE_CRAWLS, crawl_id))
+    return Added(admitted, len(requests) - admitted, rejected, dispatching)
 
 
 def _check_embedded(state_dir: Path) -> None:

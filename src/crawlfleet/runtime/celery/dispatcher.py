@@ -80,9 +80,9 @@ class DispatchedCrawl:
     publishers: dict[str, TaskPublisher]
 
 
-def check_servable(settings: Settings, seeds: Sequence[str]) -> None:
-    """``ConfigError`` when the crawl names a fetcher kind no worker of this build serves, or
-    a seed carries credentials (the definition in Redis would hold them; workers get none)."""
+def check_seeds(seeds: Sequence[str]) -> None:
+    """``ConfigError`` when a seed carries credentials (the definition in Redis would hold
+    them; workers get none) or is a ``file:`` URL (no worker reads this host's files)."""
     if len(Credentials.from_urls(seeds)):
         raise ConfigError(
             "a seed URL carries user:password: credentials are supported in embedded crawls"
@@ -91,6 +91,12 @@ def check_servable(settings: Settings, seeds: Sequence[str]) -> None:
     for seed in seeds:
         if seed.startswith("file:"):
             raise ConfigError(f"seed {seed}: file: URLs are crawled embedded only (no --redis)")
+
+
+def check_servable(settings: Settings, seeds: Sequence[str]) -> None:
+    """``ConfigError`` when the crawl names a fetcher kind no worker of this build serves, or
+    a seed cannot be crawled distributed (``check_seeds``)."""
+    check_seeds(seeds)
     registry = load_parsers(settings.parsers, settings.selector_parsers)
     check_kinds(named_kinds(registry), WORKER_KINDS)
 

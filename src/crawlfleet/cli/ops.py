@@ -1,0 +1,117 @@
+"""``crawlfleet pause|resume|cancel|add``: operate a crawl while it runs.
+
+``pause`` and ``resume`` work on both runtimes (``--state DIR`` or ``--redis URL --crawl-id
+ID``); ``cancel`` and ``add`` on distributed crawls. What each does to the running processes
+is told in ``runtime/control.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from crawlfleet.cli.console import fail, safe
+from crawlfleet.cli.target import (
+    CrawlIdOpt,
+    RedisOpt,
+    StateOpt,
+    distributed_only,
+    target_settings,
+)
+from crawlfleet.errors import ConfigError, CrawlfleetError
+from crawlfleet.runtime.control import CANCELLED_EXIT, add_urls, set_paused
+from crawlfleet.runtime.control import cancel as cancel_crawl
+from crawlfleet.settings import Settings
+
+out = Console()
+err = Console(stderr=True)
+
+
+def _run(coro: Coroutine[Any, Any, None]) -> None:
+    try:
+        asyncio.run(coro)
+    except (CrawlfleetError, OSError) as exc:
+        fail(exc, err)
+
+
+def _name(settings: Settings) -> str:
+    if settings.redis_url is None:
+        return f"crawl in {safe(settings.state_dir)}"
+    return f"crawl {safe(settings.crawl_id)}"
+
+
+def pause(state: StateOpt = None, redis: RedisOpt = None, crawl_id: CrawlIdOpt = None) -> None:
+    """Stop claiming new pages (pages in flight finish); resume goes on where it stopped."""
+
+    async def main() -> None:
+        settings = target_settings(state, redis, crawl_id)
+        await set_paused(settings, True)
+        out.print(f"{_name(settings)} paused: no new page is fetched until it is resumed")
+
+    _run(main())
+
+
+def resume(state: StateOpt = None, redis: RedisOpt = None, crawl_id: CrawlIdOpt = None) -> None:
+    """Go on with a paused crawl."""
+
+    async def main() -> None:
+        settings = target_settings(state, redis, crawl_id)
+        await set_paused(settings, False)
+        out.print(f"{_name(settings)} resumed")
+
+    _run(main())
+
+
+def cancel(redis: RedisOpt = None, crawl_id: CrawlIdOpt = None) -> None:
+    """Stop a distributed crawl for good; its state stays for status and dlq."""
+
+    async def main() -> None:
+        settings = target_settings(None, redis, crawl_id)
+        distributed_only(settings, "cancel")
+        await cancel_crawl(settings)
+        out.print(
+            f"{_name(settings)} cancelled: its dispatcher exits with code {CANCELLED_EXIT} and "
+            "workers stop serving it; crawl it again with --fresh to start over"
+        )
+
+    _run(main())
+
+
+def add(
+    urls: Annotated[list[str], typer.Argument(help="URLs to add as seeds")],
+    redis: RedisOpt = None,
+    crawl_id: CrawlIdOpt = None,
+) -> None:
+    """Add seed URLs to a running distributed crawl (its scope and robots.txt apply)."""
+
+    async def main() -> None:
+        settings = target_settings(None, redis, crawl_id)
+        distributed_only(settings, "add")
+        added = await add_urls(settings, urls)
+        for url, reason in added.rejected:
+            err.print(f"[yellow]not added:[/] {safe(url)}: {safe(reason)}", soft_wrap=True)
+        out.print(
+            f"added {added.admitted} URLs to {_name(settings)} "
+            f"({added.not_admitted} seen before or over the page budget)"
+        )
+        if added.admitted and not added.dispatching:
+            err.print(
+                f"no dispatcher runs {_name(settings)} now: the URLs wait until "
+                "crawlfleet crawl runs it again",
+                soft_wrap=True,
+            )
+        if added.rejected and not added.admitted and not added.not_admitted:
+            raise ConfigError("none of the URLs could be added")
+
+    _run(main())
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(pause)
+    app.command()(resume)
+    app.command()(cancel)
+    app.command()(add)

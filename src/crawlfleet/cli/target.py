@@ -1,0 +1,75 @@
+"""Which crawl a command acts on: ``--state DIR`` (embedded) or ``--redis URL --crawl-id ID``.
+
+The options every operating command shares (``dlq``, ``pause``, ``resume``), the settings
+they stand for, and the frontier of that crawl (a distributed one opened with the settings of
+its stored definition).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+
+from crawlfleet.errors import ConfigError
+from crawlfleet.frontier.frontier import Frontier
+from crawlfleet.settings import Settings, check_redis_url, describe_validation_error
+
+DEFAULT_STATE = Path(".crawlfleet")
+
+StateOpt = Annotated[
+    Path | None,
+    typer.Option("--state", help="state directory of an embedded crawl [default: .crawlfleet]"),
+]
+RedisOpt = Annotated[str | None, typer.Option("--redis", help="Redis URL of a distributed crawl")]
+CrawlIdOpt = Annotated[
+    str | None,
+    typer.Option("--crawl-id", help="the distributed crawl (with --redis) [default: default]"),
+]
+
+
+def target_settings(state: Path | None, redis: str | None, crawl_id: str | None) -> Settings:
+    """The settings naming the crawl the options point at (``ConfigError`` when they clash).
+
+    Given explicitly, so a ``CRAWLFLEET_REDIS_URL`` in the environment never turns a
+    ``--state`` command into a distributed one.
+    """
+    if redis is not None and state is not None:
+        raise ConfigError("give --state DIR (embedded) or --redis URL (distributed), not both")
+    try:
+        if redis is None:
+            if crawl_id is not None:
+                raise ConfigError("--crawl-id names a distributed crawl: give --redis URL too")
+            return Settings(state_dir=state or DEFAULT_STATE, redis_url=None)
+        return Settings(redis_url=check_redis_url(redis), crawl_id=crawl_id or "default")
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(exc, None)) from None
+
+
+def distributed_only(settings: Settings, command: str) -> str:
+    """The Redis URL of a distributed target; ``ConfigError`` for an embedded one."""
+    if settings.redis_url is None:
+        raise ConfigError(f"{command} is for distributed crawls: give --redis URL --crawl-id ID")
+    return settings.redis_url
+
+
+@asynccontextmanager
+async def open_target(settings: Settings) -> AsyncIterator[Frontier]:
+    """The frontier of the crawl ``settings`` name (``StateError`` if there is none)."""
+    async with AsyncExitStack() as stack:
+        if settings.redis_url is None:
+            from crawlfleet.runtime.wiring import open_frontier
+
+            yield await open_frontier(settings, stack)
+            return
+        from crawlfleet.runtime.backends import extra_missing
+
+        try:
+            from crawlfleet.runtime.celery.crawls import open_crawl_frontier
+        except ImportError as exc:
+            raise extra_missing(exc) from None
+        yield await open_crawl_frontier(settings.redis_url, settings.crawl_id, stack)
