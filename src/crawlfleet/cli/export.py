@@ -1,7 +1,13 @@
-"""``crawlfleet export``: a crawl's stored items as JSONL, CSV or an SQLite copy."""
+"""``crawlfleet export``: a crawl's stored items as JSONL, CSV or an SQLite copy.
+
+``--state DIR`` reads an embedded crawl's items file; ``--postgres DSN --crawl-id ID`` a
+distributed crawl's items, streamed from PostgreSQL. ``--since`` (``last_changed``) as in
+``pipeline/export.py``.
+"""
 
 from __future__ import annotations
 
+import time
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -10,9 +16,9 @@ import typer
 from rich.console import Console
 
 from crawlfleet.cli.console import fail, safe
-from crawlfleet.errors import CrawlfleetError
-from crawlfleet.pipeline.export import export_items
-from crawlfleet.runtime.backends import state_paths
+from crawlfleet.errors import ConfigError, CrawlfleetError
+from crawlfleet.pipeline.export import export_items, export_postgres, since_epoch
+from crawlfleet.runtime.backends import extra_missing, state_paths
 
 
 class ExportFormat(StrEnum):
@@ -23,9 +29,14 @@ class ExportFormat(StrEnum):
 
 def export(
     output: Annotated[Path, typer.Option("-o", "--output", help="file to write")],
-    state: Annotated[Path, typer.Option("--state", help="state directory of the crawl")] = Path(
-        ".crawlfleet"
-    ),
+    state: Annotated[
+        Path | None,
+        typer.Option("--state", help="state directory of an embedded crawl [default: .crawlfleet]"),
+    ] = None,
+    postgres: Annotated[
+        str | None,
+        typer.Option("--postgres", help="PostgreSQL DSN of a distributed crawl's items"),
+    ] = None,
     fmt: Annotated[
         ExportFormat | None,
         typer.Option("--format", help="default: from the output's suffix"),
@@ -33,22 +44,53 @@ def export(
     item_type: Annotated[str | None, typer.Option("--type", help="only items of this type")] = None,
     crawl_id: Annotated[
         str | None,
-        typer.Option("--crawl-id", help="the crawl to export when the file holds several"),
+        typer.Option(
+            "--crawl-id",
+            help="the crawl to export (needed with --postgres; embedded: when the file holds several)",
+        ),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            help="only items new or changed since then: ISO-8601 (UTC if no zone) or an age (2h, 3d)",
+        ),
     ] = None,
 ) -> None:
     """Write the items a crawl stored, ordered by type and key."""
     try:
-        _, items_file = state_paths(state)
-        count = export_items(
-            items_file,
-            output,
-            item_type=item_type,
-            fmt=fmt.value if fmt is not None else None,
-            crawl_id=crawl_id,
-        )
+        after = since_epoch(since, time.time()) if since is not None else None
+        chosen = fmt.value if fmt is not None else None
+        if postgres is not None:
+            if state is not None:
+                raise ConfigError("give --state DIR (embedded) or --postgres DSN, not both")
+            if crawl_id is None:
+                raise ConfigError("--postgres needs --crawl-id ID: the crawl whose items to export")
+            count = _from_postgres(postgres, output, crawl_id, item_type, chosen, after)
+        else:
+            _, items_file = state_paths(state or Path(".crawlfleet"))
+            count = export_items(
+                items_file, output, item_type=item_type, fmt=chosen, crawl_id=crawl_id, since=after
+            )
     except (CrawlfleetError, OSError) as exc:
         fail(exc)
     Console(stderr=True).print(f"wrote {count} items to {safe(output)}")
+
+
+def _from_postgres(
+    dsn: str,
+    output: Path,
+    crawl_id: str,
+    item_type: str | None,
+    fmt: str | None,
+    since: float | None,
+) -> int:
+    try:
+        return export_postgres(
+            dsn, output, crawl_id=crawl_id, item_type=item_type, fmt=fmt, since=since
+        )
+    except ImportError as exc:
+        raise extra_missing(exc) from None
 
 
 def register(app: typer.Typer) -> None:

@@ -1,9 +1,13 @@
-"""Exporting the items file of an embedded crawl (``SqliteSink``'s file) as JSONL, CSV or SQLite.
+"""Exporting a crawl's items as JSONL, CSV or SQLite: from an embedded crawl's items file
+(``SqliteSink``'s file) or from PostgreSQL (a distributed crawl, ``export_postgres``).
 
 An export holds the items of one crawl (key namespace): the only one in the file, or the one
-asked for when the file holds several. Every format lists items ordered by (type, key). JSONL: one ``{"type", "key", **fields}``
-object per line. CSV: a header of ``type,key`` and the union of all fields (in the order first
-seen), nested values as JSON. SQLite: a copy of the file (only ``item_type``'s rows if given).
+asked for when the file holds several (PostgreSQL: always the one asked for). Every format
+lists items ordered by (type, key). JSONL: one ``{"type", "key", **fields}`` object per line.
+CSV: a header of ``type,key`` and the union of all fields (in the order first seen), nested
+values as JSON. SQLite (embedded only): a copy of the file (only the selected rows).
+``since`` keeps the items whose content changed (or that appeared) at or after that time:
+it compares ``last_changed``, so an item fetched again unchanged is not exported again.
 The output appears whole or not at all: it is written beside its final name, then renamed.
 """
 
@@ -11,10 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import datetime as dt
 import os
+import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +49,33 @@ def format_of(out: Path) -> str:
         ) from None
 
 
+Records = Callable[[], Iterator[dict[str, Any]]]
+"""Streams the items to export as flat records; called once per pass over them."""
+
+_AGE = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
+_AGE_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def since_epoch(text: str, now: float) -> float:
+    """Epoch seconds of a ``--since`` value: ISO-8601 (no zone = UTC) or an age like ``2h``.
+
+    Ages: a number and one of ``s``, ``m``, ``h``, ``d``, ``w``, counted back from ``now``.
+    """
+    age = _AGE.fullmatch(text.strip().lower())
+    if age is not None:
+        return now - float(age.group(1)) * _AGE_UNIT_S[age.group(2)]
+    try:
+        when = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ConfigError(
+            f"bad --since {text!r}: give an ISO-8601 time (2025-05-01T12:00:00Z) or an age "
+            "such as 90s, 15m, 2h, 3d, 1w"
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return when.timestamp()
+
+
 def export_items(
     items_db: Path,
     out: Path,
@@ -49,41 +83,83 @@ def export_items(
     item_type: str | None = None,
     fmt: str | None = None,
     crawl_id: str | None = None,
+    since: float | None = None,
 ) -> int:
     """Writes the items of ``items_db`` (of ``item_type`` if given) to ``out``; returns how many.
 
     ``fmt`` (``jsonl``, ``csv``, ``sqlite``) defaults to the one ``out``'s suffix names.
     ``crawl_id`` picks the crawl; None is the only crawl in the file (``ConfigError`` naming
-    them when there are several).
+    them when there are several). ``since`` (epoch s): see the module's docstring.
     """
-    fmt = fmt if fmt is not None else format_of(out)
-    if fmt not in FORMATS.values():
-        raise ConfigError(f"unknown export format {fmt!r}: use jsonl, csv or sqlite")
+    fmt = _format(out, fmt)
+    if fmt == "sqlite" and since is not None:
+        raise ConfigError("--since exports jsonl or csv, not an sqlite copy")
     if not items_db.is_file():
         raise StateError(f"no items database at {items_db}")
     if out.resolve() == items_db.resolve():
         raise ConfigError(f"cannot export {items_db} onto itself")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(f".{out.name}.partial")
     try:
         source = sqlite3.connect(items_db.resolve().as_uri() + "?mode=ro", uri=True)
         try:
-            rows = _selection(source, items_db, item_type, crawl_id)
-            if fmt == "sqlite":
-                count = _copy(source, partial, rows)
-            elif fmt == "csv":
-                count = _csv(source, partial, rows)
-            else:
-                count = _jsonl(source, partial, rows)
+            rows = _selection(source, items_db, item_type, crawl_id, since)
+            with _landing(out) as landing:
+                if fmt == "sqlite":
+                    return _copy(source, landing, rows)
+                return _write(partial(_records, source, rows), landing, fmt)
         finally:
             source.close()
-        os.replace(partial, out)
     except sqlite3.Error as exc:
         raise StateError(f"cannot export items from {items_db}: {exc}") from exc
+
+
+def export_postgres(
+    dsn: str,
+    out: Path,
+    *,
+    crawl_id: str,
+    item_type: str | None = None,
+    fmt: str | None = None,
+    since: float | None = None,
+) -> int:
+    """Writes the items of crawl ``crawl_id`` stored in PostgreSQL to ``out``; how many.
+
+    Streamed with a server-side cursor (``sinks/postgres_export.py``): memory does not grow
+    with the crawl. ``fmt``: ``jsonl`` or ``csv`` (default: from ``out``'s suffix).
+    """
+    fmt = _format(out, fmt)
+    if fmt == "sqlite":
+        raise ConfigError("a PostgreSQL export is jsonl or csv (sqlite copies an embedded crawl)")
+    from crawlfleet.pipeline.sinks.postgres_export import item_records
+
+    with (
+        item_records(dsn, crawl_id=crawl_id, item_type=item_type, since=since) as records,
+        _landing(out) as landing,
+    ):
+        return _write(records, landing, fmt)
+
+
+def _format(out: Path, fmt: str | None) -> str:
+    fmt = fmt if fmt is not None else format_of(out)
+    if fmt not in FORMATS.values():
+        raise ConfigError(f"unknown export format {fmt!r}: use jsonl, csv or sqlite")
+    return fmt
+
+
+@contextlib.contextmanager
+def _landing(out: Path) -> Iterator[Path]:
+    """A file beside ``out`` to write; renamed to ``out`` when the block ends without error."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    landing = out.with_name(f".{out.name}.partial")
+    try:
+        yield landing
+        os.replace(landing, out)
     finally:
         with contextlib.suppress(FileNotFoundError):
-            partial.unlink()
-    return count
+            landing.unlink()
+
+
+def _write(records: Records, out: Path, fmt: str) -> int:
+    return _csv(records, out) if fmt == "csv" else _jsonl(records, out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,17 +167,25 @@ class _Rows:
     """The rows to export: a WHERE clause (for ``items`` and ``rejects``) and its parameters."""
 
     where: str
-    params: tuple[str, ...]
+    params: tuple[str | float, ...]
 
 
 def _selection(
-    source: sqlite3.Connection, items_db: Path, item_type: str | None, crawl_id: str | None
+    source: sqlite3.Connection,
+    items_db: Path,
+    item_type: str | None,
+    crawl_id: str | None,
+    since: float | None,
 ) -> _Rows:
     """Which rows to export; files from before crawl ids hold one crawl and have no column."""
-    where, params = ["1"], []
+    where: list[str] = ["1"]
+    params: list[str | float] = []
     if item_type is not None:
         where.append("item_type = ?")
         params.append(item_type)
+    if since is not None:
+        where.append("last_changed >= ?")
+        params.append(since)
     columns = {row[1] for row in source.execute("PRAGMA table_info(items)")}
     if "crawl_id" not in columns:
         if crawl_id is not None:
@@ -129,22 +213,22 @@ def _records(source: sqlite3.Connection, rows: _Rows) -> Iterator[dict[str, Any]
         yield record(Item(kind, orjson.loads(data), key=key))
 
 
-def _jsonl(source: sqlite3.Connection, out: Path, rows: _Rows) -> int:
+def _jsonl(records: Records, out: Path) -> int:
     count = 0
     with out.open("wb") as handle:
-        for row in _records(source, rows):
+        for row in records():
             handle.write(orjson.dumps(row) + b"\n")
             count += 1
     return count
 
 
-def _csv(source: sqlite3.Connection, out: Path, rows: _Rows) -> int:
-    columns = header_of(_records(source, rows))
+def _csv(records: Records, out: Path) -> int:
+    columns = header_of(records())
     count = 0
     with out.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(columns)
-        for row in _records(source, rows):
+        for row in records():
             writer.writerow(row_of(columns, row))
             count += 1
     return count
