@@ -16,9 +16,9 @@ from crawlfleet.clock import SystemClock
 from crawlfleet.demosite import ThreadedDemoSite, gaps_s
 from crawlfleet.demosite.lab import BLOCKS_FORBIDDEN, BLOCKS_PAGES
 from crawlfleet.frontier.memory import MemoryQueueStore
-from crawlfleet.monitoring.attempt_log import MemoryAttemptLog
 from crawlfleet.monitoring.events import DomainEscalated, EventBus
 from crawlfleet.pipeline.sinks.memory import MemorySink
+from crawlfleet.runtime.backends import Backends
 from crawlfleet.runtime.local import LocalRunner
 from crawlfleet.runtime.wiring import build_crawl
 from crawlfleet.settings import Settings
@@ -46,9 +46,7 @@ async def test_a_few_403s_among_200_pages_finish_within_the_delay_budget(
         graph = await build_crawl(
             settings,
             seeds=[seed],
-            store=MemoryQueueStore(),
-            sink=MemorySink(clock=clock),
-            attempt_log=MemoryAttemptLog(),
+            backends=Backends(MemoryQueueStore(), sink=MemorySink(clock=clock)),
             events=events,
             clock=clock,
             stack=stack,
