@@ -145,6 +145,10 @@ class Frontier:
         """Due leases of the fetcher ``kinds`` (see ``QueueStore.claim``)."""
         return await self._store.claim(limit, now, self.lease_s, self.default_policy, kinds)
 
+    async def renew(self, lease: Lease, now: float) -> bool:
+        """Extend the lease to ``now + lease_s``; False if it is no longer current."""
+        return await self._store.renew(lease, now + self.lease_s)
+
     async def complete(self, lease: Lease, report: Report) -> Ended:
         """The request is done; ``report`` goes to the statistics, attempt log and policy."""
         return await self._store.complete(lease, report, self.default_policy)

@@ -3,7 +3,9 @@
 Per lane (domain, fetcher kind), due requests sit in a heap by (-priority, admission seq) and
 retries waiting for their not-before time in a heap by (not_before, seq); ``DomainSchedule``
 picks the lanes. Lease tokens are ``"{fingerprint}:{n}"`` where ``n`` counts the hand-outs
-of that fingerprint, so a token from an earlier hand-out is recognisably stale. Attempts wait
+of that fingerprint, so a token from an earlier hand-out is recognisably stale. A renewal
+pushes the lease's new expiry on the expiry heap and leaves the old entry for ``reap`` to
+skip. Attempts wait
 in a list for ``pending_attempts``. Nothing survives the process.
 """
 
@@ -216,10 +218,23 @@ class MemoryQueueStore:
         self._dead.add(entry.request.fingerprint)
         self._counts[_State.DEAD] += 1
 
+    async def renew(self, lease: Lease, expires_at: float) -> bool:
+        held = self._leases.get(lease.token)
+        if held is None:
+            return False
+        fingerprint, current = held
+        if expires_at > current:
+            self._leases[lease.token] = (fingerprint, expires_at)
+            heapq.heappush(self._expiries, (expires_at, lease.token))
+        return True
+
     async def reap(self, now: float, max_retries: int) -> int:
         reaped = 0
         while self._expiries and self._expiries[0][0] < now:
             expires_at, token = heapq.heappop(self._expiries)
+            held = self._leases.get(token)
+            if held is not None and held[1] > expires_at:
+                continue  # renewed: its later expiry is in the heap too
             released = self._release(token)
             if released is None:
                 continue

@@ -239,6 +239,12 @@ class SqliteQueueStore:
             self._counts[q.DEAD] += 1
         return ended
 
+    async def renew(self, lease: Lease, expires_at: float) -> bool:
+        parsed = rows.parse_token(lease.token)
+        if parsed is None:
+            return False
+        return self._execute(q.RENEW, (expires_at, *parsed)) == 1
+
     async def reap(self, now: float, max_retries: int) -> int:
         params = (now, max_retries, LEASE_EXPIRED)
         with self._transaction() as db:

@@ -187,6 +187,11 @@ BURY = (
     "UPDATE requests SET state = 3, died_at = ?, expires_at = NULL,"
     " errors = json_insert(errors, '$[#]', ?) WHERE fp = ? AND state = 1 AND hand_outs = ?"
 )
+# A current lease (fp, hand_outs) extended to ?1, never shortened.
+RENEW = (
+    "UPDATE requests SET expires_at = max(expires_at, ?) WHERE fp = ? AND state = 1"
+    " AND hand_outs = ?"
+)
 # Expired leases (?1 = now) count as failed attempts: past ?2 = max_retries they die (at
 # their lease's expiry), the others go back to their queue; ?3 is the error recorded.
 EXPIRED = (

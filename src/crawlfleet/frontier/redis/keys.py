@@ -51,7 +51,8 @@ key                             type    contents
 ``{p}:dstats:<domain>``         HASH    counter name -> value, one domain
 ``{p}:attempts``                LIST    attempt JSON, oldest first, until copied and acked
                                         (``pending_attempts`` / ``ack_attempts``)
-``{p}:leases``                  ZSET    lease token -> expires_at (epoch s)
+``{p}:leases``                  ZSET    lease token -> expires_at (epoch s), moved later
+                                        by ``renew`` while the lease's step runs
 ``{p}:lease``                   HASH    lease token -> fingerprint
 ``{p}:dead``                    ZSET    ``<seq>:<fingerprint>`` -> died_at (epoch s) of each
                                         dead letter; ``seq`` is its admission seq in 16
