@@ -36,6 +36,11 @@ DEFAULT_STRIP_PARAMS = (
     "sid",
 )
 
+MAX_STEP_S = 300.0
+"""The default bound on one crawl step (the watchdog of ``runtime/loop.py``)."""
+STEP_TIMEOUTS = 3
+"""Fetch timeouts one step may spend in turn: its robots.txt, its page, its links' robots."""
+
 
 class DomainOverride(BaseModel):
     """Per-domain politeness from the config (``[crawl.domains."example.com"]``).
@@ -132,6 +137,12 @@ class Settings(BaseSettings):
         description="longest Retry-After honoured; a longer one parks the domain this long",
     )
     lease_s: float = Field(default=120.0, gt=0)
+    max_step_s: float = Field(
+        default=MAX_STEP_S,
+        gt=0,
+        allow_inf_nan=False,
+        description="one crawl step; a longer one is cancelled and its request retried",
+    )
 
     # Storage
     state_dir: Path = Path(".crawlfleet")
@@ -183,6 +194,17 @@ class Settings(BaseSettings):
             raise ValueError("total_timeout_s must be >= connect_timeout_s")
         if self.block_min_samples > self.block_window:
             raise ValueError("block_min_samples must be <= block_window")
+        return self
+
+    @model_validator(mode="after")
+    def _a_step_fits_its_bound(self) -> Settings:
+        least_s = STEP_TIMEOUTS * self.total_timeout_s + self.max_parse_s
+        if self.max_step_s < least_s:
+            raise ValueError(
+                f"max_step_s ({self.max_step_s:g}) must be >= {STEP_TIMEOUTS} x total_timeout_s"
+                f" + max_parse_s ({least_s:g}): a step may read robots.txt, fetch its page,"
+                " parse it and read the robots.txt of its links' new hosts"
+            )
         return self
 
     @classmethod
