@@ -18,6 +18,8 @@ METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"})
 """The HTTP methods a request may use."""
 FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
 JSON_CONTENT_TYPE = "application/json"
+DEFAULT_MAX_CONTEXT_BYTES = 16 * 1024
+"""The default of the ``max_context_bytes`` setting: one link's context, as JSON."""
 
 
 @dataclass(frozen=True, slots=True)

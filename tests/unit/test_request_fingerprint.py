@@ -6,7 +6,6 @@ import orjson
 import pytest
 
 from crawlfleet.frontier.memory import MemoryQueueStore
-from crawlfleet.frontier.protocols import Budget
 from crawlfleet.frontier.redis.views import loads
 from crawlfleet.models import Link
 from crawlfleet.runtime.wiring import build_frontier
