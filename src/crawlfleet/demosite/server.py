@@ -24,6 +24,9 @@ from crawlfleet.demosite.roles import (
     SLOW_ROBOTS,
 )
 from crawlfleet.demosite.shop import Shop
+from crawlfleet.demosite.shop_aisles import ShopAisles
+from crawlfleet.demosite.shop_api import ShopApi
+from crawlfleet.demosite.shop_search import ShopSearch
 
 _BIND_ATTEMPTS = 50
 _SHUTDOWN_TIMEOUT_S = 0.5
@@ -117,6 +120,9 @@ class DemoSite:
         app.on_response_prepare.append(self._access_log.on_response_prepare)
         if role == SHOP:
             app.add_routes(Shop(self.url).routes())
+            app.add_routes(ShopApi().routes())
+            app.add_routes(ShopSearch().routes())
+            app.add_routes(ShopAisles().routes())
         elif role == QUOTES:
             app.add_routes(Quotes().routes())
         elif role == LAB:
