@@ -8,12 +8,15 @@ import pytest
 from rich.console import Console
 
 from crawlfleet.cli.progress import CrawlProgress, progress_line, summary
+from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.memory import MemoryQueueStore
 from crawlfleet.frontier.protocols import Budget, DomainPolicy, Report
 from crawlfleet.models import Attempt, CrawlRequest, Lease, Outcome
 from crawlfleet.monitoring.attempt_copier import AttemptCopier
 from crawlfleet.monitoring.attempt_log import MemoryAttemptLog
 from crawlfleet.monitoring.stats import StatsView
+from crawlfleet.runtime.wiring import build_frontier
+from crawlfleet.settings import Settings
 from crawlfleet.monitoring.summary import CrawlResult
 
 T0 = 1_000_000.0
@@ -41,6 +44,11 @@ def attempt_of(lease: Lease, outcome: Outcome, at: float, **kw: object) -> Attem
     return Attempt(**fields)  # type: ignore[arg-type]
 
 
+def frontier_of(store: MemoryQueueStore) -> Frontier:
+    """The frontier (what ``StatsView`` reads) over ``store``, with the ``FREE`` policy."""
+    return build_frontier(Settings(delay_s=0.0, per_domain_concurrency=100), store, [])
+
+
 async def crawl_store(pages: int, domains: tuple[str, ...] = ("a.test",)) -> MemoryQueueStore:
     store = MemoryQueueStore()
     await store.start(T0)
@@ -56,7 +64,7 @@ async def finish(store: MemoryQueueStore, n: int, at: float, outcome: Outcome = 
 
 async def test_rate_is_finished_requests_per_second_and_eta_is_pending_over_it() -> None:
     store = await crawl_store(20)
-    view = StatsView(store, window_s=10.0)
+    view = StatsView(frontier_of(store), window_s=10.0)
     first = await view.sample(T0)
     assert (first.rate, first.eta_s, first.counts.pending) == (0.0, None, 20)
     await finish(store, 4, T0 + 1)
@@ -69,7 +77,7 @@ async def test_rate_is_finished_requests_per_second_and_eta_is_pending_over_it()
 
 async def test_rate_forgets_samples_older_than_the_window() -> None:
     store = await crawl_store(100)
-    view = StatsView(store, window_s=10.0)
+    view = StatsView(frontier_of(store), window_s=10.0)
     await view.sample(T0)
     await finish(store, 50, T0 + 1)  # a burst long ago
     await view.sample(T0 + 2)
@@ -83,7 +91,7 @@ async def test_rate_forgets_samples_older_than_the_window() -> None:
 async def test_a_resumed_crawl_does_not_count_earlier_runs_in_its_rate() -> None:
     store = await crawl_store(10)
     await finish(store, 8, T0)
-    view = StatsView(store)
+    view = StatsView(frontier_of(store))
     await view.sample(T0 + 100)
     assert (await view.sample(T0 + 101)).rate == 0.0
 
@@ -135,7 +143,7 @@ async def test_result_and_summary_come_from_the_store_counters() -> None:
 
 async def test_progress_without_a_terminal_is_a_line_every_interval() -> None:
     store = await crawl_store(10)
-    view = StatsView(store)
+    view = StatsView(frontier_of(store))
     console = Console(width=200, record=True)
     with CrawlProgress(console, tty=False, log_every_s=5.0) as progress:
         progress.update(await view.sample(T0))
