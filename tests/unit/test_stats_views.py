@@ -15,9 +15,9 @@ from crawlfleet.models import Attempt, CrawlRequest, Lease, Outcome
 from crawlfleet.monitoring.attempt_copier import AttemptCopier
 from crawlfleet.monitoring.attempt_log import MemoryAttemptLog
 from crawlfleet.monitoring.stats import StatsView
+from crawlfleet.monitoring.summary import CrawlResult
 from crawlfleet.runtime.wiring import build_frontier
 from crawlfleet.settings import Settings
-from crawlfleet.monitoring.summary import CrawlResult
 
 T0 = 1_000_000.0
 FREE = DomainPolicy(delay_s=0.0, max_in_flight=100)
