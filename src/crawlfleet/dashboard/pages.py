@@ -67,11 +67,11 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]], *, numeric: int
 
 
 def percent(value: float | None) -> str:
-    return "–" if value is None else f"{value * 100:.1f} %"
+    return "-" if value is None else f"{value * 100:.1f} %"
 
 
 def seconds(value: float | None) -> str:
-    return "–" if value is None else ("> 30 s" if value == float("inf") else f"≤ {value:g} s")
+    return "-" if value is None else ("> 30 s" if value == float("inf") else f"≤ {value:g} s")
 
 
 def progress_bar(finished: int, total: int) -> str:
@@ -85,7 +85,7 @@ def progress_bar(finished: int, total: int) -> str:
 def eta_html(history: CrawlHistory) -> str:
     sample = history.last
     if sample is None:
-        return "–"
+        return "-"
     eta = sample.eta
     out = f'<span class="eta">ETA {duration(eta.eta_s)}</span>'
     if eta.bottleneck is not None:
@@ -204,7 +204,7 @@ def workers_html(workers: Sequence[WorkerRow]) -> str:
     cells = [
         [text(w.name), "yes" if w.live else "no", f"{w.seen_ago_s:.0f} s ago", text(w.crawl),
          str(w.concurrency), text(",".join(w.queues)),
-         "–" if w.pages_per_s is None else f"{w.pages_per_s:.2f}"]
+         "-" if w.pages_per_s is None else f"{w.pages_per_s:.2f}"]
         for w in workers
     ]  # fmt: skip
     headers = ("worker", "live", "heartbeat", "crawl", "concurrency", "queues", "pages/s")
@@ -223,7 +223,9 @@ def crawl_page(
     flash: str = "",
 ) -> str:
     sample = history.last
-    stored = {k: sample.stats.items(k) for k in ("stored", "invalid", "duplicate")} if sample else {}
+    stored = (
+        {k: sample.stats.items(k) for k in ("stored", "invalid", "duplicate")} if sample else {}
+    )
     attempts = f"/crawl/{quote(crawl_id, safe='')}/attempts"
     body = (
         f"<h1>crawl {text(crawl_id)}</h1>"

@@ -48,7 +48,9 @@ class CrawlHistory:
 
     def add(self, sample: Sample, state: str) -> None:
         self.state = state
-        self.points.append(Point(sample.at, sample.finished, sample.finished + sample.counts.pending))
+        self.points.append(
+            Point(sample.at, sample.finished, sample.finished + sample.counts.pending)
+        )
 
 
 class Sampler:
@@ -75,7 +77,7 @@ class Sampler:
         history = self.crawls.get(crawl_id)
         if history is None:
             reader = await self._source.reader(crawl_id)
-            history = self.crawls[crawl_id] = CrawlHistory(StatsView(reader))
+            history = self.crawls[crawl_id] = CrawlHistory(StatsView(reader, refresh_s=0.0))
         sample = await history.view.sample(self._clock.now())
         history.add(sample, await self._source.run_state(crawl_id, sample.counts))
         return history
