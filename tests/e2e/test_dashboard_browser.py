@@ -142,7 +142,7 @@ def test_the_dashboard_follows_a_crawl_and_requeues_a_class_in_a_browser(
             )
             assert refused.status == 403
 
-            stdout, stderr = crawl.communicate(timeout=60)
+            _stdout, stderr = crawl.communicate(timeout=60)
             assert crawl.returncode == 0, stderr
             assert f"(bottleneck: {SLOW_HOST})" in stderr  # the log line names it too
 
