@@ -10,7 +10,9 @@ The domains' bounds are read from ``domains(ETA_DOMAINS)``: the 1,000 domains wi
 admissions (a domain's queued work never exceeds its admissions, so one outside them has
 fewer queued requests than each of them; its work still counts in pending ÷ rate). That
 read costs one pass over the domains (SQLite, memory) or one pipelined read of 1,000
-hashes (Redis), so it is refreshed at most every ``ETA_REFRESH_S``, not on every sample.
+hashes (Redis), so it is refreshed every ``ETA_REFRESH_S``, or sooner when the crawl's
+admissions grew by ``ETA_REFRESH_GROWTH`` since the last read (new queued work: a handful of
+extra reads over a whole crawl, as admissions grow geometrically between them).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from crawlfleet.monitoring.eta import DomainLoad, Eta, estimate, load_of
 RATE_WINDOW_S = 10.0
 ETA_DOMAINS = 1000
 ETA_REFRESH_S = 5.0
+ETA_REFRESH_GROWTH = 1.1
 
 
 class StatsSource(Protocol):
@@ -85,6 +88,7 @@ class StatsView:
         self._points: deque[tuple[float, int]] = deque()
         self._loads: tuple[DomainLoad, ...] = ()
         self._loads_at: float | None = None
+        self._loads_seen = 0
         self.last: Sample | None = None
 
     async def sample(self, now: float) -> Sample:
@@ -98,8 +102,13 @@ class StatsView:
         first_at, first_finished = points[0]
         elapsed_s = now - first_at
         rate = max(0.0, (finished - first_finished) / elapsed_s) if elapsed_s > 0 else 0.0
-        if self._loads_at is None or now - self._loads_at >= self._refresh_s:
+        if (
+            self._loads_at is None
+            or now - self._loads_at >= self._refresh_s
+            or counts.seen >= self._loads_seen * ETA_REFRESH_GROWTH
+        ):
             self._loads_at = now
+            self._loads_seen = max(1, counts.seen)
             views = await self._source.domains(self._eta_domains)
             self._loads = tuple(load_of(v, now) for v in views if v.queued > 0)
         self.last = Sample(now, counts, stats, rate, self._loads, self._loads_at)
