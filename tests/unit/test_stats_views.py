@@ -10,7 +10,7 @@ from rich.console import Console
 from crawlfleet.cli.progress import CrawlProgress, progress_line, summary
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.memory import MemoryQueueStore
-from crawlfleet.frontier.protocols import Budget, DomainPolicy, Report
+from crawlfleet.frontier.protocols import Budget, DelaySource, DomainPolicy, Report
 from crawlfleet.models import Attempt, CrawlRequest, Lease, Outcome
 from crawlfleet.monitoring.attempt_copier import AttemptCopier
 from crawlfleet.monitoring.attempt_log import MemoryAttemptLog
@@ -155,3 +155,14 @@ async def test_progress_without_a_terminal_is_a_line_every_interval() -> None:
         "progress: 0/10 done · queue 10 · 0.0 pages/s · 0 errors · ETA --:--",
         "progress: 5/10 done · queue 5 · 1.0 pages/s · 0 errors · ETA 00:05",
     ]
+
+
+async def test_the_eta_reads_the_domains_again_once_admissions_grew() -> None:
+    store = await crawl_store(1, ("fast.test",))
+    view = StatsView(frontier_of(store), refresh_s=60.0)
+    await view.sample(T0)
+    await store.set_delay("slow.test", 2.0, DelaySource.ROBOTS)
+    await store.add([req(str(i), "slow.test") for i in range(50)], Budget())
+    later = await view.sample(T0 + 1)  # well within refresh_s: read again for the new work
+    assert "slow.test" in {load.domain for load in later.loads}
+    assert later.eta.politeness_s == pytest.approx(49 * 2.0)
