@@ -87,7 +87,7 @@ def read_store(state: Path) -> tuple[dict[str, tuple[int, int]], int, int]:
 
 @pytest.fixture
 def slow_site() -> Iterator[ThreadedDemoSite]:
-    with ThreadedDemoSite(crawl_delay_s=0.5) as demo:
+    with ThreadedDemoSite(crawl_delay_s=1.0) as demo:
         yield demo
 
 
