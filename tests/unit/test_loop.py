@@ -289,3 +289,22 @@ async def test_a_timeout_inside_a_step_is_no_watchdog_stop() -> None:
 
     assert (result.processed, result.errors) == (0, 1)
     assert (await crawl.frontier.counts()).leased == 1  # left to expire, as any raising step
+
+
+async def test_while_held_nothing_is_claimed_and_the_step_in_flight_finishes() -> None:
+    clock = FakeClock(T0)
+    fetcher = CannedFetcher(clock, pages(A, 3, latency_s=1.0))
+    crawl = make_crawl(fetcher, seeds=[A], delay_s=0.0)
+    await seed(crawl, *pages(A, 3))
+    resume_at = T0 + 10.0
+
+    async def paused() -> bool:  # from the first page fetched until resume_at
+        return bool(fetcher.fetched) and clock.now() < resume_at
+
+    result = await crawl.run(concurrency=1, until_empty=True, hold=paused)
+
+    assert (result.reason, result.processed) == ("empty", 3)
+    starts = [fetch.started for fetch in fetcher.fetched]
+    assert starts[0] == T0
+    assert all(start >= resume_at for start in starts[1:])
+    assert starts[1] < resume_at + 1.0  # claimed on the first tick after the hold ends

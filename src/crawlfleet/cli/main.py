@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import typer
 
-from crawlfleet.cli import crawl, db, demo, demo_site, dlq, export, parsers, status, worker
+from crawlfleet.cli import (
+    crawl,
+    dashboard,
+    db,
+    demo,
+    demo_site,
+    dlq,
+    export,
+    parsers,
+    status,
+    worker,
+)
 
 app = typer.Typer(
     name="crawlfleet",
@@ -22,3 +33,4 @@ parsers.register(app)
 worker.register(app)
 status.register(app)
 db.register(app)
+dashboard.register(app)

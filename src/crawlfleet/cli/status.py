@@ -1,8 +1,9 @@
 """``crawlfleet status``: crawls, their counts and per-domain state, and the workers seen.
 
 ``--redis URL``: the distributed crawls in that Redis (one with ``--crawl-id``) and the
-workers; ``--state DIR``: the embedded crawl in that state directory. With one crawl, a table
-per domain: queued, in flight, done, failed, dead, delay and block state.
+workers; ``--state DIR``: the embedded crawl in that state directory. A crawl's state says
+whether it was paused or cancelled (``crawlfleet pause|resume|cancel``). With one crawl, a
+table per domain: queued, in flight, done, failed, dead, delay and block state.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from crawlfleet.errors import CrawlfleetError
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.protocols import DomainView
 from crawlfleet.models import Outcome
+from crawlfleet.runtime.control import FileControl, RedisControl, RunState
 from crawlfleet.settings import check_redis_url
 
 out = Console()
@@ -42,6 +44,15 @@ def block_state(view: DomainView, now: float) -> str:
     if parts and view.block_reason:
         parts.append(view.block_reason)
     return ", ".join(parts) or "ok"
+
+
+def crawl_state(asked: RunState, *, dispatching: bool, pending: int) -> str:
+    """``paused`` or ``cancelled`` when asked, else ``dispatching``, ``stopped`` or ``finished``."""
+    if asked is not RunState.RUNNING:
+        return asked.value
+    if dispatching:
+        return "dispatching"
+    return "stopped" if pending else "finished"
 
 
 def domain_table(views: list[DomainView], now: float, title: str) -> Table:
@@ -83,9 +94,10 @@ async def _embedded(state: Path) -> None:
     async with AsyncExitStack() as stack:
         frontier = await open_frontier(Settings(state_dir=state), stack)
         c = await frontier.counts()
+        paused = await FileControl(state).state() is RunState.PAUSED
         out.print(
-            f"crawl in {safe(str(state))}: {c.queued} queued, {c.leased} leased, "
-            f"{c.done} done, {c.dead} dead, {c.seen} seen"
+            f"crawl in {safe(str(state))}{' (paused)' if paused else ''}: {c.queued} queued, "
+            f"{c.leased} leased, {c.done} done, {c.dead} dead, {c.seen} seen"
         )
         await _domains(frontier, "domains")
 
@@ -108,14 +120,15 @@ async def _distributed(redis_url: str, crawl_id: str | None) -> None:
     try:
         ids, active = await list_crawls(client)
         beats = await worker_beats(client)
+        if crawl_id is not None:
+            if crawl_id not in ids:
+                raise StateError(f"no crawl {crawl_id!r} in Redis at {redact(redis_url)}")
+            ids = [crawl_id]
+        asked = {name: await RedisControl(client, name).state() for name in ids}
     except RedisError as exc:
         raise StateError(one_line(f"Redis at {redact(redis_url)}: {exc}")) from None
     finally:
         await client.aclose()
-    if crawl_id is not None:
-        if crawl_id not in ids:
-            raise StateError(f"no crawl {crawl_id!r} in Redis at {redact(redis_url)}")
-        ids = [crawl_id]
     crawls = Table(title="crawls")
     for column in ("crawl", "state", "queued", "leased", "done", "dead (DLQ)", "seen"):
         crawls.add_column(column, justify="left" if column in ("crawl", "state") else "right")
@@ -124,9 +137,7 @@ async def _distributed(redis_url: str, crawl_id: str | None) -> None:
         for name in ids:
             frontier = await open_crawl_frontier(redis_url, name, stack)
             c = await frontier.counts()
-            state = (
-                "dispatching" if name in active else ("finished" if not c.pending else "stopped")
-            )
+            state = crawl_state(asked[name], dispatching=name in active, pending=c.pending)
             row = (c.queued, c.leased, c.done, c.dead, c.seen)
             crawls.add_row(safe(name), state, *(str(n) for n in row))
         out.print(crawls)

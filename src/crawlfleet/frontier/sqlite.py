@@ -347,10 +347,7 @@ class SqliteQueueStore:
 
     async def dead_letters(self, limit: int = 100, offset: int = 0) -> list[DeadLetter]:
         found = self._db.execute(q.DEAD_LETTERS, (limit, offset)).fetchall()
-        n = q.REQUEST_COLUMN_COUNT
-        return [
-            DeadLetter(rows.request(row), tuple(json.loads(row[n])), row[n + 1]) for row in found
-        ]
+        return [rows.dead_letter(row) for row in found]
 
     async def requeue_dead(self, fingerprints: Sequence[str] | None = None) -> int:
         selection = (rows.json_or_null(fingerprints),)

@@ -8,7 +8,8 @@ from typing import Any
 
 from crawlfleet.frontier.policy import PolicyRecord
 from crawlfleet.frontier.protocols import DelaySource
-from crawlfleet.models import Attempt, CrawlRequest
+from crawlfleet.frontier.sqlite_schema import REQUEST_COLUMN_COUNT
+from crawlfleet.models import Attempt, CrawlRequest, DeadLetter
 
 
 def request(row: Sequence[Any]) -> CrawlRequest:
@@ -29,6 +30,12 @@ def request(row: Sequence[Any]) -> CrawlRequest:
         body=body,
         headers=json.loads(headers),
     )
+
+
+def dead_letter(row: Sequence[Any]) -> DeadLetter:
+    """A dead letter from a ``DEAD_LETTERS`` row: the request columns, errors, died_at."""
+    n = REQUEST_COLUMN_COUNT
+    return DeadLetter(request(row), tuple(json.loads(row[n])), row[n + 1])
 
 
 def request_row(r: CrawlRequest) -> tuple[Any, ...]:

@@ -3,25 +3,33 @@
 The process holds the crawl's state file alone, so leases left by an earlier run are
 reaped at once, and the run ends when nothing is pending. A stop request (Ctrl-C) stops
 claiming and lets in-flight steps finish for up to ``grace_s``; anything cancelled keeps its
-lease in the state file and comes back on the next run.
+lease in the state file and comes back on the next run. With a ``control``
+(``runtime/control.py``: ``FileControl`` of the state directory) the runner claims nothing
+while the crawl is paused, lets the steps in flight finish, and goes on when it is resumed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from crawlfleet.clock import Clock
 from crawlfleet.models import QueueCounts
 from crawlfleet.monitoring.events import CrawlFinished, CrawlStarted, EventBus, QueueSampled
+from crawlfleet.runtime.control import Control, RunState
 from crawlfleet.runtime.crawler import Crawler
 from crawlfleet.runtime.loop import ClaimLoop
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
 class RunResult:
-    """How a run ended: ``complete`` (nothing pending) or ``interrupted``."""
+    """How a run ended: ``complete`` (nothing pending), ``interrupted``, or ``cancelled``
+    (a distributed crawl, by ``crawlfleet cancel``)."""
 
     reason: str
     counts: QueueCounts
@@ -44,6 +52,7 @@ class LocalRunner:
         crawl_id: str,
         on_tick: Callable[[], Awaitable[None]] | None = None,
         grace_s: float = 10.0,
+        control: Control | None = None,
     ) -> None:
         self._crawler = crawler
         self._frontier = crawler.parts.frontier
@@ -53,6 +62,8 @@ class LocalRunner:
         self._crawl_id = crawl_id
         self._on_tick = on_tick
         self._grace_s = grace_s
+        self._hold = None if control is None else partial(self._held, control)
+        self._paused = False
         self.stop = asyncio.Event()
 
     async def run(self, seeds: Sequence[str], *, sitemaps: bool = False) -> RunResult:
@@ -70,6 +81,7 @@ class LocalRunner:
             stop_on_error=True,
             grace_s=self._grace_s,
             on_tick=self._tick,
+            hold=self._hold,
         )
         counts = await frontier.counts()
         reason = "complete" if counts.pending == 0 else "interrupted"
@@ -81,3 +93,11 @@ class LocalRunner:
         self._events.emit(QueueSampled(await self._frontier.counts(), self._clock.now()))
         if self._on_tick is not None:
             await self._on_tick()
+
+    async def _held(self, control: Control) -> bool:
+        """Whether the crawl is paused; says so in the log when that changes."""
+        paused = await control.state() is not RunState.RUNNING
+        if paused != self._paused:
+            self._paused = paused
+            log.warning("crawl %s %s", self._crawl_id, "paused" if paused else "resumed")
+        return paused

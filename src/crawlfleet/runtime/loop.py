@@ -89,6 +89,7 @@ class ClaimLoop:
         stop_on_error: bool = False,
         grace_s: float | None = None,
         on_tick: Callable[[], Awaitable[None]] | None = None,
+        hold: Callable[[], Awaitable[bool]] | None = None,
     ) -> LoopResult:
         """Run until told to stop; see ``LoopResult.reason`` for the ways it ends.
 
@@ -98,7 +99,9 @@ class ClaimLoop:
         the claiming and ``run`` re-raises it once the others finished; otherwise it is
         logged and counted, and its lease left to expire. ``grace_s``: after ``stop`` is
         set, steps still running that long are cancelled (their leases stay, and expire);
-        None waits for them all, as every other way of ending does.
+        None waits for them all, as every other way of ending does. ``hold``: asked on
+        every tick; while it answers True nothing is claimed (steps in flight go on) — a
+        paused crawl (``runtime/control.py``).
         """
         self._processed = self._errors = 0
         self._failure = None
@@ -111,20 +114,23 @@ class ClaimLoop:
         claimed = 0
         idle_since: float | None = None
         last_tick: float | None = None
+        held = False
         reason = ""
         try:
             while True:
                 now = clock.now()
-                if on_tick is not None and (last_tick is None or now - last_tick >= TICK_S):
+                if last_tick is None or now - last_tick >= TICK_S:
                     last_tick = now
-                    await on_tick()
+                    if on_tick is not None:
+                        await on_tick()
+                    held = hold is not None and await hold()
                 reason = self._reason_to_stop(stop, now, deadline, claimed, max_leases)
                 if reason:
                     break
                 free = self._concurrency - len(tasks)
                 if max_leases is not None:
                     free = min(free, max_leases - claimed)
-                if free > 0:
+                if free > 0 and not held:
                     for lease in await self._frontier.claim(free, now, self._kinds):
                         claimed += 1
                         renewer.hold(lease)
@@ -143,7 +149,8 @@ class ClaimLoop:
                         if now - idle_since >= idle_s:
                             reason = "idle"
                             break
-                wait_s = await self._wait_s(now, full=len(tasks) >= self._concurrency)
+                full = held or len(tasks) >= self._concurrency
+                wait_s = await self._wait_s(now, full=full)
                 if idle_s is not None and idle_since is not None:
                     wait_s = min(wait_s, max(MIN_WAIT_S, idle_since + idle_s - now))
                 if deadline is not None:

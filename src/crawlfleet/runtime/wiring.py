@@ -187,6 +187,7 @@ async def build_crawl(
         clock=clock,
         worker=worker_name(),
         max_retry_after_s=settings.max_retry_after_s,
+        max_step_s=settings.max_step_s,
         parse_budget=budget,
     )
     return CrawlGraph(Crawler(parts), frontier, stack)

@@ -69,6 +69,9 @@ key                             type    contents
                                         leased and dead requests: a retried, reaped or
                                         requeued request goes back to its admission place
 ``{p}:seq``                     STRING  counter giving queue order and unique lease tokens
+``{p}:control``                 STRING  what the operator asked (``runtime/control.py``):
+                                        ``paused`` or ``cancelled``; absent = running.
+                                        Read by the dispatcher and workers, never by a script
 ==============================  ======  =======================================================
 
 Lease tokens are ``<fingerprint>.<seq>``. Every multi-key change is one Lua script in
@@ -100,6 +103,7 @@ FIXED_KEYS = (
     "admitted",
     "order",
     "seq",
+    "control",
 )
 FAMILIES = ("bloom", "q", "delayed", "ready", "domain", "dstats")
 """Names of key families: ``{p}:<family>:<suffix>``; the bare name is never a key itself."""

@@ -12,6 +12,11 @@ loops until nothing is queued or leased:
 
 The frontier decides what is due; the dispatcher never schedules a URL itself, and it writes
 no item: it opens no sink and builds no crawl step.
+
+The crawl's run state (``runtime/control.py``) is read every tick: while it is paused no task
+is published (leases are still reaped, attempts still copied); once it is cancelled the
+dispatcher leaves the crawl out of the active set and returns ``cancelled``. A cancelled
+crawl is not started again without ``fresh``.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from crawlfleet.runtime.celery.app import check_broker, make_app
 from crawlfleet.runtime.celery.crawls import WORKER_SEEN_S, delete_crawl, worker_beats
 from crawlfleet.runtime.celery.definition import ACTIVE_CRAWLS, CrawlDefinition, definition_key
 from crawlfleet.runtime.celery.publisher import TaskPublisher
+from crawlfleet.runtime.control import RedisControl, RunState
 from crawlfleet.runtime.kinds import WORKER_KINDS, check_kinds, named_kinds
 from crawlfleet.runtime.local import RunResult
 from crawlfleet.runtime.wiring import build_admitter, build_frontier
@@ -116,6 +122,8 @@ async def open_crawl(
             await delete_crawl(client, crawl_id)
         except RedisError as exc:
             raise StateError(one_line(f"Redis at {redact(redis_url)}: {exc}")) from None
+    if await RedisControl(client, crawl_id).state() is RunState.CANCELLED:
+        raise StateError(f"crawl {crawl_id!r} was cancelled; start it over with --fresh")
     backends = await open_distributed(settings, stack, worker=False)
     attempt_log = backends.attempt_log
     if attempt_log is None:
@@ -155,6 +163,8 @@ class Dispatcher:
         self._clock = clock
         self._on_tick = on_tick
         self.stop = stop or asyncio.Event()
+        self._control = RedisControl(crawl.client, crawl.definition.crawl_id)
+        self._state = RunState.RUNNING
 
     @property
     def crawl_id(self) -> str:
@@ -172,8 +182,11 @@ class Dispatcher:
             await crawl.admitter.seed_sitemaps(seeds)
         counts = await self._loop()
         await self._drain_attempts()
-        if not counts.pending:
+        cancelled = self._state is RunState.CANCELLED
+        if cancelled or not counts.pending:
             await crawl.client.srem(ACTIVE_CRAWLS, self.crawl_id)
+        if cancelled:
+            return RunResult("cancelled", counts)
         return RunResult("complete" if counts.pending == 0 else "interrupted", counts)
 
     async def _loop(self) -> QueueCounts:
@@ -207,7 +220,7 @@ class Dispatcher:
                 last_sample = now
                 if self._on_tick is not None:
                     await self._on_tick()
-            if counts.pending == 0:
+            if counts.pending == 0 or self._state is RunState.CANCELLED:
                 return counts
             await self._wait(TICK_S)
         return counts
@@ -220,7 +233,8 @@ class Dispatcher:
             log.info("%d expired leases counted as failed attempts", reaped)
         await crawl.copier.copy()
         counts = await crawl.frontier.counts()
-        if counts.pending:
+        self._state = await self._control.state()
+        if counts.pending and self._state is RunState.RUNNING:
             await crawl.client.sadd(ACTIVE_CRAWLS, self.crawl_id)
             for kind, publisher in crawl.publishers.items():
                 next_at = await crawl.frontier.next_ready_at(now, {kind})

@@ -9,7 +9,9 @@ A batch runs the crawl's ``ClaimLoop`` for the fetcher kinds of the worker's que
 claims as slots free up until it has claimed ``max_leases`` leases or ``batch_s`` has passed
 (then it lets the pages in flight finish), or it has had nothing to run for
 ``IDLE_WAIT_S``. Delays live in the frontier: an idle batch only waits for the next domain
-to become due.
+to become due. A batch of a paused or cancelled crawl (``runtime/control.py``) claims
+nothing: it is skipped at its start, and stops claiming on the loop's next tick when the
+crawl is paused while it runs (the pages in flight finish).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from crawlfleet.runtime.celery.definition import (
     check_parsers,
     definition_key,
 )
+from crawlfleet.runtime.control import RedisControl, RunState
 from crawlfleet.runtime.loop import ClaimLoop
 from crawlfleet.runtime.wiring import CrawlGraph, build_crawl, worker_name
 
@@ -168,8 +171,20 @@ class WorkerRuntime:
         if crawl is None:
             result.skipped_reason = "crawl not active"
             return result
+        control = RedisControl(self._client(), crawl_id)
+        try:
+            state = await control.state()
+        except (RedisError, StateError) as exc:
+            log.warning("crawl %s: run state unreadable: %s", crawl_id, exc)
+            result.skipped_reason = str(exc)
+            return result
+        if state is not RunState.RUNNING:
+            result.skipped_reason = f"crawl {state.value}"
+            if state is RunState.CANCELLED:
+                await self._drop(crawl)
+            return result
         await self._heartbeat(crawl_id)
-        await self._run_leases(crawl, max_leases, result)
+        await self._run_leases(crawl, max_leases, result, control)
         return result
 
     async def _crawl(self, crawl_id: str) -> _Crawl | None:
@@ -230,7 +245,9 @@ class WorkerRuntime:
         except RedisError as exc:
             log.warning("heartbeat failed: %s", exc)
 
-    async def _run_leases(self, crawl: _Crawl, max_leases: int, result: BatchResult) -> None:
+    async def _run_leases(
+        self, crawl: _Crawl, max_leases: int, result: BatchResult, control: RedisControl
+    ) -> None:
         crawler = crawl.graph.crawler
         kinds = frozenset(self.config.queues)
         loop = ClaimLoop(
@@ -242,6 +259,7 @@ class WorkerRuntime:
                 max_leases=max_leases,
                 deadline_s=self.config.batch_s,
                 idle_s=IDLE_WAIT_S,
+                hold=lambda: _held(control),
             )
         except FrontierLost as exc:
             result.errors += 1
@@ -254,3 +272,11 @@ class WorkerRuntime:
             return
         result.processed += ran.processed
         result.errors += ran.errors
+
+
+async def _held(control: RedisControl) -> bool:
+    """Whether the crawl stopped running (paused or cancelled); unreadable counts as running."""
+    try:
+        return await control.state() is not RunState.RUNNING
+    except (RedisError, StateError):
+        return False
