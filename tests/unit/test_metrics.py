@@ -243,7 +243,7 @@ async def test_heartbeats_from_the_store_and_from_this_worker_are_one_family() -
     metrics = Metrics()
     metrics.watch("c", frontier, runtime="distributed", beats=beats)
     metrics.beat("w1", T0)
-    metrics.ran("c", 7)
+    metrics.ran("c", "w1", 7)
     await metrics.refresh()
     families = scrape(metrics)
     beat = {
@@ -251,8 +251,12 @@ async def test_heartbeats_from_the_store_and_from_this_worker_are_one_family() -
         for s in families["crawlfleet_worker_heartbeat_timestamp_seconds"]
     }
     assert beat == {"w1": T0, "w2": T0}
-    leases = [s.value for s in families["crawlfleet_worker_leases"] if s.name.endswith("_total")]
-    assert leases == [7]
+    leases = [
+        (s.labels, s.value)
+        for s in families["crawlfleet_worker_leases"]
+        if s.name.endswith("_total")
+    ]
+    assert leases == [({"crawl": "c", "worker": "w1"}, 7)]
     info = families["crawlfleet_crawl_info"]
     assert [s.labels for s in info] == [{"crawl": "c", "runtime": "distributed"}]
 

@@ -58,8 +58,9 @@ class _Work:
     """What this process did for one crawl."""
 
     changes: Counter[str] = field(default_factory=Counter)
-    leases: int | None = None
-    """Leases run, counted by a worker only."""
+    worker: str | None = None
+    """The worker's name, once it ran leases of the crawl (a worker process only)."""
+    leases: int = 0
     quality: DataQuality | None = None
     fill: dict[str, dict[str, float]] = field(default_factory=dict)
 
@@ -128,11 +129,12 @@ class Metrics:
         with self._lock:
             self._watches.pop(crawl_id, None)
 
-    def ran(self, crawl_id: str, leases: int) -> None:
-        """Count ``leases`` run by this worker for ``crawl_id``."""
+    def ran(self, crawl_id: str, worker: str, leases: int) -> None:
+        """Count ``leases`` run by ``worker`` (this process) for ``crawl_id``."""
         with self._lock:
             work = self._work.setdefault(crawl_id, _Work())
-            work.leases = (work.leases or 0) + leases
+            work.worker = worker
+            work.leases += leases
 
     def beat(self, worker: str, at: float) -> None:
         """This worker is alive at ``at`` (epoch seconds)."""
@@ -162,7 +164,7 @@ class Metrics:
         with self._lock:
             snapshots = [w.snapshot for w in self._watches.values() if w.snapshot is not None]
             work = {
-                crawl: _Work(Counter(w.changes), w.leases, None, w.fill)
+                crawl: _Work(Counter(w.changes), w.worker, w.leases, None, w.fill)
                 for crawl, w in self._work.items()
             }
             beats = dict(self._beats)
@@ -264,7 +266,7 @@ def process_families(work: Mapping[str, _Work], beats: Mapping[str, float]) -> I
         labels=["crawl", "item_type", "field"],
     )
     leases = CounterMetricFamily(
-        "crawlfleet_worker_leases_total", "Leases this worker ran", labels=["crawl"]
+        "crawlfleet_worker_leases_total", "Leases this worker ran", labels=["crawl", "worker"]
     )
     for crawl, done in work.items():
         for change in CHANGES:
@@ -272,8 +274,8 @@ def process_families(work: Mapping[str, _Work], beats: Mapping[str, float]) -> I
         for item_type, fields in done.fill.items():
             for name, ratio in fields.items():
                 fill.add_metric([crawl, item_type, name], ratio)
-        if done.leases is not None:
-            leases.add_metric([crawl], done.leases)
+        if done.worker is not None:
+            leases.add_metric([crawl, done.worker], done.leases)
     heartbeat = GaugeMetricFamily(
         "crawlfleet_worker_heartbeat_timestamp_seconds",
         "A worker's last heartbeat",

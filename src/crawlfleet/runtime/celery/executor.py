@@ -177,7 +177,7 @@ class WorkerRuntime:
         await self._heartbeat(crawl_id)
         await self._run_leases(crawl, max_leases, result)
         if self.metrics is not None:
-            self.metrics.ran(crawl_id, result.processed)
+            self.metrics.ran(crawl_id, self.name, result.processed)
             self.metrics.beat(self.name, time.time())
             await self.metrics.refresh()
         return result
