@@ -132,7 +132,7 @@ def scrape_config(tmp_path: Path, *, crawl: int, worker: int, dashboard: int) ->
         ("- alerts.yml", f"- {rules}"),
         ("127.0.0.1:9410", f"127.0.0.1:{crawl}"),
         ('"127.0.0.1:9411", "127.0.0.1:9412"', f'"127.0.0.1:{worker}"'),
-        ("127.0.0.1:8000", f"127.0.0.1:{dashboard}"),
+        ("127.0.0.1:8080", f"127.0.0.1:{dashboard}"),
     ]:
         assert old in text, old
         text = text.replace(old, new)
@@ -149,6 +149,12 @@ def panel_queries() -> list[tuple[str, str]]:
         for target in panel.get("targets", []):
             found.append((panel["title"], target["expr"]))
     return found
+
+
+def doc_queries() -> list[str]:
+    """The PromQL blocks of docs/metrics.md."""
+    text = (ROOT / "docs/metrics.md").read_text()
+    return re.findall(r"```promql\n(.*?)```", text, flags=re.DOTALL)
 
 
 @pytest.fixture
@@ -360,10 +366,13 @@ def test_prometheus_scrapes_a_distributed_crawl_alerts_and_serves_every_panel(
     promtool_check_metrics(get(urls["crawl"]))
     promtool_check_metrics(get(urls["worker"]))
 
-    # Every Grafana panel's PromQL returns data.
+    # Every Grafana panel's PromQL, and every key metric in the docs, returns data.
+    queries = [(title, expr.replace("$__rate_interval", "30s")) for title, expr in panel_queries()]
+    queries += [("docs/metrics.md", expr.replace("[5m]", "[30s]")) for expr in doc_queries()]
+    assert len(queries) > 25
     empty = []
-    for title, expr in panel_queries():
-        promql = expr.replace("$crawl", CRAWL).replace("$__rate_interval", "30s")
+    for title, expr in queries:
+        promql = expr.replace("$crawl", CRAWL)
         if not prometheus.query(promql, at=at):
             empty.append(f"{title}: {promql}")
     assert empty == []
