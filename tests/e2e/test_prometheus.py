@@ -253,8 +253,8 @@ def prometheus_crawl(
 ) -> Iterator[tuple[Prometheus, dict[str, str], subprocess.Popen[bytes]]]:
     """A distributed crawl (dispatcher and one worker serving /metrics) scraped by Prometheus.
 
-    The lab host gets 100 pages and 20 URLs answering 500 (max_retries 0: dead letters);
-    quotes is kept slow (3 s apart) so the crawl outlives the lab's last figures.
+    The lab host gets 200 pages and 40 URLs answering 500 (max_retries 0: dead letters);
+    quotes is kept slow (5 s apart) so the crawl outlives the lab's last figures.
     """
     ports = {name: free_port() for name in ("crawl", "worker", "dashboard", "prometheus")}
     workers.start(
@@ -268,10 +268,10 @@ def prometheus_crawl(
     )
     crawl_config = tmp_path / "crawl.toml"
     crawl_config.write_text(
-        f'[crawl]\nmax_retries = 0\nmax_depth = 0\n[crawl.domains."{QUOTES}"]\ndelay_s = 3.0\n'
+        f'[crawl]\nmax_retries = 0\nmax_depth = 0\n[crawl.domains."{QUOTES}"]\ndelay_s = 5.0\n'
     )
     seeds = []
-    for n in range(1, 101):
+    for n in range(1, 201):
         seeds.append(site.url("lab", f"/blocks/page/{n}"))
         if n % 5 == 0:
             seeds.append(site.url("lab", f"/status/500?burst={n}"))
@@ -318,29 +318,29 @@ def test_prometheus_scrapes_a_distributed_crawl_alerts_and_serves_every_panel(
         f'sum(max without (instance, job) (crawlfleet_pages_fetched_total{{crawl="{CRAWL}",'
         f'domain="{LAB}"}}))'
     )
-    wait_until(lambda: len(pages(site.log, "lab")) == 120, "the lab's 120 requests")
-    wait_until(lambda: prometheus.value(lab_fetched) == 120.0, "the lab's figures scraped")
+    wait_until(lambda: len(pages(site.log, "lab")) == 240, "the lab's 240 requests")
+    wait_until(lambda: prometheus.value(lab_fetched) == 240.0, "the lab's figures scraped")
     assert dispatcher.poll() is None, "the crawl must outlive the lab (quotes is slow)"
     at = time.time()
     lab = pages(site.log, "lab")
 
-    # The pages rate Prometheus computes matches the server's log over the same 3 s.
+    # The pages rate Prometheus computes matches the server's log over the same 5 s.
     start, end = min(r.wall_s for r in lab), max(r.wall_s for r in lab)
-    assert end - start > 4.0, "the lab must be crawled long enough to measure a rate"
-    window_end = (start + end) / 2 + 1.5
+    assert end - start > 7.0, "the lab must be crawled long enough to measure a rate"
+    window_end = (start + end) / 2 + 2.5
     rate = prometheus.value(
         f'sum(max without (instance, job) (rate(crawlfleet_pages_fetched_total{{crawl="{CRAWL}"}}'
-        "[3s])))",
+        "[5s])))",
         at=window_end,
     )
-    lag_s = 0.25  # a snapshot is refreshed every 0.5 s
-    seen = [r for r in pages(site.log) if window_end - 3 - lag_s < r.wall_s <= window_end - lag_s]
+    lag_s = 0.5  # a snapshot is refreshed every 0.5 s, and scraped every second
+    seen = [r for r in pages(site.log) if window_end - 5 - lag_s < r.wall_s <= window_end - lag_s]
     assert rate is not None
-    assert rate == pytest.approx(len(seen) / 3.0, rel=0.3)
+    assert rate == pytest.approx(len(seen) / 5.0, rel=0.3)
 
-    # The lab's success rate (docs/metrics.md) against the log: 100 pages of 120 answered 200.
+    # The lab's success rate (docs/metrics.md) against the log: 200 pages of 240 answered 200.
     ok_in_log = sum(r.status == 200 for r in lab) / len(lab)
-    assert ok_in_log == pytest.approx(100 / 120)
+    assert ok_in_log == pytest.approx(200 / 240)
     success = prometheus.query(
         f'sum by (domain) (max without (instance, job) (rate(crawlfleet_attempts_total{{crawl="{CRAWL}",'
         f'outcome="ok"}}[1m]))) / sum by (domain) (max without (instance, job) '
@@ -354,7 +354,7 @@ def test_prometheus_scrapes_a_distributed_crawl_alerts_and_serves_every_panel(
     )
     counted = {r["metric"]["outcome"]: float(r["value"][1]) for r in outcomes}
     assert counted["ok"] == sum(r.status == 200 for r in lab)
-    assert counted["dead"] == sum(r.status == 500 for r in lab) == 20
+    assert counted["dead"] == sum(r.status == 500 for r in lab) == 40
 
     # The burst of dead letters fires the shipped DLQ alert, evaluated by this Prometheus.
     wait_until(
