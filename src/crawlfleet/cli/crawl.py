@@ -95,7 +95,7 @@ def crawl(
     seeds: Annotated[list[str] | None, typer.Argument(help="start URLs")] = None,
     config: Annotated[Path | None, typer.Option(help="crawl config (TOML)")] = None,
     output: Annotated[
-        Path | None, typer.Option("-o", "--output", help=".jsonl/.csv/.sqlite")
+        Path | None, typer.Option("-o", "--output", help=".jsonl/.json/.csv/.parquet/.sqlite")
     ] = None,
     state: Annotated[Path | None, typer.Option(help="state directory")] = None,
     fresh: Annotated[bool, typer.Option(help="forget the saved state and start over")] = False,
@@ -131,6 +131,10 @@ def crawl(
             help="crawl on a Redis without AOF, with eviction, or open without a password",
         ),
     ] = None,
+    http_cache: Annotated[
+        Path | None,
+        typer.Option("--http-cache", help="store responses in DIR and replay them (development)"),
+    ] = None,
     max_parse_errors: Annotated[
         int,
         typer.Option(min=0, help=f"pages allowed to fail parsing before exit {PARSE_ERROR_EXIT}"),
@@ -159,6 +163,7 @@ def crawl(
             postgres_dsn=postgres,
             crawl_id=crawl_id,
             accept_unsafe_redis=accept_unsafe_redis,
+            http_cache_dir=http_cache,
         )
         if parsers:
             settings.parsers = [*settings.parsers, *(p.strip() for p in parsers.split(",") if p)]

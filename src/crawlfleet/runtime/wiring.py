@@ -12,6 +12,7 @@ from functools import partial
 
 from crawlfleet.clock import Clock
 from crawlfleet.errors import StateError
+from crawlfleet.fetchers.cache import TruncatingFetcher
 from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.fetchers.files import FileFetcher
 from crawlfleet.fetchers.http import HttpFetcher
@@ -30,6 +31,7 @@ from crawlfleet.pipeline.processors import default_processors
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.backends import Backends, open_store
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
+from crawlfleet.runtime.fetch_chain import cached
 from crawlfleet.settings import Settings
 from crawlfleet.urls import UrlRules, fingerprint
 
@@ -83,14 +85,12 @@ def build_fetchers(
     settings: Settings, clock: Clock, credentials: Credentials
 ) -> dict[str, Fetcher]:
     """The crawl's fetchers by kind; redirects become queued links (``Crawler``)."""
-    return {
-        "http": HttpFetcher(settings, clock=clock, follow_redirects=False, credentials=credentials),
-        "file": FileFetcher(settings, clock=clock),
-    }
+    http = HttpFetcher(settings, clock=clock, follow_redirects=False, credentials=credentials)
+    return {"http": cached(http, settings, clock), "file": FileFetcher(settings, clock=clock)}
 
 
 def robots_fetch(
-    fetcher: HttpFetcher, *, truncate_at_bytes: int | None = None
+    fetcher: TruncatingFetcher, *, truncate_at_bytes: int | None = None
 ) -> Callable[[str], Awaitable[FetchResult]]:
     """A URL -> FetchResult function (redirects followed), for robots.txt and sitemaps.
 
@@ -110,7 +110,9 @@ def build_robots(
 ) -> tuple[RobotsCache | None, FetchFn]:
     """The robots.txt cache (None when robots are not obeyed) and the side fetch it and the
     sitemap reader use (redirects followed)."""
-    side_fetcher = HttpFetcher(settings, clock=clock, credentials=credentials)
+    side_fetcher = cached(
+        HttpFetcher(settings, clock=clock, credentials=credentials), settings, clock
+    )
     stack.push_async_callback(side_fetcher.close)
     fetch_url = robots_fetch(side_fetcher)
     if not settings.obey_robots:
