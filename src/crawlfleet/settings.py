@@ -9,6 +9,7 @@ float must be finite (``--delay inf`` is refused).
 from __future__ import annotations
 
 import tomllib
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -181,6 +182,12 @@ class Settings(BaseSettings):
             ".parquet",
         ):
             raise ValueError("must end in .jsonl, .json, .csv, .parquet or .sqlite")
+        if (
+            value is not None
+            and value.suffix.lower() == ".parquet"
+            and find_spec("pyarrow") is None
+        ):
+            raise ValueError("Parquet needs pyarrow: pip install 'crawlfleet[parquet]'")
         return value
 
     @field_validator("domains")
