@@ -22,6 +22,8 @@ from crawlfleet.fetchers.cache import (
     TruncatingFetcher,
     cache_policy,
 )
+from crawlfleet.fetchers.hooks import HookedFetcher, load_hooks
+from crawlfleet.fetchers.protocols import Fetcher
 from crawlfleet.frontier.politeness import StatusClass, classify, judge
 from crawlfleet.frontier.protocols import Signal
 from crawlfleet.models import FetchResult
@@ -44,6 +46,12 @@ def response_cache(settings: Settings, clock: Clock) -> tuple[ResponseCache, Cac
         settings.http_cache_dir, clock=clock, expiry_s=settings.http_cache_expiry_s
     )
     return cache, cache_policy(only_200=settings.http_cache_only_200, retried=retried)
+
+
+def hooked(fetcher: TruncatingFetcher, settings: Settings) -> Fetcher:
+    """``fetcher`` behind the crawl's request/response hooks (none: ``fetcher`` itself)."""
+    hooks = load_hooks(settings.hooks)
+    return HookedFetcher(fetcher, hooks) if hooks else fetcher
 
 
 def cached(fetcher: TruncatingFetcher, settings: Settings, clock: Clock) -> TruncatingFetcher:

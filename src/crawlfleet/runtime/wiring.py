@@ -26,12 +26,13 @@ from crawlfleet.monitoring.events import EventBus
 from crawlfleet.parsing.budget import ParseBudget, ParseLimits
 from crawlfleet.parsing.default import default_parser
 from crawlfleet.parsing.loader import load_parsers
+from crawlfleet.pipeline.custom import FanOutSink, load_processors, load_sinks
 from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.pipeline.processors import default_processors
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.backends import Backends, open_store
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
-from crawlfleet.runtime.fetch_chain import cached
+from crawlfleet.runtime.fetch_chain import cached, hooked
 from crawlfleet.settings import Settings
 from crawlfleet.urls import UrlRules, fingerprint
 
@@ -86,7 +87,10 @@ def build_fetchers(
 ) -> dict[str, Fetcher]:
     """The crawl's fetchers by kind; redirects become queued links (``Crawler``)."""
     http = HttpFetcher(settings, clock=clock, follow_redirects=False, credentials=credentials)
-    return {"http": cached(http, settings, clock), "file": FileFetcher(settings, clock=clock)}
+    return {
+        "http": hooked(cached(http, settings, clock), settings),
+        "file": FileFetcher(settings, clock=clock),
+    }
 
 
 def robots_fetch(
@@ -175,9 +179,12 @@ async def build_crawl(
         stack.push_async_callback(fetcher.close)
     frontier = build_frontier(settings, store, seeds)
     robots, fetch_url = build_robots(settings, clock, stack, credentials)
-    pipeline = Pipeline(
-        default_processors(registry.schemas()), sink, events=events, clock=clock, rejects=rejects
-    )
+    own_sinks = load_sinks(settings.sinks, settings)
+    if own_sinks:
+        sink = FanOutSink(sink, own_sinks)
+        stack.push_async_callback(sink.close)
+    processors = default_processors(registry.schemas(), load_processors(settings.processors))
+    pipeline = Pipeline(processors, sink, events=events, clock=clock, rejects=rejects)
     parts = CrawlerParts(
         frontier=frontier,
         admitter=Admitter(frontier, robots=robots, events=events, fetch_url=fetch_url, clock=clock),
