@@ -17,8 +17,9 @@ A field reads ``attr`` (``"text"``, ``"html"`` or an attribute name) of the firs
 ``css`` or ``xpath`` selects (of every node with ``all = true`` or ``type = "list"``), keeps
 the first group of ``re`` (or its whole match) when given, then converts to ``type``:
 ``str``, ``int``, ``float``, ``decimal`` (an exact decimal string like ``"51.77"``), or
-``list`` (strings). A value that does not convert is None. ``follow`` rules are those of
-``parsing.plugins.Follow``.
+``list`` (strings). A value that does not convert is None. Then the field's ``process``
+steps run in order (``parsing.field_steps``: strip, join, regex, number, price, date,
+absolute_url, default). ``follow`` rules are those of ``parsing.plugins.Follow``.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from pydantic import (
 
 from crawlfleet.errors import ConfigError
 from crawlfleet.models import FetchResult, Item, ParseResult
+from crawlfleet.parsing.field_steps import Context, Step, compile_steps, run_steps
 from crawlfleet.parsing.plugins import Contract, Follow, ParserSpec, followed
 from crawlfleet.parsing.response import Response
 from crawlfleet.parsing.selectors import Selection, document
@@ -65,9 +67,16 @@ class FieldSpec(BaseModel):
     regex: str | None = Field(default=None, alias="re")
     type: Literal["str", "int", "float", "decimal", "list"] = "str"
     all: bool = False
+    process: list[str | dict[str, Any]] = Field(default_factory=list)
 
     _check_regex = field_validator("regex")(_valid_regex)
     _regex: Pattern | None = PrivateAttr(default=None)
+    _steps: tuple[Step, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="after")
+    def _compile_steps(self) -> FieldSpec:
+        self._steps = compile_steps(self.process)
+        return self
 
     @model_validator(mode="after")
     def _one_selector(self) -> FieldSpec:
@@ -84,17 +93,17 @@ class FieldSpec(BaseModel):
     def many(self) -> bool:
         return self.all or self.type == "list"
 
-    def read(self, scope: Selection) -> Any:
-        """The field's value in ``scope``: a value or None, or a list when ``many``."""
+    def read(self, scope: Selection, base_url: str = "") -> Any:
+        """The field's value in ``scope``: a value or None, or a list when ``many``; its
+        ``process`` steps resolve URLs against ``base_url``."""
         nodes = scope.css(self.css) if self.css is not None else scope.xpath(self.xpath or "")
         values = []
         for node in nodes if self.many else nodes[:1]:
             value = self.convert(node.value(self.attr))
             if value is not None:
                 values.append(value)
-        if self.many:
-            return values
-        return values[0] if values else None
+        value = values if self.many else (values[0] if values else None)
+        return run_steps(self._steps, value, Context(base_url)) if self._steps else value
 
     def convert(self, raw: str | None) -> Any:
         if raw is None:
@@ -179,11 +188,11 @@ class SelectorParser:
         page = Response(response)
         root = document(page, xpath=self.uses_xpath)
         scopes = root.css(self.spec.item_css) if self.spec.item_css else [root]
-        items = [self._item(scope, response.url) for scope in scopes]
+        items = [self._item(scope, response.url, page.base_url) for scope in scopes]
         return ParseResult(items=items, links=followed(page, self.follow))
 
-    def _item(self, scope: Selection, url: str) -> Item:
-        data = {name: field.read(scope) for name, field in self.spec.fields.items()}
+    def _item(self, scope: Selection, url: str, base_url: str) -> Item:
+        data = {name: field.read(scope, base_url) for name, field in self.spec.fields.items()}
         key = data.get(self.spec.key) if self.spec.key is not None else None
         return Item(type=self.item_type, data=data, key=None if key is None else str(key), url=url)
 
