@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import typer
 
-from crawlfleet.cli import crawl, db, demo, demo_site, dlq, export, parsers, status, worker
+from crawlfleet.cli import (
+    crawl,
+    db,
+    demo,
+    demo_site,
+    dlq,
+    export,
+    parsers,
+    shell,
+    status,
+    worker,
+)
 
 app = typer.Typer(
     name="crawlfleet",
@@ -19,6 +30,7 @@ demo.register(app)
 demo_site.register(app)
 export.register(app)
 parsers.register(app)
+shell.register(app)
 worker.register(app)
 status.register(app)
 db.register(app)
