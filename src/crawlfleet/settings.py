@@ -154,6 +154,9 @@ class Settings(BaseSettings):
     sinks: list[str] = Field(
         default_factory=list, description="entry points of 'crawlfleet.sinks' also written to"
     )
+    secrets_file: Path | None = Field(
+        default=None, description="TOML: per-domain login and Basic auth secrets (secretsfile.py)"
+    )
     hooks: list[str] = Field(
         default_factory=list, description="'module:object' request/response hooks, in order"
     )

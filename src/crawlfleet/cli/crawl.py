@@ -135,6 +135,10 @@ def crawl(
         Path | None,
         typer.Option("--http-cache", help="store responses in DIR and replay them (development)"),
     ] = None,
+    secrets: Annotated[
+        Path | None,
+        typer.Option("--secrets", help="TOML file of per-domain login and Basic auth secrets"),
+    ] = None,
     max_parse_errors: Annotated[
         int,
         typer.Option(min=0, help=f"pages allowed to fail parsing before exit {PARSE_ERROR_EXIT}"),
@@ -164,6 +168,7 @@ def crawl(
             crawl_id=crawl_id,
             accept_unsafe_redis=accept_unsafe_redis,
             http_cache_dir=http_cache,
+            secrets_file=secrets,
         )
         if parsers:
             settings.parsers = [*settings.parsers, *(p.strip() for p in parsers.split(",") if p)]

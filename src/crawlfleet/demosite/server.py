@@ -11,6 +11,7 @@ from aiohttp import web
 from crawlfleet.demosite.accesslog import AccessLog, AccessRecord
 from crawlfleet.demosite.hazards import FlakyCounters, Hazards
 from crawlfleet.demosite.lab import Lab
+from crawlfleet.demosite.members import Members
 from crawlfleet.demosite.quotes import Quotes
 from crawlfleet.demosite.robots_sites import RobotsSite
 from crawlfleet.demosite.roles import (
@@ -117,6 +118,7 @@ class DemoSite:
         app.on_response_prepare.append(self._access_log.on_response_prepare)
         if role == SHOP:
             app.add_routes(Shop(self.url).routes())
+            app.add_routes(Members().routes())
         elif role == QUOTES:
             app.add_routes(Quotes().routes())
         elif role == LAB:

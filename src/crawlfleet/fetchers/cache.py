@@ -20,11 +20,12 @@ import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import orjson
 
 from crawlfleet.clock import Clock
+from crawlfleet.fetchers.protocols import Fetcher
 from crawlfleet.models import CrawlRequest, FetchResult
 
 CachePolicy = Callable[[FetchResult], bool]
@@ -109,9 +110,13 @@ class ResponseCache:
 
 
 class CachingFetcher:
-    """A fetcher answering from a ``ResponseCache`` first; misses go to ``inner``."""
+    """A fetcher answering from a ``ResponseCache`` first; misses go to ``inner``.
 
-    def __init__(self, inner: TruncatingFetcher, cache: ResponseCache, keep: CachePolicy) -> None:
+    ``truncate_at_bytes`` (robots.txt reads) is passed on, so give it only when ``inner``
+    takes it (an ``HttpFetcher``).
+    """
+
+    def __init__(self, inner: Fetcher, cache: ResponseCache, keep: CachePolicy) -> None:
         self._inner = inner
         self._cache = cache
         self._keep = keep
@@ -125,7 +130,8 @@ class CachingFetcher:
         if truncate_at_bytes is None:
             result = await self._inner.fetch(request)
         else:
-            result = await self._inner.fetch(request, truncate_at_bytes=truncate_at_bytes)
+            inner = cast(TruncatingFetcher, self._inner)
+            result = await inner.fetch(request, truncate_at_bytes=truncate_at_bytes)
         if self._keep(result):
             await asyncio.to_thread(self._cache.store, request, truncate_at_bytes, result)
         return result

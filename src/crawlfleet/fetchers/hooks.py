@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from crawlfleet.errors import ConfigError, FetchError
-from crawlfleet.fetchers.cache import TruncatingFetcher
+from crawlfleet.fetchers.protocols import Fetcher
 from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.references import resolve
 
@@ -73,7 +73,7 @@ def load_hooks(references: Sequence[str]) -> list[FetchHook]:
 class HookedFetcher:
     """``inner`` with ``hooks`` around it; a ``Fetcher``."""
 
-    def __init__(self, inner: TruncatingFetcher, hooks: Sequence[FetchHook]) -> None:
+    def __init__(self, inner: Fetcher, hooks: Sequence[FetchHook]) -> None:
         self._inner = inner
         self._hooks = tuple(hooks)
 

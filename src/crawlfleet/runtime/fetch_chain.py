@@ -14,12 +14,15 @@ so a replayed crawl logs in no more than it fetches. ``file:`` requests skip the
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from typing import TypeVar
+
 from crawlfleet.clock import Clock
 from crawlfleet.fetchers.cache import (
     CachePolicy,
     CachingFetcher,
     ResponseCache,
-    TruncatingFetcher,
     cache_policy,
 )
 from crawlfleet.fetchers.hooks import HookedFetcher, load_hooks
@@ -27,7 +30,12 @@ from crawlfleet.fetchers.protocols import Fetcher
 from crawlfleet.frontier.politeness import StatusClass, classify, judge
 from crawlfleet.frontier.protocols import Signal
 from crawlfleet.models import FetchResult
+from crawlfleet.parsing.login import load_logins
+from crawlfleet.runtime.login import LoginFetcher, check_logins, open_session_store
+from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.settings import Settings
+
+F = TypeVar("F", bound=Fetcher)
 
 
 def retried(result: FetchResult) -> bool:
@@ -48,13 +56,28 @@ def response_cache(settings: Settings, clock: Clock) -> tuple[ResponseCache, Cac
     return cache, cache_policy(only_200=settings.http_cache_only_200, retried=retried)
 
 
-def hooked(fetcher: TruncatingFetcher, settings: Settings) -> Fetcher:
+async def login_link(
+    settings: Settings, clock: Clock, stack: AsyncExitStack, secrets: SiteSecrets
+) -> Callable[[Fetcher], Fetcher]:
+    """What puts a fetcher behind the crawl's ``@login`` steps (none: nothing).
+
+    ``ConfigError`` for a login domain without secrets, before anything is fetched.
+    """
+    logins = load_logins(settings.parsers)
+    if not logins:
+        return lambda fetcher: fetcher
+    check_logins(logins, secrets)
+    store = await open_session_store(settings, stack)
+    return lambda fetcher: LoginFetcher(fetcher, logins, store, secrets, clock)
+
+
+def hooked(fetcher: Fetcher, settings: Settings) -> Fetcher:
     """``fetcher`` behind the crawl's request/response hooks (none: ``fetcher`` itself)."""
     hooks = load_hooks(settings.hooks)
     return HookedFetcher(fetcher, hooks) if hooks else fetcher
 
 
-def cached(fetcher: TruncatingFetcher, settings: Settings, clock: Clock) -> TruncatingFetcher:
+def cached(fetcher: F, settings: Settings, clock: Clock) -> F | CachingFetcher:
     """``fetcher`` behind the crawl's HTTP cache, or ``fetcher`` itself without one."""
     found = response_cache(settings, clock)
     if found is None:

@@ -32,7 +32,8 @@ from crawlfleet.pipeline.processors import default_processors
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.backends import Backends, open_store
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
-from crawlfleet.runtime.fetch_chain import cached, hooked
+from crawlfleet.runtime.fetch_chain import cached, hooked, login_link
+from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.settings import Settings
 from crawlfleet.urls import UrlRules, fingerprint
 
@@ -83,12 +84,18 @@ def build_frontier(settings: Settings, store: QueueStore, seeds: list[str]) -> F
 
 
 def build_fetchers(
-    settings: Settings, clock: Clock, credentials: Credentials
+    settings: Settings,
+    clock: Clock,
+    credentials: Credentials,
+    logged_in: Callable[[Fetcher], Fetcher] = lambda fetcher: fetcher,
 ) -> dict[str, Fetcher]:
-    """The crawl's fetchers by kind; redirects become queued links (``Crawler``)."""
+    """The crawl's fetchers by kind; redirects become queued links (``Crawler``).
+
+    The HTTP chain, top to bottom: hooks, cache, ``logged_in`` (``runtime.fetch_chain``).
+    """
     http = HttpFetcher(settings, clock=clock, follow_redirects=False, credentials=credentials)
     return {
-        "http": hooked(cached(http, settings, clock), settings),
+        "http": hooked(cached(logged_in(http), settings, clock), settings),
         "file": FileFetcher(settings, clock=clock),
     }
 
@@ -174,7 +181,10 @@ async def build_crawl(
     budget = ParseBudget(ParseLimits.from_settings(settings))
     stack.callback(budget.close)
     credentials = Credentials.from_urls(seeds)  # userinfo of the seeds, per origin
-    fetchers = build_fetchers(settings, clock, credentials)
+    secrets = SiteSecrets.load(settings.secrets_file)
+    secrets.add_basic_auth(credentials, seeds)
+    logged_in = await login_link(settings, clock, stack, secrets)
+    fetchers = build_fetchers(settings, clock, credentials, logged_in)
     for fetcher in fetchers.values():
         stack.push_async_callback(fetcher.close)
     frontier = build_frontier(settings, store, seeds)

@@ -67,6 +67,9 @@ key                             type    contents
                                         leased and dead requests: a retried, reaped or
                                         requeued request goes back to its admission place
 ``{p}:seq``                     STRING  counter giving queue order and unique lease tokens
+``{p}:sessions``                HASH    login domain -> JSON ``{"cookies": {name: value},
+                                        "version": token}``: the cookie jar of its last login
+                                        (``crawlfleet.sessions.redis``), never logged
 ==============================  ======  =======================================================
 
 Lease tokens are ``<fingerprint>.<seq>``. Every multi-key change is one Lua script in
@@ -98,6 +101,7 @@ FIXED_KEYS = (
     "admitted",
     "order",
     "seq",
+    "sessions",
 )
 FAMILIES = ("bloom", "q", "delayed", "ready", "domain", "dstats")
 """Names of key families: ``{p}:<family>:<suffix>``; the bare name is never a key itself."""
