@@ -24,6 +24,7 @@ from pydantic_settings import (
 from pydantic_settings.exceptions import SettingsError
 
 from crawlfleet.errors import ConfigError
+from crawlfleet.models import DEFAULT_MAX_CONTEXT_BYTES
 
 DEFAULT_USER_AGENT = "crawlfleet/0.1 (+https://github.com/crawlfleet/crawlfleet)"
 DEFAULT_STRIP_PARAMS = (
@@ -81,6 +82,12 @@ class Settings(BaseSettings):
     max_path_segment_repeats: int = Field(default=3, ge=1)
     max_query_params: int = Field(default=16, ge=1)
     max_links_per_page: int = Field(default=5000, ge=1, description="links kept from one page")
+    max_context_bytes: int = Field(
+        default=DEFAULT_MAX_CONTEXT_BYTES,
+        ge=2,
+        le=1024 * 1024,
+        description="one link's context, as JSON",
+    )
 
     # URL handling
     politeness_key: Literal["host", "domain"] = "host"

@@ -242,7 +242,10 @@ class SqliteQueueStore:
     async def reap(self, now: float, max_retries: int) -> int:
         params = (now, max_retries, LEASE_EXPIRED)
         with self._transaction() as db:
-            expired = [(rows.request(row), row[8]) for row in db.execute(q.EXPIRED, params[:1])]
+            expired = [
+                (rows.request(row), row[q.REQUEST_COLUMN_COUNT])
+                for row in db.execute(q.EXPIRED, params[:1])
+            ]
             if not expired:
                 return 0
             db.execute(q.REAP_DEAD, params)
@@ -338,7 +341,10 @@ class SqliteQueueStore:
 
     async def dead_letters(self, limit: int = 100, offset: int = 0) -> list[DeadLetter]:
         found = self._db.execute(q.DEAD_LETTERS, (limit, offset)).fetchall()
-        return [DeadLetter(rows.request(row), tuple(json.loads(row[8])), row[9]) for row in found]
+        n = q.REQUEST_COLUMN_COUNT
+        return [
+            DeadLetter(rows.request(row), tuple(json.loads(row[n])), row[n + 1]) for row in found
+        ]
 
     async def requeue_dead(self, fingerprints: Sequence[str] | None = None) -> int:
         selection = (rows.json_or_null(fingerprints),)

@@ -14,12 +14,31 @@ from crawlfleet.models import Attempt, CrawlRequest
 def request(row: Sequence[Any]) -> CrawlRequest:
     """A request from the ``REQUEST_COLUMNS`` at the start of ``row``."""
     fp, url, domain, depth, priority, attempt, fetcher, parent = row[:8]
-    return CrawlRequest(url, fp, domain, depth, priority, attempt, fetcher, parent)
+    data, method, body, headers = row[8:12]
+    return CrawlRequest(
+        url,
+        fp,
+        domain,
+        depth,
+        priority,
+        attempt,
+        fetcher,
+        parent,
+        data=json.loads(data),
+        method=method,
+        body=body,
+        headers=json.loads(headers),
+    )
 
 
 def request_row(r: CrawlRequest) -> tuple[Any, ...]:
     """The ``REQUEST_COLUMNS`` of a request."""
-    return (r.fingerprint, r.url, r.domain, r.depth, r.priority, r.attempt, r.fetcher, r.parent)
+    head = (r.fingerprint, r.url, r.domain, r.depth, r.priority, r.attempt, r.fetcher, r.parent)
+    return (*head, _json(r.data), r.method, r.body, _json(r.headers))
+
+
+def _json(value: dict[str, Any]) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")) if value else "{}"
 
 
 def attempt_row(a: Attempt) -> tuple[Any, ...]:

@@ -161,7 +161,8 @@ class Crawler:
         request = step.lease.request
         name, parser = p.parsers.select(result.final_url)
         try:
-            parsed = await p.parse_budget.parse(parser, result)
+            # The parser reads the request's context from the result, whatever the fetcher.
+            parsed = await p.parse_budget.parse(parser, replace(result, request=request))
         except Exception as exc:  # a parser's bug, or ParseBudgetExceeded: the page's own outcome
             error = f"{type(exc).__name__}: {exc}"
             detail = traceback.format_exc()

@@ -21,7 +21,8 @@ key                             type    contents
                                         open; global bit ``p`` is bit ``p % (8 * bytes)`` of
                                         shard ``p // (8 * bytes)`` (see ``bloom.py``)
 ``{p}:req``                     HASH    fingerprint -> request JSON, for queued, leased and
-                                        dead requests (deleted when done)
+                                        dead requests (deleted when done); its ``data``
+                                        and ``headers`` are JSON text (``views.dumps``)
 ``{p}:q:<kind>:<domain>``       ZSET    one lane per (fetcher kind, domain): fingerprints due
                                         to be claimed, score ``-priority * 2**36 + seq``
                                         (priority clamped to +-65535): higher priority first,
