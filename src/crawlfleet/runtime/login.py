@@ -36,7 +36,7 @@ from crawlfleet.parsing.response import Response
 from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.sessions.protocols import SessionStore, StoredSession
 from crawlfleet.settings import Settings
-from crawlfleet.urls import fingerprint
+from crawlfleet.urls import request_fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +130,7 @@ class LoginSession:
                 sent["Cookie"] = cookie_header(self.cookies)
             request = CrawlRequest(
                 url=target,
-                fingerprint=fingerprint(target),
+                fingerprint=request_fingerprint(target, method, body),
                 domain=self._spec.domain,
                 method=method,
                 body=body,
