@@ -311,7 +311,8 @@ def test_a_page_that_keeps_killing_its_worker_ends_in_the_dlq(
     assert "1 dead-lettered" in output
     with redis.Redis.from_url(redis_url) as client:
         (dead,) = client.zrange("crawlfleet:{poison}:dead", 0, -1)
-        errors = client.hget("crawlfleet:{poison}:errors", dead)
+        fingerprint = dead.split(b":", 1)[1]  # members are "<seq>:<fingerprint>"
+        errors = client.hget("crawlfleet:{poison}:errors", fingerprint)
     assert (errors or b"").count(b"lease expired") == 2
 
 

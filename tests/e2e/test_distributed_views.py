@@ -137,7 +137,7 @@ def test_parse_errors_fail_the_distributed_crawl_unless_allowed(
 ) -> None:
     module = tmp_path / "broken_parsers.py"
     module.write_text(FAILING_PARSER)
-    workers.start(redis_url, postgres_dsn, concurrency=4)
+    workers.start(redis_url, postgres_dsn, concurrency=4, extra=("--parsers", str(module)))
     args = [
         site.url("quotes"),
         "--parsers",

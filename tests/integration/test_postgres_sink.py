@@ -33,7 +33,7 @@ def rows(dsn: str) -> list[tuple[object, ...]]:
 
 
 def test_migrate_is_idempotent(postgres_dsn: str) -> None:
-    assert migrate(postgres_dsn) == [1, 2]
+    assert migrate(postgres_dsn) == [1, 2, 3]
     assert migrate(postgres_dsn) == []
 
 
@@ -90,20 +90,21 @@ async def test_unreachable_server_names_the_url_without_password() -> None:
     assert "127.0.0.1:1" in str(info.value)
 
 
-def test_migration_2_scopes_existing_rows_by_their_crawl(postgres_dsn: str) -> None:
+def test_migration_3_scopes_existing_rows_by_their_crawl(postgres_dsn: str) -> None:
     with psycopg.connect(postgres_dsn, autocommit=True) as conn:
         conn.execute(
             "CREATE TABLE schema_migrations (version integer PRIMARY KEY,"
             " applied_at timestamptz NOT NULL DEFAULT now())"
         )
         conn.execute(MIGRATIONS[0])
-        conn.execute("INSERT INTO schema_migrations (version) VALUES (1)")
+        conn.execute(MIGRATIONS[1])
+        conn.execute("INSERT INTO schema_migrations (version) VALUES (1), (2)")
         conn.execute(
             "INSERT INTO items (item_type, item_key, data, content_hash, crawl_id, first_seen,"
             " last_seen, last_changed) VALUES ('product', '1', '{\"v\": 1}', 'h', 'monday',"
             " to_timestamp(10), to_timestamp(20), to_timestamp(10))"
         )
-    assert migrate(postgres_dsn) == [2]
+    assert migrate(postgres_dsn) == [3]
     with psycopg.connect(postgres_dsn) as conn:
         fetched_at = conn.execute("SELECT extract(epoch from fetched_at) FROM items").fetchone()
         assert fetched_at == (20,)

@@ -31,13 +31,11 @@ async def connect() -> AsyncIterator[Connect]:
         await client.aclose()
 
 
-async def test_a_safe_server_passes_with_a_loopback_warning(
+async def test_a_safe_server_on_loopback_without_a_password_passes_quietly(
     start_redis: Callable[..., RedisServer], connect: Connect
 ) -> None:
     client = await connect(start_redis(aof=True))
-    warnings = await check_redis_safety(client, accept_unsafe=False)
-    assert len(warnings) == 1
-    assert "without authentication (reachable from loopback only)" in warnings[0]
+    assert await check_redis_safety(client, accept_unsafe=False) == []
 
 
 async def test_a_safe_server_with_a_password_gives_no_warning(
@@ -76,7 +74,7 @@ async def test_the_flag_turns_refusals_into_warnings(
     assert [w for w in warnings if "(accepted)" in w] == [
         w for w in warnings if "appendonly" in w or "maxmemory-policy" in w
     ]
-    assert len(warnings) == 3
+    assert len(warnings) == 2
 
 
 async def test_no_password_beyond_loopback_is_refused(

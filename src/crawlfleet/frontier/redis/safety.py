@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import logging
 import socket
 from typing import Any
 
@@ -25,6 +26,8 @@ from crawlfleet.errors import StateError
 ACCEPT_FLAG = "--accept-unsafe-redis"
 """The command-line flag that accepts an unsafe Redis; named in the refusal."""
 _LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
+
+log = logging.getLogger(__name__)
 
 
 async def check_redis_safety(client: Redis, *, accept_unsafe: bool) -> list[str]:
@@ -57,11 +60,8 @@ async def check_redis_safety(client: Redis, *, accept_unsafe: bool) -> list[str]
             )
     if await _answers_without_auth(client):
         local = await _is_loopback(client.connection_pool) and not _exposed(config)
-        if local:
-            warnings.append(
-                f"Redis at {where} accepts commands without authentication "
-                "(reachable from loopback only)"
-            )
+        if local:  # only this machine can reach it: as safe as the machine itself
+            log.info("Redis at %s accepts commands without authentication (loopback only)", where)
         else:
             unsafe.append("it accepts commands without authentication from beyond loopback")
     if unsafe and not accept_unsafe:
