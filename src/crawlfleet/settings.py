@@ -9,6 +9,7 @@ float must be finite (``--delay inf`` is refused).
 from __future__ import annotations
 
 import tomllib
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -155,6 +156,29 @@ class Settings(BaseSettings):
     state_dir: Path = Path(".crawlfleet")
     output: Path | None = None
 
+    # Developer loop (fetchers/cache.py, runtime/fetch_chain.py, pipeline/custom.py)
+    http_cache_dir: Path | None = Field(
+        default=None, description="store responses here and replay them (development)"
+    )
+    http_cache_expiry_s: float | None = Field(
+        default=None, gt=0, description="age past which a cached response is fetched again"
+    )
+    http_cache_only_200: bool = Field(
+        default=False, description="cache only 200s (else every response not retried)"
+    )
+    processors: list[str] = Field(
+        default_factory=list, description="'module:function' item processors, after the built-in"
+    )
+    sinks: list[str] = Field(
+        default_factory=list, description="entry points of 'crawlfleet.sinks' also written to"
+    )
+    secrets_file: Path | None = Field(
+        default=None, description="TOML: per-domain login and Basic auth secrets (secretsfile.py)"
+    )
+    hooks: list[str] = Field(
+        default_factory=list, description="'module:object' request/response hooks, in order"
+    )
+
     # Distributed runtime
     redis_url: str | None = None
     postgres_dsn: str | None = None
@@ -170,8 +194,21 @@ class Settings(BaseSettings):
     @field_validator("output")
     @classmethod
     def _known_output_format(cls, value: Path | None) -> Path | None:
-        if value is not None and value.suffix.lower() not in (".jsonl", ".csv", ".sqlite", ".db"):
-            raise ValueError("must end in .jsonl, .csv or .sqlite")
+        if value is not None and value.suffix.lower() not in (
+            ".jsonl",
+            ".json",
+            ".csv",
+            ".sqlite",
+            ".db",
+            ".parquet",
+        ):
+            raise ValueError("must end in .jsonl, .json, .csv, .parquet or .sqlite")
+        if (
+            value is not None
+            and value.suffix.lower() == ".parquet"
+            and find_spec("pyarrow") is None
+        ):
+            raise ValueError("Parquet needs pyarrow: pip install 'crawlfleet[parquet]'")
         return value
 
     @field_validator("domains")

@@ -99,7 +99,7 @@ def crawl(
     seeds: Annotated[list[str] | None, typer.Argument(help="start URLs")] = None,
     config: Annotated[Path | None, typer.Option(help="crawl config (TOML)")] = None,
     output: Annotated[
-        Path | None, typer.Option("-o", "--output", help=".jsonl/.csv/.sqlite")
+        Path | None, typer.Option("-o", "--output", help=".jsonl/.json/.csv/.parquet/.sqlite")
     ] = None,
     state: Annotated[Path | None, typer.Option(help="state directory")] = None,
     fresh: Annotated[bool, typer.Option(help="forget the saved state and start over")] = False,
@@ -134,6 +134,14 @@ def crawl(
             "--accept-unsafe-redis",
             help="crawl on a Redis without AOF, with eviction, or open without a password",
         ),
+    ] = None,
+    http_cache: Annotated[
+        Path | None,
+        typer.Option("--http-cache", help="store responses in DIR and replay them (development)"),
+    ] = None,
+    secrets: Annotated[
+        Path | None,
+        typer.Option("--secrets", help="TOML file of per-domain login and Basic auth secrets"),
     ] = None,
     max_parse_errors: Annotated[
         int,
@@ -179,6 +187,8 @@ def crawl(
             postgres_dsn=postgres,
             crawl_id=crawl_id,
             accept_unsafe_redis=accept_unsafe_redis,
+            http_cache_dir=http_cache,
+            secrets_file=secrets,
         )
         if parsers:
             settings.parsers = [*settings.parsers, *(p.strip() for p in parsers.split(",") if p)]

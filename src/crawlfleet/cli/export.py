@@ -1,4 +1,4 @@
-"""``crawlfleet export``: a crawl's stored items as JSONL, CSV or an SQLite copy."""
+"""``crawlfleet export``: a crawl's stored items as JSONL, JSON, CSV, Parquet or an SQLite copy."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ from crawlfleet.runtime.backends import state_paths
 
 class ExportFormat(StrEnum):
     jsonl = "jsonl"
+    json = "json"
     csv = "csv"
+    parquet = "parquet"
     sqlite = "sqlite"
 
 

@@ -13,6 +13,7 @@ from crawlfleet.cli import (
     dlq,
     export,
     parsers,
+    shell,
     status,
     worker,
 )
@@ -30,6 +31,7 @@ demo.register(app)
 demo_site.register(app)
 export.register(app)
 parsers.register(app)
+shell.register(app)
 worker.register(app)
 status.register(app)
 db.register(app)

@@ -11,6 +11,7 @@ from aiohttp import web
 from crawlfleet.demosite.accesslog import AccessLog, AccessRecord
 from crawlfleet.demosite.hazards import FlakyCounters, Hazards
 from crawlfleet.demosite.lab import Lab
+from crawlfleet.demosite.members import Members
 from crawlfleet.demosite.quotes import Quotes
 from crawlfleet.demosite.robots_sites import RobotsSite
 from crawlfleet.demosite.roles import (
@@ -123,6 +124,7 @@ class DemoSite:
             app.add_routes(ShopApi().routes())
             app.add_routes(ShopSearch().routes())
             app.add_routes(ShopAisles().routes())
+            app.add_routes(Members().routes())
         elif role == QUOTES:
             app.add_routes(Quotes().routes())
         elif role == LAB:

@@ -17,8 +17,9 @@ A field reads ``attr`` (``"text"``, ``"html"`` or an attribute name) of the firs
 ``css`` or ``xpath`` selects (of every node with ``all = true`` or ``type = "list"``), keeps
 the first group of ``re`` (or its whole match) when given, then converts to ``type``:
 ``str``, ``int``, ``float``, ``decimal`` (an exact decimal string like ``"51.77"``), or
-``list`` (strings). A value that does not convert is None. ``follow`` rules are those of
-``parsing.plugins.Follow``; a rule's ``data`` is the context of the links it follows, its
+``list`` (strings). A value that does not convert is None. Then the field's ``process``
+steps run in order (``parsing.field_steps``: strip, join, regex, number, price, date,
+absolute_url, default). ``follow`` rules are those of ``parsing.plugins.Follow``; a rule's ``data`` is the context of the links it follows, its
 values read like fields from the page (``data = { category = { css = "h1" } }``).
 
 A field may instead read the page's context (``context = "category"``, a JSON path into
@@ -63,6 +64,7 @@ class SelectorParser:
         self.item_type = spec.item_type or spec.name
         specs = [*spec.fields.values(), *(f for rule in spec.follow for f in rule.data.values())]
         self.uses_xpath = any(field.xpath is not None for field in specs)
+        self.resolves_urls = any(field.process for field in spec.fields.values())
         self.items_at = compile_path(spec.item_json) if spec.item_json is not None else None
         self.follow = tuple(self._html_rule(rule) for rule in spec.follow if not spec.reads_json)
 
@@ -101,7 +103,9 @@ class SelectorParser:
 
     def _item(self, scope: Selection | Any, page: Response) -> Item:
         context = page.context
-        data = {name: field.read(scope, context) for name, field in self.spec.fields.items()}
+        base = page.base_url if self.resolves_urls and not self.spec.reads_json else page.url
+        fields = self.spec.fields.items()
+        data = {name: field.read(scope, context, base) for name, field in fields}
         key = data.get(self.spec.key) if self.spec.key is not None else None
         url = page.url
         return Item(type=self.item_type, data=data, key=None if key is None else str(key), url=url)

@@ -17,6 +17,8 @@ from pydantic import (
 )
 
 from crawlfleet.errors import ConfigError
+from crawlfleet.parsing.field_steps import Context as StepContext
+from crawlfleet.parsing.field_steps import Step, compile_steps, run_steps
 from crawlfleet.parsing.jsonpath import JsonPath, compile_path
 from crawlfleet.parsing.plugins import Follow
 from crawlfleet.parsing.selectors import Selection
@@ -51,11 +53,18 @@ class FieldSpec(BaseModel):
     regex: str | None = Field(default=None, alias="re")
     type: Literal["str", "int", "float", "decimal", "list"] | None = None
     all: bool = False
+    process: list[str | dict[str, Any]] = Field(default_factory=list)
 
     _check_regex = field_validator("regex")(_valid_regex)
     _check_paths = field_validator("json_path", "context")(_valid_path)
     _regex: Pattern | None = PrivateAttr(default=None)
     _path: JsonPath | None = PrivateAttr(default=None)
+    _steps: tuple[Step, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="after")
+    def _compile_steps(self) -> FieldSpec:
+        self._steps = compile_steps(self.process)
+        return self
 
     @model_validator(mode="after")
     def _one_selector(self) -> FieldSpec:
@@ -76,14 +85,17 @@ class FieldSpec(BaseModel):
     def many(self) -> bool:
         return self.all or self.type == "list"
 
-    def read(self, scope: Selection | Any, context: Mapping[str, Any]) -> Any:
+    def read(self, scope: Selection | Any, context: Mapping[str, Any], base_url: str = "") -> Any:
         """The field's value in ``scope`` (a node, or a JSON value for ``json`` fields) or in
-        ``context``: a value or None, or a list when ``many``."""
+        ``context``: a value or None, or a list when ``many``; then its ``process`` steps,
+        which resolve URLs against ``base_url``."""
         if self._path is not None:
             found = self._path.select(context if self.context is not None else scope)
-            return self._kept([self._json_value(value) for value in found])
-        nodes = scope.css(self.css) if self.css is not None else scope.xpath(self.xpath or "")
-        return self._kept([self.convert(n.value(self.attr)) for n in nodes])
+            value = self._kept([self._json_value(value) for value in found])
+        else:
+            nodes = scope.css(self.css) if self.css is not None else scope.xpath(self.xpath or "")
+            value = self._kept([self.convert(n.value(self.attr)) for n in nodes])
+        return run_steps(self._steps, value, StepContext(base_url)) if self._steps else value
 
     def _kept(self, values: Sequence[Any]) -> Any:
         present = [value for value in values if value is not None]

@@ -1,8 +1,10 @@
-"""Exporting the items file of an embedded crawl (``SqliteSink``'s file) as JSONL, CSV or SQLite.
+"""Exporting the items file of an embedded crawl (``SqliteSink``'s file): JSONL, JSON, CSV,
+Parquet or SQLite.
 
 An export holds the items of one crawl (key namespace): the only one in the file, or the one
 asked for when the file holds several. Every format lists items ordered by (type, key). JSONL: one ``{"type", "key", **fields}``
-object per line. CSV: a header of ``type,key`` and the union of all fields (in the order first
+object per line. JSON: one array of those objects, one per line. Parquet: see
+``pipeline.parquet`` (pyarrow, the ``parquet`` extra). CSV: a header of ``type,key`` and the union of all fields (in the order first
 seen), nested values as JSON. SQLite: a copy of the file (only ``item_type``'s rows if given).
 The output appears whole or not at all: it is written beside its final name, then renamed.
 """
@@ -13,7 +15,7 @@ import contextlib
 import csv
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,12 +25,20 @@ import orjson
 from crawlfleet.errors import ConfigError, StateError
 from crawlfleet.models import Item
 from crawlfleet.pipeline.hashing import record
+from crawlfleet.pipeline.parquet import parquet_available, write_parquet
 from crawlfleet.pipeline.sinks.csv import header_of, row_of
 
 ITEMS_FILE = "items.sqlite"
 """The items file of an embedded crawl, inside its state directory."""
 
-FORMATS: dict[str, str] = {".jsonl": "jsonl", ".csv": "csv", ".sqlite": "sqlite", ".db": "sqlite"}
+FORMATS: dict[str, str] = {
+    ".jsonl": "jsonl",
+    ".json": "json",
+    ".csv": "csv",
+    ".parquet": "parquet",
+    ".sqlite": "sqlite",
+    ".db": "sqlite",
+}
 """File suffix -> export format."""
 
 
@@ -38,7 +48,8 @@ def format_of(out: Path) -> str:
         return FORMATS[out.suffix.lower()]
     except KeyError:
         raise ConfigError(
-            f"cannot tell the export format of {out}: use .jsonl, .csv, .sqlite or .db"
+            f"cannot tell the export format of {out}: use .jsonl, .json, .csv, .parquet,"
+            " .sqlite or .db"
         ) from None
 
 
@@ -52,13 +63,15 @@ def export_items(
 ) -> int:
     """Writes the items of ``items_db`` (of ``item_type`` if given) to ``out``; returns how many.
 
-    ``fmt`` (``jsonl``, ``csv``, ``sqlite``) defaults to the one ``out``'s suffix names.
+    ``fmt`` (``jsonl``, ``json``, ``csv``, ``parquet``, ``sqlite``) defaults to the one ``out``'s suffix names.
     ``crawl_id`` picks the crawl; None is the only crawl in the file (``ConfigError`` naming
     them when there are several).
     """
     fmt = fmt if fmt is not None else format_of(out)
     if fmt not in FORMATS.values():
-        raise ConfigError(f"unknown export format {fmt!r}: use jsonl, csv or sqlite")
+        raise ConfigError(f"unknown export format {fmt!r}: use jsonl, json, csv, parquet or sqlite")
+    if fmt == "parquet" and not parquet_available():
+        raise ConfigError("Parquet needs pyarrow: pip install 'crawlfleet[parquet]'")
     if not items_db.is_file():
         raise StateError(f"no items database at {items_db}")
     if out.resolve() == items_db.resolve():
@@ -73,6 +86,10 @@ def export_items(
                 count = _copy(source, partial, rows)
             elif fmt == "csv":
                 count = _csv(source, partial, rows)
+            elif fmt == "json":
+                count = _json(source, partial, rows)
+            elif fmt == "parquet":
+                count = write_parquet(partial_records(source, rows), partial)
             else:
                 count = _jsonl(source, partial, rows)
         finally:
@@ -136,6 +153,24 @@ def _jsonl(source: sqlite3.Connection, out: Path, rows: _Rows) -> int:
             handle.write(orjson.dumps(row) + b"\n")
             count += 1
     return count
+
+
+def _json(source: sqlite3.Connection, out: Path, rows: _Rows) -> int:
+    count = 0
+    with out.open("wb") as handle:
+        handle.write(b"[")
+        for row in _records(source, rows):
+            handle.write((b",\n" if count else b"\n") + orjson.dumps(row))
+            count += 1
+        handle.write(b"\n]\n" if count else b"]\n")
+    return count
+
+
+def partial_records(
+    source: sqlite3.Connection, rows: _Rows
+) -> Callable[[], Iterator[dict[str, Any]]]:
+    """A function listing the rows afresh on every call (a writer may read them twice)."""
+    return lambda: _records(source, rows)
 
 
 def _csv(source: sqlite3.Connection, out: Path, rows: _Rows) -> int:

@@ -72,6 +72,9 @@ key                             type    contents
 ``{p}:control``                 STRING  what the operator asked (``runtime/control.py``):
                                         ``paused`` or ``cancelled``; absent = running.
                                         Read by the dispatcher and workers, never by a script
+``{p}:sessions``                HASH    login domain -> JSON ``{"cookies": {name: value},
+                                        "version": token}``: the cookie jar of its last login
+                                        (``crawlfleet.sessions.redis``), never logged
 ==============================  ======  =======================================================
 
 Lease tokens are ``<fingerprint>.<seq>``. Every multi-key change is one Lua script in
@@ -104,6 +107,7 @@ FIXED_KEYS = (
     "order",
     "seq",
     "control",
+    "sessions",
 )
 FAMILIES = ("bloom", "q", "delayed", "ready", "domain", "dstats")
 """Names of key families: ``{p}:<family>:<suffix>``; the bare name is never a key itself."""
