@@ -61,7 +61,7 @@ class MemoryQueueStore:
     """``QueueStore`` in plain Python structures; every method is atomic (no awaits inside)."""
 
     def __init__(self) -> None:
-        self._schedule = DomainSchedule()
+        self._schedule = DomainSchedule(self._earliest)
         self._seen: set[str] = set()
         self._entries: dict[str, _Entry] = {}
         self._due: dict[Lane, list[tuple[int, int, str]]] = {}
@@ -82,11 +82,13 @@ class MemoryQueueStore:
             fp = request.fingerprint
             if fp in self._seen:
                 continue
-            domain = self._schedule.get(request.domain)
             if budget.max_total is not None and self._admitted >= budget.max_total:
                 continue
-            if budget.max_per_domain is not None and domain.admitted >= budget.max_per_domain:
+            known = self._schedule.domains.get(request.domain)
+            in_domain = 0 if known is None else known.admitted
+            if budget.max_per_domain is not None and in_domain >= budget.max_per_domain:
                 continue
+            domain = self._schedule.get(request.domain)
             self._seen.add(fp)
             self._seq += 1
             self._entries[fp] = _Entry(request, self._seq)
@@ -139,7 +141,7 @@ class MemoryQueueStore:
     ) -> list[Lease]:
         leases: list[Lease] = []
         expires_at = now + lease_s
-        picked = self._schedule.claim(limit, now, default, kinds, self._take, self._earliest)
+        picked = self._schedule.claim(limit, now, default, kinds, self._take)
         for _domain, entry in picked:
             entry.hand_outs += 1
             token = f"{entry.request.fingerprint}:{entry.hand_outs}"
@@ -295,7 +297,8 @@ class MemoryQueueStore:
         return CrawlStats(dict(self._crawl_counters), self._started_at)
 
     async def add_counters(self, domain: str, counters: Mapping[str, float]) -> None:
-        self._count(domain, counters)
+        if counters:
+            self._count(domain, counters)
 
     async def pending_attempts(self, limit: int) -> list[Attempt]:
         return list(islice(self._attempts, limit))

@@ -255,7 +255,7 @@ class QueueStore(Protocol):
         ...
 
     async def domains(self, default: DomainPolicy, limit: int = 100) -> list[DomainView]:
-        """The ``limit`` domains with the most requests admitted, most first."""
+        """The ``limit`` domains with admissions, a policy or statistics; most admitted first."""
         ...
 
     async def next_ready_at(self, now: float, kinds: Collection[str]) -> float | None:

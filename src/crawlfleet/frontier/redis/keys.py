@@ -64,7 +64,8 @@ key                             type    contents
                                         created by the first open, so missing = lost
 ``{p}:admitted``                ZSET    domain -> minus its requests admitted (budget), so
                                         ``ZRANGE`` lists the most first, ties by name; a
-                                        domain given a policy before any request has 0
+                                        domain given a policy or counters (``add_counters``)
+                                        before any request has 0
 ``{p}:order``                   HASH    fingerprint -> its admission ``seq``, for queued,
                                         leased and dead requests: a retried, reaped or
                                         requeued request goes back to its admission place
