@@ -2,7 +2,9 @@
 # Install what crawlfleet needs on a Debian machine: system packages (only those missing)
 # and a virtualenv in .venv with the pinned Python dependencies.
 #   scripts/bootstrap.sh          the embedded crawler only
-#   scripts/bootstrap.sh --all    plus the distributed extras, Redis and PostgreSQL servers, and test tools
+#   scripts/bootstrap.sh --all    plus the distributed and dashboard extras, Redis and PostgreSQL
+#                                 servers, Chromium (browser tests), Prometheus and promtool
+#                                 (metrics tests), and test tools
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +16,8 @@ command -v python3 >/dev/null || need+=(python3 python3-venv)
 if [ "$want_all" = 1 ]; then
     command -v redis-server >/dev/null || need+=(redis-server)
     command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+    [ -x /usr/bin/chromium ] || need+=(chromium)  # the dashboard's browser tests (Playwright)
+    command -v prometheus >/dev/null && command -v promtool >/dev/null || need+=(prometheus)  # tests/e2e/test_prometheus.py
 fi
 if [ "${#need[@]}" -gt 0 ]; then
     echo "installing system packages: ${need[*]}"

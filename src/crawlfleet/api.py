@@ -18,6 +18,7 @@ import orjson
 from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.errors import BadUrl, ConfigError, StateError
 from crawlfleet.monitoring.events import EventBus
+from crawlfleet.monitoring.metrics import Metrics
 from crawlfleet.monitoring.stats import Sample, StatsView
 from crawlfleet.monitoring.summary import CrawlResult, read_result
 from crawlfleet.pipeline.export import export_items
@@ -54,6 +55,7 @@ class Crawl:
     ``fresh`` forgets the crawl's saved state first (the embedded state files, or the
     crawl's keys in Redis). ``on_progress`` is called with a ``Sample`` about every
     ``progress_every_s`` while the crawl runs. A seed that is not a URL is a ``ConfigError``.
+    ``metrics`` serves the crawl's Prometheus families, refreshed at the same tick.
     """
 
     def __init__(
@@ -64,6 +66,7 @@ class Crawl:
         fresh: bool = False,
         on_progress: ProgressFn | None = None,
         clock: Clock | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.settings = settings
         good, bad = split_seeds(settings, [*settings.seeds, *seeds])
@@ -75,6 +78,7 @@ class Crawl:
         self._fresh = fresh
         self._on_progress = on_progress
         self._clock = clock or SystemClock()
+        self._metrics = metrics
         self._stop: asyncio.Event | None = None
         self._stop_asked = False
 
@@ -121,6 +125,10 @@ class Crawl:
                 stack=stack,
             )
             view = StatsView(graph.frontier)
+            if self._metrics is not None:
+                self._metrics.watch(settings.crawl_id, graph.frontier, runtime="embedded")
+                quality = graph.crawler.parts.pipeline.quality
+                self._metrics.track(settings.crawl_id, events=events, quality=quality)
             runner = LocalRunner(
                 graph.crawler,
                 concurrency=settings.concurrency,
@@ -157,6 +165,10 @@ class Crawl:
                 settings, self.seeds, broker_url=None, fresh=self._fresh, clock=clock, stack=stack
             )
             view = StatsView(crawl.frontier)
+            if self._metrics is not None:
+                self._metrics.watch(
+                    settings.crawl_id, crawl.frontier, runtime="distributed", beats=crawl.beats
+                )
             dispatcher = Dispatcher(crawl, clock=clock, on_tick=lambda: self._progress(view))
             self._watch(dispatcher.stop)
             run = await dispatcher.run()
@@ -176,6 +188,8 @@ class Crawl:
 
     async def _progress(self, view: StatsView) -> None:
         sample = await view.sample(self._clock.now())
+        if self._metrics is not None:
+            await self._metrics.refresh()
         if self._on_progress is not None:
             self._on_progress(sample)
 

@@ -11,6 +11,7 @@ Names (all plain increments; ``<t>`` is an item type):
 ``outcome.<o>``             attempts by ``models.Outcome`` value (ok, retry, dead, ...)
 ``fetched``                 attempts that got an HTTP response
 ``status.<c>``              responses by class: ``2xx`` ... ``5xx``, ``other``
+``fetched.<o>.<c>``         responses by outcome and status class (``fetched.ok.2xx``)
 ``bytes``                   response body bytes
 ``latency_s.sum``           seconds from request to last body byte, summed over responses
 ``latency_s.le.<b>``        responses in histogram bucket ``b`` (upper bound, seconds; not
@@ -51,7 +52,9 @@ def for_attempt(attempt: Attempt, *, blocked: bool = False) -> Counters:
     counters: Counters = {"attempts": 1, f"outcome.{attempt.outcome.value}": 1}
     if attempt.status is not None:
         counters["fetched"] = 1
-        counters[f"status.{status_class(attempt.status)}"] = 1
+        status = status_class(attempt.status)
+        counters[f"status.{status}"] = 1
+        counters[f"fetched.{attempt.outcome.value}.{status}"] = 1
         counters["bytes"] = attempt.bytes
         counters["latency_s.sum"] = attempt.latency_s
         counters[bucket_name(attempt.latency_s)] = 1

@@ -6,9 +6,20 @@ Redis, PostgreSQL) can turn them into JSON with ``to_dict`` / ``from_dict``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
+from urllib.parse import urlencode
+
+import orjson
+
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"})
+"""The HTTP methods a request may use."""
+FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
+JSON_CONTENT_TYPE = "application/json"
+DEFAULT_MAX_CONTEXT_BYTES = 16 * 1024
+"""The default of the ``max_context_bytes`` setting: one link's context, as JSON."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +29,12 @@ class CrawlRequest:
     ``domain`` is the politeness key (host or registrable domain, per settings);
     ``priority``: higher is served first within a domain; ``attempt`` counts earlier failed
     attempts (0 on the first try); ``fetcher`` names the fetcher kind (``http``, ``browser``).
+
+    The payload, stored with the request in every store: ``data`` is the context its page's
+    parser reads (``Response.context``; JSON-serializable), ``method``, ``body`` (text, sent
+    UTF-8 encoded: a form or JSON body; binary bodies are not supported) and ``headers``
+    (sent over the fetcher's own). ``fingerprint`` covers the method and body
+    (``urls.request_fingerprint``), not ``data`` nor ``headers``.
     """
 
     url: str
@@ -29,12 +46,18 @@ class CrawlRequest:
     fetcher: str = "http"
     parent: str | None = None
     hops: int = 0
+    data: dict[str, Any] = field(default_factory=dict)
+    method: str = "GET"
+    body: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CrawlRequest:
+        """The request of ``to_dict``'s output; entries written before the payload fields
+        existed read with their defaults."""
         return cls(**data)
 
 
@@ -53,11 +76,57 @@ class Lease:
 
 @dataclass(frozen=True, slots=True)
 class Link:
-    """A link found on a page, before canonicalization."""
+    """A link found on a page, or a request a parser makes, before canonicalization.
+
+    ``data`` is the context the target page's parser reads (``Response.context``): a small
+    JSON-serializable dict (at most ``max_context_bytes`` as JSON). ``method``, ``body`` and
+    ``headers`` as in ``CrawlRequest``; ``Link.post`` builds a form or JSON POST.
+    """
 
     url: str
     priority: int = 0
     fetcher: str | None = None
+    data: Mapping[str, Any] = field(default_factory=dict)
+    method: str = "GET"
+    body: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        method = self.method.upper()
+        if method not in METHODS:
+            raise ValueError(f"unsupported HTTP method {self.method!r} (one of {sorted(METHODS)})")
+        object.__setattr__(self, "method", method)
+
+    @classmethod
+    def post(
+        cls,
+        url: str,
+        *,
+        form: Mapping[str, Any] | None = None,
+        json: Any = None,
+        data: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        priority: int = 0,
+        fetcher: str | None = None,
+    ) -> Link:
+        """A POST of ``form`` (URL-encoded; a list value repeats its name) or of ``json``
+        (keys sorted, so equal documents make one fingerprint); give at most one."""
+        if form is not None and json is not None:
+            raise ValueError("give a form or a JSON body, not both")
+        sent = dict(headers or {})
+        body = ""
+        if form is not None:
+            body = urlencode(list(form.items()), doseq=True)
+            sent.setdefault("Content-Type", FORM_CONTENT_TYPE)
+        elif json is not None:
+            body = orjson.dumps(json, option=orjson.OPT_SORT_KEYS).decode()
+            sent.setdefault("Content-Type", JSON_CONTENT_TYPE)
+        return cls(url, priority, fetcher, dict(data or {}), "POST", body, sent)
+
+    @property
+    def identity(self) -> tuple[str, str, str]:
+        """What makes two links one request: method, URL and body."""
+        return (self.method, self.url, self.body)
 
 
 @dataclass(slots=True)
@@ -66,7 +135,8 @@ class FetchResult:
 
     ``headers`` keys are lower case. ``redirects`` lists every URL visited before ``final_url``
     (the request URL first). ``elapsed_s`` is wall time from start to the last body byte;
-    ``fetched_at`` is when the response arrived (epoch seconds).
+    ``fetched_at`` is when the response arrived (epoch seconds). ``request`` is the request
+    fetched, when the fetcher had one: its ``data`` is the parser's ``Response.context``.
     """
 
     url: str
@@ -78,6 +148,7 @@ class FetchResult:
     redirects: tuple[str, ...] = ()
     fetcher: str = "http"
     fetched_at: float = 0.0
+    request: CrawlRequest | None = None
 
     @property
     def content_type(self) -> str:

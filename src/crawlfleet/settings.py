@@ -9,6 +9,7 @@ float must be finite (``--delay inf`` is refused).
 from __future__ import annotations
 
 import tomllib
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -23,6 +24,7 @@ from pydantic_settings import (
 from pydantic_settings.exceptions import SettingsError
 
 from crawlfleet.errors import ConfigError
+from crawlfleet.models import DEFAULT_MAX_CONTEXT_BYTES
 
 DEFAULT_USER_AGENT = "crawlfleet/0.1 (+https://github.com/crawlfleet/crawlfleet)"
 DEFAULT_STRIP_PARAMS = (
@@ -35,6 +37,11 @@ DEFAULT_STRIP_PARAMS = (
     "phpsessid",
     "sid",
 )
+
+MAX_STEP_S = 300.0
+"""The default bound on one crawl step (the watchdog of ``runtime/loop.py``)."""
+STEP_TIMEOUTS = 3
+"""Fetch timeouts one step may spend in turn: its robots.txt, its page, its links' robots."""
 
 
 class DomainOverride(BaseModel):
@@ -80,6 +87,12 @@ class Settings(BaseSettings):
     max_path_segment_repeats: int = Field(default=3, ge=1)
     max_query_params: int = Field(default=16, ge=1)
     max_links_per_page: int = Field(default=5000, ge=1, description="links kept from one page")
+    max_context_bytes: int = Field(
+        default=DEFAULT_MAX_CONTEXT_BYTES,
+        ge=2,
+        le=1024 * 1024,
+        description="one link's context, as JSON",
+    )
 
     # URL handling
     politeness_key: Literal["host", "domain"] = "host"
@@ -132,10 +145,39 @@ class Settings(BaseSettings):
         description="longest Retry-After honoured; a longer one parks the domain this long",
     )
     lease_s: float = Field(default=120.0, gt=0)
+    max_step_s: float = Field(
+        default=MAX_STEP_S,
+        gt=0,
+        allow_inf_nan=False,
+        description="one crawl step; a longer one is cancelled and its request retried",
+    )
 
     # Storage
     state_dir: Path = Path(".crawlfleet")
     output: Path | None = None
+
+    # Developer loop (fetchers/cache.py, runtime/fetch_chain.py, pipeline/custom.py)
+    http_cache_dir: Path | None = Field(
+        default=None, description="store responses here and replay them (development)"
+    )
+    http_cache_expiry_s: float | None = Field(
+        default=None, gt=0, description="age past which a cached response is fetched again"
+    )
+    http_cache_only_200: bool = Field(
+        default=False, description="cache only 200s (else every response not retried)"
+    )
+    processors: list[str] = Field(
+        default_factory=list, description="'module:function' item processors, after the built-in"
+    )
+    sinks: list[str] = Field(
+        default_factory=list, description="entry points of 'crawlfleet.sinks' also written to"
+    )
+    secrets_file: Path | None = Field(
+        default=None, description="TOML: per-domain login and Basic auth secrets (secretsfile.py)"
+    )
+    hooks: list[str] = Field(
+        default_factory=list, description="'module:object' request/response hooks, in order"
+    )
 
     # Distributed runtime
     redis_url: str | None = None
@@ -152,8 +194,21 @@ class Settings(BaseSettings):
     @field_validator("output")
     @classmethod
     def _known_output_format(cls, value: Path | None) -> Path | None:
-        if value is not None and value.suffix.lower() not in (".jsonl", ".csv", ".sqlite", ".db"):
-            raise ValueError("must end in .jsonl, .csv or .sqlite")
+        if value is not None and value.suffix.lower() not in (
+            ".jsonl",
+            ".json",
+            ".csv",
+            ".sqlite",
+            ".db",
+            ".parquet",
+        ):
+            raise ValueError("must end in .jsonl, .json, .csv, .parquet or .sqlite")
+        if (
+            value is not None
+            and value.suffix.lower() == ".parquet"
+            and find_spec("pyarrow") is None
+        ):
+            raise ValueError("Parquet needs pyarrow: pip install 'crawlfleet[parquet]'")
         return value
 
     @field_validator("domains")
@@ -183,6 +238,17 @@ class Settings(BaseSettings):
             raise ValueError("total_timeout_s must be >= connect_timeout_s")
         if self.block_min_samples > self.block_window:
             raise ValueError("block_min_samples must be <= block_window")
+        return self
+
+    @model_validator(mode="after")
+    def _a_step_fits_its_bound(self) -> Settings:
+        least_s = STEP_TIMEOUTS * self.total_timeout_s + self.max_parse_s
+        if self.max_step_s < least_s:
+            raise ValueError(
+                f"max_step_s ({self.max_step_s:g}) must be >= {STEP_TIMEOUTS} x total_timeout_s"
+                f" + max_parse_s ({least_s:g}): a step may read robots.txt, fetch its page,"
+                " parse it and read the robots.txt of its links' new hosts"
+            )
         return self
 
     @classmethod

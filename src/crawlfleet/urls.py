@@ -35,6 +35,19 @@ def fingerprint(canonical_url: str) -> str:
     return hashlib.sha1(canonical_url.encode("utf-8")).hexdigest()[:32]
 
 
+def request_fingerprint(canonical_url: str, method: str = "GET", body: str = "") -> str:
+    """The fingerprint of a request: its method, canonical URL and body.
+
+    A GET without a body keeps the URL's ``fingerprint``, so crawls stored before requests
+    had methods resume with the same ids. Headers and context do not count: the first
+    request of a (method, URL, body) wins.
+    """
+    if method == "GET" and not body:
+        return fingerprint(canonical_url)
+    text = f"{method} {canonical_url}\n{body}"
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:32]
+
+
 @lru_cache(maxsize=65_536)
 def registrable_domain(host: str) -> str:
     """``shop.example.co.uk`` -> ``example.co.uk``; IPs and bare names are returned as given.

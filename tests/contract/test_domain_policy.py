@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from crawlfleet.frontier.protocols import (
     BlockRules,
+    Budget,
     DelaySource,
     DomainPolicy,
     PolicyChange,
@@ -72,6 +73,29 @@ async def test_next_ready_at_looks_only_at_the_kinds_asked(store: QueueStore) ->
     assert (await store.counts()).queued == 1
 
 
+async def test_a_freed_domain_whose_lane_holds_only_a_retry_waits_for_it(
+    store: QueueStore,
+) -> None:
+    policy = DomainPolicy(delay_s=1.0, max_in_flight=2)
+    await store.add([req("1"), req("2")], NO_BUDGET)
+    (first,) = await claim(store, limit=1, policy=policy)
+    (second,) = await claim(store, now=T0 + 1, policy=policy)
+    assert await retry(store, first, T0 + 10, "e", T0 + 1, policy)
+    await store.add([req("3")], NO_BUDGET)
+    assert len(await claim(store, now=T0 + 2, policy=policy)) == 1  # the domain is full again
+    assert await store.next_ready_at(T0 + 2, KINDS) is None
+    assert await complete(store, second, T0 + 2, policy)  # a lease end frees it
+    assert await store.next_ready_at(T0 + 2, KINDS) == T0 + 10
+    await store.add([req("4")], NO_BUDGET)
+    assert len(await claim(store, now=T0 + 3, policy=policy)) == 1  # full again
+    await store.set_concurrency("a.test", 2)  # a policy change frees it
+    assert await store.next_ready_at(T0 + 3, KINDS) == T0 + 10
+    assert await claim(store, now=T0 + 9, policy=policy) == []
+    assert await claim(store, now=T0 + 10, policy=policy) == []  # full: 3 and 4 are out
+    await store.set_concurrency("a.test", 3)
+    assert names(await claim(store, now=T0 + 10, policy=policy)) == ["1"]
+
+
 # --- delay, concurrency and strategy -------------------------------------------------------
 
 
@@ -122,6 +146,18 @@ async def test_domains_lists_the_busiest_first(store: QueueStore) -> None:
     assert [v.queued for v in views] == [3, 2, 1]
     assert views[1].max_in_flight == 7
     assert [v.domain for v in await store.domains(FREE, limit=1)] == ["b.test"]
+
+
+async def test_domains_lists_domains_with_a_policy_or_statistics(store: QueueStore) -> None:
+    await store.add([req("1", "b.test")], NO_BUDGET)
+    await store.add([req("1", "d.test")], Budget(max_per_domain=0))
+    await store.add([req("1", "e.test")], Budget(max_total=1))
+    await store.add_counters("c.test", {"items.invalid.page": 1})
+    await store.add_counters("f.test", {})
+    await store.set_strategy("a.test", {"fetcher": "http"})
+    views = await store.domains(FREE)
+    assert [(v.domain, v.queued) for v in views] == [("b.test", 1), ("a.test", 0), ("c.test", 0)]
+    assert views[2].stats.items("invalid") == {"page": 1}
 
 
 # --- block window --------------------------------------------------------------------------

@@ -382,6 +382,43 @@ async def test_reap_infinity_returns_every_lease(store: QueueStore) -> None:
     assert len(await claim(store, now=T0 + 1)) == 6
 
 
+async def test_renew_keeps_a_lease_alive_past_its_first_expiry(store: QueueStore) -> None:
+    await store.add([req("1"), req("2")], NO_BUDGET)
+    renewed, left = await store.claim(2, T0, 10.0, FREE, KINDS)
+    assert await store.renew(renewed, T0 + 15)
+    assert await store.renew(renewed, T0 + 20)
+    assert await store.reap(T0 + 12, MAX_RETRIES) == 1  # only the lease left alone
+    assert await store.reap(T0 + 20, MAX_RETRIES) == 0
+    assert await complete(store, renewed)
+    assert not await complete(store, left)
+    counts = await store.counts()
+    assert (counts.done, counts.leased, counts.queued) == (1, 0, 1)
+
+
+async def test_renew_refuses_a_lease_no_longer_current(store: QueueStore) -> None:
+    await store.add([req("1")], NO_BUDGET)
+    (first,) = await store.claim(1, T0, 10.0, FREE, KINDS)
+    assert await store.reap(T0 + 11, MAX_RETRIES) == 1
+    (again,) = await store.claim(1, T0 + 11, 10.0, FREE, KINDS)
+    assert not await store.renew(first, T0 + 30)  # reaped, and handed out again
+    assert await store.renew(again, T0 + 30)
+    forged = Lease(again.request, f"{again.request.fingerprint}:x", again.expires_at)
+    assert not await store.renew(forged, T0 + 30)
+    assert await complete(store, again)
+    assert not await store.renew(again, T0 + 40)
+    assert await store.counts() == QueueCounts(queued=0, leased=0, done=1, dead=0, seen=1)
+
+
+async def test_renew_never_shortens_a_lease(store: QueueStore) -> None:
+    await store.add([req("1")], NO_BUDGET)
+    (lease,) = await store.claim(1, T0, 10.0, FREE, KINDS)
+    assert await store.renew(lease, T0 + 30)
+    assert await store.renew(lease, T0 + 5)  # current, so True; the expiry stays T0 + 30
+    assert await store.reap(T0 + 29, MAX_RETRIES) == 0
+    assert await store.reap(T0 + 31, MAX_RETRIES) == 1
+    assert not await complete(store, lease)
+
+
 async def test_reaped_request_frees_its_domain_slot(store: QueueStore) -> None:
     await store.add([req("1"), req("2")], NO_BUDGET)
     policy = DomainPolicy(delay_s=0.0, max_in_flight=1)

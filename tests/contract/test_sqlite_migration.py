@@ -7,6 +7,7 @@ from pathlib import Path
 
 from crawlfleet.frontier.protocols import DelaySource, Report
 from crawlfleet.frontier.sqlite import SqliteQueueStore
+from crawlfleet.frontier.sqlite_schema import SCHEMA_VERSION
 from crawlfleet.models import Lease, QueueCounts
 from tests.contract.test_queue_store import (
     FREE,
@@ -126,7 +127,7 @@ async def test_a_version_1_file_opens_with_its_queue_policy_and_attempts(tmp_pat
         await store.close()
 
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (2,)
+        assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
         rows = db.execute("SELECT fingerprint, fetcher, detail FROM attempts ORDER BY id")
         assert rows.fetchall() == [
             (req("1").fingerprint, "http", None),

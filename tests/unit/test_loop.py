@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from dataclasses import replace
 
 import pytest
 
-from crawlfleet.clock import FakeClock
+from crawlfleet.clock import FakeClock, SystemClock
 from crawlfleet.errors import ConfigError, StateError
 from crawlfleet.models import CrawlRequest, FetchResult, Link, ParseResult
 from crawlfleet.parsing.registry import ParserRegistry
+from crawlfleet.runtime.crawler import Crawler
 from crawlfleet.runtime.loop import ClaimLoop
-from tests.unit.crawler_kit import T0, Canned, CannedFetcher, html, make_crawl, seed
+from tests.unit.crawler_kit import T0, Canned, CannedFetcher, Crawl, html, make_crawl, seed
 
 A = "http://a.test"
 B = "http://b.test"
@@ -185,6 +188,107 @@ async def test_a_request_of_a_kind_without_fetcher_is_a_bug_not_an_http_fetch() 
     with pytest.raises(ConfigError, match="no 'browser' fetcher in this process"):
         await crawl.crawler.process(lease)
     assert http.urls() == []
+
+
+# --- leases of long steps: renewal and the watchdog (real time, a few tenths of a second) --
+
+
+class Reaper:
+    """Reaps expired leases every few milliseconds, as the distributed dispatcher does."""
+
+    def __init__(self, crawl: Crawl) -> None:
+        self._frontier = crawl.frontier
+        self.reaped = 0
+        self._task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            self.reaped += await self._frontier.reap(time.time())
+            await asyncio.sleep(0.02)
+
+    async def stop(self) -> None:
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+
+
+def real_time_loop(crawl: Crawl, *, concurrency: int = 2, max_step_s: float = 60.0) -> ClaimLoop:
+    """A loop over ``crawl`` on the system clock, its steps bounded by ``max_step_s``."""
+    parts = replace(crawl.crawler.parts, clock=SystemClock(), max_step_s=max_step_s)
+    return ClaimLoop(
+        Crawler(parts), kinds=frozenset({"http"}), concurrency=concurrency, clock=SystemClock()
+    )
+
+
+def slow_fetches(fetcher: CannedFetcher, slow_url: str, release: asyncio.Event) -> None:
+    """``slow_url`` answers only once ``release`` is set; the other pages at once."""
+
+    async def fetch(request: CrawlRequest) -> FetchResult:
+        if request.url == slow_url:
+            await release.wait()
+        return await fetcher.fetch_url(request.url)
+
+    fetcher.fetch = fetch  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize("how", ["claiming", "draining"])
+async def test_a_step_longer_than_its_lease_keeps_it_and_is_fetched_once(how: str) -> None:
+    fetcher = CannedFetcher(FakeClock(T0), pages(A, 1) | pages(B, 1))
+    release = asyncio.Event()
+    slow_fetches(fetcher, f"{A}/1", release)
+    crawl = make_crawl(fetcher, seeds=[A, B], obey_robots=False, lease_s=0.15)
+    await seed(crawl, f"{A}/1", f"{B}/1")
+    reaper = Reaper(crawl)
+    loop = real_time_loop(crawl)
+    run = {"until_empty": True} if how == "claiming" else {"max_leases": 2}
+    running = asyncio.create_task(loop.run(stop=asyncio.Event(), **run))  # type: ignore[arg-type]
+
+    await asyncio.sleep(0.5)  # over three lease lengths
+    release.set()
+    result = await running
+    await reaper.stop()
+
+    assert reaper.reaped == 0
+    assert fetcher.urls().count(f"{A}/1") == 1
+    assert (result.processed, result.errors) == (2, 0)
+    assert (await crawl.frontier.counts()).done == 2
+
+
+async def test_the_watchdog_cancels_a_stuck_step_and_fails_its_lease() -> None:
+    fetcher = CannedFetcher(FakeClock(T0), pages(A, 1) | pages(B, 1))
+    slow_fetches(fetcher, f"{A}/1", asyncio.Event())  # never answers
+    crawl = make_crawl(fetcher, seeds=[A, B], obey_robots=False, max_retries=1, lease_s=0.15)
+    await seed(crawl, f"{A}/1", f"{B}/1")
+    reaper = Reaper(crawl)
+    loop = real_time_loop(crawl, max_step_s=0.2)
+
+    started = time.monotonic()
+    result = await loop.run(stop=asyncio.Event(), until_empty=True)
+    elapsed_s = time.monotonic() - started
+    await reaper.stop()
+
+    assert (result.claimed, result.processed, result.errors) == (3, 3, 0)
+    assert 0.4 <= elapsed_s < 0.9  # two attempts of 0.2 s each, then dead
+    assert reaper.reaped == 0  # renewed until the watchdog ended it, never left to expire
+    (letter,) = await crawl.frontier.dead_letters()
+    assert letter.request.url == f"{A}/1"
+    assert letter.errors == ("step exceeded max_step_s (0.2 s)",) * 2
+    assert (await crawl.frontier.counts()).done == 1
+
+
+async def test_a_timeout_inside_a_step_is_no_watchdog_stop() -> None:
+    fetcher = CannedFetcher(FakeClock(T0), pages(A, 1))
+
+    async def timing_out(request: CrawlRequest) -> FetchResult:
+        raise TimeoutError("a bug: a timeout nobody caught")
+
+    fetcher.fetch = timing_out  # type: ignore[method-assign]
+    crawl = make_crawl(fetcher, seeds=[A], obey_robots=False)
+    await seed(crawl, f"{A}/1")
+
+    result = await real_time_loop(crawl).run(stop=asyncio.Event(), idle_s=0.05)
+
+    assert (result.processed, result.errors) == (0, 1)
+    assert (await crawl.frontier.counts()).leased == 1  # left to expire, as any raising step
 
 
 async def test_while_held_nothing_is_claimed_and_the_step_in_flight_finishes() -> None:

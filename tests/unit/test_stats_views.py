@@ -8,13 +8,16 @@ import pytest
 from rich.console import Console
 
 from crawlfleet.cli.progress import CrawlProgress, progress_line, summary
+from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.memory import MemoryQueueStore
-from crawlfleet.frontier.protocols import Budget, DomainPolicy, Report
+from crawlfleet.frontier.protocols import Budget, DelaySource, DomainPolicy, Report
 from crawlfleet.models import Attempt, CrawlRequest, Lease, Outcome
 from crawlfleet.monitoring.attempt_copier import AttemptCopier
 from crawlfleet.monitoring.attempt_log import MemoryAttemptLog
 from crawlfleet.monitoring.stats import StatsView
 from crawlfleet.monitoring.summary import CrawlResult
+from crawlfleet.runtime.wiring import build_frontier
+from crawlfleet.settings import Settings
 
 T0 = 1_000_000.0
 FREE = DomainPolicy(delay_s=0.0, max_in_flight=100)
@@ -41,6 +44,11 @@ def attempt_of(lease: Lease, outcome: Outcome, at: float, **kw: object) -> Attem
     return Attempt(**fields)  # type: ignore[arg-type]
 
 
+def frontier_of(store: MemoryQueueStore) -> Frontier:
+    """The frontier (what ``StatsView`` reads) over ``store``, with the ``FREE`` policy."""
+    return build_frontier(Settings(delay_s=0.0, per_domain_concurrency=100), store, [])
+
+
 async def crawl_store(pages: int, domains: tuple[str, ...] = ("a.test",)) -> MemoryQueueStore:
     store = MemoryQueueStore()
     await store.start(T0)
@@ -56,7 +64,7 @@ async def finish(store: MemoryQueueStore, n: int, at: float, outcome: Outcome = 
 
 async def test_rate_is_finished_requests_per_second_and_eta_is_pending_over_it() -> None:
     store = await crawl_store(20)
-    view = StatsView(store, window_s=10.0)
+    view = StatsView(frontier_of(store), window_s=10.0)
     first = await view.sample(T0)
     assert (first.rate, first.eta_s, first.counts.pending) == (0.0, None, 20)
     await finish(store, 4, T0 + 1)
@@ -69,7 +77,7 @@ async def test_rate_is_finished_requests_per_second_and_eta_is_pending_over_it()
 
 async def test_rate_forgets_samples_older_than_the_window() -> None:
     store = await crawl_store(100)
-    view = StatsView(store, window_s=10.0)
+    view = StatsView(frontier_of(store), window_s=10.0)
     await view.sample(T0)
     await finish(store, 50, T0 + 1)  # a burst long ago
     await view.sample(T0 + 2)
@@ -83,7 +91,7 @@ async def test_rate_forgets_samples_older_than_the_window() -> None:
 async def test_a_resumed_crawl_does_not_count_earlier_runs_in_its_rate() -> None:
     store = await crawl_store(10)
     await finish(store, 8, T0)
-    view = StatsView(store)
+    view = StatsView(frontier_of(store))
     await view.sample(T0 + 100)
     assert (await view.sample(T0 + 101)).rate == 0.0
 
@@ -135,7 +143,7 @@ async def test_result_and_summary_come_from_the_store_counters() -> None:
 
 async def test_progress_without_a_terminal_is_a_line_every_interval() -> None:
     store = await crawl_store(10)
-    view = StatsView(store)
+    view = StatsView(frontier_of(store))
     console = Console(width=200, record=True)
     with CrawlProgress(console, tty=False, log_every_s=5.0) as progress:
         progress.update(await view.sample(T0))
@@ -147,3 +155,14 @@ async def test_progress_without_a_terminal_is_a_line_every_interval() -> None:
         "progress: 0/10 done · queue 10 · 0.0 pages/s · 0 errors · ETA --:--",
         "progress: 5/10 done · queue 5 · 1.0 pages/s · 0 errors · ETA 00:05",
     ]
+
+
+async def test_the_eta_reads_the_domains_again_once_admissions_grew() -> None:
+    store = await crawl_store(1, ("fast.test",))
+    view = StatsView(frontier_of(store), refresh_s=60.0)
+    await view.sample(T0)
+    await store.set_delay("slow.test", 2.0, DelaySource.ROBOTS)
+    await store.add([req(str(i), "slow.test") for i in range(50)], Budget())
+    later = await view.sample(T0 + 1)  # well within refresh_s: read again for the new work
+    assert "slow.test" in {load.domain for load in later.loads}
+    assert later.eta.politeness_s == pytest.approx(49 * 2.0)

@@ -93,3 +93,11 @@ def test_worker_refuses_to_start_with_an_allowed_parser_it_cannot_import() -> No
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1, result.output
     assert "no_such_parser_module_xyz" in lines[0]
+
+
+def test_processor_and_hook_modules_need_the_same_allowing() -> None:
+    defn = definition(processors=["mypkg.steps:price"], hooks=["mypkg.sign:Signer"])
+    message = refusal(defn, [])
+    assert "'mypkg.steps'" in message
+    assert "'mypkg.sign'" in message
+    check_parsers(defn, ["mypkg.steps", "mypkg.sign"])

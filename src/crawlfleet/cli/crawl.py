@@ -21,6 +21,7 @@ from crawlfleet.api import Crawl, split_seeds
 from crawlfleet.cli.console import fail, safe
 from crawlfleet.cli.progress import LOG_EVERY_S, CrawlProgress, summary
 from crawlfleet.errors import ConfigError, CrawlfleetError
+from crawlfleet.monitoring.metrics import DEFAULT_BIND, DEFAULT_TOP_DOMAINS, Metrics
 from crawlfleet.monitoring.summary import PARSE_ERROR_EXIT
 from crawlfleet.settings import Settings, load_settings
 
@@ -34,6 +35,7 @@ async def run_crawl(
     fresh: bool,
     max_parse_errors: int = 0,
     log_every_s: float = LOG_EVERY_S,
+    metrics: Metrics | None = None,
 ) -> int:
     """Run a crawl (``crawlfleet.Crawl``) with progress and a summary on stderr; the exit code."""
     good, bad = split_seeds(settings, [*settings.seeds, *seeds])
@@ -44,7 +46,9 @@ async def run_crawl(
     settings = settings.model_copy(update={"seeds": []})
     console = Console(stderr=True)
     with CrawlProgress(console, tty=sys.stderr.isatty(), log_every_s=log_every_s) as progress:
-        crawl = Crawl(settings, seeds=good, fresh=fresh, on_progress=progress.update)
+        crawl = Crawl(
+            settings, seeds=good, fresh=fresh, on_progress=progress.update, metrics=metrics
+        )
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGINT, _on_interrupt, crawl, loop)
         loop.add_signal_handler(signal.SIGTERM, crawl.stop)
@@ -95,7 +99,7 @@ def crawl(
     seeds: Annotated[list[str] | None, typer.Argument(help="start URLs")] = None,
     config: Annotated[Path | None, typer.Option(help="crawl config (TOML)")] = None,
     output: Annotated[
-        Path | None, typer.Option("-o", "--output", help=".jsonl/.csv/.sqlite")
+        Path | None, typer.Option("-o", "--output", help=".jsonl/.json/.csv/.parquet/.sqlite")
     ] = None,
     state: Annotated[Path | None, typer.Option(help="state directory")] = None,
     fresh: Annotated[bool, typer.Option(help="forget the saved state and start over")] = False,
@@ -131,6 +135,14 @@ def crawl(
             help="crawl on a Redis without AOF, with eviction, or open without a password",
         ),
     ] = None,
+    http_cache: Annotated[
+        Path | None,
+        typer.Option("--http-cache", help="store responses in DIR and replay them (development)"),
+    ] = None,
+    secrets: Annotated[
+        Path | None,
+        typer.Option("--secrets", help="TOML file of per-domain login and Basic auth secrets"),
+    ] = None,
     max_parse_errors: Annotated[
         int,
         typer.Option(min=0, help=f"pages allowed to fail parsing before exit {PARSE_ERROR_EXIT}"),
@@ -139,8 +151,24 @@ def crawl(
         float,
         typer.Option(min=0.1, help="seconds between progress lines when stderr is no terminal"),
     ] = LOG_EVERY_S,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(min=0, max=65535, help="serve Prometheus /metrics on this port (0: any)"),
+    ] = None,
+    metrics_bind: Annotated[
+        str, typer.Option(envvar="CRAWLFLEET_METRICS_BIND", help="address /metrics binds to")
+    ] = DEFAULT_BIND,
+    metrics_top_domains: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            envvar="CRAWLFLEET_METRICS_TOP_DOMAINS",
+            help="domains with a metrics label of their own; the rest are 'other'",
+        ),
+    ] = DEFAULT_TOP_DOMAINS,
 ) -> None:
     """Crawl from SEEDS within their domains (or the config's allowed_domains)."""
+    stack = contextlib.ExitStack()
     try:
         settings = load_settings(
             config,
@@ -159,9 +187,17 @@ def crawl(
             postgres_dsn=postgres,
             crawl_id=crawl_id,
             accept_unsafe_redis=accept_unsafe_redis,
+            http_cache_dir=http_cache,
+            secrets_file=secrets,
         )
         if parsers:
             settings.parsers = [*settings.parsers, *(p.strip() for p in parsers.split(",") if p)]
+        metrics = None
+        if metrics_port is not None:
+            metrics = Metrics(top_domains=metrics_top_domains)
+            server = metrics.serve(metrics_port, metrics_bind)
+            stack.callback(server.close)
+            err.print(f"metrics at {safe(server.url)}", soft_wrap=True)
         code = asyncio.run(
             run_crawl(
                 settings,
@@ -169,6 +205,7 @@ def crawl(
                 fresh=fresh,
                 max_parse_errors=max_parse_errors,
                 log_every_s=progress_every,
+                metrics=metrics,
             )
         )
     except (CrawlfleetError, OSError) as exc:
@@ -176,6 +213,8 @@ def crawl(
     except (KeyboardInterrupt, asyncio.CancelledError):
         err.print("stopped; run the same command again to resume")
         raise typer.Exit(130) from None
+    finally:
+        stack.close()
     with contextlib.suppress(Exception):
         sys.stdout.flush()
     raise typer.Exit(code)

@@ -1,8 +1,8 @@
-"""``crawlfleet export``: a crawl's stored items as JSONL, CSV or an SQLite copy.
+"""``crawlfleet export``: a crawl's stored items as JSONL, JSON, CSV, Parquet or an SQLite copy.
 
 ``--state DIR`` reads an embedded crawl's items file; ``--postgres DSN --crawl-id ID`` a
-distributed crawl's items, streamed from PostgreSQL. ``--since`` (``last_changed``) as in
-``pipeline/export.py``.
+distributed crawl's items, streamed from PostgreSQL (JSONL or CSV). ``--since``
+(``last_changed``) as in ``pipeline/export.py``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ from crawlfleet.runtime.backends import extra_missing, state_paths
 
 class ExportFormat(StrEnum):
     jsonl = "jsonl"
+    json = "json"
     csv = "csv"
+    parquet = "parquet"
     sqlite = "sqlite"
 
 

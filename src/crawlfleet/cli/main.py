@@ -4,7 +4,20 @@ from __future__ import annotations
 
 import typer
 
-from crawlfleet.cli import crawl, db, demo, demo_site, dlq, export, ops, parsers, status, worker
+from crawlfleet.cli import (
+    crawl,
+    dashboard,
+    db,
+    demo,
+    demo_site,
+    dlq,
+    export,
+    ops,
+    parsers,
+    shell,
+    status,
+    worker,
+)
 
 app = typer.Typer(
     name="crawlfleet",
@@ -19,7 +32,9 @@ demo.register(app)
 demo_site.register(app)
 export.register(app)
 parsers.register(app)
+shell.register(app)
 worker.register(app)
 status.register(app)
 db.register(app)
+dashboard.register(app)
 ops.register(app)

@@ -29,13 +29,21 @@ def eta_text(seconds: float | None) -> str:
 
 
 def progress_line(sample: Sample) -> str:
-    """``done/total done · queue Q · R pages/s · E errors · ETA``."""
+    """``done/total done · queue Q · R pages/s · E errors · ETA [(bottleneck: D)]``.
+
+    The ETA is politeness-aware (``monitoring.eta``); the bottleneck is named when a
+    domain's pace, not the fleet's rate, sets it.
+    """
     counts = sample.counts
     total = sample.finished + counts.pending
-    return (
+    eta = sample.eta
+    line = (
         f"{sample.finished}/{total} done · queue {counts.queued} · {sample.rate:.1f} pages/s · "
-        f"{sample.stats.errors} errors · ETA {eta_text(sample.eta_s)}"
+        f"{sample.stats.errors} errors · ETA {eta_text(eta.eta_s)}"
     )
+    if eta.bottleneck is not None:
+        line += f" (bottleneck: {eta.bottleneck})"
+    return line
 
 
 class CrawlProgress:
@@ -69,12 +77,12 @@ class CrawlProgress:
         if self._tty:
             total = sample.finished + sample.counts.pending
             self._progress.update(
-                self._task, completed=sample.finished, total=max(total, 1), line=line
+                self._task, completed=sample.finished, total=max(total, 1), line=safe(line)
             )
             return
         if self._last_log_at is None or sample.at - self._last_log_at >= self._log_every_s:
             self._last_log_at = sample.at
-            self._console.print(f"progress: {line}", highlight=False)
+            self._console.print(f"progress: {line}", highlight=False, markup=False)
 
 
 def _row(name: str, s: CrawlStats) -> list[str]:

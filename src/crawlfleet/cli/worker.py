@@ -12,8 +12,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from crawlfleet.cli.console import fail
+from crawlfleet.cli.console import fail, safe
 from crawlfleet.errors import CrawlfleetError
+from crawlfleet.monitoring.metrics import DEFAULT_BIND, Metrics
 from crawlfleet.settings import check_redis_url
 
 err = Console(stderr=True)
@@ -65,6 +66,13 @@ def worker(
             "beyond the built-in parser, selector parsers and installed entry points)"
         ),
     ] = "",
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(min=0, max=65535, help="serve Prometheus /metrics on this port (0: any)"),
+    ] = None,
+    metrics_bind: Annotated[
+        str, typer.Option(envvar="CRAWLFLEET_METRICS_BIND", help="address /metrics binds to")
+    ] = DEFAULT_BIND,
 ) -> None:
     """Run a worker; extra arguments are passed to ``celery worker``.
 
@@ -99,14 +107,22 @@ def worker(
         check_broker(broker or redis)
         app = make_app(broker or redis, TaskLimits(batch_s=batch_s))
         check_backends(config)
+        metrics, server = None, None
+        if metrics_port is not None:
+            metrics = Metrics()
+            server = metrics.serve(metrics_port, metrics_bind)
     except CrawlfleetError as exc:
         fail(exc, err)
-    runtime = WorkerRuntime(config)
+    if server is not None:
+        err.print(f"metrics at {safe(server.url)}", soft_wrap=True)
+    runtime = WorkerRuntime(config, metrics=metrics)
     register_tasks(app, runtime)
     try:
         app.worker_main(celery_argv(chosen, loglevel, list(ctx.args)))
     finally:
         runtime.shutdown()
+        if server is not None:
+            server.close()
 
 
 def register(app: typer.Typer) -> None:

@@ -11,6 +11,7 @@ from aiohttp import web
 from crawlfleet.demosite.accesslog import AccessLog, AccessRecord
 from crawlfleet.demosite.hazards import FlakyCounters, Hazards
 from crawlfleet.demosite.lab import Lab
+from crawlfleet.demosite.members import Members
 from crawlfleet.demosite.quotes import Quotes
 from crawlfleet.demosite.robots_sites import RobotsSite
 from crawlfleet.demosite.roles import (
@@ -24,6 +25,9 @@ from crawlfleet.demosite.roles import (
     SLOW_ROBOTS,
 )
 from crawlfleet.demosite.shop import Shop
+from crawlfleet.demosite.shop_aisles import ShopAisles
+from crawlfleet.demosite.shop_api import ShopApi
+from crawlfleet.demosite.shop_search import ShopSearch
 
 _BIND_ATTEMPTS = 50
 _SHUTDOWN_TIMEOUT_S = 0.5
@@ -117,6 +121,10 @@ class DemoSite:
         app.on_response_prepare.append(self._access_log.on_response_prepare)
         if role == SHOP:
             app.add_routes(Shop(self.url).routes())
+            app.add_routes(ShopApi().routes())
+            app.add_routes(ShopSearch().routes())
+            app.add_routes(ShopAisles().routes())
+            app.add_routes(Members().routes())
         elif role == QUOTES:
             app.add_routes(Quotes().routes())
         elif role == LAB:

@@ -23,6 +23,7 @@ from crawlfleet.fetchers.addresses import (
 from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.fetchers.decoding import decode_body
 from crawlfleet.fetchers.headers import default_headers
+from crawlfleet.fetchers.hops import Hop
 from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.settings import Settings
 
@@ -38,7 +39,8 @@ class HttpFetcher:
     With ``follow_redirects=False`` a 3xx response is returned as it is (the crawl loop
     queues its Location, so a page reached by a redirect and by a link is fetched once).
     Cookies are not kept between fetches. ``credentials`` are sent as Basic auth to their
-    own origin only, hop by hop; userinfo in a URL is never sent. Create, use and close it in
+    own origin only, hop by hop; userinfo in a URL is never sent. The request's method, body
+    and headers are sent as ``fetchers.hops.Hop`` says, redirect by redirect. Create, use and close it in
     one event loop.
     """
 
@@ -95,6 +97,7 @@ class HttpFetcher:
         redirects: list[str] = []
         try:
             async with asyncio.timeout(self._settings.total_timeout_s):
+                hop = Hop.first(request)
                 while True:
                     target = URL(url)
                     if target.user is not None:  # userinfo is never sent: see ``credentials``
@@ -102,12 +105,15 @@ class HttpFetcher:
                     if self._forbidden is not None and target.host is not None:
                         check_literal_host(target.host, self._forbidden)
                     auth = self._credentials.for_url(url)
-                    async with session.get(
+                    sent = hop.headers_for(target)
+                    if auth:
+                        sent["Authorization"] = aiohttp.encode_basic_auth(*auth)
+                    async with session.request(
+                        hop.method,
                         target,
+                        data=hop.body,
                         allow_redirects=False,
-                        headers={"Authorization": aiohttp.encode_basic_auth(*auth)}
-                        if auth
-                        else None,
+                        headers=sent or None,
                     ) as response:
                         status = response.status
                         location = (
@@ -121,6 +127,7 @@ class HttpFetcher:
                             break
                     redirects.append(url)
                     url = self._next_hop(target, location, redirects)
+                    hop = hop.after(status)
         except ForbiddenAddress as exc:
             raise ForbiddenAddress(f"{url}: {exc}") from None
         except FetchError:
@@ -137,6 +144,7 @@ class HttpFetcher:
             redirects=tuple(redirects),
             fetcher="http",
             fetched_at=self._clock.now(),
+            request=request,
         )
 
     async def _read_body(

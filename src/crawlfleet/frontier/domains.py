@@ -8,10 +8,11 @@ only has ``browser`` work. Heap entries are lazy: one counts only while it match
 ``heap_key``, and a key earlier than the domain's ``ready_at`` (the domain rested after it was
 pushed) is moved to ``ready_at`` when it reaches the top. ``delayed`` counts queued requests
 that carry a not-before time (retries): only when every queued request of a lane is delayed
-does the schedule ask the store for the earliest one. A domain a claim finds or leaves at its
-in-flight limit is **parked**: out of every heap, even when requests join its queues, until
-one of its leases ends or its policy changes, so ``next_ready_at`` does not report a domain
-that cannot be served.
+does the schedule ask the store for the earliest one (``earliest``). A domain a claim finds or
+leaves at its in-flight limit is **parked**: out of every heap, even when requests join its
+queues, until one of its leases ends or its policy changes, so ``next_ready_at`` does not
+report a domain that cannot be served; freed, each lane is due at the later of the domain's
+``ready_at`` and its earliest not-before time, as when it was filled.
 """
 
 from __future__ import annotations
@@ -60,9 +61,14 @@ class DomainState:
 
 
 class DomainSchedule:
-    """Domains by the time each of their lanes may next be served."""
+    """Domains by the time each of their lanes may next be served.
 
-    def __init__(self) -> None:
+    ``earliest(domain, kind)`` is the store's earliest not-before time among the lane's
+    queued requests (0 for a request without one; None when the lane is empty).
+    """
+
+    def __init__(self, earliest: Callable[[str, str], float | None]) -> None:
+        self._earliest = earliest
         self.domains: dict[str, DomainState] = {}
         self._heaps: dict[str, list[tuple[float, str]]] = {}
 
@@ -107,7 +113,7 @@ class DomainSchedule:
         state.parked = False
         for kind, lane in state.lanes.items():
             if lane.queued > 0 and lane.heap_key is None:
-                self.wake(state, kind, state.ready_at)
+                self.wake(state, kind, self._eligible(state, kind, lane))
 
     def _park(self, state: DomainState) -> None:
         state.parked = True
@@ -160,14 +166,12 @@ class DomainSchedule:
         default: DomainPolicy,
         kinds: Collection[str],
         take: Callable[[str, str, float], tuple[T, float] | None],
-        earliest: Callable[[str, str], float | None],
     ) -> list[tuple[DomainState, T]]:
         """Pick up to ``limit`` requests of ``kinds`` from due domains, one per lane visit.
 
         ``take(domain, kind, now)`` removes the lane's best request due at ``now`` and returns
-        it with its not-before time (None if nothing is due); ``earliest(domain, kind)`` is
-        the earliest not-before time among the lane's queued requests. Each claim moves the
-        domain's ready time to ``now + effective delay`` and counts a lease.
+        it with its not-before time (None if nothing is due). Each claim moves the domain's
+        ready time to ``now + effective delay`` and counts a lease.
         """
         taken: list[tuple[DomainState, T]] = []
         while len(taken) < limit:
@@ -185,7 +189,7 @@ class DomainSchedule:
             got = take(state.name, kind, now)
             if got is None:
                 # Only delayed retries are queued: sleep until the first is due.
-                wake_at = earliest(state.name, kind)
+                wake_at = self._earliest(state.name, kind)
                 if wake_at is not None:
                     self.wake(state, kind, max(state.ready_at, wake_at, now + 1e-6))
                 continue
@@ -201,16 +205,14 @@ class DomainSchedule:
             if state.in_flight >= cap:
                 self._park(state)
             elif lane.queued > 0:
-                self.wake(state, kind, self._eligible(state, kind, lane, earliest))
+                self.wake(state, kind, self._eligible(state, kind, lane))
         return taken
 
-    @staticmethod
-    def _eligible(
-        state: DomainState, kind: str, lane: Lane, earliest: Callable[[str, str], float | None]
-    ) -> float:
+    def _eligible(self, state: DomainState, kind: str, lane: Lane) -> float:
+        """When the lane's queued work may be served: ``ready_at``, or a later not-before."""
         if lane.queued > lane.delayed:
             return state.ready_at
-        return max(state.ready_at, earliest(state.name, kind) or 0.0)
+        return max(state.ready_at, self._earliest(state.name, kind) or 0.0)
 
 
 def view(state: DomainState, default: DomainPolicy) -> DomainView:

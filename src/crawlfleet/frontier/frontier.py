@@ -34,7 +34,7 @@ from crawlfleet.models import (
     QueueCounts,
 )
 from crawlfleet.settings import DomainOverride
-from crawlfleet.urls import UrlRules, fingerprint
+from crawlfleet.urls import UrlRules, fingerprint, request_fingerprint
 
 MAX_CRAWL_DELAY_S = 60.0
 """A robots ``Crawl-delay`` above this is read as this (a typo must not stop a crawl)."""
@@ -88,15 +88,12 @@ class Frontier:
         canonical = self.rules.canonical
         reason_to_skip = self.scope.reason_to_skip
         for link in links:
-            raw, priority, kind = (
-                (link, 0, None)
-                if isinstance(link, str)
-                else (link.url, link.priority, link.fetcher)
-            )
+            if isinstance(link, str):
+                link = Link(link)
             try:
-                url = canonical(raw)
+                url = canonical(link.url)
             except BadUrl as exc:
-                rejected.append((raw, str(exc)))
+                rejected.append((link.url, str(exc)))
                 continue
             reason = reason_to_skip(url, depth)
             if reason is not None:
@@ -105,12 +102,16 @@ class Frontier:
             requests.append(
                 CrawlRequest(
                     url=url,
-                    fingerprint=fingerprint(url),
+                    fingerprint=request_fingerprint(url, link.method, link.body),
                     domain=self.rules.politeness_key(url),
                     depth=depth,
-                    priority=priority,
-                    fetcher=kind or ("file" if url.startswith("file:") else "http"),
+                    priority=link.priority,
+                    fetcher=link.fetcher or ("file" if url.startswith("file:") else "http"),
                     parent=parent_url,
+                    data=dict(link.data),
+                    method=link.method,
+                    body=link.body,
+                    headers=dict(link.headers),
                 )
             )
         return requests, rejected
@@ -120,7 +121,11 @@ class Frontier:
         return await self._store.add(requests, self.budget) if requests else 0
 
     def redirect(self, parent: CrawlRequest, location: str) -> CrawlRequest | str:
-        """The request a redirect leads to (same depth, one more hop), or why it is refused."""
+        """The request a redirect leads to (same depth, one more hop), or why it is refused.
+
+        It keeps the parent's context and headers and is a GET (as browsers follow a 301,
+        302 or 303 after a POST; a 307 or 308 after a POST is followed as a GET too).
+        """
         if parent.hops >= self.max_redirects:
             return f"too many redirects ({parent.hops + 1})"
         try:
@@ -139,11 +144,17 @@ class Frontier:
             fetcher=parent.fetcher,
             parent=parent.url,
             hops=parent.hops + 1,
+            data=parent.data,
+            headers=parent.headers,
         )
 
     async def claim(self, limit: int, now: float, kinds: Collection[str]) -> list[Lease]:
         """Due leases of the fetcher ``kinds`` (see ``QueueStore.claim``)."""
         return await self._store.claim(limit, now, self.lease_s, self.default_policy, kinds)
+
+    async def renew(self, lease: Lease, now: float) -> bool:
+        """Extend the lease to ``now + lease_s``; False if it is no longer current."""
+        return await self._store.renew(lease, now + self.lease_s)
 
     async def complete(self, lease: Lease, report: Report) -> Ended:
         """The request is done; ``report`` goes to the statistics, attempt log and policy."""

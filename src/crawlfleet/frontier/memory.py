@@ -3,7 +3,9 @@
 Per lane (domain, fetcher kind), due requests sit in a heap by (-priority, admission seq) and
 retries waiting for their not-before time in a heap by (not_before, seq); ``DomainSchedule``
 picks the lanes. Lease tokens are ``"{fingerprint}:{n}"`` where ``n`` counts the hand-outs
-of that fingerprint, so a token from an earlier hand-out is recognisably stale. Attempts wait
+of that fingerprint, so a token from an earlier hand-out is recognisably stale. A renewal
+pushes the lease's new expiry on the expiry heap and leaves the old entry for ``reap`` to
+skip. Attempts wait
 in a list for ``pending_attempts``. Nothing survives the process.
 """
 
@@ -59,7 +61,7 @@ class MemoryQueueStore:
     """``QueueStore`` in plain Python structures; every method is atomic (no awaits inside)."""
 
     def __init__(self) -> None:
-        self._schedule = DomainSchedule()
+        self._schedule = DomainSchedule(self._earliest)
         self._seen: set[str] = set()
         self._entries: dict[str, _Entry] = {}
         self._due: dict[Lane, list[tuple[int, int, str]]] = {}
@@ -80,11 +82,13 @@ class MemoryQueueStore:
             fp = request.fingerprint
             if fp in self._seen:
                 continue
-            domain = self._schedule.get(request.domain)
             if budget.max_total is not None and self._admitted >= budget.max_total:
                 continue
-            if budget.max_per_domain is not None and domain.admitted >= budget.max_per_domain:
+            known = self._schedule.domains.get(request.domain)
+            in_domain = 0 if known is None else known.admitted
+            if budget.max_per_domain is not None and in_domain >= budget.max_per_domain:
                 continue
+            domain = self._schedule.get(request.domain)
             self._seen.add(fp)
             self._seq += 1
             self._entries[fp] = _Entry(request, self._seq)
@@ -137,7 +141,7 @@ class MemoryQueueStore:
     ) -> list[Lease]:
         leases: list[Lease] = []
         expires_at = now + lease_s
-        picked = self._schedule.claim(limit, now, default, kinds, self._take, self._earliest)
+        picked = self._schedule.claim(limit, now, default, kinds, self._take)
         for _domain, entry in picked:
             entry.hand_outs += 1
             token = f"{entry.request.fingerprint}:{entry.hand_outs}"
@@ -216,10 +220,23 @@ class MemoryQueueStore:
         self._dead.add(entry.request.fingerprint)
         self._counts[_State.DEAD] += 1
 
+    async def renew(self, lease: Lease, expires_at: float) -> bool:
+        held = self._leases.get(lease.token)
+        if held is None:
+            return False
+        fingerprint, current = held
+        if expires_at > current:
+            self._leases[lease.token] = (fingerprint, expires_at)
+            heapq.heappush(self._expiries, (expires_at, lease.token))
+        return True
+
     async def reap(self, now: float, max_retries: int) -> int:
         reaped = 0
         while self._expiries and self._expiries[0][0] < now:
             expires_at, token = heapq.heappop(self._expiries)
+            held = self._leases.get(token)
+            if held is not None and held[1] > expires_at:
+                continue  # renewed: its later expiry is in the heap too
             released = self._release(token)
             if released is None:
                 continue
@@ -280,7 +297,8 @@ class MemoryQueueStore:
         return CrawlStats(dict(self._crawl_counters), self._started_at)
 
     async def add_counters(self, domain: str, counters: Mapping[str, float]) -> None:
-        self._count(domain, counters)
+        if counters:
+            self._count(domain, counters)
 
     async def pending_attempts(self, limit: int) -> list[Attempt]:
         return list(islice(self._attempts, limit))

@@ -9,8 +9,9 @@ A ``QueueStore`` keeps, for one crawl:
   time, in-flight count) is shared by all its lanes,
 - a **ready-time index** of domains: a domain is served only when ``now >= ready_at`` and its
   in-flight count is below its concurrency limit,
-- **leases**: handed-out requests with an expiry; an expired lease counts as a failed attempt
-  (``reap``), so a page that kills every worker ends in the dead-letter queue,
+- **leases**: handed-out requests with an expiry, extended (``renew``) while their step runs;
+  an expired lease counts as a failed attempt (``reap``), so a page that kills every worker
+  ends in the dead-letter queue,
 - **retries** (a request back in its queue with a not-before time) and the **dead-letter queue**,
 - **budgets**: total and per-domain caps on admissions ever made (done, dead and purged
   requests still count), never on what is queued right now,
@@ -216,6 +217,15 @@ class QueueStore(Protocol):
         """Move the request to the dead-letter queue, recording ``report``."""
         ...
 
+    async def renew(self, lease: Lease, expires_at: float) -> bool:
+        """Extend a current lease to ``expires_at``; a lease is never shortened.
+
+        False when the lease is no longer current (it ended, or was reaped and perhaps handed
+        out again): the step holding it has lost it, and its end will be refused. A lease
+        that expired but was not reaped yet is still current and is extended.
+        """
+        ...
+
     async def reap(self, now: float, max_retries: int) -> int:
         """Count each lease that expired strictly before ``now`` as a failed attempt.
 
@@ -245,7 +255,7 @@ class QueueStore(Protocol):
         ...
 
     async def domains(self, default: DomainPolicy, limit: int = 100) -> list[DomainView]:
-        """The ``limit`` domains with the most requests admitted, most first."""
+        """The ``limit`` domains with admissions, a policy or statistics; most admitted first."""
         ...
 
     async def next_ready_at(self, now: float, kinds: Collection[str]) -> float | None:

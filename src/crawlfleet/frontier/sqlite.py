@@ -50,7 +50,7 @@ class SqliteQueueStore:
         self.path = path
         self._db = db
         self._lock = lock
-        self._schedule = DomainSchedule()
+        self._schedule = DomainSchedule(self._earliest)
         self._counts = dict.fromkeys((q.QUEUED, q.LEASED, q.DONE, q.DEAD, q.SEEN), 0)
         self._admitted = 0
         self._crawl_counters: Counters = {}
@@ -91,6 +91,11 @@ class SqliteQueueStore:
             if delayed:
                 schedule.enqueued(domain, kind, delayed, not_before)
 
+    def _earliest(self, domain: str, kind: str) -> float | None:
+        """The earliest not-before time of the lane's queued requests (0: one has none)."""
+        value: float | None = self._db.execute(q.EARLIEST, (domain, kind)).fetchone()[0]
+        return value
+
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         try:
@@ -124,7 +129,8 @@ class SqliteQueueStore:
                     break
                 count = per_domain.get(r.domain)
                 if count is None:
-                    count = schedule.get(r.domain).admitted
+                    known = schedule.domains.get(r.domain)
+                    count = 0 if known is None else known.admitted
                 if budget.max_per_domain is not None and count >= budget.max_per_domain:
                     continue
                 taken.add(r.fingerprint)
@@ -167,12 +173,8 @@ class SqliteQueueStore:
             token = f"{request.fingerprint}:{hand_outs}"
             return Lease(request, token, expires_at), row[1]
 
-        def earliest(domain: str, kind: str) -> float | None:
-            value: float | None = db.execute(q.EARLIEST, (domain, kind)).fetchone()[0]
-            return value
-
         with self._transaction() as db:
-            picked = self._schedule.claim(limit, now, default, kinds, take, earliest)
+            picked = self._schedule.claim(limit, now, default, kinds, take)
             touched = {state.name: state.ready_at for state, _ in picked}
             db.executemany(q.SET_READY, touched.items())
         leases = [lease for _, lease in picked]
@@ -239,10 +241,19 @@ class SqliteQueueStore:
             self._counts[q.DEAD] += 1
         return ended
 
+    async def renew(self, lease: Lease, expires_at: float) -> bool:
+        parsed = rows.parse_token(lease.token)
+        if parsed is None:
+            return False
+        return self._execute(q.RENEW, (expires_at, *parsed)) == 1
+
     async def reap(self, now: float, max_retries: int) -> int:
         params = (now, max_retries, LEASE_EXPIRED)
         with self._transaction() as db:
-            expired = [(rows.request(row), row[8]) for row in db.execute(q.EXPIRED, params[:1])]
+            expired = [
+                (rows.request(row), row[q.REQUEST_COLUMN_COUNT])
+                for row in db.execute(q.EXPIRED, params[:1])
+            ]
             if not expired:
                 return 0
             db.execute(q.REAP_DEAD, params)
@@ -322,6 +333,8 @@ class SqliteQueueStore:
         return CrawlStats(dict(self._crawl_counters), None if started is None else started[0])
 
     async def add_counters(self, domain: str, counters: Mapping[str, float]) -> None:
+        if not counters:
+            return
         state = self._schedule.get(domain)
         counted = dict(state.counters)
         merge(counted, counters)
@@ -338,7 +351,7 @@ class SqliteQueueStore:
 
     async def dead_letters(self, limit: int = 100, offset: int = 0) -> list[DeadLetter]:
         found = self._db.execute(q.DEAD_LETTERS, (limit, offset)).fetchall()
-        return [DeadLetter(rows.request(row), tuple(json.loads(row[8])), row[9]) for row in found]
+        return [rows.dead_letter(row) for row in found]
 
     async def requeue_dead(self, fingerprints: Sequence[str] | None = None) -> int:
         selection = (rows.json_or_null(fingerprints),)

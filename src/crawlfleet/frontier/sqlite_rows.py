@@ -8,18 +8,44 @@ from typing import Any
 
 from crawlfleet.frontier.policy import PolicyRecord
 from crawlfleet.frontier.protocols import DelaySource
-from crawlfleet.models import Attempt, CrawlRequest
+from crawlfleet.frontier.sqlite_schema import REQUEST_COLUMN_COUNT
+from crawlfleet.models import Attempt, CrawlRequest, DeadLetter
 
 
 def request(row: Sequence[Any]) -> CrawlRequest:
     """A request from the ``REQUEST_COLUMNS`` at the start of ``row``."""
     fp, url, domain, depth, priority, attempt, fetcher, parent = row[:8]
-    return CrawlRequest(url, fp, domain, depth, priority, attempt, fetcher, parent)
+    data, method, body, headers = row[8:12]
+    return CrawlRequest(
+        url,
+        fp,
+        domain,
+        depth,
+        priority,
+        attempt,
+        fetcher,
+        parent,
+        data=json.loads(data),
+        method=method,
+        body=body,
+        headers=json.loads(headers),
+    )
+
+
+def dead_letter(row: Sequence[Any]) -> DeadLetter:
+    """A dead letter from a ``DEAD_LETTERS`` row: the request columns, errors, died_at."""
+    n = REQUEST_COLUMN_COUNT
+    return DeadLetter(request(row), tuple(json.loads(row[n])), row[n + 1])
 
 
 def request_row(r: CrawlRequest) -> tuple[Any, ...]:
     """The ``REQUEST_COLUMNS`` of a request."""
-    return (r.fingerprint, r.url, r.domain, r.depth, r.priority, r.attempt, r.fetcher, r.parent)
+    head = (r.fingerprint, r.url, r.domain, r.depth, r.priority, r.attempt, r.fetcher, r.parent)
+    return (*head, _json(r.data), r.method, r.body, _json(r.headers))
+
+
+def _json(value: dict[str, Any]) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")) if value else "{}"
 
 
 def attempt_row(a: Attempt) -> tuple[Any, ...]:

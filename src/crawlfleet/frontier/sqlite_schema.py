@@ -7,7 +7,8 @@ Tables::
                attempt, fetcher (its lane), parent, not_before (epoch s, retries), hand_outs
                (lease counter: the token of the current lease is "{fp}:{hand_outs}"),
                expires_at (lease expiry, epoch s), errors (JSON list of error texts),
-               died_at (epoch s)
+               died_at (epoch s); the request's payload: data (its context, a JSON
+               object), method, body (text), headers (a JSON object)
     domains    one row per domain: ready_at (epoch s), admitted (budget count), and the
                policy record (``frontier.policy.PolicyRecord``): delay_s (base delay, NULL =
                the crawl default) and delay_source, max_in_flight (NULL = default), level,
@@ -27,9 +28,10 @@ queued rows by lane (domain, fetcher) then (priority DESC, seq), leases by expir
 letters by death time.
 
 Schema versions (``PRAGMA user_version``): 1 had no lanes, policy record, counters, meta,
-nor the attempt columns fetcher and detail (the attempt log created its own table);
-``open_queue_db`` migrates a version 1 file in place, keeping a stored delay as the base
-delay with source ``config``.
+nor the attempt columns fetcher and detail (the attempt log created its own table); 2 had
+no request payload (data, method, body, headers). ``open_queue_db`` migrates an older file
+in place: a version 1 file keeps a stored delay as the base delay with source ``config``;
+requests stored before version 3 read as GETs without context, body or headers.
 
 The file is guarded by an ``fcntl`` lock on a sibling ``<name>.lock`` file, so two crawls
 cannot share one state file; other connections of the same process (the attempt log's
@@ -47,7 +49,7 @@ from crawlfleet import sqlitedb
 from crawlfleet.errors import StateError
 
 QUEUED, LEASED, DONE, DEAD, SEEN = 0, 1, 2, 3, 4
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS requests (
@@ -65,7 +67,11 @@ SCHEMA = (
     hand_outs INTEGER NOT NULL DEFAULT 0,
     expires_at REAL,
     errors TEXT NOT NULL DEFAULT '[]',
-    died_at REAL
+    died_at REAL,
+    data TEXT NOT NULL DEFAULT '{}',
+    method TEXT NOT NULL DEFAULT 'GET',
+    body TEXT NOT NULL DEFAULT '',
+    headers TEXT NOT NULL DEFAULT '{}'
 )""",
     """CREATE INDEX IF NOT EXISTS requests_lanes
     ON requests (domain, fetcher, priority DESC, seq, not_before) WHERE state = 0""",
@@ -107,8 +113,14 @@ SCHEMA = (
     "CREATE INDEX IF NOT EXISTS attempts_url ON attempts (url, id)",
 )
 
-# Columns a version 1 file lacks, by table (the attempt log's table may predate the store's).
+# Columns an older file lacks, by table (the attempt log's table may predate the store's).
 ADDED_COLUMNS = {
+    "requests": (
+        "data TEXT NOT NULL DEFAULT '{}'",
+        "method TEXT NOT NULL DEFAULT 'GET'",
+        "body TEXT NOT NULL DEFAULT ''",
+        "headers TEXT NOT NULL DEFAULT '{}'",
+    ),
     "domains": (
         "delay_source TEXT NOT NULL DEFAULT 'config'",
         "level INTEGER NOT NULL DEFAULT 0",
@@ -124,7 +136,10 @@ ADDED_COLUMNS = {
 }
 DROPPED_INDEXES = ("requests_queued",)
 
-REQUEST_COLUMNS = "fp, url, domain, depth, priority, attempt, fetcher, parent"
+REQUEST_COLUMNS = (
+    "fp, url, domain, depth, priority, attempt, fetcher, parent, data, method, body, headers"
+)
+REQUEST_COLUMN_COUNT = len(REQUEST_COLUMNS.split(","))
 POLICY_COLUMNS = (
     "delay_s, delay_source, max_in_flight, level, block_window, streak, cooldown_until,"
     " block_reason, retry_after_until, strategy"
@@ -135,10 +150,7 @@ ATTEMPT_COLUMNS = (
 )
 
 FIND_SEEN = "SELECT fp FROM requests WHERE fp IN (SELECT value FROM json_each(?))"
-INSERT_QUEUED = (
-    "INSERT INTO requests (fp, url, domain, depth, priority, attempt, fetcher, parent, state)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)"
-)
+INSERT_QUEUED = f"INSERT INTO requests ({REQUEST_COLUMNS}, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)"
 SET_ADMITTED = (
     "INSERT INTO domains (domain, admitted) VALUES (?, ?)"
     " ON CONFLICT (domain) DO UPDATE SET admitted = excluded.admitted"
@@ -186,6 +198,11 @@ RETRY = (
 BURY = (
     "UPDATE requests SET state = 3, died_at = ?, expires_at = NULL,"
     " errors = json_insert(errors, '$[#]', ?) WHERE fp = ? AND state = 1 AND hand_outs = ?"
+)
+# A current lease (fp, hand_outs) extended to ?1, never shortened.
+RENEW = (
+    "UPDATE requests SET expires_at = max(expires_at, ?) WHERE fp = ? AND state = 1"
+    " AND hand_outs = ?"
 )
 # Expired leases (?1 = now) count as failed attempts: past ?2 = max_retries they die (at
 # their lease's expiry), the others go back to their queue; ?3 is the error recorded.
@@ -254,7 +271,7 @@ def _columns(db: sqlite3.Connection, table: str) -> set[str]:
 
 
 def _create(db: sqlite3.Connection, version: int) -> None:
-    """Bring a version 0 (new) or 1 file to ``SCHEMA_VERSION``, in one transaction."""
+    """Bring a version 0 (new), 1 or 2 file to ``SCHEMA_VERSION``, in one transaction."""
     with sqlitedb.write(db):
         if version == 1:
             for index in DROPPED_INDEXES:
@@ -277,7 +294,7 @@ def open_queue_db(path: Path) -> tuple[sqlite3.Connection, FileLock]:
         db = sqlitedb.connect(path, "", what="state file")
         try:
             version = db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in (0, 1, SCHEMA_VERSION):
+            if version not in (0, 1, 2, SCHEMA_VERSION):
                 raise StateError(
                     f"state file {path} has schema version {version}, expected {SCHEMA_VERSION}"
                 )

@@ -18,7 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from crawlfleet.errors import ParseBudgetExceeded
-from crawlfleet.models import FetchResult, ParseResult
+from crawlfleet.models import DEFAULT_MAX_CONTEXT_BYTES, FetchResult, ParseResult
+from crawlfleet.parsing.payloads import check_payloads
 from crawlfleet.parsing.protocols import Parser
 from crawlfleet.settings import Settings
 
@@ -34,11 +35,13 @@ _NOT_NESTING = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class ParseLimits:
-    """What one page's parse may cost; ``max_links`` caps the links kept from any parser."""
+    """What one page's parse may cost; ``max_links`` caps the links kept from any parser,
+    ``max_context_bytes`` the context of each (``parsing.payloads``)."""
 
     max_nesting_depth: int
     max_parse_s: float
     max_links: int
+    max_context_bytes: int = DEFAULT_MAX_CONTEXT_BYTES
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ParseLimits:
@@ -46,6 +49,7 @@ class ParseLimits:
             max_nesting_depth=settings.max_html_nesting_depth,
             max_parse_s=settings.max_parse_s,
             max_links=settings.max_links_per_page,
+            max_context_bytes=settings.max_context_bytes,
         )
 
 
@@ -87,8 +91,9 @@ class ParseBudget:
     async def parse(self, parser: Parser, result: FetchResult) -> ParseResult:
         """``parser(result)`` with at most ``max_links`` links.
 
-        Raises ``ParseBudgetExceeded`` for HTML nested too deep or a parse past its deadline;
-        whatever the parser raises is raised as it is.
+        Raises ``ParseBudgetExceeded`` for HTML nested too deep or a parse past its deadline,
+        ``ValueError`` for a link whose context or headers cannot be stored; whatever the
+        parser raises is raised as it is.
         """
         loop = asyncio.get_running_loop()
         work = loop.run_in_executor(self._executor, self._parse, parser, result)
@@ -109,6 +114,7 @@ class ParseBudget:
                 f"{result.final_url}: HTML nested deeper than {limits.max_nesting_depth} elements"
             )
         parsed = parser(result)
+        check_payloads(parsed.links, limits.max_context_bytes)
         if len(parsed.links) > limits.max_links:
             return ParseResult(items=parsed.items, links=parsed.links[: limits.max_links])
         return parsed

@@ -17,175 +17,116 @@ A field reads ``attr`` (``"text"``, ``"html"`` or an attribute name) of the firs
 ``css`` or ``xpath`` selects (of every node with ``all = true`` or ``type = "list"``), keeps
 the first group of ``re`` (or its whole match) when given, then converts to ``type``:
 ``str``, ``int``, ``float``, ``decimal`` (an exact decimal string like ``"51.77"``), or
-``list`` (strings). A value that does not convert is None. ``follow`` rules are those of
-``parsing.plugins.Follow``.
+``list`` (strings). A value that does not convert is None. Then the field's ``process``
+steps run in order (``parsing.field_steps``: strip, join, regex, number, price, date,
+absolute_url, default). ``follow`` rules are those of ``parsing.plugins.Follow``; a rule's ``data`` is the context of the links it follows, its
+values read like fields from the page (``data = { category = { css = "h1" } }``).
+
+A field may instead read the page's context (``context = "category"``, a JSON path into
+``response.context``: what the link that led here carried), or, for a JSON API, the
+response's JSON (``json = "price.amount"``, a path of ``parsing.jsonpath``, relative to the
+item): the value is kept as JSON gives it unless a ``type`` is given. A parser with
+``json`` fields or ``item_json`` (the path of its items: each value selected is one item, a
+list standing for its elements) reads JSON responses; a response that is not JSON is its
+error. Its follow rules take URLs from the JSON::
+
+    follow = [{ json = "next_cursor", url_template = "/api/products?cursor={value}" }]
+
+follows, for every value the path selects (none for null: the last page), the template
+with ``{value}`` URL-quoted, resolved against the page URL; without a template the value is
+the URL.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from decimal import Decimal, InvalidOperation
-from typing import Any, Literal
+from dataclasses import replace
+from typing import Any
+from urllib.parse import quote
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+import orjson
+from pydantic import ValidationError
 
 from crawlfleet.errors import ConfigError
-from crawlfleet.models import FetchResult, Item, ParseResult
-from crawlfleet.parsing.plugins import Contract, Follow, ParserSpec, followed
+from crawlfleet.models import FetchResult, Item, Link, ParseResult
+from crawlfleet.parsing.declarative_spec import FollowSpec, SelectorParserSpec
+from crawlfleet.parsing.jsonpath import compile_path
+from crawlfleet.parsing.plugins import Contract, Follow, ParserSpec, followed, unique
 from crawlfleet.parsing.response import Response
 from crawlfleet.parsing.selectors import Selection, document
-from crawlfleet.patterns import Pattern, compile_pattern
-
-
-def _valid_regex(value: str | None) -> str | None:
-    if value is not None:
-        try:
-            compile_pattern(value, "regex")
-        except ConfigError as exc:
-            raise ValueError(str(exc)) from None
-    return value
-
-
-class FieldSpec(BaseModel):
-    """How to read one field."""
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    css: str | None = None
-    xpath: str | None = None
-    attr: str = "text"
-    regex: str | None = Field(default=None, alias="re")
-    type: Literal["str", "int", "float", "decimal", "list"] = "str"
-    all: bool = False
-
-    _check_regex = field_validator("regex")(_valid_regex)
-    _regex: Pattern | None = PrivateAttr(default=None)
-
-    @model_validator(mode="after")
-    def _one_selector(self) -> FieldSpec:
-        if (self.css is None) == (self.xpath is None):
-            raise ValueError("give exactly one of css or xpath")
-        return self
-
-    def _compiled_regex(self) -> Pattern:
-        if self._regex is None:
-            self._regex = compile_pattern(self.regex or "", "regex")
-        return self._regex
-
-    @property
-    def many(self) -> bool:
-        return self.all or self.type == "list"
-
-    def read(self, scope: Selection) -> Any:
-        """The field's value in ``scope``: a value or None, or a list when ``many``."""
-        nodes = scope.css(self.css) if self.css is not None else scope.xpath(self.xpath or "")
-        values = []
-        for node in nodes if self.many else nodes[:1]:
-            value = self.convert(node.value(self.attr))
-            if value is not None:
-                values.append(value)
-        if self.many:
-            return values
-        return values[0] if values else None
-
-    def convert(self, raw: str | None) -> Any:
-        if raw is None:
-            return None
-        if self.regex is not None:
-            regex = self._compiled_regex()
-            found = regex.search(raw)
-            if found is None:
-                return None
-            raw = found.group(1) if regex.groups else found.group(0)
-        if self.type in ("str", "list"):
-            return raw
-        number = raw.strip().replace(",", "").replace("_", "")
-        try:
-            if self.type == "int":
-                return int(number)
-            if self.type == "float":
-                return float(number)
-            return format(Decimal(number), "f")
-        except (ValueError, InvalidOperation):
-            return None
-
-
-class FollowSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    pattern: str | None = None
-    deny: str | None = None
-    css: str | list[str] | None = None
-    priority: int = 0
-    fetcher: str | None = None
-
-    _check_regex = field_validator("pattern", "deny")(_valid_regex)
-
-
-class ContractSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    min_items: int = Field(default=0, ge=0)
-    max_items: int | None = Field(default=None, ge=0)
-    required_fields: list[str] = Field(default_factory=list)
-    min_links: int = Field(default=0, ge=0)
-
-
-class SelectorParserSpec(BaseModel):
-    """One parser declaration."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(min_length=1)
-    domain: str | None = None
-    pattern: str | None = None
-    item_type: str | None = None
-    key: str | None = None
-    item_css: str | None = None
-    fields: dict[str, FieldSpec] = Field(min_length=1)
-    follow: list[FollowSpec] = Field(default_factory=list)
-    sample_url: str | None = None
-    contract: ContractSpec | None = None
-
-    @model_validator(mode="after")
-    def _key_is_a_field(self) -> SelectorParserSpec:
-        if self.key is not None and self.key not in self.fields:
-            raise ValueError(f"key {self.key!r} is not one of the fields")
-        if self.domain is None and self.pattern is None:
-            raise ValueError("give a domain or a pattern (or both)")
-        return self
 
 
 class SelectorParser:
-    """A ``Parser`` that runs a ``SelectorParserSpec`` on HTML pages."""
+    """A ``Parser`` that runs a ``SelectorParserSpec`` on HTML pages or JSON responses."""
 
     def __init__(self, spec: SelectorParserSpec) -> None:
         self.spec = spec
         self.item_type = spec.item_type or spec.name
-        self.follow = tuple(Follow(**rule.model_dump()) for rule in spec.follow)
-        self.uses_xpath = any(field.xpath is not None for field in spec.fields.values())
+        specs = [*spec.fields.values(), *(f for rule in spec.follow for f in rule.data.values())]
+        self.uses_xpath = any(field.xpath is not None for field in specs)
+        self.resolves_urls = any(field.process for field in spec.fields.values())
+        self.items_at = compile_path(spec.item_json) if spec.item_json is not None else None
+        self.follow = tuple(self._html_rule(rule) for rule in spec.follow if not spec.reads_json)
+
+    def _html_rule(self, spec: FollowSpec) -> Follow:
+        rule = spec.rule()
+        if not spec.data:
+            return rule
+
+        def context(page: Response) -> dict[str, Any]:
+            root = document(page, xpath=self.uses_xpath)
+            return {name: field.read(root, page.context) for name, field in spec.data.items()}
+
+        return replace(rule, data=context)
 
     def __call__(self, response: FetchResult) -> ParseResult:
+        page = Response(response)
+        if self.spec.reads_json:
+            return self._parse_json(page)
         if not response.is_html:
             return ParseResult()
-        page = Response(response)
         root = document(page, xpath=self.uses_xpath)
         scopes = root.css(self.spec.item_css) if self.spec.item_css else [root]
-        items = [self._item(scope, response.url) for scope in scopes]
+        items = [self._item(scope, page) for scope in scopes]
         return ParseResult(items=items, links=followed(page, self.follow))
 
-    def _item(self, scope: Selection, url: str) -> Item:
-        data = {name: field.read(scope) for name, field in self.spec.fields.items()}
+    def _parse_json(self, page: Response) -> ParseResult:
+        doc = page.json()
+        scopes: list[Any] = [doc]
+        if self.items_at is not None:
+            scopes = []
+            for value in self.items_at.select(doc):
+                scopes.extend(value if isinstance(value, list) else [value])
+        items = [self._item(scope, page) for scope in scopes]
+        links = [link for rule in self.spec.follow for link in _json_links(rule, doc, page)]
+        return ParseResult(items=items, links=unique(links))
+
+    def _item(self, scope: Selection | Any, page: Response) -> Item:
+        context = page.context
+        base = page.base_url if self.resolves_urls and not self.spec.reads_json else page.url
+        fields = self.spec.fields.items()
+        data = {name: field.read(scope, context, base) for name, field in fields}
         key = data.get(self.spec.key) if self.spec.key is not None else None
+        url = page.url
         return Item(type=self.item_type, data=data, key=None if key is None else str(key), url=url)
+
+
+def _json_links(spec: FollowSpec, doc: Any, page: Response) -> list[Link]:
+    """The links a JSON follow rule takes from ``doc``."""
+    rule = spec.rule()
+    values = spec.path.select(doc)
+    data = {name: field.read(doc, page.context) for name, field in spec.data.items()}
+    links = []
+    for value in values:
+        if value is None or isinstance(value, dict | list):
+            continue
+        text = value if isinstance(value, str) else orjson.dumps(value).decode()
+        if spec.url_template is not None:
+            text = spec.url_template.replace("{value}", quote(text, safe=""))
+        url = page.urljoin(text)
+        if rule.matches(url):
+            links.append(Link(url, rule.priority, rule.fetcher, data))
+    return links
 
 
 def selector_parser(declaration: Mapping[str, Any]) -> ParserSpec:

@@ -9,18 +9,24 @@ The function receives a ``Response`` and returns, or yields, any mix of:
 - ``Item``: stored as is (its ``url`` defaults to the response URL);
 - ``dict``: an ``Item`` of the parser's ``item_type`` (default: the parser's name), keyed by
   its ``key`` field when it has one;
-- ``Link`` or ``str``: a URL to follow, resolved against the page's base URL.
+- ``Link`` or ``str``: a URL to follow, resolved against the page's base URL. A ``Link``
+  may carry a context (``Link(url, data={...})``: the target's parser reads it as
+  ``response.context``), a method, body and headers (``Link.post``, ``response.form``).
 
 Link following: links the function returns are always followed. Without ``follow`` rules
 nothing else is. With rules, every link of the page (see ``parsing.links``: nofollow and
 meta robots honoured) that matches a rule is followed too, with that rule's priority and
-fetcher; the first matching rule wins and links matching no rule are dropped.
+fetcher; the first matching rule wins and links matching no rule are dropped. A rule's
+``data`` (a dict, or a function of the response returning one) is the context of the links
+it follows.
+
+Links are kept once per (method, URL, body), the first occurrence winning.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import BaseModel
@@ -33,6 +39,9 @@ from crawlfleet.patterns import Pattern, compile_pattern
 MARK = "__crawlfleet_parser__"
 
 PluginFunction = Callable[[Response], Any]
+ContextOf = Mapping[str, Any] | Callable[[Response], Mapping[str, Any]]
+
+__all__ = ["Contract", "Follow", "Link", "parser"]
 
 
 def compile_regex(pattern: str, what: str) -> Pattern:
@@ -46,7 +55,8 @@ class Follow:
     """A link-following rule: which links of a page to follow, and how urgently.
 
     ``pattern`` and ``deny`` are regexes searched in the absolute URL (no ``pattern``: every
-    URL); ``css`` restricts the rule to links inside matching elements.
+    URL); ``css`` restricts the rule to links inside matching elements. ``data`` is the
+    context of the links followed: a dict, or a function of the page returning one.
     """
 
     pattern: str | None = None
@@ -54,6 +64,7 @@ class Follow:
     css: str | Sequence[str] | None = None
     priority: int = 0
     fetcher: str | None = None
+    data: ContextOf | None = None
     _allow: Pattern | None = field(init=False, repr=False, compare=False)
     _deny: Pattern | None = field(init=False, repr=False, compare=False)
 
@@ -73,6 +84,12 @@ class Follow:
         if self._deny is not None and self._deny.search(url):
             return False
         return self._allow is None or self._allow.search(url) is not None
+
+    def context(self, response: Response) -> dict[str, Any]:
+        """The context of the links this rule follows on ``response``."""
+        if self.data is None:
+            return {}
+        return dict(self.data(response) if callable(self.data) else self.data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,8 +204,7 @@ class PluginParser:
             elif isinstance(value, dict):
                 parsed.items.append(item_from_dict(value, self.item_type, page.url))
             elif isinstance(value, Link):
-                url = page.urljoin(value.url)
-                parsed.links.append(Link(url, value.priority, value.fetcher))
+                parsed.links.append(replace(value, url=page.urljoin(value.url)))
             elif isinstance(value, str):
                 parsed.links.append(Link(page.urljoin(value)))
             else:
@@ -213,20 +229,23 @@ def followed(response: Response, rules: Sequence[Follow]) -> list[Link]:
     taken: set[str] = set()
     links: list[Link] = []
     for rule in rules:
+        context: dict[str, Any] | None = None
         for link in response.links(rule.regions):
             if link.url not in taken and rule.matches(link.url):
                 taken.add(link.url)
-                links.append(Link(link.url, rule.priority, rule.fetcher))
+                if context is None:
+                    context = rule.context(response)
+                links.append(Link(link.url, rule.priority, rule.fetcher, context))
     return links
 
 
 def unique(links: Iterable[Link]) -> list[Link]:
-    """``links`` with each URL once, the first occurrence kept."""
-    seen: set[str] = set()
+    """``links`` with each (method, URL, body) once, the first occurrence kept."""
+    seen: set[tuple[str, str, str]] = set()
     kept = []
     for link in links:
-        if link.url not in seen:
-            seen.add(link.url)
+        if link.identity not in seen:
+            seen.add(link.identity)
             kept.append(link)
     return kept
 

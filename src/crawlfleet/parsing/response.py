@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import copy
+from collections.abc import Mapping, Sequence
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
+import orjson
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from crawlfleet.errors import ConfigError
-from crawlfleet.models import FetchResult, Link
+from crawlfleet.models import CrawlRequest, FetchResult, Link
 from crawlfleet.parsing.encoding import text_of
+from crawlfleet.parsing.forms import FieldValue, form_link
 from crawlfleet.parsing.links import RobotsMeta, base_url, extract_links, robots_meta
 
 if TYPE_CHECKING:
@@ -41,6 +44,18 @@ class Response:
     @property
     def status(self) -> int:
         return self.result.status
+
+    @property
+    def request(self) -> CrawlRequest | None:
+        """The request fetched (its method, body, headers), when the fetcher had one."""
+        return self.result.request
+
+    @cached_property
+    def context(self) -> dict[str, Any]:
+        """The ``data`` of the link that led here (``Link(url, data={...})``); empty for a
+        seed. A copy: changing it changes nothing stored."""
+        request = self.result.request
+        return copy.deepcopy(request.data) if request is not None else {}
 
     @property
     def headers(self) -> dict[str, str]:
@@ -84,6 +99,35 @@ class Response:
 
     def xpath(self, query: str) -> SelectorList[Selector]:
         return self.selector.xpath(query)
+
+    def json(self) -> Any:
+        """The body as JSON (decoded once); ``ValueError`` naming the URL when it is not."""
+        return self._document
+
+    @cached_property
+    def _document(self) -> Any:
+        try:
+            return orjson.loads(self.result.body)
+        except orjson.JSONDecodeError as exc:
+            raise ValueError(f"{self.url}: the response is not JSON: {exc}") from None
+
+    def form(
+        self,
+        selector: str = "form",
+        fields: Mapping[str, FieldValue] | None = None,
+        *,
+        data: Mapping[str, Any] | None = None,
+        priority: int = 0,
+    ) -> Link:
+        """The request submitting the first form matching ``selector``, hidden fields kept,
+        ``fields`` filled in (see ``parsing.forms``); ``data`` is its context.
+
+        Raises ``ValueError`` when no form matches (or the selector matches another element).
+        """
+        node = self.css_first(selector)
+        if node is None or node.tag != "form":
+            raise ValueError(f"{self.url}: no form matches {selector!r}")
+        return form_link(node, self.base_url, self.final_url, fields or {}, data or {}, priority)
 
     def urljoin(self, href: str) -> str:
         """``href`` made absolute against the page's base URL."""

@@ -1,14 +1,16 @@
-"""Exporting a crawl's items as JSONL, CSV or SQLite: from an embedded crawl's items file
-(``SqliteSink``'s file) or from PostgreSQL (a distributed crawl, ``export_postgres``).
+"""Exporting a crawl's items as JSONL, JSON, CSV, Parquet or SQLite: from an embedded
+crawl's items file (``SqliteSink``'s file) or from PostgreSQL (``export_postgres``).
 
 An export holds the items of one crawl (key namespace): the only one in the file, or the one
 asked for when the file holds several (PostgreSQL: always the one asked for). Every format
 lists items ordered by (type, key). JSONL: one ``{"type", "key", **fields}`` object per line.
-CSV: a header of ``type,key`` and the union of all fields (in the order first seen), nested
-values as JSON. SQLite (embedded only): a copy of the file (only the selected rows).
-``since`` keeps the items whose content changed (or that appeared) at or after that time:
-it compares ``last_changed``, so an item fetched again unchanged is not exported again.
-The output appears whole or not at all: it is written beside its final name, then renamed.
+JSON: one array of those objects, one per line. Parquet: see ``pipeline.parquet`` (pyarrow,
+the ``parquet`` extra). CSV: a header of ``type,key`` and the union of all fields (in the
+order first seen), nested values as JSON. SQLite (embedded only): a copy of the file (only
+the selected rows). ``since`` keeps the items whose content changed (or that appeared) at or
+after that time: it compares ``last_changed``, so an item fetched again unchanged is not
+exported again. The output appears whole or not at all: it is written beside its final name,
+then renamed.
 """
 
 from __future__ import annotations
@@ -30,12 +32,20 @@ import orjson
 from crawlfleet.errors import ConfigError, StateError
 from crawlfleet.models import Item
 from crawlfleet.pipeline.hashing import record
+from crawlfleet.pipeline.parquet import parquet_available, write_parquet
 from crawlfleet.pipeline.sinks.csv import header_of, row_of
 
 ITEMS_FILE = "items.sqlite"
 """The items file of an embedded crawl, inside its state directory."""
 
-FORMATS: dict[str, str] = {".jsonl": "jsonl", ".csv": "csv", ".sqlite": "sqlite", ".db": "sqlite"}
+FORMATS: dict[str, str] = {
+    ".jsonl": "jsonl",
+    ".json": "json",
+    ".csv": "csv",
+    ".parquet": "parquet",
+    ".sqlite": "sqlite",
+    ".db": "sqlite",
+}
 """File suffix -> export format."""
 
 
@@ -45,7 +55,8 @@ def format_of(out: Path) -> str:
         return FORMATS[out.suffix.lower()]
     except KeyError:
         raise ConfigError(
-            f"cannot tell the export format of {out}: use .jsonl, .csv, .sqlite or .db"
+            f"cannot tell the export format of {out}: use .jsonl, .json, .csv, .parquet,"
+            " .sqlite or .db"
         ) from None
 
 
@@ -87,13 +98,14 @@ def export_items(
 ) -> int:
     """Writes the items of ``items_db`` (of ``item_type`` if given) to ``out``; returns how many.
 
-    ``fmt`` (``jsonl``, ``csv``, ``sqlite``) defaults to the one ``out``'s suffix names.
+    ``fmt`` (``jsonl``, ``json``, ``csv``, ``parquet``, ``sqlite``) defaults to the one
+    ``out``'s suffix names.
     ``crawl_id`` picks the crawl; None is the only crawl in the file (``ConfigError`` naming
     them when there are several). ``since`` (epoch s): see the module's docstring.
     """
     fmt = _format(out, fmt)
     if fmt == "sqlite" and since is not None:
-        raise ConfigError("--since exports jsonl or csv, not an sqlite copy")
+        raise ConfigError("--since exports jsonl, json, csv or parquet, not an sqlite copy")
     if not items_db.is_file():
         raise StateError(f"no items database at {items_db}")
     if out.resolve() == items_db.resolve():
@@ -124,11 +136,13 @@ def export_postgres(
     """Writes the items of crawl ``crawl_id`` stored in PostgreSQL to ``out``; how many.
 
     Streamed with a server-side cursor (``sinks/postgres_export.py``): memory does not grow
-    with the crawl. ``fmt``: ``jsonl`` or ``csv`` (default: from ``out``'s suffix).
+    with the crawl. ``fmt``: any but ``sqlite`` (default: from ``out``'s suffix).
     """
     fmt = _format(out, fmt)
     if fmt == "sqlite":
-        raise ConfigError("a PostgreSQL export is jsonl or csv (sqlite copies an embedded crawl)")
+        raise ConfigError(
+            "a PostgreSQL export is jsonl, json, csv or parquet (sqlite copies an embedded crawl)"
+        )
     from crawlfleet.pipeline.sinks.postgres_export import item_records
 
     with (
@@ -141,7 +155,9 @@ def export_postgres(
 def _format(out: Path, fmt: str | None) -> str:
     fmt = fmt if fmt is not None else format_of(out)
     if fmt not in FORMATS.values():
-        raise ConfigError(f"unknown export format {fmt!r}: use jsonl, csv or sqlite")
+        raise ConfigError(f"unknown export format {fmt!r}: use jsonl, json, csv, parquet or sqlite")
+    if fmt == "parquet" and not parquet_available():
+        raise ConfigError("Parquet needs pyarrow: pip install 'crawlfleet[parquet]'")
     return fmt
 
 
@@ -159,7 +175,13 @@ def _landing(out: Path) -> Iterator[Path]:
 
 
 def _write(records: Records, out: Path, fmt: str) -> int:
-    return _csv(records, out) if fmt == "csv" else _jsonl(records, out)
+    if fmt == "csv":
+        return _csv(records, out)
+    if fmt == "json":
+        return _json(records, out)
+    if fmt == "parquet":
+        return write_parquet(records, out)
+    return _jsonl(records, out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +241,17 @@ def _jsonl(records: Records, out: Path) -> int:
         for row in records():
             handle.write(orjson.dumps(row) + b"\n")
             count += 1
+    return count
+
+
+def _json(records: Records, out: Path) -> int:
+    count = 0
+    with out.open("wb") as handle:
+        handle.write(b"[")
+        for row in records():
+            handle.write((b",\n" if count else b"\n") + orjson.dumps(row))
+            count += 1
+        handle.write(b"\n]\n" if count else b"]\n")
     return count
 
 

@@ -201,10 +201,13 @@ def dedupe(*, max_keys: int = 1_000_000) -> Dedupe:
 
 def default_processors(
     schemas: Mapping[str, type[pydantic.BaseModel]] | None = None,
+    own: Sequence[Processor] = (),
 ) -> list[Processor]:
-    """What a crawl runs unless told otherwise: clean text, validate (if schemas), dedupe."""
+    """What a crawl runs: clean text, validate (if schemas), the crawl's ``own`` processors
+    (``pipeline.custom``) in their order, dedupe (last: see ``Dedupe``)."""
     steps: list[Processor] = [clean_text]
     if schemas:
         steps.append(validate(schemas))
+    steps.extend(own)
     steps.append(dedupe())
     return steps

@@ -40,6 +40,7 @@ from crawlfleet.parsing.budget import ParseBudget
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.pipeline import Pipeline, PipelineOutcome
 from crawlfleet.runtime.admission import Admitter
+from crawlfleet.settings import MAX_STEP_S
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,8 @@ class CrawlerParts:
     """The collaborators of a crawl step, built once by ``runtime.wiring``.
 
     ``fetchers`` holds one fetcher per kind this process serves; a request of another kind is
-    a bug of the claim (``ClaimLoop`` claims only these kinds).
+    a bug of the claim (``ClaimLoop`` claims only these kinds). ``max_step_s`` bounds one
+    step (the ``ClaimLoop``'s watchdog).
     """
 
     frontier: Frontier
@@ -66,6 +68,7 @@ class CrawlerParts:
     worker: str
     max_retry_after_s: float
     parse_budget: ParseBudget
+    max_step_s: float = MAX_STEP_S
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +123,10 @@ class Crawler:
             return
         await self._fetched(lease, started, result)
 
+    async def abandon(self, lease: Lease, started: float, error: str) -> None:
+        """Record a step stopped from outside (the watchdog): retried later, or buried."""
+        await self._fail(_Step(lease, started), error)
+
     async def _fetched(self, lease: Lease, started: float, result: FetchResult) -> None:
         p = self.parts
         signal, why = judge(result)
@@ -161,7 +168,8 @@ class Crawler:
         request = step.lease.request
         name, parser = p.parsers.select(result.final_url)
         try:
-            parsed = await p.parse_budget.parse(parser, result)
+            # The parser reads the request's context from the result, whatever the fetcher.
+            parsed = await p.parse_budget.parse(parser, replace(result, request=request))
         except Exception as exc:  # a parser's bug, or ParseBudgetExceeded: the page's own outcome
             error = f"{type(exc).__name__}: {exc}"
             detail = traceback.format_exc()

@@ -6,6 +6,11 @@ as many leases as it has free slots, only of the fetcher kinds it serves, and sl
 step ends, the next domain is due (``Frontier.next_ready_at``) or ``MAX_WAIT_S`` passed.
 When it stops claiming it lets the steps in flight finish. Delays live in the frontier: the
 loop never waits longer than that to look again, so work added by another process is seen.
+
+While steps run, their leases are renewed together every ``lease_s / 3`` (``leases.py``),
+also while the loop drains; a step that runs longer than ``max_step_s`` (the watchdog, on the
+event loop's own clock) is cancelled and its lease failed with an error saying so, so its
+request is retried or dead-lettered rather than held, or left to expire unexplained.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from crawlfleet.clock import Clock
 from crawlfleet.errors import ConfigError, StateError
 from crawlfleet.models import Lease
 from crawlfleet.runtime.crawler import Crawler
+from crawlfleet.runtime.leases import LeaseRenewer
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +42,8 @@ class LoopResult:
     ``reason``: ``empty`` (nothing pending), ``stranded`` (with ``until_empty``: what is
     pending is no kind this loop serves), ``idle`` (nothing to run for ``idle_s``),
     ``stopped``, ``deadline``, ``max_leases``, or ``error`` (a step raised and
-    ``stop_on_error`` was set; ``run`` re-raised it).
+    ``stop_on_error`` was set; ``run`` re-raised it). ``processed`` counts the steps that
+    recorded an outcome, those the watchdog stopped included.
     """
 
     reason: str
@@ -63,6 +70,7 @@ class ClaimLoop:
             )
         self._crawler = crawler
         self._frontier = crawler.parts.frontier
+        self._max_step_s = crawler.parts.max_step_s
         self._kinds = kinds
         self._concurrency = concurrency
         self._clock = clock
@@ -101,6 +109,7 @@ class ClaimLoop:
         started = clock.now()
         deadline = started + deadline_s if deadline_s is not None else None
         tasks: set[asyncio.Task[None]] = set()
+        renewer = LeaseRenewer(self._frontier, clock)
         stop_wait: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
         claimed = 0
         idle_since: float | None = None
@@ -124,7 +133,10 @@ class ClaimLoop:
                 if free > 0 and not held:
                     for lease in await self._frontier.claim(free, now, self._kinds):
                         claimed += 1
-                        tasks.add(asyncio.create_task(self._step(lease, stop_on_error)))
+                        renewer.hold(lease)
+                        step = self._step(lease, renewer, stop_on_error)
+                        tasks.add(asyncio.create_task(step))
+                await renewer.renew_due(clock.now())
                 if tasks:
                     idle_since = None
                 else:
@@ -143,10 +155,13 @@ class ClaimLoop:
                     wait_s = min(wait_s, max(MIN_WAIT_S, idle_since + idle_s - now))
                 if deadline is not None:
                     wait_s = min(wait_s, max(MIN_WAIT_S, deadline - now))
+                renew_s = renewer.wait_s(now)
+                if renew_s is not None:
+                    wait_s = min(wait_s, max(MIN_WAIT_S, renew_s))
                 await self._wait(tasks, stop_wait, wait_s)
         finally:
             stop_wait.cancel()
-            await self._drain(tasks, grace_s if stop.is_set() else None)
+            await self._drain(tasks, grace_s if stop.is_set() else None, renewer)
         if self._failure is not None:
             raise self._failure
         return LoopResult(reason, claimed, self._processed, self._errors)
@@ -206,10 +221,10 @@ class ClaimLoop:
         finally:
             sleeper.cancel()
 
-    async def _step(self, lease: Lease, stop_on_error: bool) -> None:
+    async def _step(self, lease: Lease, renewer: LeaseRenewer, stop_on_error: bool) -> None:
         """Run one step; a step that raises leaves its lease to expire (and be reaped)."""
         try:
-            await self._crawler.process(lease)
+            await self._bounded(lease)
         except (StateError, OSError) as exc:
             self._errors += 1
             log.warning("step for %s failed, lease left to expire: %s", lease.request.url, exc)
@@ -222,11 +237,39 @@ class ClaimLoop:
                 self._failure = exc
         else:
             self._processed += 1
+        finally:
+            renewer.release(lease)
 
-    async def _drain(self, tasks: set[asyncio.Task[None]], grace_s: float | None) -> None:
-        if not tasks:
-            return
-        _done, pending = await asyncio.wait(tasks, timeout=grace_s)
-        for task in pending:
+    async def _bounded(self, lease: Lease) -> None:
+        """Run the step under the watchdog: past ``max_step_s`` it is cancelled and failed."""
+        started = self._clock.now()
+        watchdog = asyncio.timeout(self._max_step_s)
+        try:
+            async with watchdog:
+                await self._crawler.process(lease)
+        except TimeoutError:
+            if not watchdog.expired():
+                raise
+            error = f"step exceeded max_step_s ({self._max_step_s:g} s)"
+            log.warning("%s: %s, cancelled", lease.request.url, error)
+            await self._crawler.abandon(lease, started, error)
+
+    async def _drain(
+        self, tasks: set[asyncio.Task[None]], grace_s: float | None, renewer: LeaseRenewer
+    ) -> None:
+        """Wait for the steps in flight (at most ``grace_s``), renewing their leases."""
+        loop = asyncio.get_running_loop()
+        until = None if grace_s is None else loop.time() + grace_s
+        while tasks:
+            wait_s = renewer.wait_s(self._clock.now())
+            wait_s = MAX_WAIT_S if wait_s is None else min(MAX_WAIT_S, max(MIN_WAIT_S, wait_s))
+            if until is not None:
+                wait_s = min(wait_s, until - loop.time())
+                if wait_s <= 0:
+                    break
+            done, _ = await asyncio.wait(tasks, timeout=wait_s)
+            tasks.difference_update(done)
+            await renewer.renew_due(self._clock.now())
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)

@@ -12,6 +12,7 @@ from functools import partial
 
 from crawlfleet.clock import Clock
 from crawlfleet.errors import StateError
+from crawlfleet.fetchers.cache import TruncatingFetcher
 from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.fetchers.files import FileFetcher
 from crawlfleet.fetchers.http import HttpFetcher
@@ -25,11 +26,14 @@ from crawlfleet.monitoring.events import EventBus
 from crawlfleet.parsing.budget import ParseBudget, ParseLimits
 from crawlfleet.parsing.default import default_parser
 from crawlfleet.parsing.loader import load_parsers
+from crawlfleet.pipeline.custom import FanOutSink, load_processors, load_sinks
 from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.pipeline.processors import default_processors
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.backends import Backends, open_store
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
+from crawlfleet.runtime.fetch_chain import cached, hooked, login_link
+from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.settings import Settings
 from crawlfleet.urls import UrlRules, fingerprint
 
@@ -80,17 +84,24 @@ def build_frontier(settings: Settings, store: QueueStore, seeds: list[str]) -> F
 
 
 def build_fetchers(
-    settings: Settings, clock: Clock, credentials: Credentials
+    settings: Settings,
+    clock: Clock,
+    credentials: Credentials,
+    logged_in: Callable[[Fetcher], Fetcher] = lambda fetcher: fetcher,
 ) -> dict[str, Fetcher]:
-    """The crawl's fetchers by kind; redirects become queued links (``Crawler``)."""
+    """The crawl's fetchers by kind; redirects become queued links (``Crawler``).
+
+    The HTTP chain, top to bottom: hooks, cache, ``logged_in`` (``runtime.fetch_chain``).
+    """
+    http = HttpFetcher(settings, clock=clock, follow_redirects=False, credentials=credentials)
     return {
-        "http": HttpFetcher(settings, clock=clock, follow_redirects=False, credentials=credentials),
+        "http": hooked(cached(logged_in(http), settings, clock), settings),
         "file": FileFetcher(settings, clock=clock),
     }
 
 
 def robots_fetch(
-    fetcher: HttpFetcher, *, truncate_at_bytes: int | None = None
+    fetcher: TruncatingFetcher, *, truncate_at_bytes: int | None = None
 ) -> Callable[[str], Awaitable[FetchResult]]:
     """A URL -> FetchResult function (redirects followed), for robots.txt and sitemaps.
 
@@ -110,7 +121,9 @@ def build_robots(
 ) -> tuple[RobotsCache | None, FetchFn]:
     """The robots.txt cache (None when robots are not obeyed) and the side fetch it and the
     sitemap reader use (redirects followed)."""
-    side_fetcher = HttpFetcher(settings, clock=clock, credentials=credentials)
+    side_fetcher = cached(
+        HttpFetcher(settings, clock=clock, credentials=credentials), settings, clock
+    )
     stack.push_async_callback(side_fetcher.close)
     fetch_url = robots_fetch(side_fetcher)
     if not settings.obey_robots:
@@ -168,14 +181,20 @@ async def build_crawl(
     budget = ParseBudget(ParseLimits.from_settings(settings))
     stack.callback(budget.close)
     credentials = Credentials.from_urls(seeds)  # userinfo of the seeds, per origin
-    fetchers = build_fetchers(settings, clock, credentials)
+    secrets = SiteSecrets.load(settings.secrets_file)
+    secrets.add_basic_auth(credentials, seeds)
+    logged_in = await login_link(settings, clock, stack, secrets)
+    fetchers = build_fetchers(settings, clock, credentials, logged_in)
     for fetcher in fetchers.values():
         stack.push_async_callback(fetcher.close)
     frontier = build_frontier(settings, store, seeds)
     robots, fetch_url = build_robots(settings, clock, stack, credentials)
-    pipeline = Pipeline(
-        default_processors(registry.schemas()), sink, events=events, clock=clock, rejects=rejects
-    )
+    own_sinks = load_sinks(settings.sinks, settings)
+    if own_sinks:
+        sink = FanOutSink(sink, own_sinks)
+        stack.push_async_callback(sink.close)
+    processors = default_processors(registry.schemas(), load_processors(settings.processors))
+    pipeline = Pipeline(processors, sink, events=events, clock=clock, rejects=rejects)
     parts = CrawlerParts(
         frontier=frontier,
         admitter=Admitter(frontier, robots=robots, events=events, fetch_url=fetch_url, clock=clock),
@@ -187,6 +206,7 @@ async def build_crawl(
         clock=clock,
         worker=worker_name(),
         max_retry_after_s=settings.max_retry_after_s,
+        max_step_s=settings.max_step_s,
         parse_budget=budget,
     )
     return CrawlGraph(Crawler(parts), frontier, stack)

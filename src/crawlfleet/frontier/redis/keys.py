@@ -21,7 +21,8 @@ key                             type    contents
                                         open; global bit ``p`` is bit ``p % (8 * bytes)`` of
                                         shard ``p // (8 * bytes)`` (see ``bloom.py``)
 ``{p}:req``                     HASH    fingerprint -> request JSON, for queued, leased and
-                                        dead requests (deleted when done)
+                                        dead requests (deleted when done); its ``data``
+                                        and ``headers`` are JSON text (``views.dumps``)
 ``{p}:q:<kind>:<domain>``       ZSET    one lane per (fetcher kind, domain): fingerprints due
                                         to be claimed, score ``-priority * 2**36 + seq``
                                         (priority clamped to +-65535): higher priority first,
@@ -51,7 +52,8 @@ key                             type    contents
 ``{p}:dstats:<domain>``         HASH    counter name -> value, one domain
 ``{p}:attempts``                LIST    attempt JSON, oldest first, until copied and acked
                                         (``pending_attempts`` / ``ack_attempts``)
-``{p}:leases``                  ZSET    lease token -> expires_at (epoch s)
+``{p}:leases``                  ZSET    lease token -> expires_at (epoch s), moved later
+                                        by ``renew`` while the lease's step runs
 ``{p}:lease``                   HASH    lease token -> fingerprint
 ``{p}:dead``                    ZSET    ``<seq>:<fingerprint>`` -> died_at (epoch s) of each
                                         dead letter; ``seq`` is its admission seq in 16
@@ -62,7 +64,8 @@ key                             type    contents
                                         created by the first open, so missing = lost
 ``{p}:admitted``                ZSET    domain -> minus its requests admitted (budget), so
                                         ``ZRANGE`` lists the most first, ties by name; a
-                                        domain given a policy before any request has 0
+                                        domain given a policy or counters (``add_counters``)
+                                        before any request has 0
 ``{p}:order``                   HASH    fingerprint -> its admission ``seq``, for queued,
                                         leased and dead requests: a retried, reaped or
                                         requeued request goes back to its admission place
@@ -70,6 +73,9 @@ key                             type    contents
 ``{p}:control``                 STRING  what the operator asked (``runtime/control.py``):
                                         ``paused`` or ``cancelled``; absent = running.
                                         Read by the dispatcher and workers, never by a script
+``{p}:sessions``                HASH    login domain -> JSON ``{"cookies": {name: value},
+                                        "version": token}``: the cookie jar of its last login
+                                        (``crawlfleet.sessions.redis``), never logged
 ==============================  ======  =======================================================
 
 Lease tokens are ``<fingerprint>.<seq>``. Every multi-key change is one Lua script in
@@ -102,6 +108,7 @@ FIXED_KEYS = (
     "order",
     "seq",
     "control",
+    "sessions",
 )
 FAMILIES = ("bloom", "q", "delayed", "ready", "domain", "dstats")
 """Names of key families: ``{p}:<family>:<suffix>``; the bare name is never a key itself."""

@@ -275,6 +275,9 @@ class RedisQueueStore:
             return Ended(True)
         return Ended(True, policy_change(lease.request.domain, reply, report, default))
 
+    async def renew(self, lease: Lease, expires_at: float) -> bool:
+        return bool(int(await self._run("renew", lease.token, float(expires_at))))
+
     async def reap(self, now: float, max_retries: int) -> int:
         counters = reap_counter_args()
         total = 0

@@ -103,9 +103,23 @@ def reap_counter_args() -> list[Arg]:
     ]
 
 
+_NESTED = ("data", "headers")
+"""Request fields stored as JSON text inside the request's JSON: the scripts decode and
+re-encode a request (``reap.lua``), and cjson would turn an empty list of the context into
+an object and round floats to 14 digits; a string passes through unchanged."""
+
+
 def dumps(request: CrawlRequest) -> str:
-    return orjson.dumps(request.to_dict()).decode()
+    fields = request.to_dict()
+    for name in _NESTED:
+        fields[name] = orjson.dumps(fields[name]).decode()
+    return orjson.dumps(fields).decode()
 
 
 def loads(raw: str | bytes) -> CrawlRequest:
-    return CrawlRequest.from_dict(orjson.loads(raw))
+    """The request of ``dumps``; one stored before requests had a payload reads as a GET."""
+    fields = orjson.loads(raw)
+    for name in _NESTED:
+        if name in fields:
+            fields[name] = orjson.loads(fields[name])
+    return CrawlRequest.from_dict(fields)

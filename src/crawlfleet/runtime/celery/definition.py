@@ -95,15 +95,23 @@ def check_parsers(definition: CrawlDefinition, allowed: Iterable[str]) -> None:
     A worker imports, and so runs, the parser modules a crawl definition names; anyone who can
     write the definition to Redis could name any module. ``allowed`` is what the worker's
     operator passed to ``crawlfleet worker --parsers``. Selector parsers (no code) and the
-    entry points installed on the worker's host need no allowing.
+    entry points installed on the worker's host (parsers, sinks) need no allowing. The modules
+    of the definition's ``processors`` and ``hooks`` (``module:object``) are code the worker
+    imports too: they need the same allowing.
     """
     permitted = {parser_key(source) for source in allowed} - {None}
-    refused = [s for s in definition.settings.parsers if parser_key(s) not in permitted]
+    settings = definition.settings
+    named = [
+        *settings.parsers,
+        *(ref.rpartition(":")[0] or ref for ref in (*settings.processors, *settings.hooks)),
+    ]
+    refused = [s for s in named if parser_key(s) not in permitted]
     if not refused:
         return
     shown = ", ".join(repr(source[:120]) for source in refused[:SHOWN_REFUSALS])
     more = f" and {len(refused) - SHOWN_REFUSALS} more" if len(refused) > SHOWN_REFUSALS else ""
     raise ConfigError(
-        f"crawl {definition.crawl_id!r} names parser module(s) this worker was not started to "
+        f"crawl {definition.crawl_id!r} names parser, processor or hook module(s) this worker "
+        "was not started to "
         f"allow: {shown}{more} (crawlfleet worker --parsers ...)"
     )

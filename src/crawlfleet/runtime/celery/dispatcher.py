@@ -46,7 +46,12 @@ from crawlfleet.redact import redact
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.backends import one_line, open_distributed
 from crawlfleet.runtime.celery.app import check_broker, make_app
-from crawlfleet.runtime.celery.crawls import WORKER_SEEN_S, delete_crawl, worker_beats
+from crawlfleet.runtime.celery.crawls import (
+    WORKER_SEEN_S,
+    WorkerBeat,
+    delete_crawl,
+    worker_beats,
+)
 from crawlfleet.runtime.celery.definition import ACTIVE_CRAWLS, CrawlDefinition, definition_key
 from crawlfleet.runtime.celery.publisher import TaskPublisher
 from crawlfleet.runtime.control import RedisControl, RunState
@@ -78,6 +83,13 @@ class DispatchedCrawl:
     attempts: AttemptReader
     copier: AttemptCopier
     publishers: dict[str, TaskPublisher]
+
+    async def beats(self) -> list[WorkerBeat]:
+        """The workers' heartbeats; ``StateError`` when Redis cannot be read."""
+        try:
+            return await worker_beats(self.client)
+        except RedisError as exc:
+            raise StateError(one_line(f"worker heartbeats: {exc}")) from None
 
 
 def check_seeds(seeds: Sequence[str]) -> None:

@@ -35,6 +35,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from crawlfleet.clock import SystemClock
 from crawlfleet.errors import ConfigError, FrontierLost, StateError
 from crawlfleet.monitoring.events import EventBus
+from crawlfleet.monitoring.metrics import Metrics
 from crawlfleet.pipeline.sinks.postgres_schema import migrate
 from crawlfleet.redact import redact
 from crawlfleet.runtime.backends import check_redis, one_line, open_distributed
@@ -120,10 +121,15 @@ class _Crawl:
 
 @dataclass(slots=True)
 class WorkerRuntime:
-    """Per-process state of a worker: its event loop, Redis client and crawl graphs."""
+    """Per-process state of a worker: its event loop, Redis client and crawl graphs.
+
+    ``metrics`` counts the leases run, strategy changes and fill ratios per crawl and holds
+    the worker's heartbeat, refreshed after every batch.
+    """
 
     config: WorkerConfig
     name: str = field(default_factory=worker_name)
+    metrics: Metrics | None = None
     _loop: asyncio.AbstractEventLoop | None = None
     _redis: Redis | None = None
     _crawls: dict[str, _Crawl] = field(default_factory=dict)
@@ -185,6 +191,10 @@ class WorkerRuntime:
             return result
         await self._heartbeat(crawl_id)
         await self._run_leases(crawl, max_leases, result, control)
+        if self.metrics is not None:
+            self.metrics.ran(crawl_id, self.name, result.processed)
+            self.metrics.beat(self.name, time.time())
+            await self.metrics.refresh()
         return result
 
     async def _crawl(self, crawl_id: str) -> _Crawl | None:
@@ -217,19 +227,23 @@ class WorkerRuntime:
             update={"redis_url": self.config.redis_url, "postgres_dsn": self.config.postgres_dsn}
         )
         stack = AsyncExitStack()
+        events = EventBus()
         try:
             backends = await open_distributed(settings, stack, worker=True)
             graph = await build_crawl(
                 settings,
                 seeds=list(definition.seeds),
                 backends=backends,
-                events=EventBus(),
+                events=events,
                 clock=SystemClock(),
                 stack=stack,
             )
         except BaseException:
             await stack.aclose()
             raise
+        if self.metrics is not None:
+            quality = graph.crawler.parts.pipeline.quality
+            self.metrics.track(settings.crawl_id, events=events, quality=quality)
         log.info("worker %s joined crawl %s", self.name, settings.crawl_id)
         return _Crawl(settings.crawl_id, definition.run, stack, graph)
 

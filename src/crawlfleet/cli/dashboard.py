@@ -1,0 +1,104 @@
+"""``crawlfleet dashboard``: the web dashboard of an embedded crawl (``--state``).
+
+Serves the ASGI app of ``crawlfleet.dashboard`` with uvicorn on 127.0.0.1 (``--host`` to
+change), read-only unless a token is given (``--token`` or ``CRAWLFLEET_DASHBOARD_TOKEN``).
+An embedded crawl's state is read without taking its locks; ``--config`` (or ``--delay``,
+``--per-domain-concurrency``) gives the crawl's default politeness, which its state file
+does not record, for the delays and the ETA.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from crawlfleet.cli.console import fail, safe
+from crawlfleet.dashboard.sources import EmbeddedSource, Source
+from crawlfleet.errors import ConfigError, CrawlfleetError
+from crawlfleet.settings import load_settings
+
+TOKEN_ENV = "CRAWLFLEET_DASHBOARD_TOKEN"
+MIN_TOKEN_CHARS = 12
+
+err = Console(stderr=True)
+
+
+def _extra_missing(exc: ImportError) -> ConfigError:
+    return ConfigError(f"the dashboard needs crawlfleet installed with its dashboard extra ({exc})")
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def dashboard(
+    state: Annotated[
+        Path | None, typer.Option("--state", help="state directory of an embedded crawl")
+    ] = None,
+    config: Annotated[Path | None, typer.Option(help="the crawl's config (TOML)")] = None,
+    delay: Annotated[float | None, typer.Option(help="the crawl's --delay")] = None,
+    per_domain_concurrency: Annotated[
+        int | None, typer.Option(help="the crawl's --per-domain-concurrency")
+    ] = None,
+    host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535)] = 8080,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            envvar=TOKEN_ENV, show_envvar=True, help="allow actions (requeue, purge, pause)"
+        ),
+    ] = None,
+) -> None:
+    """Serve the web dashboard: crawls, progress, ETA, domains, dead letters, items."""
+    try:
+        try:
+            import uvicorn
+
+            from crawlfleet.dashboard.app import create_app
+        except ImportError as exc:
+            raise _extra_missing(exc) from None
+        if token is not None and len(token) < MIN_TOKEN_CHARS:
+            raise ConfigError(f"bad --token: use at least {MIN_TOKEN_CHARS} characters")
+        source = _source(state, config, delay, per_domain_concurrency)
+        app = create_app(source, token=token)
+        where = f"http://{host}:{port}/"
+        mode = "actions need the token" if token else "read-only (no --token)"
+        err.print(f"dashboard of {safe(source.mode)} crawls at {safe(where)}, {mode}")
+        if not _loopback(host):
+            err.print(f"[yellow]warning:[/] listening on {safe(host)}, beyond this machine")
+        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    except (CrawlfleetError, OSError) as exc:
+        fail(exc, err)
+
+
+def _source(
+    state: Path | None,
+    config: Path | None,
+    delay: float | None,
+    per_domain_concurrency: int | None,
+) -> Source:
+    if state is None:
+        raise ConfigError("give --state DIR: the state directory of an embedded crawl")
+    settings = load_settings(
+        config,
+        state_dir=state,
+        delay_s=delay,
+        per_domain_concurrency=per_domain_concurrency,
+    )
+    if not os.path.isdir(settings.state_dir):
+        raise ConfigError(f"no state directory {settings.state_dir}")
+    return EmbeddedSource(settings)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(dashboard)

@@ -1,0 +1,243 @@
+"""The dashboard's ASGI app (Starlette): pages, a JSON API, and token-guarded actions.
+
+Routes:
+
+==============================  =========================================================
+``GET /``                       crawls: state, progress, rate, ETA with the bottleneck
+``GET /crawl/{id}``             one crawl: summary, progress chart, domains, dead letters
+                                by error class, items and data quality, workers
+``GET /crawl/{id}/attempts``    recent attempts, filtered by ``domain``, ``outcome``,
+                                ``status``
+``GET /api/crawls``             every crawl's figures as JSON
+``GET /api/crawl/{id}``         one crawl's figures, domains and dead-letter classes (JSON)
+``POST /crawl/{id}/dead/requeue``  requeue the dead letters of ``error_class``
+``POST /crawl/{id}/dead/purge``    purge them
+``POST /crawl/{id}/pause``, ``/resume``
+``/metrics``                    the Prometheus app passed as ``metrics`` (if any)
+==============================  =========================================================
+
+The dashboard is read-only unless created with a ``token``: an action carries it as the
+form field ``token`` or an ``Authorization: Bearer`` header and is refused with 403
+otherwise (also when no token was configured). Requiring the token in the request body is
+also what keeps another site from posting actions through a visitor's browser.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+from collections.abc import AsyncIterator
+from typing import cast
+from urllib.parse import parse_qs, quote
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.types import ASGIApp
+
+from crawlfleet.clock import Clock, SystemClock
+from crawlfleet.dashboard import pages
+from crawlfleet.dashboard.figures import domain_row, sample_dict
+from crawlfleet.dashboard.sampler import CrawlHistory, Sampler
+from crawlfleet.dashboard.sources import ActionRefused, CrawlReader, Source
+from crawlfleet.errors import StateError
+from crawlfleet.monitoring.deadletters import ClassGroup, DeadLetterQueue, by_class
+from crawlfleet.monitoring.sqlite_reader import AttemptFilter
+
+DOMAIN_ROWS = 200
+DEAD_LETTERS_READ = 10_000
+ATTEMPT_ROWS = 200
+MAX_FORM_BYTES = 8192
+FRESH_S = 1.0
+"""A page reuses a crawl's sample younger than this instead of reading the store again."""
+
+
+class Dashboard:
+    """The pages and actions over one ``Source``."""
+
+    def __init__(self, source: Source, *, token: str | None, clock: Clock) -> None:
+        self.source = source
+        self.token = token or None
+        self.clock = clock
+        self.sampler = Sampler(source, clock)
+
+    async def history(self, crawl_id: str) -> CrawlHistory:
+        history = self.sampler.crawls.get(crawl_id)
+        last = history.last if history is not None else None
+        if history is None or last is None or self.clock.now() - last.at > FRESH_S:
+            history = await self.sampler.sample(crawl_id)
+        return history
+
+    def allowed(self, request: Request, form: dict[str, str]) -> bool:
+        if self.token is None:
+            return False
+        given = form.get("token", "")
+        header = request.headers.get("authorization", "")
+        if header.lower().startswith("bearer "):
+            given = header[len("bearer ") :].strip()
+        return hmac.compare_digest(given.encode(), self.token.encode())
+
+    async def crawls(self, request: Request) -> Response:
+        await self.sampler.sample_all()
+        return HTMLResponse(pages.crawls_page(dict(self.sampler.crawls), self.source.mode))
+
+    async def crawl(self, request: Request) -> Response:
+        crawl_id = request.path_params["crawl_id"]
+        history = await self.history(crawl_id)
+        reader = await self.source.reader(crawl_id)
+        now = self.clock.now()
+        views = await reader.domains(DOMAIN_ROWS)
+        body = pages.crawl_page(
+            crawl_id,
+            history,
+            domains=[domain_row(v, now) for v in views],
+            groups=await classes(reader),
+            items=await self.source.items(crawl_id),
+            workers=await self.source.workers() if self.source.mode == "distributed" else None,
+            actions=self.token is not None,
+            flash=request.query_params.get("done", ""),
+        )
+        return HTMLResponse(body)
+
+    async def attempts(self, request: Request) -> Response:
+        crawl_id = request.path_params["crawl_id"]
+        q = request.query_params
+        status = q.get("status") or None
+        if status is not None and not status.isdigit():
+            return _message("bad filter", f"status must be a number, not {status!r}", 400)
+        where = AttemptFilter(
+            domain=q.get("domain") or None,
+            outcome=q.get("outcome") or None,
+            status=None if status is None else int(status),
+        )
+        found = await self.source.attempts(crawl_id, where, ATTEMPT_ROWS)
+        return HTMLResponse(pages.attempts_page(crawl_id, where, found))
+
+    async def api_crawls(self, request: Request) -> Response:
+        await self.sampler.sample_all()
+        return JSONResponse(
+            {
+                crawl_id: sample_dict(h.last, h.state)
+                for crawl_id, h in sorted(self.sampler.crawls.items())
+                if h.last is not None
+            }
+        )
+
+    async def api_crawl(self, request: Request) -> Response:
+        crawl_id = request.path_params["crawl_id"]
+        history = await self.history(crawl_id)
+        reader = await self.source.reader(crawl_id)
+        now = self.clock.now()
+        sample = history.last
+        if sample is None:
+            raise StateError(f"crawl {crawl_id!r} has no sample yet")
+        groups = await classes(reader)
+        return JSONResponse(
+            {
+                **sample_dict(sample, history.state),
+                "domains": [
+                    domain_row(v, now).to_dict() for v in await reader.domains(DOMAIN_ROWS)
+                ],
+                "dead_letter_classes": [{"name": g.name, "count": g.count} for g in groups],
+            }
+        )
+
+    async def act(self, request: Request) -> Response:
+        crawl_id = request.path_params["crawl_id"]
+        what = request.path_params["what"]
+        form = await _form(request)
+        if not self.allowed(request, form):
+            why = (
+                "this dashboard is read-only: start it with --token to allow actions"
+                if self.token is None
+                else "a valid token is needed for this action"
+            )
+            return _message("refused", why, 403)
+        name = form.get("error_class", "")
+        try:
+            if what == "dead/requeue":
+                done = f"requeued {await self.source.requeue_class(crawl_id, name)} dead letters ({name})"
+            elif what == "dead/purge":
+                done = (
+                    f"purged {await self.source.purge_class(crawl_id, name)} dead letters ({name})"
+                )
+            elif what in ("pause", "resume"):
+                await self.source.set_paused(crawl_id, what == "pause")
+                done = f"{what}d"
+            else:
+                return _message("not found", f"no action {what!r}", 404)
+        except ActionRefused as exc:
+            return _message("refused", str(exc), 409)
+        target = f"/crawl/{quote(crawl_id, safe='')}?{pages.query(done=done)}"
+        return RedirectResponse(target, status_code=303)
+
+
+async def classes(reader: CrawlReader) -> list[ClassGroup]:
+    """The dead letters' error classes; ``by_class`` only reads (``dead_letters``)."""
+    return await by_class(cast(DeadLetterQueue, reader), DEAD_LETTERS_READ)
+
+
+async def _form(request: Request) -> dict[str, str]:
+    """The fields of a small urlencoded form (Starlette's own parser needs python-multipart)."""
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            return {}
+    fields = parse_qs(body.decode("utf-8", "replace"), max_num_fields=10)
+    return {name: values[0] for name, values in fields.items()}
+
+
+def _message(title: str, message: str, status: int) -> Response:
+    css = "refused" if status in (403, 409) else "muted"
+    return HTMLResponse(pages.message_page(title, message, css), status_code=status)
+
+
+async def _state_error(request: Request, exc: Exception) -> Response:
+    return _message("not available", str(exc), 404)
+
+
+def create_app(
+    source: Source,
+    *,
+    token: str | None = None,
+    clock: Clock | None = None,
+    metrics: ASGIApp | None = None,
+    sample: bool = True,
+) -> Starlette:
+    """The dashboard over ``source``; ``metrics`` is mounted at ``/metrics`` when given.
+
+    With ``sample`` every crawl is sampled in the background while the app runs (the
+    progress chart's history); the source is closed when the app shuts down.
+    """
+    board = Dashboard(source, token=token, clock=clock or SystemClock())
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        task = asyncio.create_task(board.sampler.run()) if sample else None
+        try:
+            yield
+        finally:
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            await source.close()
+
+    routes: list[Route | Mount] = [
+        Route("/", board.crawls),
+        Route("/api/crawls", board.api_crawls),
+        Route("/api/crawl/{crawl_id}", board.api_crawl),
+        Route("/crawl/{crawl_id}", board.crawl),
+        Route("/crawl/{crawl_id}/attempts", board.attempts),
+        Route("/crawl/{crawl_id}/{what:path}", board.act, methods=["POST"]),
+    ]
+    if metrics is not None:
+        routes.append(Mount("/metrics", app=metrics))
+    return Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={StateError: _state_error},
+    )

@@ -1,0 +1,113 @@
+"""The figures the dashboard shows, computed from the store's views (no HTML here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from crawlfleet.counters import CrawlStats
+from crawlfleet.frontier.protocols import DomainView
+from crawlfleet.models import Outcome
+from crawlfleet.monitoring.eta import Eta
+from crawlfleet.monitoring.stats import Sample
+
+DONE_OUTCOMES = (Outcome.OK, Outcome.SKIPPED, Outcome.FAILED, Outcome.PARSE_ERROR)
+TRIED_OUTCOMES = (Outcome.OK, Outcome.RETRY, Outcome.DEAD, Outcome.FAILED, Outcome.PARSE_ERROR)
+
+
+def duration(seconds: float | None) -> str:
+    """``1:02:03``, ``02:03``, or ``--:--`` when unknown."""
+    if seconds is None:
+        return "--:--"
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
+
+
+def block_state(view: DomainView, now: float) -> str:
+    """``ok``, or the block level, cooldown, Retry-After wait and reason."""
+    parts = []
+    if view.level > 0:
+        parts.append(f"level {view.level}")
+    if view.cooldown_until > now:
+        parts.append(f"cooldown {view.cooldown_until - now:.0f} s")
+    if view.retry_after_until > now:
+        parts.append(f"Retry-After {view.retry_after_until - now:.0f} s")
+    if parts and view.block_reason:
+        parts.append(view.block_reason)
+    return ", ".join(parts) or "ok"
+
+
+def count(stats: CrawlStats, outcomes: tuple[Outcome, ...]) -> int:
+    return sum(stats.get(f"outcome.{o.value}") for o in outcomes)
+
+
+def success_rate(stats: CrawlStats) -> float | None:
+    """Pages ok ÷ attempts that tried to fetch (skips left out); None before any."""
+    tried = count(stats, TRIED_OUTCOMES)
+    return stats.pages / tried if tried else None
+
+
+@dataclass(frozen=True, slots=True)
+class DomainRow:
+    """One line of the per-domain table."""
+
+    domain: str
+    queued: int
+    in_flight: int
+    done: int
+    dead: int
+    success_rate: float | None
+    p50_s: float | None
+    p95_s: float | None
+    delay_s: float
+    delay_source: str
+    block: str
+    strategy: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+def domain_row(view: DomainView, now: float) -> DomainRow:
+    s = view.stats
+    return DomainRow(
+        domain=view.domain,
+        queued=view.queued,
+        in_flight=view.in_flight,
+        done=count(s, DONE_OUTCOMES),
+        dead=s.get(f"outcome.{Outcome.DEAD.value}"),
+        success_rate=success_rate(s),
+        p50_s=s.latency_quantile_s(0.5),
+        p95_s=s.latency_quantile_s(0.95),
+        delay_s=view.effective_delay_s,
+        delay_source=view.delay_source.value,
+        block=block_state(view, now),
+        strategy=", ".join(f"{k}={v}" for k, v in sorted(view.strategy.items())) or "default",
+    )
+
+
+def eta_dict(eta: Eta) -> dict[str, Any]:
+    return {
+        "eta_s": eta.eta_s,
+        "naive_eta_s": eta.naive_s,
+        "politeness_bound_s": eta.politeness_s,
+        "bottleneck": eta.bottleneck,
+        "slowest_domain": None if eta.slowest is None else eta.slowest.domain,
+    }
+
+
+def sample_dict(sample: Sample, state: str) -> dict[str, Any]:
+    """A crawl's figures as JSON-ready values (``/api/crawls``)."""
+    c = sample.counts
+    return {
+        "state": state,
+        "at": sample.at,
+        "counts": {"queued": c.queued, "leased": c.leased, "done": c.done, "dead": c.dead,
+                   "seen": c.seen},
+        "finished": sample.finished,
+        "total": sample.finished + c.pending,
+        "rate": sample.rate,
+        "errors": sample.stats.errors,
+        **eta_dict(sample.eta),
+    }  # fmt: skip

@@ -1,0 +1,276 @@
+"""The dashboard's HTML: plain server-rendered pages, every dynamic text escaped and redacted."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from html import escape
+from urllib.parse import quote, urlencode
+
+import orjson
+
+from crawlfleet.dashboard.chart import progress_svg
+from crawlfleet.dashboard.figures import DomainRow, duration
+from crawlfleet.dashboard.sampler import CrawlHistory
+from crawlfleet.dashboard.sources import ItemSample, WorkerRow
+from crawlfleet.models import Attempt
+from crawlfleet.monitoring.deadletters import ClassGroup
+from crawlfleet.monitoring.sqlite_reader import AttemptFilter
+from crawlfleet.redact import redact
+
+STYLE = """
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222;background:#fafafa}
+h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em}
+table{border-collapse:collapse;background:#fff}td,th{padding:3px 8px;border:1px solid #ddd}
+th{background:#eee;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}
+.muted{color:#777}.bar{width:160px;height:10px;background:#ddd;display:inline-block}
+.bar span{display:block;height:10px;background:#2a7ae2}.eta{font-size:1.2em}
+.bottleneck{color:#b5400b;font-weight:600}.flash{background:#e6f4ea;padding:6px}
+.refused{background:#fde8e8;padding:6px}form.inline{display:inline}
+svg.chart .frame{fill:#fff;stroke:#ccc}svg.chart polyline{fill:none;stroke-width:2}
+svg.chart .finished{stroke:#2a7ae2}svg.chart .known{stroke:#999;stroke-dasharray:4 3}
+svg.chart text{font-size:11px;fill:#555}code{font-size:12px}
+"""
+
+
+def text(value: object) -> str:
+    """Any dynamic value as HTML text: credentials redacted, markup escaped."""
+    return escape(redact(str(value)))
+
+
+def page(title: str, body: str, *, refresh_s: int | None = None) -> str:
+    """A whole page; with ``refresh_s`` it reloads itself that often, unless a field has focus."""
+    script = (
+        "<script>setInterval(function(){var a=document.activeElement;"
+        'if(!a||a.tagName!=="INPUT")location.reload()},'
+        f"{refresh_s * 1000})</script>"
+        if refresh_s
+        else ""
+    )
+    return (
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>{text(title)}</title><style>{STYLE}</style></head><body>"
+        f'<p class="muted"><a href="/">crawls</a></p>{body}{script}</body></html>'
+    )
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[str]], *, numeric: int = 1) -> str:
+    """A table of already escaped cells; columns from ``numeric`` on are right-aligned."""
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    body = "".join(
+        "<tr>"
+        + "".join(f'<td class="n">{c}</td>' if i >= numeric else f"<td>{c}</td>"
+                  for i, c in enumerate(row))
+        + "</tr>"
+        for row in rows
+    )  # fmt: skip
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def percent(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.1f} %"
+
+
+def seconds(value: float | None) -> str:
+    return "-" if value is None else ("> 30 s" if value == float("inf") else f"≤ {value:g} s")
+
+
+def progress_bar(finished: int, total: int) -> str:
+    share = finished / total if total else 1.0
+    return (
+        f'<span class="bar"><span style="width:{share * 100:.1f}%"></span></span> '
+        f"{finished}/{total} ({share * 100:.0f} %)"
+    )
+
+
+def eta_html(history: CrawlHistory) -> str:
+    sample = history.last
+    if sample is None:
+        return "-"
+    eta = sample.eta
+    out = f'<span class="eta">ETA {duration(eta.eta_s)}</span>'
+    if eta.bottleneck is not None:
+        out += f' <span class="bottleneck">(bottleneck: {text(eta.bottleneck)})</span>'
+    return out
+
+
+def crawls_page(histories: dict[str, CrawlHistory], mode: str) -> str:
+    rows = []
+    for crawl_id, history in sorted(histories.items()):
+        sample = history.last
+        if sample is None:
+            continue
+        link = f'<a href="/crawl/{quote(crawl_id, safe="")}">{text(crawl_id)}</a>'
+        total = sample.finished + sample.counts.pending
+        rows.append([link, text(history.state), progress_bar(sample.finished, total),
+                     f"{sample.rate:.1f}/s", eta_html(history)])  # fmt: skip
+    body = f"<h1>crawlfleet: {escape(mode)} crawls</h1>"
+    if rows:
+        body += table(("crawl", "state", "progress", "rate", "ETA"), rows, numeric=3)
+    else:
+        body += '<p class="muted">no crawl yet</p>'
+    return page("crawlfleet crawls", body, refresh_s=5)
+
+
+def token_field(actions: bool) -> str:
+    if not actions:
+        return ""
+    return '<input type="password" name="token" placeholder="token" size="10" required> '
+
+
+def action(crawl_id: str, what: str, label: str, actions: bool, **fields: str) -> str:
+    hidden = "".join(
+        f'<input type="hidden" name="{escape(k)}" value="{escape(v)}">' for k, v in fields.items()
+    )
+    disabled = "" if actions else " disabled"
+    title = "" if actions else ' title="read-only: start the dashboard with --token"'
+    return (
+        f'<form class="inline" method="post" action="/crawl/{quote(crawl_id, safe="")}/{what}">'
+        f"{hidden}{token_field(actions)}"
+        f'<button type="submit" name="do" value="{what}"{disabled}{title}>{label}</button></form>'
+    )
+
+
+def summary_html(crawl_id: str, history: CrawlHistory, actions: bool) -> str:
+    sample = history.last
+    if sample is None:
+        return ""
+    eta, c = sample.eta, sample.counts
+    total = sample.finished + c.pending
+    control = action(crawl_id, "resume" if history.state == "paused" else "pause",
+                     "resume" if history.state == "paused" else "pause", actions)  # fmt: skip
+    return (
+        f'<p>state <b id="state">{text(history.state)}</b> {control}</p>'
+        f'<p id="progress">{progress_bar(sample.finished, total)} · queued {c.queued}'
+        f" · in flight {c.leased} · dead {c.dead} · {sample.rate:.1f} requests/s"
+        f" · {sample.stats.errors} errors</p>"
+        f'<p id="eta">{eta_html(history)} <span class="muted">naive remaining ÷ rate:'
+        f" {duration(eta.naive_s)} · slowest domain's politeness bound:"
+        f" {duration(eta.politeness_s)}</span></p>"
+    )
+
+
+def domains_html(rows: Sequence[DomainRow]) -> str:
+    cells = [
+        [text(r.domain), str(r.queued), str(r.in_flight), str(r.done), str(r.dead),
+         percent(r.success_rate), seconds(r.p50_s), seconds(r.p95_s),
+         f"{r.delay_s:g} s ({text(r.delay_source)})", text(r.block), text(r.strategy)]
+        for r in rows
+    ]  # fmt: skip
+    headers = ("domain", "queued", "in flight", "done", "dead", "success", "p50", "p95",
+               "delay", "block", "strategy")  # fmt: skip
+    return f'<h2>domains</h2><div id="domains">{table(headers, cells)}</div>'
+
+
+def dead_html(crawl_id: str, groups: Sequence[ClassGroup], actions: bool) -> str:
+    if not groups:
+        return '<h2>dead letters</h2><p class="muted" id="dead">none</p>'
+    cells = [
+        [text(g.name), str(g.count), "<br>".join(text(u) for u in g.sample_urls),
+         action(crawl_id, "dead/requeue", "requeue", actions, error_class=g.name)
+         + " " + action(crawl_id, "dead/purge", "purge", actions, error_class=g.name)]
+        for g in groups
+    ]  # fmt: skip
+    return (
+        '<h2>dead letters by error class</h2><div id="dead">'
+        f"{table(('error class', 'count', 'sample URLs', ''), cells, numeric=1)}</div>"
+    )
+
+
+def items_html(samples: Sequence[ItemSample], stored: dict[str, dict[str, int]]) -> str:
+    if not samples and not stored.get("stored"):
+        return '<h2>items</h2><p class="muted">none yet</p>'
+    types = sorted({s.item_type for s in samples} | set(stored.get("stored", {})))
+    by_type = {s.item_type: s for s in samples}
+    parts = ["<h2>items and data quality</h2>"]
+    for item_type in types:
+        counts = " · ".join(f"{k} {stored.get(k, {}).get(item_type, 0)}"
+                            for k in ("stored", "invalid", "duplicate"))  # fmt: skip
+        parts.append(f"<h3>{text(item_type)}</h3><p>{counts}</p>")
+        sample = by_type.get(item_type)
+        if sample is None:
+            continue
+        fill = [[text(name), percent(rate)] for name, rate in sample.fill_rates().items()]
+        parts.append(f'<p class="muted">fill rate over the latest {sample.read} items</p>')
+        parts.append(table(("field", "filled"), fill))
+        shown = "".join(
+            f"<pre><code>{text(orjson.dumps(d, option=orjson.OPT_INDENT_2).decode())}</code></pre>"
+            for d in sample.samples
+        )
+        parts.append(f"<details><summary>samples</summary>{shown}</details>")
+    return "".join(parts)
+
+
+def workers_html(workers: Sequence[WorkerRow]) -> str:
+    cells = [
+        [text(w.name), "yes" if w.live else "no", f"{w.seen_ago_s:.0f} s ago", text(w.crawl),
+         str(w.concurrency), text(",".join(w.queues)),
+         "-" if w.pages_per_s is None else f"{w.pages_per_s:.2f}"]
+        for w in workers
+    ]  # fmt: skip
+    headers = ("worker", "live", "heartbeat", "crawl", "concurrency", "queues", "pages/s")
+    return f'<h2>workers</h2><div id="workers">{table(headers, cells, numeric=4)}</div>'
+
+
+def crawl_page(
+    crawl_id: str,
+    history: CrawlHistory,
+    *,
+    domains: Sequence[DomainRow],
+    groups: Sequence[ClassGroup],
+    items: Sequence[ItemSample],
+    workers: Sequence[WorkerRow] | None,
+    actions: bool,
+    flash: str = "",
+) -> str:
+    sample = history.last
+    stored = (
+        {k: sample.stats.items(k) for k in ("stored", "invalid", "duplicate")} if sample else {}
+    )
+    attempts = f"/crawl/{quote(crawl_id, safe='')}/attempts"
+    body = (
+        f"<h1>crawl {text(crawl_id)}</h1>"
+        + (f'<p class="flash" id="flash">{text(flash)}</p>' if flash else "")
+        + summary_html(crawl_id, history, actions)
+        + f"<h2>progress</h2>{progress_svg(list(history.points))}"
+        + domains_html(domains)
+        + dead_html(crawl_id, groups, actions)
+        + f'<h2>attempts</h2><p><a href="{attempts}">recent attempts, with filters</a></p>'
+        + items_html(items, stored)
+        + ("" if workers is None else workers_html(workers))
+    )
+    return page(f"crawl {crawl_id}", body, refresh_s=5)
+
+
+def attempts_page(crawl_id: str, where: AttemptFilter, attempts: Sequence[Attempt]) -> str:
+    def field(name: str, value: object) -> str:
+        shown = "" if value is None else escape(str(value))
+        return f'<label>{name} <input name="{name}" value="{shown}" size="14"></label> '
+
+    form = (
+        '<form method="get">'
+        + field("domain", where.domain)
+        + field("outcome", where.outcome)
+        + field("status", where.status)
+        + '<button type="submit">filter</button></form>'
+    )
+    cells = [
+        [text(a.url), text(a.domain), text(a.outcome.value), "" if a.status is None
+         else str(a.status), f"{a.latency_s * 1000:.0f} ms", str(a.retry), text(a.worker),
+         text(a.error or "")]
+        for a in attempts
+    ]  # fmt: skip
+    headers = ("url", "domain", "outcome", "status", "latency", "retry", "worker", "error")
+    back = f'<p><a href="/crawl/{quote(crawl_id, safe="")}">back to the crawl</a></p>'
+    body = (
+        f"<h1>attempts of {text(crawl_id)}</h1>{back}{form}"
+        f'<div id="attempts">{table(headers, cells, numeric=3)}</div>'
+    )
+    return page(f"attempts of {crawl_id}", body)
+
+
+def message_page(title: str, message: str, css: str) -> str:
+    return page(title, f'<h1>{text(title)}</h1><p class="{css}" id="message">{text(message)}</p>')
+
+
+def query(**params: str) -> str:
+    return urlencode({k: v for k, v in params.items() if v})

@@ -1,0 +1,91 @@
+"""Each crawl's progress over time, rate and ETA, sampled in the background by the dashboard.
+
+The store's counters hold totals, not their history: the dashboard samples every crawl
+every ``SAMPLE_EVERY_S`` into a ``StatsView`` (rate over its window, politeness-aware ETA)
+and keeps the last ``HISTORY_POINTS`` points for the progress chart, from the moment the
+dashboard started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from dataclasses import dataclass
+
+from crawlfleet.clock import Clock
+from crawlfleet.dashboard.sources import Source
+from crawlfleet.errors import CrawlfleetError
+from crawlfleet.monitoring.stats import Sample, StatsView
+
+log = logging.getLogger(__name__)
+
+SAMPLE_EVERY_S = 2.0
+HISTORY_POINTS = 1800
+"""One hour of points at the default interval."""
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """Progress at ``at``: requests finished and known (finished + pending)."""
+
+    at: float
+    finished: int
+    total: int
+
+
+class CrawlHistory:
+    """The samples of one crawl."""
+
+    def __init__(self, view: StatsView) -> None:
+        self.view = view
+        self.points: deque[Point] = deque(maxlen=HISTORY_POINTS)
+        self.state = "unknown"
+
+    @property
+    def last(self) -> Sample | None:
+        return self.view.last
+
+    def add(self, sample: Sample, state: str) -> None:
+        self.state = state
+        self.points.append(
+            Point(sample.at, sample.finished, sample.finished + sample.counts.pending)
+        )
+
+
+class Sampler:
+    """Samples every crawl of a ``Source``; ``sample_all`` once, or ``run`` forever."""
+
+    def __init__(self, source: Source, clock: Clock, every_s: float = SAMPLE_EVERY_S) -> None:
+        self._source = source
+        self._clock = clock
+        self._every_s = every_s
+        self.crawls: dict[str, CrawlHistory] = {}
+        self._lock = asyncio.Lock()
+
+    async def sample_all(self) -> None:
+        async with self._lock:
+            for crawl_id in await self._source.crawl_ids():
+                await self._sample(crawl_id)
+
+    async def sample(self, crawl_id: str) -> CrawlHistory:
+        """A fresh sample of one crawl (``StateError`` if there is none)."""
+        async with self._lock:
+            return await self._sample(crawl_id)
+
+    async def _sample(self, crawl_id: str) -> CrawlHistory:
+        history = self.crawls.get(crawl_id)
+        if history is None:
+            reader = await self._source.reader(crawl_id)
+            history = self.crawls[crawl_id] = CrawlHistory(StatsView(reader, refresh_s=0.0))
+        sample = await history.view.sample(self._clock.now())
+        history.add(sample, await self._source.run_state(crawl_id, sample.counts))
+        return history
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await self.sample_all()
+            except CrawlfleetError as exc:
+                log.warning("dashboard sampling failed: %s", exc)
+            await asyncio.sleep(self._every_s)

@@ -1,0 +1,86 @@
+"""The wrappers around a crawl's HTTP fetcher, in the order a request passes them.
+
+Top to bottom (a request goes down, its response comes back up)::
+
+    hooks            the crawl's request/response hooks (fetchers/hooks.py), in their order
+    cache            --http-cache: answer from disk, store what comes back (fetchers/cache.py)
+    login session    the domain's cookies; logs in first and again when logged out (login.py)
+    HttpFetcher      the network
+
+Hooks see every request and response, replayed or not; the cache is keyed on the request
+as the hooks left it and stores a response after the login step made it a logged-in one,
+so a replayed crawl logs in no more than it fetches. ``file:`` requests skip the chain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from typing import TypeVar
+
+from crawlfleet.clock import Clock
+from crawlfleet.fetchers.cache import (
+    CachePolicy,
+    CachingFetcher,
+    ResponseCache,
+    cache_policy,
+)
+from crawlfleet.fetchers.hooks import HookedFetcher, load_hooks
+from crawlfleet.fetchers.protocols import Fetcher
+from crawlfleet.frontier.politeness import StatusClass, classify, judge
+from crawlfleet.frontier.protocols import Signal
+from crawlfleet.models import FetchResult
+from crawlfleet.parsing.login import load_logins
+from crawlfleet.runtime.login import LoginFetcher, check_logins, open_session_store
+from crawlfleet.secretsfile import SiteSecrets
+from crawlfleet.settings import Settings
+
+F = TypeVar("F", bound=Fetcher)
+
+
+def retried(result: FetchResult) -> bool:
+    """Whether the crawl step would fetch ``result``'s request again (status or block page)."""
+    if classify(result) in (StatusClass.TRANSIENT, StatusClass.RETRY_AFTER):
+        return True
+    signal, _ = judge(result)
+    return signal is Signal.BLOCK
+
+
+def response_cache(settings: Settings, clock: Clock) -> tuple[ResponseCache, CachePolicy] | None:
+    """The crawl's HTTP cache and what it keeps, or None without ``http_cache_dir``."""
+    if settings.http_cache_dir is None:
+        return None
+    cache = ResponseCache(
+        settings.http_cache_dir, clock=clock, expiry_s=settings.http_cache_expiry_s
+    )
+    return cache, cache_policy(only_200=settings.http_cache_only_200, retried=retried)
+
+
+async def login_link(
+    settings: Settings, clock: Clock, stack: AsyncExitStack, secrets: SiteSecrets
+) -> Callable[[Fetcher], Fetcher]:
+    """What puts a fetcher behind the crawl's ``@login`` steps (none: nothing).
+
+    ``ConfigError`` for a login domain without secrets, before anything is fetched.
+    """
+    logins = load_logins(settings.parsers)
+    if not logins:
+        return lambda fetcher: fetcher
+    check_logins(logins, secrets)
+    store = await open_session_store(settings, stack)
+    return lambda fetcher: LoginFetcher(fetcher, logins, store, secrets, clock)
+
+
+def hooked(fetcher: Fetcher, settings: Settings) -> Fetcher:
+    """``fetcher`` behind the crawl's request/response hooks (none: ``fetcher`` itself)."""
+    hooks = load_hooks(settings.hooks)
+    return HookedFetcher(fetcher, hooks) if hooks else fetcher
+
+
+def cached(fetcher: F, settings: Settings, clock: Clock) -> F | CachingFetcher:
+    """``fetcher`` behind the crawl's HTTP cache, or ``fetcher`` itself without one."""
+    found = response_cache(settings, clock)
+    if found is None:
+        return fetcher
+    cache, keep = found
+    return CachingFetcher(fetcher, cache, keep)

@@ -1,0 +1,87 @@
+"""The embedded crawl's session store: the ``login_sessions`` table of its state file.
+
+Its own connection to ``state.sqlite`` (WAL: the queue store's connection is not blocked for
+longer than one short write), so a resumed crawl keeps its sessions and ``--fresh`` forgets
+them with the rest of the state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import sqlite3
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TypeVar
+
+import orjson
+
+from crawlfleet.errors import StateError
+from crawlfleet.sessions.protocols import StoredSession
+from crawlfleet.sqlitedb import connect, write
+
+T = TypeVar("T")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS login_sessions (
+    domain TEXT PRIMARY KEY,
+    cookies TEXT NOT NULL,
+    version TEXT NOT NULL
+);
+"""
+
+
+class SqliteSessionStore:
+    """A ``SessionStore`` in an SQLite file; every call runs in a worker thread."""
+
+    def __init__(self, db: sqlite3.Connection, path: Path) -> None:
+        self._db = db
+        self._path = path
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    async def open(cls, path: Path) -> SqliteSessionStore:
+        db = await asyncio.to_thread(
+            connect, path, SCHEMA, what="state file", check_same_thread=False
+        )
+        return cls(db, path)
+
+    async def load(self, domain: str) -> StoredSession | None:
+        row = await self._run(
+            lambda: self._db.execute(
+                "SELECT cookies, version FROM login_sessions WHERE domain = ?", (domain,)
+            ).fetchone()
+        )
+        return None if row is None else StoredSession(orjson.loads(row[0]), row[1])
+
+    async def save(self, domain: str, cookies: Mapping[str, str]) -> StoredSession:
+        stored = StoredSession(dict(cookies), secrets.token_hex(8))
+
+        def upsert() -> None:
+            with write(self._db) as db:
+                db.execute(
+                    "INSERT INTO login_sessions (domain, cookies, version) VALUES (?, ?, ?)"
+                    " ON CONFLICT (domain) DO UPDATE SET cookies = excluded.cookies,"
+                    " version = excluded.version",
+                    (domain, orjson.dumps(dict(cookies)).decode(), stored.version),
+                )
+
+        await self._run(upsert)
+        return stored
+
+    async def drop(self, domain: str) -> None:
+        def delete() -> None:
+            with write(self._db) as db:
+                db.execute("DELETE FROM login_sessions WHERE domain = ?", (domain,))
+
+        await self._run(delete)
+
+    async def close(self) -> None:
+        await self._run(self._db.close)
+
+    async def _run(self, call: Callable[[], T]) -> T:
+        async with self._lock:
+            try:
+                return await asyncio.to_thread(call)
+            except sqlite3.Error as exc:
+                raise StateError(f"session store in {self._path}: {exc}") from None
