@@ -70,6 +70,17 @@ def test_jsonl_of_one_crawl_ordered_by_type_and_key(stored: str, tmp_path: Path)
     assert _jsonl(out)[1]["price"] == "1.75"
 
 
+def test_json_array_of_one_type(stored: str, tmp_path: Path) -> None:
+    out = tmp_path / "quotes.json"
+    code, output = _export(
+        "--postgres", stored, "--crawl-id", "shop", "--type", "quote", "-o", str(out)
+    )
+    assert code == 0, output
+    assert orjson.loads(out.read_bytes()) == [
+        {"type": "quote", "key": "q1", "text": 'He said "hi",\nthen left'}
+    ]
+
+
 def test_csv_with_type_and_since_keeps_what_changed(stored: str, tmp_path: Path) -> None:
     out = tmp_path / "changed.csv"
     since = dt.datetime.fromtimestamp(T0 + 1800, dt.UTC).isoformat()
@@ -109,7 +120,7 @@ def test_since_parses_iso_times_and_ages() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--crawl-id", "shop", "--format", "sqlite"], "jsonl or csv"),
+        (["--crawl-id", "shop", "--format", "sqlite"], "jsonl, json, csv or parquet"),
         ([], "--postgres needs --crawl-id"),
         (["--crawl-id", "shop", "--since", "soon"], "bad --since 'soon'"),
         (["--crawl-id", "shop", "--state", "s"], "not both"),
