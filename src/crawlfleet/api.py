@@ -23,6 +23,7 @@ from crawlfleet.monitoring.stats import Sample, StatsView
 from crawlfleet.monitoring.summary import CrawlResult, read_result
 from crawlfleet.pipeline.export import export_items
 from crawlfleet.runtime.backends import extra_missing, open_embedded
+from crawlfleet.runtime.control import FileControl
 from crawlfleet.runtime.local import LocalRunner
 from crawlfleet.runtime.wiring import build_crawl
 from crawlfleet.settings import Settings
@@ -136,6 +137,7 @@ class Crawl:
                 events=events,
                 crawl_id=settings.crawl_id,
                 on_tick=lambda: self._progress(view),
+                control=FileControl(settings.state_dir),
             )
             self._watch(runner.stop)
             run = await runner.run(self.seeds, sitemaps=settings.follow_sitemaps)

@@ -7,8 +7,9 @@ Files the crawler owns in the directory (nothing else in it is ever touched):
   identity differs is refused: resuming it would crawl the old queue and mix both outputs.
   A directory from before identities (a state file, no ``crawl.json``) is taken as the
   current crawl's.
-- ``state.sqlite`` and ``items.sqlite`` with their ``-wal``, ``-shm`` and ``-journal`` files:
-  the only files ``fresh`` deletes, after taking the lock (and the state file's own lock, so
+- ``paused``: present while the crawl is paused (``crawlfleet pause --state``).
+- ``state.sqlite`` and ``items.sqlite`` with their ``-wal``, ``-shm`` and ``-journal`` files,
+  ``crawl.json`` and ``paused``: the only files ``fresh`` deletes, after taking the lock (and the state file's own lock, so
   a ``crawlfleet dlq`` at work on it is not pulled from under its feet either).
 """
 
@@ -31,6 +32,8 @@ from crawlfleet.settings import Settings
 LOCK_NAME = "crawl"
 """``FileLock`` locks ``<name>.lock``: the directory's lock is ``crawl.lock``."""
 IDENTITY_FILE = "crawl.json"
+PAUSE_FILE = "paused"
+"""Present while the crawl is paused (``crawlfleet pause --state``; ``runtime/control.py``)."""
 DATABASES = ("state.sqlite", "items.sqlite")
 SIDE_FILES = ("", "-wal", "-shm", "-journal")
 
@@ -114,8 +117,9 @@ def _delete_crawl_files(path: Path) -> None:
             for suffix in SIDE_FILES:
                 with contextlib.suppress(FileNotFoundError):
                     (path / f"{name}{suffix}").unlink()
-        with contextlib.suppress(FileNotFoundError):
-            (path / IDENTITY_FILE).unlink()
+        for name in (IDENTITY_FILE, PAUSE_FILE):
+            with contextlib.suppress(FileNotFoundError):
+                (path / name).unlink()
     finally:
         state_lock.release()
 

@@ -137,3 +137,26 @@ def test_status_shows_a_paused_embedded_crawl(site: ThreadedDemoSite, tmp_path: 
     assert "(paused)" in cli("status", "--state", state)[1]
     assert cli("resume", "--state", state)[0] == 0
     assert "(paused)" not in cli("status", "--state", state)[1]
+
+
+async def test_the_crawl_api_honours_a_pause_asked_from_the_cli(
+    site: ThreadedDemoSite, tmp_path: Path
+) -> None:
+    from crawlfleet.api import Crawl
+    from crawlfleet.statedir import PAUSE_FILE
+
+    state = tmp_path / "state"
+    seed = site.url("quotes")
+    settings = Settings(
+        seeds=[seed], state_dir=state, allow_private_addresses=True, delay_s=0, max_pages=5
+    )
+    state.mkdir()
+    (state / PAUSE_FILE).touch()  # what `crawlfleet pause --state` leaves (it needs a state file)
+    crawl = Crawl(settings)
+    running = asyncio.create_task(crawl.run_async())
+    await asyncio.sleep(0.8)
+    assert not [r for r in site.log if r.role == "quotes" and r.path != "/robots.txt"]
+    assert (await asyncio.to_thread(cli, "resume", "--state", str(state)))[0] == 0
+    result = await asyncio.wait_for(running, timeout=30)
+    assert result.complete
+    assert result.stats.pages == 5

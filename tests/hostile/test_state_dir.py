@@ -166,3 +166,11 @@ def test_a_damaged_identity_file_is_a_one_line_error(tmp_path: Path) -> None:
     with pytest.raises(StateError, match=r"cannot read .*crawl\.json .*--fresh"):
         StateDir.open(tmp_path, identity(["http://a/"]), fresh=False)
     StateDir.open(tmp_path, identity(["http://a/"]), fresh=True).release()
+
+
+def test_fresh_forgets_a_pause(tmp_path: Path) -> None:
+    from crawlfleet.statedir import PAUSE_FILE, StateDir
+
+    (tmp_path / PAUSE_FILE).touch()
+    StateDir.open(tmp_path, {"seeds": []}, fresh=True).release()
+    assert not (tmp_path / PAUSE_FILE).exists()

@@ -2,7 +2,7 @@
 
 A thin layer over ``crawlfleet.Crawl``: flags to settings, progress and summary on stderr,
 signals, exit codes (0 complete, 2 bad input or state, 3 pages failed to parse beyond
-``--max-parse-errors``, 130 interrupted).
+``--max-parse-errors``, 4 cancelled, 130 interrupted).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from crawlfleet.cli.console import fail, safe
 from crawlfleet.cli.progress import LOG_EVERY_S, CrawlProgress, summary
 from crawlfleet.errors import ConfigError, CrawlfleetError
 from crawlfleet.monitoring.metrics import DEFAULT_BIND, DEFAULT_TOP_DOMAINS, Metrics
-from crawlfleet.monitoring.summary import PARSE_ERROR_EXIT
+from crawlfleet.monitoring.summary import CANCELLED_EXIT, PARSE_ERROR_EXIT
 from crawlfleet.settings import Settings, load_settings
 
 err = Console(stderr=True)
@@ -66,7 +66,9 @@ async def run_crawl(
         f"{counts.pending} pending"
     )
     code = result.exit_code(max_parse_errors)
-    if not result.complete:
+    if code == CANCELLED_EXIT:
+        err.print("crawl cancelled; crawl again with --fresh to start over")
+    elif not result.complete:
         again = (
             f"run the same command (crawl id {settings.crawl_id}) again"
             if settings.redis_url

@@ -23,7 +23,8 @@ from crawlfleet.cli.target import (
     target_settings,
 )
 from crawlfleet.errors import ConfigError, CrawlfleetError
-from crawlfleet.runtime.control import CANCELLED_EXIT, add_urls, set_paused
+from crawlfleet.monitoring.summary import CANCELLED_EXIT
+from crawlfleet.runtime.control import add_urls, set_paused
 from crawlfleet.runtime.control import cancel as cancel_crawl
 from crawlfleet.settings import Settings
 

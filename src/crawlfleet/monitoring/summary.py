@@ -14,6 +14,9 @@ from crawlfleet.monitoring.attempt_log import AttemptReader
 PARSE_ERROR_EXIT = 3
 """The exit code of a crawl in which more pages failed to parse than allowed."""
 
+CANCELLED_EXIT = 4
+"""The exit code of a crawl that was cancelled (``crawlfleet cancel``)."""
+
 INTERRUPTED_EXIT = 130
 
 
@@ -45,7 +48,10 @@ class CrawlResult:
         return self.stats.get(f"outcome.{Outcome.PARSE_ERROR.value}")
 
     def exit_code(self, max_parse_errors: int = 0) -> int:
-        """0 when complete, 130 when interrupted, 3 when too many pages failed to parse."""
+        """0 when complete, 130 when interrupted, 4 when cancelled, 3 when too many pages failed
+        to parse."""
+        if self.reason == "cancelled":
+            return CANCELLED_EXIT
         if not self.complete:
             return INTERRUPTED_EXIT
         return PARSE_ERROR_EXIT if self.parse_errors > max_parse_errors else 0

@@ -31,14 +31,10 @@ from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.errors import ConfigError, StateError
 from crawlfleet.redact import redact
 from crawlfleet.settings import Settings
+from crawlfleet.statedir import PAUSE_FILE
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
-
-PAUSE_FILE = "paused"
-"""The file in an embedded crawl's state directory whose presence pauses it."""
-CANCELLED_EXIT = 4
-"""The exit code of ``crawlfleet crawl --redis`` whose crawl was cancelled."""
 
 
 class RunState(StrEnum):
