@@ -12,13 +12,13 @@ import asyncio
 import dataclasses
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING
 
 import orjson
 
 from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.errors import BadUrl, ConfigError, StateError
 from crawlfleet.monitoring.events import EventBus
-from crawlfleet.monitoring.metrics import Metrics
 from crawlfleet.monitoring.stats import Sample, StatsView
 from crawlfleet.monitoring.summary import CrawlResult, read_result
 from crawlfleet.pipeline.export import export_items
@@ -28,6 +28,9 @@ from crawlfleet.runtime.local import LocalRunner
 from crawlfleet.runtime.wiring import build_crawl
 from crawlfleet.settings import Settings
 from crawlfleet.urls import UrlRules
+
+if TYPE_CHECKING:  # prometheus-client is imported only when metrics are served
+    from crawlfleet.monitoring.metrics import Metrics
 
 STATS_FILE = "stats.json"
 """The statistics of an embedded run, written in its state directory when it ends."""

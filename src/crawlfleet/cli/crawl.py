@@ -12,7 +12,7 @@ import contextlib
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -21,9 +21,12 @@ from crawlfleet.api import Crawl, split_seeds
 from crawlfleet.cli.console import fail, safe
 from crawlfleet.cli.progress import LOG_EVERY_S, CrawlProgress, summary
 from crawlfleet.errors import ConfigError, CrawlfleetError
-from crawlfleet.monitoring.metrics import DEFAULT_BIND, DEFAULT_TOP_DOMAINS, Metrics
+from crawlfleet.monitoring.metric_snapshot import DEFAULT_BIND, DEFAULT_TOP_DOMAINS
 from crawlfleet.monitoring.summary import CANCELLED_EXIT, PARSE_ERROR_EXIT
 from crawlfleet.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from crawlfleet.monitoring.metrics import Metrics
 
 err = Console(stderr=True)
 
@@ -196,6 +199,8 @@ def crawl(
             settings.parsers = [*settings.parsers, *(p.strip() for p in parsers.split(",") if p)]
         metrics = None
         if metrics_port is not None:
+            from crawlfleet.monitoring.metrics import Metrics
+
             metrics = Metrics(top_domains=metrics_top_domains)
             server = metrics.serve(metrics_port, metrics_bind)
             stack.callback(server.close)

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from crawlfleet.cli.console import fail, safe
 from crawlfleet.errors import CrawlfleetError
-from crawlfleet.monitoring.metrics import DEFAULT_BIND, Metrics
+from crawlfleet.monitoring.metric_snapshot import DEFAULT_BIND
 from crawlfleet.settings import check_redis_url
 
 err = Console(stderr=True)
@@ -109,6 +109,8 @@ def worker(
         check_backends(config)
         metrics, server = None, None
         if metrics_port is not None:
+            from crawlfleet.monitoring.metrics import Metrics
+
             metrics = Metrics()
             server = metrics.serve(metrics_port, metrics_bind)
     except CrawlfleetError as exc:

@@ -24,6 +24,11 @@ from crawlfleet.errors import StateError
 from crawlfleet.frontier.protocols import DomainView
 from crawlfleet.models import QueueCounts
 
+DEFAULT_BIND = "127.0.0.1"
+"""Where ``/metrics`` listens unless told otherwise: this machine only."""
+DEFAULT_TOP_DOMAINS = 50
+"""Domains with a label of their own; the rest are summed as ``other``."""
+
 log = logging.getLogger(__name__)
 
 OTHER_DOMAINS = "other"

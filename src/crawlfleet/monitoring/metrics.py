@@ -37,6 +37,8 @@ from crawlfleet.errors import StateError
 from crawlfleet.models import Outcome
 from crawlfleet.monitoring.events import DomainEscalated, DomainRecovered, EventBus
 from crawlfleet.monitoring.metric_snapshot import (
+    DEFAULT_BIND,
+    DEFAULT_TOP_DOMAINS,
     BeatsFn,
     CrawlSnapshot,
     CrawlSource,
@@ -45,8 +47,6 @@ from crawlfleet.monitoring.metric_snapshot import (
 )
 from crawlfleet.pipeline.quality import DataQuality
 
-DEFAULT_BIND = "127.0.0.1"
-DEFAULT_TOP_DOMAINS = 50
 OUTCOMES = tuple(outcome.value for outcome in Outcome)
 STATUS_CLASSES = ("2xx", "3xx", "4xx", "5xx", "other")
 ITEM_RESULTS = ("stored", "invalid", "duplicate")
