@@ -23,6 +23,7 @@ from crawlfleet.errors import CrawlfleetError
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.protocols import DomainView
 from crawlfleet.models import Outcome
+from crawlfleet.monitoring.summary import block_state
 from crawlfleet.runtime.control import FileControl, RedisControl, RunState
 from crawlfleet.settings import check_redis_url
 
@@ -30,20 +31,6 @@ out = Console()
 err = Console(stderr=True)
 
 DOMAIN_ROWS = 50
-
-
-def block_state(view: DomainView, now: float) -> str:
-    """``ok``, or the block level with its cooldown and reason, and any Retry-After wait."""
-    parts = []
-    if view.level > 0:
-        parts.append(f"level {view.level}")
-    if view.cooldown_until > now:
-        parts.append(f"cooldown {view.cooldown_until - now:.0f} s")
-    if view.retry_after_until > now:
-        parts.append(f"Retry-After {view.retry_after_until - now:.0f} s")
-    if parts and view.block_reason:
-        parts.append(view.block_reason)
-    return ", ".join(parts) or "ok"
 
 
 def crawl_state(asked: RunState, *, dispatching: bool, pending: int) -> str:

@@ -10,6 +10,7 @@ from crawlfleet.frontier.protocols import DomainView
 from crawlfleet.models import Outcome
 from crawlfleet.monitoring.eta import Eta
 from crawlfleet.monitoring.stats import Sample
+from crawlfleet.monitoring.summary import block_state
 
 DONE_OUTCOMES = (Outcome.OK, Outcome.SKIPPED, Outcome.FAILED, Outcome.PARSE_ERROR)
 TRIED_OUTCOMES = (Outcome.OK, Outcome.RETRY, Outcome.DEAD, Outcome.FAILED, Outcome.PARSE_ERROR)
@@ -22,20 +23,6 @@ def duration(seconds: float | None) -> str:
     minutes, secs = divmod(round(seconds), 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
-
-
-def block_state(view: DomainView, now: float) -> str:
-    """``ok``, or the block level, cooldown, Retry-After wait and reason."""
-    parts = []
-    if view.level > 0:
-        parts.append(f"level {view.level}")
-    if view.cooldown_until > now:
-        parts.append(f"cooldown {view.cooldown_until - now:.0f} s")
-    if view.retry_after_until > now:
-        parts.append(f"Retry-After {view.retry_after_until - now:.0f} s")
-    if parts and view.block_reason:
-        parts.append(view.block_reason)
-    return ", ".join(parts) or "ok"
 
 
 def count(stats: CrawlStats, outcomes: tuple[Outcome, ...]) -> int:

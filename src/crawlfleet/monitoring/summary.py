@@ -117,3 +117,17 @@ async def read_result(
         top_parse_errors=tuple(top),
         elapsed_s=elapsed_s,
     )
+
+
+def block_state(view: DomainView, now: float) -> str:
+    """``ok``, or the block level with its cooldown and reason, and any Retry-After wait."""
+    parts = []
+    if view.level > 0:
+        parts.append(f"level {view.level}")
+    if view.cooldown_until > now:
+        parts.append(f"cooldown {view.cooldown_until - now:.0f} s")
+    if view.retry_after_until > now:
+        parts.append(f"Retry-After {view.retry_after_until - now:.0f} s")
+    if parts and view.block_reason:
+        parts.append(view.block_reason)
+    return ", ".join(parts) or "ok"
