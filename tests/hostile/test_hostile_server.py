@@ -160,3 +160,22 @@ async def test_a_hanging_host_is_a_clear_transient_error(
     with pytest.raises(FetchError, match=r"timeout reading .*/hang: no data for 0\.3s") as caught:
         await fetcher.fetch(request(f"{hostile}/hang"))
     assert caught.value.transient is True
+
+
+async def test_a_crawl_of_the_hostile_host_keeps_its_good_pages(
+    hostile: str, tmp_path: os.PathLike[str]
+) -> None:
+    """The whole crawl step, wired: robots.txt cut at 512 KiB (its early rule holds, its
+    late ``Disallow: /`` is never read), deep HTML a parse error of its own, the rest fetched."""
+    from crawlfleet.api import Crawl
+
+    seeds = [f"{hostile}/page", f"{hostile}/nested", f"{hostile}/early/x"]
+    settings = Settings(
+        state_dir=tmp_path, allow_private_addresses=True, delay_s=0, max_depth=1, max_retries=0
+    )
+    result = await asyncio.wait_for(Crawl(settings, seeds=seeds).run_async(), timeout=60)
+    assert result.complete
+    assert result.stats.pages == 2  # /page and the /next it links to
+    assert result.parse_errors == 1
+    assert result.stats.get("outcome.skipped") == 1  # /early/x, disallowed by the early rule
+    assert "nested deeper than" in result.top_parse_errors[0][0]
