@@ -161,3 +161,9 @@ def test_default_parser_keeps_the_first_5000_links() -> None:
     html = "<body>" + "".join(f'<a href="/p/{i}">{i}</a>' for i in range(6000))
     assert len(default_parser(fetched(html)).links) == 5000
     assert len(default_parser(fetched(html), max_links=6000).links) == 6000
+
+
+def test_a_meta_charset_decides_the_title_when_the_header_names_none() -> None:
+    body = '<meta charset="windows-1252"><title>Café – menu</title>'.encode("cp1252")
+    (item,) = default_parser(fetched(body, "text/html")).items
+    assert item.data["title"] == "Café – menu"
