@@ -164,6 +164,6 @@ def test_default_parser_keeps_the_first_5000_links() -> None:
 
 
 def test_a_meta_charset_decides_the_title_when_the_header_names_none() -> None:
-    body = '<meta charset="windows-1252"><title>Café – menu</title>'.encode("cp1252")
+    body = '<meta charset="windows-1252"><title>Crème brûlée, €5</title>'.encode("cp1252")
     (item,) = default_parser(fetched(body, "text/html")).items
-    assert item.data["title"] == "Café – menu"
+    assert item.data["title"] == "Crème brûlée, €5"

@@ -22,6 +22,7 @@ from crawlfleet.fetchers import HttpFetcher
 from crawlfleet.fetchers.addresses import AddressPredicate
 from crawlfleet.models import CrawlRequest
 from crawlfleet.settings import Settings
+from tests.loop_lag import max_loop_lag_s
 
 PAGE = b"<!doctype html><html><body><p>hello</p></body></html>"
 BOMB_BYTES = 100 * 1024 * 1024
@@ -470,28 +471,6 @@ def test_default_decompressed_cap_is_10_mib() -> None:
     assert Settings().max_decompressed_bytes == 10 * 1024 * 1024
 
 
-async def _max_loop_lag_s(work: Awaitable[object]) -> float:
-    """The longest the event loop was kept from a 5 ms ticker while ``work`` ran."""
-    lags: list[float] = []
-    done = asyncio.Event()
-
-    async def ticker() -> None:
-        loop = asyncio.get_running_loop()
-        while not done.is_set():
-            before = loop.time()
-            await asyncio.sleep(0.005)
-            lags.append(loop.time() - before - 0.005)
-
-    task = asyncio.create_task(ticker())
-    await asyncio.sleep(0.02)
-    try:
-        await work
-    finally:
-        done.set()
-        await task
-    return max(lags)
-
-
 async def test_decoding_a_bomb_does_not_stall_the_event_loop(server: Site) -> None:
     fetcher = HttpFetcher(_settings())
 
@@ -502,7 +481,7 @@ async def test_decoding_a_bomb_does_not_stall_the_event_loop(server: Site) -> No
 
     try:
         await fetcher.fetch(_request(server.url("/page")))  # connection pool warm
-        lag_s = await _max_loop_lag_s(fetch_bombs())
+        lag_s = await max_loop_lag_s(fetch_bombs())
     finally:
         await fetcher.close()
     # Measured: 0.22 s (gzip) and 0.32 s (br) per bomb on the loop at the old 50 MiB cap;

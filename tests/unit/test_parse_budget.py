@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -14,6 +13,7 @@ from crawlfleet.models import FetchResult, Link, ParseResult
 from crawlfleet.parsing.budget import ParseBudget, ParseLimits, nested_deeper_than
 from crawlfleet.parsing.default import default_parser
 from crawlfleet.settings import Settings
+from tests.loop_lag import max_loop_lag_s
 
 URL = "http://hostile.test/page"
 LIMITS = ParseLimits(max_nesting_depth=2000, max_parse_s=5.0, max_links=5000)
@@ -35,28 +35,6 @@ async def budget() -> AsyncIterator[ParseBudget]:
     parse_budget = ParseBudget(LIMITS)
     yield parse_budget
     parse_budget.close()
-
-
-async def max_loop_lag_s(work: Awaitable[object]) -> float:
-    """The longest the event loop was kept from a 5 ms ticker while ``work`` ran."""
-    lags: list[float] = []
-    done = asyncio.Event()
-
-    async def ticker() -> None:
-        loop = asyncio.get_running_loop()
-        while not done.is_set():
-            before = loop.time()
-            await asyncio.sleep(0.005)
-            lags.append(loop.time() - before - 0.005)
-
-    task = asyncio.create_task(ticker())
-    await asyncio.sleep(0.02)
-    try:
-        await work
-    finally:
-        done.set()
-        await task
-    return max(lags)
 
 
 async def test_100000_unclosed_divs_fail_fast_without_a_parse(budget: ParseBudget) -> None:
