@@ -114,13 +114,14 @@ async def test_processors_sinks_and_hooks_run_in_their_order(
     )
     result = await crawl.run_async()
     assert any(r.path == "/page/2/?sig=ok" for r in site.log), [r.path for r in site.log]
-    assert result.counts.dead == 1
+    assert result.counts.dead == 0  # the hook's refusal is no fault: skipped, not dead-lettered
+    assert result.stats.get("outcome.skipped") == 1
     titles = [orjson.loads(line)["title"] for line in out.read_bytes().splitlines()]
     assert "QUOTES, PAGE 1 | QUOTES X" in titles
     assert all(title == title.upper() and title.endswith(" X") for title in titles)
     assert not [title for title in titles if "ANSELM" in title]
     assert not [title for title in titles if "PAGE 2" in title]
-    assert len(titles) == result.counts.done - 1
+    assert len(titles) == result.counts.done - 2  # page two skipped as well now
     extra = (tmp_path / "state" / "extra.txt").read_text().splitlines()
     assert extra[-1] == "closed"
     assert sorted(orjson.loads(line) for line in extra[:-1]) == sorted(titles)

@@ -21,6 +21,7 @@ from urllib.parse import urljoin
 from crawlfleet.clock import Clock
 from crawlfleet.counters import Counters
 from crawlfleet.errors import ConfigError, FetchError
+from crawlfleet.fetchers.hooks import Dropped
 from crawlfleet.fetchers.protocols import Fetcher
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.politeness import StatusClass, classify, judge, retry_after_block
@@ -40,6 +41,7 @@ from crawlfleet.parsing.budget import ParseBudget
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.pipeline import Pipeline, PipelineOutcome
 from crawlfleet.runtime.admission import Admitter
+from crawlfleet.runtime.login import LoginFailed
 from crawlfleet.settings import MAX_STEP_S
 
 log = logging.getLogger(__name__)
@@ -96,6 +98,9 @@ class Crawler:
     async def process(self, lease: Lease) -> None:
         """One crawl step. Never raises for a page-level problem: it is recorded instead.
 
+        A hook's ``Dropped`` skips the page and a ``LoginFailed`` fails it, both with their
+        reason and at once (neither is retried nor dead-lettered).
+
         Raises ``ConfigError`` for a request whose fetcher kind this process has no fetcher
         for (the claim should never have handed it out here).
         """
@@ -118,6 +123,12 @@ class Crawler:
         started = p.clock.now()
         try:
             result = await fetcher.fetch(request)
+        except Dropped as exc:  # a hook's refusal is the page's outcome, not a fault
+            await self._skip(lease, str(exc))
+            return
+        except LoginFailed as exc:
+            await self._complete(_Step(lease, started), Outcome.FAILED, str(exc))
+            return
         except FetchError as exc:
             await self._fail(_Step(lease, started), str(exc), retry=exc.transient)
             return
