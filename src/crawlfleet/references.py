@@ -7,6 +7,7 @@ Every failure is a ``ConfigError`` naming the setting and the reference.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import sys
@@ -23,7 +24,7 @@ def resolve(reference: str, setting: str) -> object:
     if not colon or not module_name or not attribute:
         raise ConfigError(f"{setting}: {reference!r} is not 'module:name'")
     try:
-        module = _import(module_name)
+        module = import_module_or_file(module_name)
     except ConfigError:
         raise
     except Exception as exc:
@@ -37,24 +38,31 @@ def resolve(reference: str, setting: str) -> object:
     return found
 
 
-def _import(name: str) -> ModuleType:
-    if not name.endswith(".py"):
-        return importlib.import_module(name)
-    path = Path(name)
+def import_module_or_file(source: str, what: str = "module") -> ModuleType:
+    """The module ``source`` names: a dotted name, or a ``.py`` path imported once per file.
+
+    A missing file or one that is not a module is a ``ConfigError`` naming ``what``; what the
+    module itself raises while loading is raised as it is.
+    """
+    source = source.strip()
+    if not (source.endswith(".py") or "/" in source or "\\" in source):
+        return importlib.import_module(source)
+    path = Path(source)
     if not path.is_file():
-        raise ConfigError(f"file not found: {path}")
+        raise ConfigError(f"{what} file not found: {path}")
     resolved = path.resolve()
-    module_name = f"crawlfleet_ref_{abs(hash(str(resolved))):x}"
-    if module_name in sys.modules:
-        return sys.modules[module_name]
-    spec = importlib.util.spec_from_file_location(module_name, resolved)
+    digest = hashlib.sha1(str(resolved).encode()).hexdigest()[:10]
+    name = f"crawlfleet_module_{resolved.stem}_{digest}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, resolved)
     if spec is None or spec.loader is None:
-        raise ConfigError(f"{path} is not a Python module")
+        raise ConfigError(f"cannot load {what} file {path}: not a Python module")
     module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
+    sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
     except Exception:
-        del sys.modules[module_name]
+        del sys.modules[name]
         raise
     return module

@@ -8,14 +8,9 @@ module (all its marked functions) or one marked function.
 
 from __future__ import annotations
 
-import hashlib
-import importlib
-import importlib.util
-import sys
 import traceback
 from collections.abc import Iterable, Mapping, Sequence
 from importlib.metadata import entry_points
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -25,6 +20,7 @@ from crawlfleet.parsing.default import default_parser
 from crawlfleet.parsing.plugins import marked, spec_of
 from crawlfleet.parsing.protocols import Parser
 from crawlfleet.parsing.registry import ParserRegistry
+from crawlfleet.references import import_module_or_file
 
 ENTRY_POINT_GROUP = "crawlfleet.parsers"
 
@@ -62,35 +58,12 @@ def load_parsers(
 
 def import_source(source: str) -> ModuleType:
     """The module named by ``source`` (dotted name or ``.py`` path), imported once."""
-    source = source.strip()
-    is_path = source.endswith(".py") or "/" in source or "\\" in source
     try:
-        return _import_path(Path(source)) if is_path else importlib.import_module(source)
+        return import_module_or_file(source, "parser")
     except ConfigError:
         raise
     except Exception as exc:
         raise ConfigError(f"cannot load parser module {source!r}: {_last_line(exc)}") from None
-
-
-def _import_path(path: Path) -> ModuleType:
-    if not path.is_file():
-        raise ConfigError(f"parser file not found: {path}")
-    resolved = path.resolve()
-    digest = hashlib.sha1(str(resolved).encode()).hexdigest()[:10]
-    name = f"crawlfleet_parsers_{resolved.stem}_{digest}"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, resolved)
-    if spec is None or spec.loader is None:
-        raise ConfigError(f"cannot load parser file {path}: not a Python module")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except Exception:
-        del sys.modules[name]
-        raise
-    return module
 
 
 def _add_marked(
