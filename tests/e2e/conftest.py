@@ -151,6 +151,24 @@ class Workers:
             worker.kill()
 
 
+class KillAt:
+    """A crawl's fault: each time ``done`` pages reach the next of ``thresholds``, SIGKILL the
+    victim worker and start a fresh one in its place; True once every kill has happened."""
+
+    def __init__(self, workers: Workers, redis_url: str, dsn: str, thresholds: list[int]) -> None:
+        self._start = lambda ready: workers.start(redis_url, dsn, concurrency=4, ready=ready)
+        self._thresholds = thresholds
+        self.kills = 0
+        self.victim = self._start(True)
+
+    def __call__(self, done: int) -> bool:
+        if self.kills < len(self._thresholds) and done >= self._thresholds[self.kills]:
+            self.victim.kill()
+            self.kills += 1
+            self.victim = self._start(False)
+        return self.kills == len(self._thresholds)
+
+
 @pytest.fixture
 def workers(tmp_path: Path) -> Iterator[Workers]:
     pool = Workers(tmp_path)

@@ -19,6 +19,7 @@ from crawlfleet.demosite import ThreadedDemoSite
 from tests.e2e.conftest import (
     FAST,
     ItemKeys,
+    KillAt,
     Workers,
     crawl_done,
     dispatch,
@@ -93,18 +94,9 @@ def test_sigkilled_workers_lose_nothing(
     shop_quotes_items: ItemKeys,
 ) -> None:
     site.clear_log()
-    victim = workers.start(redis_url, postgres_dsn, concurrency=4)
-    workers.start(redis_url, postgres_dsn, concurrency=4)
     kills_at = [10, 30, 50]
-    kills = 0
-
-    def fault(done: int) -> bool:
-        nonlocal victim, kills
-        if kills < len(kills_at) and done >= kills_at[kills]:
-            victim.kill()
-            kills += 1
-            victim = workers.start(redis_url, postgres_dsn, concurrency=4, ready=False)
-        return kills == len(kills_at)
+    fault = KillAt(workers, redis_url, postgres_dsn, kills_at)
+    workers.start(redis_url, postgres_dsn, concurrency=4)
 
     code, output = crawl_with(site, redis_url, postgres_dsn, "killed", tmp_path, fault)
     assert code == 0, output

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from crawlfleet.cli.main import app
 from crawlfleet.demosite import ThreadedDemoSite, gaps_s
-from tests.e2e.conftest import FAST, Workers, dispatch, start_dispatch
+from tests.e2e.conftest import FAST, KillAt, Workers, dispatch, start_dispatch
 from tests.e2e.test_distributed_faults import crawl_with
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
@@ -163,18 +163,9 @@ def test_parse_errors_fail_the_distributed_crawl_unless_allowed(
 def test_the_summary_counts_every_fetch_of_sigkilled_workers(
     site: ThreadedDemoSite, redis_url: str, postgres_dsn: str, workers: Workers, tmp_path: Path
 ) -> None:
-    victim = workers.start(redis_url, postgres_dsn, concurrency=4)
-    workers.start(redis_url, postgres_dsn, concurrency=4)
     kills_at = [10, 30, 50]
-    kills = 0
-
-    def fault(done: int) -> bool:
-        nonlocal victim, kills
-        if kills < len(kills_at) and done >= kills_at[kills]:
-            victim.kill()
-            kills += 1
-            victim = workers.start(redis_url, postgres_dsn, concurrency=4, ready=False)
-        return kills == len(kills_at)
+    fault = KillAt(workers, redis_url, postgres_dsn, kills_at)
+    workers.start(redis_url, postgres_dsn, concurrency=4)
 
     code, output = crawl_with(site, redis_url, postgres_dsn, "summary", tmp_path, fault)
     assert code == 0, output
