@@ -17,6 +17,7 @@ if [ "$want_all" = 1 ]; then
     command -v redis-server >/dev/null || need+=(redis-server)
     command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
     [ -x /usr/bin/chromium ] || need+=(chromium)  # the dashboard's browser tests (Playwright)
+    [ -x /usr/bin/tinyproxy ] || need+=(tinyproxy)  # the proxy pool tests (tests/fixtures/tinyproxy.py)
     command -v prometheus >/dev/null && command -v promtool >/dev/null || need+=(prometheus)  # tests/e2e/test_prometheus.py
 fi
 if [ "${#need[@]}" -gt 0 ]; then

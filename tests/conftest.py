@@ -4,4 +4,5 @@ pytest_plugins = [
     "tests.fixtures.testsite",
     "tests.fixtures.redis_server",
     "tests.fixtures.postgres_server",
+    "tests.fixtures.tinyproxy",
 ]

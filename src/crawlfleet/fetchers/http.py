@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import aiohttp
+from multidict import CIMultiDict
 from yarl import URL
 
 from crawlfleet.clock import Clock, SystemClock
@@ -29,6 +32,22 @@ from crawlfleet.settings import Settings
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _HTTP_SCHEMES = frozenset({"http", "https"})
+
+
+@dataclass(frozen=True, slots=True)
+class Via:
+    """How one request is sent for a crawl session (``runtime/proxy_link.py``).
+
+    ``proxy`` is an ``http://host:port`` URL without userinfo (None: direct), ``proxy_auth``
+    its Basic credentials; ``headers`` replace the fetcher's own profile, in their order.
+    """
+
+    proxy: str | None = None
+    proxy_auth: tuple[str, str] | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return f"Via(proxy={self.proxy!r})"
 
 
 class HttpFetcher:
@@ -71,7 +90,6 @@ class HttpFetcher:
         connector = aiohttp.TCPConnector(limit=settings.concurrency, resolver=resolver)
         self._session = aiohttp.ClientSession(
             connector=connector,
-            headers=self._headers,
             timeout=aiohttp.ClientTimeout(
                 total=None,
                 sock_connect=settings.connect_timeout_s,
@@ -83,15 +101,27 @@ class HttpFetcher:
         return self._session
 
     async def fetch(
-        self, request: CrawlRequest, *, truncate_at_bytes: int | None = None
+        self,
+        request: CrawlRequest,
+        *,
+        truncate_at_bytes: int | None = None,
+        via: Via | None = None,
     ) -> FetchResult:
         """Follow redirects to a response and return it, whatever its status.
 
         ``truncate_at_bytes``: keep the first that many bytes of the decoded body and stop
         reading, where a body past ``max_body_bytes`` or ``max_decompressed_bytes`` would
-        otherwise fail with ``TooLarge`` (robots.txt: RFC 9309 section 2.5).
+        otherwise fail with ``TooLarge`` (robots.txt: RFC 9309 section 2.5). ``via``: the
+        proxy and header profile of a crawl session (one connection pool for all of them).
         """
         session = self._session or self._open_session()
+        base = dict(via.headers) if via is not None and via.headers else self._headers
+        proxy = via.proxy if via is not None else None
+        proxy_auth = (
+            aiohttp.BasicAuth(*via.proxy_auth)
+            if via is not None and via.proxy_auth is not None
+            else None
+        )
         started = time.perf_counter()
         url = request.url
         redirects: list[str] = []
@@ -113,7 +143,9 @@ class HttpFetcher:
                         target,
                         data=hop.body,
                         allow_redirects=False,
-                        headers=sent or None,
+                        headers=_merged(base, sent),
+                        proxy=proxy,
+                        proxy_auth=proxy_auth,
                     ) as response:
                         status = response.status
                         location = (
@@ -247,6 +279,13 @@ class HttpFetcher:
         if self._session is not None:
             session, self._session = self._session, None
             await session.close()
+
+
+def _merged(base: Mapping[str, str], sent: Mapping[str, str]) -> CIMultiDict[str]:
+    """``base`` in its order, each header ``sent`` replacing it (any case) or added after."""
+    merged: CIMultiDict[str] = CIMultiDict(base)
+    merged.update(sent)
+    return merged
 
 
 def _lower_case_headers(response: aiohttp.ClientResponse) -> dict[str, str]:

@@ -237,6 +237,10 @@ class Frontier:
     async def domain(self, domain: str) -> DomainView:
         return await self._store.domain(domain, self.default_policy)
 
+    async def set_strategy(self, domain: str, strategy: Mapping[str, str]) -> None:
+        """Replace the domain's strategy slot whole (read it first: keep the others' keys)."""
+        await self._store.set_strategy(domain, strategy)
+
     async def domains(self, limit: int = 100) -> list[DomainView]:
         return await self._store.domains(self.default_policy, limit)
 

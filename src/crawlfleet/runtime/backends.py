@@ -37,6 +37,8 @@ from crawlfleet.monitoring.attempt_log import AttemptLog, AttemptReader
 from crawlfleet.pipeline.export import ITEMS_FILE
 from crawlfleet.pipeline.protocols import Sink
 from crawlfleet.pipeline.rejects import RejectStore
+from crawlfleet.proxies.protocols import ProxyStateStore
+from crawlfleet.sessions.protocols import CrawlSessionStore
 from crawlfleet.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -194,3 +196,29 @@ async def _redis_store(settings: Settings, stack: AsyncExitStack) -> QueueStore:
         raise StateError(one_line(str(exc))) from None
     stack.push_async_callback(store.close)
     return store
+
+
+async def open_proxy_stores(
+    settings: Settings, stack: AsyncExitStack
+) -> tuple[ProxyStateStore, CrawlSessionStore]:
+    """The crawl's proxy states and crawl sessions: Redis when distributed, else ``state.sqlite``."""
+    if settings.redis_url is not None:
+        from crawlfleet.proxies.redis import RedisProxyStates
+        from crawlfleet.sessions.redis import RedisSessionStore
+
+        prefix = frontier_prefix(settings.crawl_id)
+        redis_states = RedisProxyStates.open(settings.redis_url, prefix)
+        stack.push_async_callback(redis_states.close)
+        redis_sessions = RedisSessionStore.open(settings.redis_url, prefix)
+        stack.push_async_callback(redis_sessions.close)
+        return redis_states, redis_sessions
+    from crawlfleet.proxies.sqlite import SqliteProxyStates
+    from crawlfleet.sessions.sqlite import SqliteSessionStore
+
+    path = state_paths(settings.state_dir)[0]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sqlite_states = await SqliteProxyStates.open(path)
+    stack.push_async_callback(sqlite_states.close)
+    sqlite_sessions = await SqliteSessionStore.open(path)
+    stack.push_async_callback(sqlite_sessions.close)
+    return sqlite_states, sqlite_sessions

@@ -27,7 +27,7 @@ from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.politeness import StatusClass, classify, judge, retry_after_block
 from crawlfleet.frontier.protocols import Ended, Report, Signal
 from crawlfleet.frontier.robots import RobotsCache
-from crawlfleet.models import Attempt, FetchResult, Lease, Outcome
+from crawlfleet.models import Attempt, FetchResult, Lease, Outcome, Route
 from crawlfleet.monitoring.events import (
     DomainBlocked,
     DomainEscalated,
@@ -82,6 +82,7 @@ class _Step:
     result: FetchResult | None = None
     signal: Signal = Signal.NONE
     reason: str = ""
+    route: Route | None = None
 
 
 class Crawler:
@@ -130,7 +131,8 @@ class Crawler:
             await self._complete(_Step(lease, started), Outcome.FAILED, str(exc))
             return
         except FetchError as exc:
-            await self._fail(_Step(lease, started), str(exc), retry=exc.transient)
+            step = _Step(lease, started, route=exc.route)
+            await self._fail(step, str(exc), retry=exc.transient)
             return
         await self._fetched(lease, started, result)
 
@@ -248,6 +250,7 @@ class Crawler:
         now = self.parts.clock.now()
         request = step.lease.request
         result = step.result
+        route = result.route if result is not None else step.route
         return Attempt(
             url=request.url,
             fingerprint=request.fingerprint,
@@ -262,6 +265,9 @@ class Crawler:
             error=error,
             fetcher=request.fetcher,
             detail=detail,
+            session_id=route.session_id if route is not None else None,
+            proxy_id=route.proxy_id if route is not None else None,
+            tier=route.tier if route is not None else None,
         )
 
     def _ended(self, attempt: Attempt, ended: Ended) -> None:

@@ -5,6 +5,8 @@ Top to bottom (a request goes down, its response comes back up)::
     hooks            the crawl's request/response hooks (fetchers/hooks.py), in their order
     cache            --http-cache: answer from disk, store what comes back (fetchers/cache.py)
     login session    the domain's cookies; logs in first and again when logged out (login.py)
+    crawl session    [crawl.proxies]: proxy + header profile + cookie jar of the domain's
+                     tier, quarantine of banned proxies (proxy_link.py)
     HttpFetcher      the network
 
 Hooks see every request and response, replayed or not; the cache is keyed on the request
@@ -14,7 +16,7 @@ so a replayed crawl logs in no more than it fetches. ``file:`` requests skip the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from typing import TypeVar
 
@@ -26,12 +28,19 @@ from crawlfleet.fetchers.cache import (
     cache_policy,
 )
 from crawlfleet.fetchers.hooks import HookedFetcher, load_hooks
+from crawlfleet.fetchers.http import HttpFetcher
 from crawlfleet.fetchers.protocols import Fetcher
+from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.politeness import StatusClass, classify, judge
 from crawlfleet.frontier.protocols import Signal
 from crawlfleet.models import FetchResult
 from crawlfleet.parsing.login import load_logins
+from crawlfleet.proxies.endpoints import load_tiers
+from crawlfleet.proxies.pool import ProxyPool
+from crawlfleet.proxies.protocols import Cooldown, ProxyStateStore
+from crawlfleet.runtime.backends import open_proxy_stores
 from crawlfleet.runtime.login import LoginFetcher, check_logins, open_session_store
+from crawlfleet.runtime.proxy_link import SessionFetcher
 from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.settings import Settings
 
@@ -84,3 +93,48 @@ def cached(fetcher: F, settings: Settings, clock: Clock) -> F | CachingFetcher:
         return fetcher
     cache, keep = found
     return CachingFetcher(fetcher, cache, keep)
+
+
+class FrontierStrategy:
+    """The domain strategy slot read and written through the crawl's ``Frontier``."""
+
+    def __init__(self, frontier: Frontier) -> None:
+        self._frontier = frontier
+
+    async def read(self, domain: str) -> Mapping[str, str]:
+        return (await self._frontier.domain(domain)).strategy
+
+    async def write(self, domain: str, strategy: Mapping[str, str]) -> None:
+        await self._frontier.set_strategy(domain, strategy)
+
+
+def proxy_pool(settings: Settings, clock: Clock, states: ProxyStateStore) -> ProxyPool | None:
+    """The crawl's proxy pool over ``states``, or None without ``[crawl.proxies]``."""
+    config = settings.proxies
+    if config is None:
+        return None
+    return ProxyPool(
+        load_tiers(config.tiers, config.file),
+        states,
+        clock,
+        rotation=config.rotation,
+        cooldown=Cooldown(config.cooldown_s, config.max_cooldown_s),
+    )
+
+
+async def session_link(
+    settings: Settings, clock: Clock, stack: AsyncExitStack, frontier: Frontier
+) -> Callable[[HttpFetcher], Fetcher]:
+    """What sends an HTTP fetcher's requests through crawl sessions (no proxies: nothing).
+
+    ``ConfigError`` for a bad tier or proxies file, before anything is fetched.
+    """
+    config = settings.proxies
+    if config is None:
+        return lambda fetcher: fetcher
+    load_tiers(config.tiers, config.file)  # a bad config fails before any store is opened
+    states, sessions = await open_proxy_stores(settings, stack)
+    pool = proxy_pool(settings, clock, states)
+    assert pool is not None  # config is set
+    strategy = FrontierStrategy(frontier)
+    return lambda fetcher: SessionFetcher(fetcher, pool, sessions, strategy, clock, config)

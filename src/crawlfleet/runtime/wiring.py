@@ -32,7 +32,7 @@ from crawlfleet.pipeline.processors import default_processors
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.backends import Backends, open_store
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
-from crawlfleet.runtime.fetch_chain import cached, hooked, login_link
+from crawlfleet.runtime.fetch_chain import cached, hooked, login_link, session_link
 from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.settings import Settings
 from crawlfleet.urls import UrlRules, fingerprint
@@ -88,14 +88,16 @@ def build_fetchers(
     clock: Clock,
     credentials: Credentials,
     logged_in: Callable[[Fetcher], Fetcher] = lambda fetcher: fetcher,
+    routed: Callable[[HttpFetcher], Fetcher] = lambda fetcher: fetcher,
 ) -> dict[str, Fetcher]:
     """The crawl's fetchers by kind; redirects become queued links (``Crawler``).
 
-    The HTTP chain, top to bottom: hooks, cache, ``logged_in`` (``runtime.fetch_chain``).
+    The HTTP chain, top to bottom: hooks, cache, ``logged_in``, ``routed`` (crawl sessions)
+    (``runtime.fetch_chain``).
     """
     http = HttpFetcher(settings, clock=clock, follow_redirects=False, credentials=credentials)
     return {
-        "http": hooked(cached(logged_in(http), settings, clock), settings),
+        "http": hooked(cached(logged_in(routed(http)), settings, clock), settings),
         "file": FileFetcher(settings, clock=clock),
     }
 
@@ -184,10 +186,11 @@ async def build_crawl(
     secrets = SiteSecrets.load(settings.secrets_file)
     secrets.add_basic_auth(credentials, seeds)
     logged_in = await login_link(settings, clock, stack, secrets)
-    fetchers = build_fetchers(settings, clock, credentials, logged_in)
+    frontier = build_frontier(settings, store, seeds)
+    routed = await session_link(settings, clock, stack, frontier)
+    fetchers = build_fetchers(settings, clock, credentials, logged_in, routed)
     for fetcher in fetchers.values():
         stack.push_async_callback(fetcher.close)
-    frontier = build_frontier(settings, store, seeds)
     robots, fetch_url = build_robots(settings, clock, stack, credentials)
     own_sinks = load_sinks(settings.sinks, settings)
     if own_sinks:

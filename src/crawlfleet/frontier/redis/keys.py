@@ -76,6 +76,14 @@ key                             type    contents
 ``{p}:sessions``                HASH    login domain -> JSON ``{"cookies": {name: value},
                                         "version": token}``: the cookie jar of its last login
                                         (``crawlfleet.sessions.redis``), never logged
+``{p}:jars``                    HASH    ``<domain> <session id>`` -> JSON crawl session
+                                        (``sessions.protocols.CrawlSession``: proxy, tier,
+                                        header profile, epoch, cookies), never logged
+``{p}:proxies``                 HASH    proxy id -> JSON health record (``successes``,
+                                        ``bans``, ``errors``, ``strikes``,
+                                        ``quarantined_until``, ``last_used``, ``latency_s``;
+                                        ``crawlfleet.proxies.redis``), changed by one Lua
+                                        script each; no URL, no credentials
 ==============================  ======  =======================================================
 
 Lease tokens are ``<fingerprint>.<seq>``. Every multi-key change is one Lua script in
@@ -109,6 +117,8 @@ FIXED_KEYS = (
     "seq",
     "control",
     "sessions",
+    "jars",
+    "proxies",
 )
 FAMILIES = ("bloom", "q", "delayed", "ready", "domain", "dstats")
 """Names of key families: ``{p}:<family>:<suffix>``; the bare name is never a key itself."""

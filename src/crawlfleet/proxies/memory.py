@@ -1,0 +1,38 @@
+"""The in-memory proxy state store: a dict, for tests and one-process tools."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from crawlfleet.proxies.protocols import Cooldown, ProxyState, penalized, succeeded
+
+
+class MemoryProxyStates:
+    """A ``ProxyStateStore`` in a dict."""
+
+    def __init__(self) -> None:
+        self._states: dict[str, ProxyState] = {}
+
+    async def load(self, ids: list[str]) -> Mapping[str, ProxyState]:
+        return {proxy: self._states.get(proxy, ProxyState(proxy)) for proxy in ids}
+
+    async def success(self, proxy: str, now: float, latency_s: float) -> ProxyState:
+        state = succeeded(self._states.get(proxy, ProxyState(proxy)), now, latency_s)
+        self._states[proxy] = state
+        return state
+
+    async def penalize(
+        self, proxy: str, now: float, *, error: bool, quarantine: bool, cooldown: Cooldown
+    ) -> ProxyState:
+        state = penalized(
+            self._states.get(proxy, ProxyState(proxy)),
+            now,
+            error=error,
+            quarantine=quarantine,
+            cooldown=cooldown,
+        )
+        self._states[proxy] = state
+        return state
+
+    async def close(self) -> None:
+        return None

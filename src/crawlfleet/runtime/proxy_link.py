@@ -1,0 +1,330 @@
+"""The fetch-chain link that sends each request through a crawl session of its domain.
+
+A crawl session is a proxy (or ``direct``) of the domain's current tier, a header profile
+(``fetchers/profiles.py``) and a cookie jar, kept in the ``CrawlSessionStore`` so that a resumed
+crawl, and every worker, finds it again. Each domain has up to ``sessions_per_domain`` live
+sessions, used in turn. The domain's strategy slot (shared contract, written by whoever owns
+the key) decides: ``tier`` (absent: 0) picks the tier; a larger ``session_epoch`` retires every
+session made under a smaller one.
+
+What a fetch tells (all changes go to the shared ``ProxyPool`` state):
+
+- a block signal (``politeness.judge``: 403, 429, a challenge page) retires the session; the
+  proxy is quarantined when the block is its own: another proxy succeeded on the domain in
+  the last ``ATTRIBUTION_WINDOW_S``, or ``ban_after`` blocks in a row came through it. Then the
+  request is tried at once through another session (at most ``MAX_SESSION_TRIES`` in all);
+- a ``FetchError`` through a proxy (refused, reset, a timeout: the proxy hangs) or a 407 is
+  the proxy's fault: quarantined, session retired, the error goes up (retried later);
+- a redirect to the same URL that sets a cookie (a cookie challenge) is followed once with
+  the session's jar; every ``Set-Cookie`` is kept in the jar.
+
+When every proxy of the tier is quarantined, the domain's ``tier`` moves to the next tier; on
+the last tier the step waits (one log line) until the earliest release, at most ``max_wait_s``,
+then fails as a transient error. Nothing here spins. Proxies appear by id only: never a URL
+with credentials in a log line, an error or the attempt log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import secrets
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Protocol
+from urllib.parse import urljoin
+
+from crawlfleet.clock import Clock
+from crawlfleet.errors import FetchError, ForbiddenAddress, TooLarge
+from crawlfleet.fetchers.http import REDIRECT_STATUSES, HttpFetcher, Via
+from crawlfleet.fetchers.profiles import pick_profile, profile
+from crawlfleet.frontier.politeness import judge
+from crawlfleet.frontier.protocols import Signal
+from crawlfleet.models import CrawlRequest, FetchResult, Route
+from crawlfleet.proxies.endpoints import ProxyEndpoint
+from crawlfleet.proxies.pool import ProxyPool
+from crawlfleet.redact import redact
+from crawlfleet.runtime.login import cookie_header, set_cookies
+from crawlfleet.sessions.protocols import CrawlSession, CrawlSessionStore
+from crawlfleet.settings import ProxySettings
+
+log = logging.getLogger(__name__)
+
+TIER = "tier"
+SESSION_EPOCH = "session_epoch"
+ATTRIBUTION_WINDOW_S = 60.0
+"""A block is a proxy's own when another proxy succeeded on the domain this recently."""
+MAX_SESSION_TRIES = 3
+STRATEGY_TTL_S = 1.0
+PROXY_AUTH_REQUIRED = 407
+
+
+class StrategySlot(Protocol):
+    """A domain's shared strategy mapping (``Frontier.domain(...).strategy``)."""
+
+    async def read(self, domain: str) -> Mapping[str, str]: ...
+
+    async def write(self, domain: str, strategy: Mapping[str, str]) -> None: ...
+
+
+class NoProxyFree(FetchError):
+    """Every proxy of the domain's last tier stayed quarantined past ``max_wait_s``."""
+
+
+def tier_of(strategy: Mapping[str, str]) -> int:
+    return _number(strategy.get(TIER))
+
+
+def epoch_of(strategy: Mapping[str, str]) -> int:
+    return _number(strategy.get(SESSION_EPOCH))
+
+
+def _number(value: str | None) -> int:
+    try:
+        return max(0, int(value)) if value is not None else 0
+    except ValueError:
+        return 0
+
+
+class SessionFetcher:
+    """A ``Fetcher`` that sends every request through a crawl session of its domain."""
+
+    def __init__(
+        self,
+        http: HttpFetcher,
+        pool: ProxyPool,
+        sessions: CrawlSessionStore,
+        strategy: StrategySlot,
+        clock: Clock,
+        settings: ProxySettings,
+        *,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._http = http
+        self._pool = pool
+        self._store = sessions
+        self._strategy = strategy
+        self._clock = clock
+        self._settings = settings
+        self._rng = rng or random.Random()
+        self._live: dict[str, list[CrawlSession]] = {}
+        self._turn: dict[str, int] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._strategies: dict[str, tuple[float, Mapping[str, str]]] = {}
+        self._last_success: dict[str, dict[str, float]] = {}
+        self._streaks: dict[tuple[str, str], int] = {}
+
+    async def fetch(self, request: CrawlRequest) -> FetchResult:
+        result: FetchResult | None = None
+        for _ in range(MAX_SESSION_TRIES):
+            session, endpoint = await self._session(request.domain)
+            result, retry = await self._through(request, session, endpoint)
+            if not retry:
+                return result
+        assert result is not None  # MAX_SESSION_TRIES >= 1
+        return result
+
+    async def close(self) -> None:
+        await self._http.close()
+
+    async def _through(
+        self, request: CrawlRequest, session: CrawlSession, endpoint: ProxyEndpoint
+    ) -> tuple[FetchResult, bool]:
+        """One fetch through ``session``; and whether to try again through another one."""
+        route = Route(session.id, endpoint.id, endpoint.tier)
+        try:
+            result = await self._send(request, session, endpoint)
+        except FetchError as exc:
+            exc.route = route
+            if not endpoint.is_direct and not isinstance(exc, TooLarge | ForbiddenAddress):
+                await self._proxy_fault(session, endpoint, _first_line(exc))
+            raise
+        result.route = route
+        if result.status == PROXY_AUTH_REQUIRED and not endpoint.is_direct:
+            await self._proxy_fault(session, endpoint, "proxy authentication refused (407)")
+            error = FetchError(f"{request.url}: proxy {endpoint.id} refused our credentials")
+            error.route = route
+            raise error
+        signal, why = judge(result)
+        if signal is Signal.BLOCK:
+            return result, await self._blocked(session, endpoint, why)
+        self._streaks.pop((session.domain, endpoint.id), None)
+        if signal is Signal.SUCCESS:
+            self._last_success.setdefault(session.domain, {})[endpoint.id] = self._clock.now()
+            await self._pool.success(endpoint, result.elapsed_s)
+        return result, False
+
+    async def _send(
+        self, request: CrawlRequest, session: CrawlSession, endpoint: ProxyEndpoint
+    ) -> FetchResult:
+        """Fetch with the session's headers and jar; follow a cookie challenge once."""
+        headers = profile(session.profile).as_dict()
+        via = Via(endpoint.url, endpoint.auth, headers)
+        result = await self._http.fetch(_with_jar(request, session), via=via)
+        session = await self._keep_cookies(session, result)
+        location = result.headers.get("location")
+        if (
+            result.status in REDIRECT_STATUSES
+            and location
+            and urljoin(result.final_url, location) == request.url
+            and "set-cookie" in result.headers
+        ):
+            result = await self._http.fetch(_with_jar(request, session), via=via)
+            await self._keep_cookies(session, result)
+        return result
+
+    async def _keep_cookies(self, session: CrawlSession, result: FetchResult) -> CrawlSession:
+        changes = set_cookies(result.headers.get("set-cookie"))
+        if not changes:
+            return session
+        jar = dict(session.cookies)
+        for name, value in changes.items():
+            if value is None:
+                jar.pop(name, None)
+            else:
+                jar[name] = value
+        if jar == dict(session.cookies):
+            return session
+        kept = replace(session, cookies=jar)
+        live = self._live.get(session.domain, [])
+        self._live[session.domain] = [kept if s.id == session.id else s for s in live]
+        await self._store.put(kept)
+        return kept
+
+    async def _blocked(self, session: CrawlSession, endpoint: ProxyEndpoint, why: str) -> bool:
+        """Count a block through ``endpoint``; True when it was quarantined for it."""
+        domain = session.domain
+        key = (domain, endpoint.id)
+        self._streaks[key] = streak = self._streaks.get(key, 0) + 1
+        now = self._clock.now()
+        others = any(
+            proxy != endpoint.id and now - at <= ATTRIBUTION_WINDOW_S
+            for proxy, at in self._last_success.get(domain, {}).items()
+        )
+        own = others or streak >= self._settings.ban_after
+        was_free = await self._pool.usable(endpoint.id)
+        state = await self._pool.penalize(endpoint, error=False, quarantine=own)
+        await self._retire(session)
+        if own:
+            self._streaks.pop(key, None)
+            if was_free:
+                log.warning(
+                    "%s: proxy %s quarantined for %.0f s (%s, %d bans)",
+                    domain, endpoint.id, state.quarantined_until - now, why, state.bans,
+                )  # fmt: skip
+        return own
+
+    async def _proxy_fault(self, session: CrawlSession, endpoint: ProxyEndpoint, why: str) -> None:
+        was_free = await self._pool.usable(endpoint.id)
+        state = await self._pool.penalize(endpoint, error=True, quarantine=True)
+        await self._retire(session)
+        if was_free:
+            log.warning(
+                "proxy %s quarantined for %.0f s: %s",
+                endpoint.id, state.quarantined_until - self._clock.now(), why,
+            )  # fmt: skip
+
+    async def _retire(self, session: CrawlSession) -> None:
+        live = self._live.get(session.domain, [])
+        self._live[session.domain] = [s for s in live if s.id != session.id]
+        await self._store.retire(session.domain, session.id)
+
+    async def _session(self, domain: str) -> tuple[CrawlSession, ProxyEndpoint]:
+        """A live session of the domain's current tier and epoch (made or waited for)."""
+        async with self._locks.setdefault(domain, asyncio.Lock()):
+            waited = False
+            while True:
+                strategy = await self._read_strategy(domain)
+                tier = min(tier_of(strategy), len(self._pool.tiers) - 1)
+                live = await self._live_sessions(domain, tier, epoch_of(strategy))
+                if len(live) < self._settings.sessions_per_domain:
+                    made = await self._new_session(domain, tier, epoch_of(strategy))
+                    if made is not None:
+                        live.append(made)
+                if live:
+                    turn = self._turn.get(domain, 0)
+                    self._turn[domain] = turn + 1
+                    chosen = live[turn % len(live)]
+                    endpoint = self._pool.endpoint(chosen.proxy)
+                    assert endpoint is not None  # _live_sessions keeps known proxies only
+                    return chosen, endpoint
+                if tier + 1 < len(self._pool.tiers):
+                    await self._next_tier(domain, tier)
+                    continue
+                if waited:
+                    until = await self._pool.earliest_release(tier)
+                    raise NoProxyFree(
+                        f"{domain}: every proxy of tier {tier} is quarantined until {until:.0f}"
+                    )
+                await self._wait(domain, tier)
+                waited = True
+
+    async def _live_sessions(self, domain: str, tier: int, epoch: int) -> list[CrawlSession]:
+        if domain not in self._live:
+            self._live[domain] = await self._store.crawl_sessions(domain)
+        kept: list[CrawlSession] = []
+        for session in self._live[domain]:
+            stale = session.epoch < epoch or session.tier != tier
+            if stale or not await self._pool.usable(session.proxy):
+                await self._store.retire(domain, session.id)
+            else:
+                kept.append(session)
+        self._live[domain] = kept
+        return list(kept)
+
+    async def _new_session(self, domain: str, tier: int, epoch: int) -> CrawlSession | None:
+        endpoint = await self._pool.choose(tier)
+        if endpoint is None:
+            return None
+        chosen = pick_profile(self._rng, tuple(self._settings.profiles))
+        session = CrawlSession(secrets.token_hex(6), domain, endpoint.id, tier, chosen.name, epoch)
+        self._live.setdefault(domain, []).append(session)
+        await self._store.put(session)
+        return session
+
+    async def _read_strategy(self, domain: str) -> Mapping[str, str]:
+        now = self._clock.now()
+        cached = self._strategies.get(domain)
+        if cached is not None and now - cached[0] < STRATEGY_TTL_S:
+            return cached[1]
+        strategy = dict(await self._strategy.read(domain))
+        self._strategies[domain] = (now, strategy)
+        return strategy
+
+    async def _next_tier(self, domain: str, tier: int) -> None:
+        """Move the domain from ``tier`` to the next one (unless someone already moved it)."""
+        current = dict(await self._strategy.read(domain))
+        if tier_of(current) <= tier:
+            current[TIER] = str(tier + 1)
+            await self._strategy.write(domain, current)
+            log.warning(
+                "%s: every proxy of tier %d is quarantined; moving to tier %d",
+                domain, tier, tier + 1,
+            )  # fmt: skip
+        self._strategies[domain] = (self._clock.now(), current)
+
+    async def _wait(self, domain: str, tier: int) -> None:
+        until = await self._pool.earliest_release(tier)
+        wait_s = max(0.0, min(until - self._clock.now(), self._settings.max_wait_s))
+        log.warning(
+            "%s: every proxy of the last tier (%d) is quarantined; waiting %.1f s for the"
+            " earliest release",
+            domain, tier, wait_s,
+        )  # fmt: skip
+        await self._clock.sleep(wait_s)
+
+
+def _with_jar(request: CrawlRequest, session: CrawlSession) -> CrawlRequest:
+    """``request`` sending the session's cookies before any Cookie header of its own."""
+    if not session.cookies:
+        return request
+    own = {k: v for k, v in request.headers.items() if k.lower() != "cookie"}
+    theirs = [v for k, v in request.headers.items() if k.lower() == "cookie"]
+    cookie = "; ".join([cookie_header(session.cookies), *theirs])
+    return replace(request, headers={**own, "Cookie": cookie})
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return redact(text)
