@@ -60,7 +60,8 @@ async def test_a_ban_without_quarantine_only_counts(states: ProxyStateStore) -> 
 async def test_quarantine_cooldown_doubles_up_to_its_cap(states: ProxyStateStore) -> None:
     first = await states.penalize("px-a", NOW, error=False, quarantine=True, cooldown=COOLDOWN)
     assert (first.strikes, first.quarantined_until) == (1, NOW + 10)
-    assert first.quarantined(NOW + 9.9) and not first.quarantined(NOW + 10)
+    assert first.quarantined(NOW + 9.9)
+    assert not first.quarantined(NOW + 10)
     second = await states.penalize("px-a", NOW + 20, error=True, quarantine=True, cooldown=COOLDOWN)
     assert (second.strikes, second.quarantined_until, second.errors) == (2, NOW + 40, 1)
     third = await states.penalize("px-a", NOW + 50, error=False, quarantine=True, cooldown=COOLDOWN)
@@ -82,3 +83,17 @@ async def test_concurrent_changes_are_not_lost(states: ProxyStateStore) -> None:
     )  # fmt: skip
     state = (await states.load(["px-a"]))["px-a"]
     assert (state.successes, state.bans) == (20, 10)
+
+
+async def test_register_sets_tier_and_label_and_keeps_health(states: ProxyStateStore) -> None:
+    assert await states.all() == []
+    await states.success("px-b", NOW, 0.5)
+    await states.register("px-b", 1, "127.0.0.1:8902")
+    await states.register("px-a", 0, "direct")
+    found = await states.all()
+    assert [(s.id, s.tier, s.label, s.successes) for s in found] == [
+        ("px-a", 0, "direct", 0),
+        ("px-b", 1, "127.0.0.1:8902", 1),
+    ]
+    again = await states.penalize("px-b", NOW, error=False, quarantine=True, cooldown=COOLDOWN)
+    assert (again.tier, again.label) == (1, "127.0.0.1:8902")

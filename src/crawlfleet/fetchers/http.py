@@ -117,10 +117,12 @@ class HttpFetcher:
         session = self._session or self._open_session()
         base = dict(via.headers) if via is not None and via.headers else self._headers
         proxy = via.proxy if via is not None else None
-        proxy_auth = (
-            aiohttp.BasicAuth(*via.proxy_auth)
+        # To the proxy only: in the request of a plain-http URL (the proxy drops it) and in
+        # the CONNECT of an https one.
+        proxy_headers = (
+            {"Proxy-Authorization": aiohttp.encode_basic_auth(*via.proxy_auth)}
             if via is not None and via.proxy_auth is not None
-            else None
+            else {}
         )
         started = time.perf_counter()
         url = request.url
@@ -138,6 +140,8 @@ class HttpFetcher:
                     sent = hop.headers_for(target)
                     if auth:
                         sent["Authorization"] = aiohttp.encode_basic_auth(*auth)
+                    if proxy_headers and target.scheme == "http":
+                        sent.update(proxy_headers)
                     async with session.request(
                         hop.method,
                         target,
@@ -145,7 +149,7 @@ class HttpFetcher:
                         allow_redirects=False,
                         headers=_merged(base, sent),
                         proxy=proxy,
-                        proxy_auth=proxy_auth,
+                        proxy_headers=proxy_headers or None,
                     ) as response:
                         status = response.status
                         location = (

@@ -44,6 +44,7 @@ from crawlfleet.monitoring.metric_snapshot import (
     CrawlSource,
     CrawlWatch,
     DomainRow,
+    ProxiesFn,
 )
 from crawlfleet.pipeline.quality import DataQuality
 
@@ -107,11 +108,22 @@ class Metrics:
         self._beats: dict[str, float] = {}
 
     def watch(
-        self, crawl_id: str, source: CrawlSource, *, runtime: str, beats: BeatsFn | None = None
+        self,
+        crawl_id: str,
+        source: CrawlSource,
+        *,
+        runtime: str,
+        beats: BeatsFn | None = None,
+        proxies: ProxiesFn | None = None,
     ) -> None:
         """Serve the crawl families of ``crawl_id``, read from ``source`` at each refresh."""
         watch = CrawlWatch(
-            crawl_id, source, runtime=runtime, top_domains=self.top_domains, beats=beats
+            crawl_id,
+            source,
+            runtime=runtime,
+            top_domains=self.top_domains,
+            beats=beats,
+            proxies=proxies,
         )
         with self._lock:
             self._watches[crawl_id] = watch
@@ -228,9 +240,14 @@ def crawl_families(snapshots: list[CrawlSnapshot]) -> Iterator[Metric]:
     started = GaugeMetricFamily(
         "crawlfleet_crawl_start_time_seconds", "When the crawl started", labels=["crawl"]
     )
+    proxies = GaugeMetricFamily(
+        "crawlfleet_proxies", "Proxies of the crawl's pool by state", labels=["crawl", "state"]
+    )
     for snap in snapshots:
         crawl = snap.crawl
         info.add_metric([crawl, snap.runtime], 1)
+        for state, count in snap.proxies:
+            proxies.add_metric([crawl, state], count)
         if snap.started_at is not None:
             started.add_metric([crawl], snap.started_at)
         dead.add_metric([crawl], snap.counts.dead)
@@ -253,7 +270,7 @@ def crawl_families(snapshots: list[CrawlSnapshot]) -> Iterator[Metric]:
         for (result, item_type), value in sorted(_items(snap.totals).items()):
             items.add_metric([crawl, item_type, result], value)
     yield from (pages, attempts, latency, body, blocks, expired, queued, leased)
-    yield from (level, delay, dead, items, info, started)
+    yield from (level, delay, dead, items, info, started, proxies)
 
 
 def process_families(work: Mapping[str, _Work], beats: Mapping[str, float]) -> Iterator[Metric]:

@@ -51,6 +51,11 @@ class ProxyEndpoint:
         return self.url is None
 
     @property
+    def address(self) -> str:
+        """``host:port`` of the proxy, or ``direct``."""
+        return DIRECT if self.url is None else self.url.removeprefix("http://")
+
+    @property
     def label(self) -> str:
         """What a person may see: the id, host and port (never the user or password)."""
         if self.url is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from crawlfleet.proxies.protocols import Cooldown, ProxyState, penalized, succeeded
 
@@ -12,6 +13,13 @@ class MemoryProxyStates:
 
     def __init__(self) -> None:
         self._states: dict[str, ProxyState] = {}
+
+    async def register(self, proxy: str, tier: int, label: str) -> None:
+        state = self._states.get(proxy, ProxyState(proxy))
+        self._states[proxy] = replace(state, tier=tier, label=label)
+
+    async def all(self) -> list[ProxyState]:
+        return sorted(self._states.values(), key=lambda state: state.id)
 
     async def load(self, ids: list[str]) -> Mapping[str, ProxyState]:
         return {proxy: self._states.get(proxy, ProxyState(proxy)) for proxy in ids}

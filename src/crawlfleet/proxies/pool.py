@@ -44,8 +44,17 @@ class ProxyPool:
         self._loaded_at = float("-inf")
         self._turns = [itertools.count() for _ in self.tiers]
 
+    async def register(self) -> None:
+        """Record every proxy's tier and address in the store (``crawlfleet proxies`` shows them)."""
+        for endpoint in self._by_id.values():
+            await self._store.register(endpoint.id, endpoint.tier, endpoint.address)
+
     def endpoint(self, proxy: str) -> ProxyEndpoint | None:
         return self._by_id.get(proxy)
+
+    async def all(self) -> list[ProxyState]:
+        """Every proxy's record as the store has it now (views: metrics, ``crawlfleet proxies``)."""
+        return await self._store.all()
 
     async def states(self) -> dict[str, ProxyState]:
         """Every proxy's record, at most ``refresh_s`` old."""

@@ -10,7 +10,7 @@ atomic (a transaction, or one Lua script).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 
@@ -31,7 +31,8 @@ class ProxyState:
 
     ``strikes`` counts its quarantines (the next one lasts twice as long, up to the cap);
     ``latency_s`` is a moving average of its successful fetches (0 before the first);
-    ``last_used`` is when a fetch through it last ended (epoch s, 0 never).
+    ``last_used`` is when a fetch through it last ended (epoch s, 0 never). ``tier`` and
+    ``label`` (``host:port``, or ``direct``) are what the crawl registered it with.
     """
 
     id: str
@@ -42,6 +43,8 @@ class ProxyState:
     quarantined_until: float = 0.0
     last_used: float = 0.0
     latency_s: float = 0.0
+    tier: int = 0
+    label: str = ""
 
     def quarantined(self, now: float) -> bool:
         return self.quarantined_until > now
@@ -58,9 +61,9 @@ def succeeded(state: ProxyState, now: float, latency_s: float) -> ProxyState:
         if state.successes == 0
         else ((1 - LATENCY_WEIGHT) * state.latency_s + LATENCY_WEIGHT * latency_s)
     )
-    return ProxyState(
-        state.id, state.successes + 1, state.bans, state.errors, state.strikes,
-        state.quarantined_until, max(state.last_used, now), latency,
+    return replace(
+        state, successes=state.successes + 1, last_used=max(state.last_used, now),
+        latency_s=latency,
     )  # fmt: skip
 
 
@@ -79,21 +82,26 @@ def penalized(
     if quarantine and not state.quarantined(now):
         strikes += 1
         until = now + cooldown.after(strikes)
-    return ProxyState(
-        state.id, state.successes, bans, errors, strikes, until, max(state.last_used, now),
-        state.latency_s,
+    return replace(
+        state, bans=bans, errors=errors, strikes=strikes, quarantined_until=until,
+        last_used=max(state.last_used, now),
     )  # fmt: skip
 
 
 class ProxyStateStore(Protocol):
     """Proxy records by id; an id never seen reads as a fresh ``ProxyState``.
 
-    ``success`` and ``penalize`` change one proxy atomically (the rules of ``succeeded`` and
-    ``penalized``) and return its new record. ``load`` returns the records of ``ids`` (every
-    one present). ``StateError`` when the store cannot be used.
+    ``register`` records a proxy's tier and label (its health is kept); ``success`` and
+    ``penalize`` change one proxy atomically (the rules of ``succeeded`` and ``penalized``)
+    and return its new record. ``load`` returns the records of ``ids`` (every one present);
+    ``all`` every record ever written, by id. ``StateError`` when the store cannot be used.
     """
 
+    async def register(self, proxy: str, tier: int, label: str) -> None: ...
+
     async def load(self, ids: list[str]) -> Mapping[str, ProxyState]: ...
+
+    async def all(self) -> list[ProxyState]: ...
 
     async def success(self, proxy: str, now: float, latency_s: float) -> ProxyState: ...
 

@@ -19,9 +19,30 @@ from crawlfleet.frontier.redis.keys import CrawlKeys
 from crawlfleet.proxies.protocols import LATENCY_WEIGHT, Cooldown, ProxyState
 from crawlfleet.redact import redact
 
-_FIELDS = ("successes", "bans", "errors", "strikes", "quarantined_until", "last_used", "latency_s")
+_FIELDS = (
+    "successes", "bans", "errors", "strikes", "quarantined_until", "last_used", "latency_s",
+    "tier", "label",
+)  # fmt: skip
+_FRESH = (
+    "{successes = 0, bans = 0, errors = 0, strikes = 0, quarantined_until = 0, last_used = 0,"
+    " latency_s = 0, tier = 0, label = ''}"
+)
 
-SUCCESS_LUA = """
+REGISTER_LUA = f"""
+-- Record a proxy's tier and label, keeping its health.
+-- KEYS[1] proxies
+-- ARGV[1] proxy id
+-- ARGV[2] tier
+-- ARGV[3] label (host:port or direct)
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+local s = raw and cjson.decode(raw) or {_FRESH}
+s.tier = tonumber(ARGV[2])
+s.label = ARGV[3]
+redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(s))
+return 1
+"""
+
+SUCCESS_LUA = f"""
 -- One fetch through a proxy was not blocked.
 -- KEYS[1] proxies
 -- ARGV[1] proxy id
@@ -29,8 +50,7 @@ SUCCESS_LUA = """
 -- ARGV[3] latency_s
 -- ARGV[4] weight of one latency sample
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
-local s = raw and cjson.decode(raw) or {successes = 0, bans = 0, errors = 0, strikes = 0,
-  quarantined_until = 0, last_used = 0, latency_s = 0}
+local s = raw and cjson.decode(raw) or {_FRESH}
 local latency = tonumber(ARGV[3])
 if s.successes > 0 then
   local w = tonumber(ARGV[4])
@@ -44,7 +64,7 @@ redis.call('HSET', KEYS[1], ARGV[1], out)
 return out
 """
 
-PENALIZE_LUA = """
+PENALIZE_LUA = f"""
 -- A ban signal (ARGV[3] = 0) or a proxy fault (1) through a proxy; quarantine if ARGV[4] = 1.
 -- KEYS[1] proxies
 -- ARGV[1] proxy id
@@ -54,8 +74,7 @@ PENALIZE_LUA = """
 -- ARGV[5] cooldown base_s
 -- ARGV[6] cooldown max_s
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
-local s = raw and cjson.decode(raw) or {successes = 0, bans = 0, errors = 0, strikes = 0,
-  quarantined_until = 0, last_used = 0, latency_s = 0}
+local s = raw and cjson.decode(raw) or {_FRESH}
 local now = tonumber(ARGV[2])
 if ARGV[3] == '1' then s.errors = s.errors + 1 else s.bans = s.bans + 1 end
 if ARGV[4] == '1' and s.quarantined_until <= now then
@@ -77,7 +96,7 @@ def _state(proxy: str, raw: bytes | str | None) -> ProxyState:
     return ProxyState(
         proxy, int(data["successes"]), int(data["bans"]), int(data["errors"]),
         int(data["strikes"]), float(data["quarantined_until"]), float(data["last_used"]),
-        float(data["latency_s"]),
+        float(data["latency_s"]), int(data.get("tier", 0)), str(data.get("label", "")),
     )  # fmt: skip
 
 
@@ -89,10 +108,22 @@ class RedisProxyStates:
         self._key = CrawlKeys(prefix).key("proxies")
         self._success = client.register_script(SUCCESS_LUA)
         self._penalize = client.register_script(PENALIZE_LUA)
+        self._register = client.register_script(REGISTER_LUA)
 
     @classmethod
     def open(cls, url: str, prefix: str) -> RedisProxyStates:
         return cls(Redis.from_url(url, socket_connect_timeout=5), prefix)
+
+    async def register(self, proxy: str, tier: int, label: str) -> None:
+        await self._call(self._register, proxy, tier, label)
+
+    async def all(self) -> list[ProxyState]:
+        try:
+            raws = await self._client.hgetall(self._key)
+        except RedisError as exc:
+            raise StateError(f"proxy states: {redact(str(exc))}") from None
+        found = [_state(_text(proxy), raw) for proxy, raw in raws.items()]
+        return sorted(found, key=lambda state: state.id)
 
     async def load(self, ids: list[str]) -> Mapping[str, ProxyState]:
         if not ids:
@@ -125,3 +156,7 @@ class RedisProxyStates:
         except RedisError as exc:
             raise StateError(f"proxy states: {redact(str(exc))}") from None
         return raw
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -29,10 +30,14 @@ CREATE TABLE IF NOT EXISTS proxies (
     strikes INTEGER NOT NULL,
     quarantined_until REAL NOT NULL,
     last_used REAL NOT NULL,
-    latency_s REAL NOT NULL
+    latency_s REAL NOT NULL,
+    tier INTEGER NOT NULL DEFAULT 0,
+    label TEXT NOT NULL DEFAULT ''
 );
 """
-_COLUMNS = "id, successes, bans, errors, strikes, quarantined_until, last_used, latency_s"
+_COLUMNS = (
+    "id, successes, bans, errors, strikes, quarantined_until, last_used, latency_s, tier, label"
+)
 
 
 class SqliteProxyStates:
@@ -49,6 +54,15 @@ class SqliteProxyStates:
             connect, path, SCHEMA, what="state file", check_same_thread=False
         )
         return cls(db, path)
+
+    async def register(self, proxy: str, tier: int, label: str) -> None:
+        await self._change(proxy, lambda state: replace(state, tier=tier, label=label))
+
+    async def all(self) -> list[ProxyState]:
+        rows = await self._run(
+            lambda: self._db.execute(f"SELECT {_COLUMNS} FROM proxies ORDER BY id").fetchall()
+        )
+        return [ProxyState(*row) for row in rows]
 
     async def load(self, ids: list[str]) -> Mapping[str, ProxyState]:
         rows = await self._run(
@@ -81,9 +95,11 @@ class SqliteProxyStates:
                 ).fetchone()
                 state = rule(ProxyState(*row) if row else ProxyState(proxy))
                 db.execute(
-                    f"INSERT OR REPLACE INTO proxies ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    f"INSERT OR REPLACE INTO proxies ({_COLUMNS})"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (state.id, state.successes, state.bans, state.errors, state.strikes,
-                     state.quarantined_until, state.last_used, state.latency_s),
+                     state.quarantined_until, state.last_used, state.latency_s, state.tier,
+                     state.label),
                 )  # fmt: skip
                 return state
 

@@ -29,6 +29,7 @@ from crawlfleet.fetchers.cache import (
 )
 from crawlfleet.fetchers.hooks import HookedFetcher, load_hooks
 from crawlfleet.fetchers.http import HttpFetcher
+from crawlfleet.fetchers.profiles import profile
 from crawlfleet.fetchers.protocols import Fetcher
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.politeness import StatusClass, classify, judge
@@ -124,17 +125,21 @@ def proxy_pool(settings: Settings, clock: Clock, states: ProxyStateStore) -> Pro
 
 async def session_link(
     settings: Settings, clock: Clock, stack: AsyncExitStack, frontier: Frontier
-) -> Callable[[HttpFetcher], Fetcher]:
-    """What sends an HTTP fetcher's requests through crawl sessions (no proxies: nothing).
+) -> tuple[Callable[[HttpFetcher], Fetcher], ProxyPool | None]:
+    """What sends an HTTP fetcher's requests through crawl sessions, and the proxy pool
+    (no proxies: nothing, None).
 
     ``ConfigError`` for a bad tier or proxies file, before anything is fetched.
     """
     config = settings.proxies
     if config is None:
-        return lambda fetcher: fetcher
+        return (lambda fetcher: fetcher), None
     load_tiers(config.tiers, config.file)  # a bad config fails before any store is opened
+    for name in config.profiles:
+        profile(name)
     states, sessions = await open_proxy_stores(settings, stack)
     pool = proxy_pool(settings, clock, states)
     assert pool is not None  # config is set
+    await pool.register()
     strategy = FrontierStrategy(frontier)
-    return lambda fetcher: SessionFetcher(fetcher, pool, sessions, strategy, clock, config)
+    return (lambda fetcher: SessionFetcher(fetcher, pool, sessions, strategy, clock, config)), pool

@@ -13,8 +13,9 @@ What a fetch tells (all changes go to the shared ``ProxyPool`` state):
   proxy is quarantined when the block is its own: another proxy succeeded on the domain in
   the last ``ATTRIBUTION_WINDOW_S``, or ``ban_after`` blocks in a row came through it. Then the
   request is tried at once through another session (at most ``MAX_SESSION_TRIES`` in all);
-- a ``FetchError`` through a proxy (refused, reset, a timeout: the proxy hangs) or a 407 is
-  the proxy's fault: quarantined, session retired, the error goes up (retried later);
+- a ``FetchError`` through a proxy (refused, reset, a timeout: the proxy hangs) or a refused
+  proxy login (``proxy_refused``) is the proxy's fault: quarantined, session retired, the
+  error goes up (retried later);
 - a redirect to the same URL that sets a cookie (a cookie challenge) is followed once with
   the session's jar; every ``Set-Cookie`` is kept in the jar.
 
@@ -58,6 +59,7 @@ ATTRIBUTION_WINDOW_S = 60.0
 MAX_SESSION_TRIES = 3
 STRATEGY_TTL_S = 1.0
 PROXY_AUTH_REQUIRED = 407
+UNAUTHORIZED = 401
 
 
 class StrategySlot(Protocol):
@@ -141,8 +143,8 @@ class SessionFetcher:
                 await self._proxy_fault(session, endpoint, _first_line(exc))
             raise
         result.route = route
-        if result.status == PROXY_AUTH_REQUIRED and not endpoint.is_direct:
-            await self._proxy_fault(session, endpoint, "proxy authentication refused (407)")
+        if not endpoint.is_direct and proxy_refused(result):
+            await self._proxy_fault(session, endpoint, f"proxy login refused ({result.status})")
             error = FetchError(f"{request.url}: proxy {endpoint.id} refused our credentials")
             error.route = route
             raise error
@@ -313,6 +315,15 @@ class SessionFetcher:
             domain, tier, wait_s,
         )  # fmt: skip
         await self._clock.sleep(wait_s)
+
+
+def proxy_refused(result: FetchResult) -> bool:
+    """Whether the proxy itself refused our login: a 407, or a 401 whose realm names a proxy
+    (tinyproxy 1.11 answers a plain-http request with bad credentials so)."""
+    if result.status == PROXY_AUTH_REQUIRED:
+        return True
+    challenge = result.headers.get("www-authenticate", "").lower()
+    return result.status == UNAUTHORIZED and "realm=" in challenge and "proxy" in challenge
 
 
 def _with_jar(request: CrawlRequest, session: CrawlSession) -> CrawlRequest:

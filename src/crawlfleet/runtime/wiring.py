@@ -29,6 +29,7 @@ from crawlfleet.parsing.loader import load_parsers
 from crawlfleet.pipeline.custom import FanOutSink, load_processors, load_sinks
 from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.pipeline.processors import default_processors
+from crawlfleet.proxies.pool import ProxyPool
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.backends import Backends, open_store
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
@@ -160,6 +161,7 @@ class CrawlGraph:
     crawler: Crawler
     frontier: Frontier
     stack: AsyncExitStack
+    proxies: ProxyPool | None = None
 
 
 async def build_crawl(
@@ -187,7 +189,7 @@ async def build_crawl(
     secrets.add_basic_auth(credentials, seeds)
     logged_in = await login_link(settings, clock, stack, secrets)
     frontier = build_frontier(settings, store, seeds)
-    routed = await session_link(settings, clock, stack, frontier)
+    routed, proxies = await session_link(settings, clock, stack, frontier)
     fetchers = build_fetchers(settings, clock, credentials, logged_in, routed)
     for fetcher in fetchers.values():
         stack.push_async_callback(fetcher.close)
@@ -212,7 +214,7 @@ async def build_crawl(
         max_step_s=settings.max_step_s,
         parse_budget=budget,
     )
-    return CrawlGraph(Crawler(parts), frontier, stack)
+    return CrawlGraph(Crawler(parts), frontier, stack, proxies)
 
 
 async def open_frontier(
