@@ -229,3 +229,40 @@ async def test_the_strategy_tier_and_session_epoch_are_honoured(
         pages = [r for r in site.log if r.path != "/robots.txt"]
     assert {r.client for r in pages} == {"127.0.1.9"}
     assert dict(view.strategy) == {"tier": "1", "fetcher": "http"}  # others' keys kept
+
+
+async def test_session_cookies_survive_a_resume_until_the_epoch_grows(tmp_path: Path) -> None:
+    with guarded_site(None, GuardRules(page_count=5)) as site:
+
+        async def crawl(path: str, store: MemoryQueueStore) -> list[int]:
+            site.clear_log()
+            seed = site.url(GUARDED, path)
+            settings = Settings(
+                seeds=[seed],
+                allow_private_addresses=True,
+                delay_s=0.0,
+                max_depth=0,
+                state_dir=tmp_path / "state",
+                proxies=ProxySettings(tiers=[["direct"]], sessions_per_domain=1),
+            )
+            clock = SystemClock()
+            async with AsyncExitStack() as stack:
+                graph = await build_crawl(
+                    settings,
+                    seeds=[seed],
+                    backends=Backends(store, sink=MemorySink(clock=clock)),
+                    events=EventBus(),
+                    clock=clock,
+                    stack=stack,
+                )
+                runner = LocalRunner(
+                    graph.crawler, concurrency=1, clock=clock, events=EventBus(), crawl_id="r"
+                )
+                assert (await runner.run([seed])).complete
+            return [r.status for r in site.log if r.path == path]
+
+        assert await crawl("/page/1", MemoryQueueStore()) == [302, 200]  # challenge passed
+        assert await crawl("/page/2", MemoryQueueStore()) == [200]  # its cookie, from the state
+        store = MemoryQueueStore()
+        await store.set_strategy("127.0.0.20", {"session_epoch": "1"})
+        assert await crawl("/page/3", store) == [302, 200]  # a new session: a new challenge
