@@ -52,6 +52,11 @@ async def test_successes_count_and_average_latency(states: ProxyStateStore) -> N
     assert (await states.load(["px-a"]))["px-a"] == state
 
 
+async def test_a_batch_of_successes_counts_whole(states: ProxyStateStore) -> None:
+    state = await states.success("px-a", NOW, 0.25, count=7)
+    assert (state.successes, state.latency_s) == (7, 0.25)
+
+
 async def test_a_ban_without_quarantine_only_counts(states: ProxyStateStore) -> None:
     state = await states.penalize("px-a", NOW, error=False, quarantine=False, cooldown=COOLDOWN)
     assert (state.bans, state.errors, state.strikes, state.quarantined(NOW)) == (1, 0, 0, False)

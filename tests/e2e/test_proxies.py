@@ -169,7 +169,7 @@ async def test_a_closed_a_hanging_and_a_refusing_proxy_are_quarantined(
     guarded = proxies.start("127.0.1.8", auth=("crawler", PASSWORD))
     wrong = guarded.url.replace(PASSWORD, "not-the-password")
     bad = [proxies.closed(), proxies.hanging(), wrong]
-    rules = GuardRules(page_count=10)
+    rules = GuardRules(burst=1000, page_count=10)
     with guarded_site(None, rules) as site:
         seed = site.url(GUARDED, "/")
         settings = Settings(
@@ -199,7 +199,7 @@ async def test_the_strategy_tier_and_session_epoch_are_honoured(
     tmp_path: Path, proxies: ProxyFarm
 ) -> None:
     second_tier = proxies.start("127.0.1.9")
-    rules = GuardRules(page_count=5)
+    rules = GuardRules(burst=1000, page_count=5)
     with guarded_site(None, rules) as site:
         seed = site.url(GUARDED, "/")
         settings = Settings(
@@ -232,7 +232,7 @@ async def test_the_strategy_tier_and_session_epoch_are_honoured(
 
 
 async def test_session_cookies_survive_a_resume_until_the_epoch_grows(tmp_path: Path) -> None:
-    with guarded_site(None, GuardRules(page_count=5)) as site:
+    with guarded_site(None, GuardRules(burst=1000, page_count=5)) as site:
 
         async def crawl(path: str, store: MemoryQueueStore) -> list[int]:
             site.clear_log()

@@ -25,7 +25,7 @@ BANNED = "127.0.1.10"
 
 @pytest.fixture
 def site() -> Iterator[ThreadedDemoSite]:
-    rules = GuardRules(window_s=60, ban_s=60, page_count=PAGES, bursts={BANNED: 8})
+    rules = GuardRules(burst=1000, window_s=60, ban_s=60, page_count=PAGES, bursts={BANNED: 8})
     with ThreadedDemoSite(addresses={GUARDED: "127.0.0.20"}, guard=rules) as demo:
         yield demo
 

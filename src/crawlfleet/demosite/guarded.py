@@ -40,9 +40,9 @@ _BRAND_VERSION = re.compile(r'"(?:Google Chrome|Microsoft Edge|Chromium)";v="(\d
 class GuardRules:
     """The burst limit (requests per ``window_s`` per client address) and ban length."""
 
-    burst: int = 1000
+    burst: int = 20
     window_s: float = 10.0
-    ban_s: float = 5.0
+    ban_s: float = 10.0
     page_count: int = 30
     bursts: Mapping[str, int] = field(default_factory=dict)
 

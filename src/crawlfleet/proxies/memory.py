@@ -24,8 +24,8 @@ class MemoryProxyStates:
     async def load(self, ids: list[str]) -> Mapping[str, ProxyState]:
         return {proxy: self._states.get(proxy, ProxyState(proxy)) for proxy in ids}
 
-    async def success(self, proxy: str, now: float, latency_s: float) -> ProxyState:
-        state = succeeded(self._states.get(proxy, ProxyState(proxy)), now, latency_s)
+    async def success(self, proxy: str, now: float, latency_s: float, count: int = 1) -> ProxyState:
+        state = succeeded(self._states.get(proxy, ProxyState(proxy)), now, latency_s, count)
         self._states[proxy] = state
         return state
 

@@ -54,15 +54,15 @@ LATENCY_WEIGHT = 0.2
 """Weight of one new sample in the latency moving average."""
 
 
-def succeeded(state: ProxyState, now: float, latency_s: float) -> ProxyState:
-    """``state`` after a fetch through it that was not blocked."""
+def succeeded(state: ProxyState, now: float, latency_s: float, count: int = 1) -> ProxyState:
+    """``state`` after ``count`` fetches through it that were not blocked (mean ``latency_s``)."""
     latency = (
         latency_s
         if state.successes == 0
         else ((1 - LATENCY_WEIGHT) * state.latency_s + LATENCY_WEIGHT * latency_s)
     )
     return replace(
-        state, successes=state.successes + 1, last_used=max(state.last_used, now),
+        state, successes=state.successes + count, last_used=max(state.last_used, now),
         latency_s=latency,
     )  # fmt: skip
 
@@ -91,8 +91,8 @@ def penalized(
 class ProxyStateStore(Protocol):
     """Proxy records by id; an id never seen reads as a fresh ``ProxyState``.
 
-    ``register`` records a proxy's tier and label (its health is kept); ``success`` and
-    ``penalize`` change one proxy atomically (the rules of ``succeeded`` and ``penalized``)
+    ``register`` records a proxy's tier and label (its health is kept); ``success`` (``count``
+    fetches, their mean latency) and ``penalize`` change one proxy atomically (the rules of ``succeeded`` and ``penalized``)
     and return its new record. ``load`` returns the records of ``ids`` (every one present);
     ``all`` every record ever written, by id. ``StateError`` when the store cannot be used.
     """
@@ -103,7 +103,9 @@ class ProxyStateStore(Protocol):
 
     async def all(self) -> list[ProxyState]: ...
 
-    async def success(self, proxy: str, now: float, latency_s: float) -> ProxyState: ...
+    async def success(
+        self, proxy: str, now: float, latency_s: float, count: int = 1
+    ) -> ProxyState: ...
 
     async def penalize(
         self, proxy: str, now: float, *, error: bool, quarantine: bool, cooldown: Cooldown

@@ -43,12 +43,13 @@ return 1
 """
 
 SUCCESS_LUA = f"""
--- One fetch through a proxy was not blocked.
+-- Fetches through a proxy were not blocked.
 -- KEYS[1] proxies
 -- ARGV[1] proxy id
 -- ARGV[2] now (epoch s)
--- ARGV[3] latency_s
+-- ARGV[3] latency_s (their mean)
 -- ARGV[4] weight of one latency sample
+-- ARGV[5] how many fetches
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
 local s = raw and cjson.decode(raw) or {_FRESH}
 local latency = tonumber(ARGV[3])
@@ -56,7 +57,7 @@ if s.successes > 0 then
   local w = tonumber(ARGV[4])
   latency = (1 - w) * s.latency_s + w * latency
 end
-s.successes = s.successes + 1
+s.successes = s.successes + tonumber(ARGV[5])
 s.latency_s = latency
 s.last_used = math.max(s.last_used, tonumber(ARGV[2]))
 local out = cjson.encode(s)
@@ -134,8 +135,10 @@ class RedisProxyStates:
             raise StateError(f"proxy states: {redact(str(exc))}") from None
         return {proxy: _state(proxy, raw) for proxy, raw in zip(ids, raws, strict=True)}
 
-    async def success(self, proxy: str, now: float, latency_s: float) -> ProxyState:
-        raw = await self._call(self._success, proxy, repr(now), repr(latency_s), LATENCY_WEIGHT)
+    async def success(self, proxy: str, now: float, latency_s: float, count: int = 1) -> ProxyState:
+        raw = await self._call(
+            self._success, proxy, repr(now), repr(latency_s), LATENCY_WEIGHT, count
+        )
         return _state(proxy, raw)
 
     async def penalize(

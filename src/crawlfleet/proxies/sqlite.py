@@ -71,8 +71,8 @@ class SqliteProxyStates:
         found = {row[0]: ProxyState(*row) for row in rows}
         return {proxy: found.get(proxy, ProxyState(proxy)) for proxy in ids}
 
-    async def success(self, proxy: str, now: float, latency_s: float) -> ProxyState:
-        return await self._change(proxy, lambda state: succeeded(state, now, latency_s))
+    async def success(self, proxy: str, now: float, latency_s: float, count: int = 1) -> ProxyState:
+        return await self._change(proxy, lambda state: succeeded(state, now, latency_s, count))
 
     async def penalize(
         self, proxy: str, now: float, *, error: bool, quarantine: bool, cooldown: Cooldown

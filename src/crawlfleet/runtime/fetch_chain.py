@@ -141,5 +141,6 @@ async def session_link(
     pool = proxy_pool(settings, clock, states)
     assert pool is not None  # config is set
     await pool.register()
+    stack.push_async_callback(pool.flush)  # before the stores close (the stack runs LIFO)
     strategy = FrontierStrategy(frontier)
     return (lambda fetcher: SessionFetcher(fetcher, pool, sessions, strategy, clock, config)), pool
