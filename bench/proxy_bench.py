@@ -19,16 +19,19 @@ for the proxied run every attempt of the state file must name the proxy.
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
+import platform
 import shutil
 import signal
 import sqlite3
 import statistics
+import subprocess
 import sys
 from pathlib import Path
 
 from crawl_bench import BENCH, REPO, WORK, command, ensure_site
-from machine import busy_cpu_s, describe_machine
+from machine import busy_cpu_s, cpu_model
 from measure import run_measured
 from nginx_server import NginxServer, read_log
 from results import write_section
@@ -47,6 +50,21 @@ def config_for(variant: str, run_dir: Path, proxy_url: str) -> list[str]:
     config = run_dir / "crawl.toml"
     config.write_text(f'[crawl.proxies]\ntiers = [["{tier}"]]\nsessions_per_domain = 8\n')
     return ["--config", str(config)]
+
+
+def describe() -> str:
+    """Date, machine, commit and the servers' versions (no Scrapy in this benchmark)."""
+    commit = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+        capture_output=True, text=True, check=False,
+    ).stdout.strip()  # fmt: skip
+    nginx = subprocess.run(["nginx", "-v"], capture_output=True, text=True, check=False)
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return (
+        f"Date: {now}. Machine: {os.cpu_count()} CPUs ({cpu_model()}), {platform.system()} "
+        f"{platform.release()}. crawlfleet at commit {commit} on Python "
+        f"{platform.python_version()}; {nginx.stderr.strip()}; tinyproxy 1.11 (Debian)."
+    )
 
 
 def unrouted_attempts(state: Path) -> int:
@@ -138,7 +156,7 @@ def main() -> None:
         [
             "## Proxies: pages/s direct vs crawl sessions vs one tinyproxy",
             "",
-            describe_machine(),
+            describe(),
             "",
             f"Site: {args.pages} pages on {args.hosts} hosts (bench/gen_site.py) served by a "
             "private nginx; `crawlfleet crawl` with 64 concurrent requests, no delay; `sessions`"
@@ -151,7 +169,8 @@ def main() -> None:
             "",
             "Rerun:",
             "",
-            f"    .venv/bin/python bench/proxy_bench.py --pages {args.pages} --runs {args.runs}",
+            f"    .venv/bin/python bench/proxy_bench.py --pages {args.pages} --runs {args.runs}"
+            + (" --loaded" if args.loaded else ""),
         ]
     )
     write_section(BENCH / "RESULTS.md", "proxies", body)
