@@ -37,7 +37,11 @@ def state_text(state: ProxyState, now: float) -> str:
 def proxy_table(states: list[ProxyState], now: float) -> Table:
     table = Table(title="proxies")
     for column in ("proxy", "address", "tier", "state", "successes", "bans", "errors", "latency"):
-        table.add_column(column, justify="right" if column in ("tier", "successes") else "left")
+        table.add_column(
+            column,
+            justify="right" if column in ("tier", "successes", "bans", "errors") else "left",
+            no_wrap=column in ("proxy", "address"),
+        )
     for state in sorted(states, key=lambda s: (s.tier, s.id)):
         table.add_row(
             safe(state.id),
@@ -68,7 +72,7 @@ def proxies(state: StateOpt = None, redis: RedisOpt = None, crawl_id: CrawlIdOpt
     except (CrawlfleetError, OSError) as exc:
         fail(exc, err)
     if not found:
-        out.print("no proxies recorded for this crawl (it has no [crawl.proxies])")
+        out.print("no proxies recorded for this crawl (it has no \\[crawl.proxies])")
         return
     out.print(proxy_table(found, time.time()))
 
