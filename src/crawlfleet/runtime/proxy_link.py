@@ -32,7 +32,7 @@ import logging
 import random
 import secrets
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Protocol
 from urllib.parse import urljoin
 
@@ -68,6 +68,25 @@ class StrategySlot(Protocol):
     async def read(self, domain: str) -> Mapping[str, str]: ...
 
     async def write(self, domain: str, strategy: Mapping[str, str]) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SessionIdentity:
+    """What another fetcher (a browser) needs to look like one crawl session of a domain.
+
+    ``user_agent`` and ``headers`` are the session's profile; ``proxy`` is ``http://host:port``
+    (None: direct) and ``proxy_auth`` its credentials (never shown by ``repr``).
+    """
+
+    route: Route
+    user_agent: str
+    headers: Mapping[str, str]
+    proxy: str | None
+    proxy_auth: tuple[str, str] | None
+    cookies: Mapping[str, str]
+
+    def __repr__(self) -> str:
+        return f"SessionIdentity(route={self.route!r}, user_agent={self.user_agent!r})"
 
 
 class NoProxyFree(FetchError):
@@ -126,6 +145,19 @@ class SessionFetcher:
                 return result
         assert result is not None  # MAX_SESSION_TRIES >= 1
         return result
+
+    async def identity(self, domain: str) -> SessionIdentity:
+        """The next session of ``domain`` (made or waited for like a fetch's), for a browser."""
+        session, endpoint = await self._session(domain)
+        chosen = profile(session.profile)
+        return SessionIdentity(
+            Route(session.id, endpoint.id, endpoint.tier),
+            chosen.user_agent,
+            chosen.as_dict(),
+            endpoint.url,
+            endpoint.auth,
+            dict(session.cookies),
+        )
 
     async def close(self) -> None:
         await self._http.close()

@@ -1,0 +1,78 @@
+"""The crawl-session link over its in-memory twins: what a browser fetcher gets, the strategy."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from crawlfleet.clock import FakeClock
+from crawlfleet.fetchers.http import HttpFetcher
+from crawlfleet.fetchers.profiles import PROFILES
+from crawlfleet.models import FetchResult
+from crawlfleet.proxies.endpoints import build_tiers
+from crawlfleet.proxies.memory import MemoryProxyStates
+from crawlfleet.proxies.pool import ProxyPool
+from crawlfleet.proxies.protocols import Cooldown
+from crawlfleet.runtime.proxy_link import SessionFetcher, proxy_refused
+from crawlfleet.sessions.memory import MemorySessionStore
+from crawlfleet.settings import ProxySettings, Settings
+
+T0 = 1_000_000.0
+SECRET = "Sup3r-secret"
+
+
+class Slot:
+    """A strategy slot in a dict (the frontier's stands behind it in a crawl)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, dict[str, str]] = {}
+
+    async def read(self, domain: str) -> Mapping[str, str]:
+        return dict(self.values.get(domain, {}))
+
+    async def write(self, domain: str, strategy: Mapping[str, str]) -> None:
+        self.values[domain] = dict(strategy)
+
+
+def link(tiers: list[list[str]], slot: Slot, clock: FakeClock) -> SessionFetcher:
+    config = ProxySettings(tiers=tiers, sessions_per_domain=2)
+    pool = ProxyPool(build_tiers(tiers), MemoryProxyStates(), clock, cooldown=Cooldown(30, 60))
+    http = HttpFetcher(Settings(), clock=clock)
+    return SessionFetcher(http, pool, MemorySessionStore(), slot, clock, config)
+
+
+async def test_a_browser_gets_the_sessions_ua_proxy_and_cookies_by_turn() -> None:
+    clock, slot = FakeClock(T0), Slot()
+    fetcher = link([["direct"], [f"http://u:{SECRET}@127.0.0.1:8902"]], slot, clock)
+    first = await fetcher.identity("shop.example")
+    assert (first.proxy, first.proxy_auth, first.route.tier) == (None, None, 0)
+    assert first.user_agent in {p.user_agent for p in PROFILES.values()}
+    assert first.headers["User-Agent"] == first.user_agent
+    await slot.write("shop.example", {"tier": "1", "fetcher": "browser"})
+    clock.advance(2)  # past the link's strategy cache
+    second = await fetcher.identity("shop.example")
+    assert (second.proxy, second.proxy_auth) == ("http://127.0.0.1:8902", ("u", SECRET))
+    assert second.route.tier == 1
+    assert SECRET not in repr(second)
+
+
+async def test_a_larger_session_epoch_retires_every_session() -> None:
+    clock, slot = FakeClock(T0), Slot()
+    fetcher = link([["direct"]], slot, clock)
+    before = {(await fetcher.identity("a.example")).route.session_id for _ in range(4)}
+    assert len(before) == 2  # sessions_per_domain, used in turn
+    await slot.write("a.example", {"session_epoch": "1"})
+    clock.advance(2)
+    after = {(await fetcher.identity("a.example")).route.session_id for _ in range(4)}
+    assert len(after) == 2
+    assert not before & after
+
+
+def test_a_refused_proxy_login_is_told_from_a_sites_401() -> None:
+    def result(status: int, challenge: str) -> FetchResult:
+        headers = {"www-authenticate": challenge} if challenge else {}
+        return FetchResult("http://a/", "http://a/", status, headers, b"", 0.0)
+
+    assert proxy_refused(result(407, ""))
+    assert proxy_refused(result(401, 'Basic realm="Tinyproxy"'))
+    assert not proxy_refused(result(401, 'Basic realm="Members"'))
+    assert not proxy_refused(result(403, ""))
