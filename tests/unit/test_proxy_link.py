@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
+
+from aiohttp import web
 
 from crawlfleet.clock import FakeClock
 from crawlfleet.fetchers.http import HttpFetcher
 from crawlfleet.fetchers.profiles import PROFILES
-from crawlfleet.models import FetchResult
+from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.proxies.endpoints import build_tiers
 from crawlfleet.proxies.memory import MemoryProxyStates
 from crawlfleet.proxies.pool import ProxyPool
@@ -15,6 +18,7 @@ from crawlfleet.proxies.protocols import Cooldown
 from crawlfleet.runtime.proxy_link import SessionFetcher, proxy_refused
 from crawlfleet.sessions.memory import MemorySessionStore
 from crawlfleet.settings import ProxySettings, Settings
+from tests.fixtures.loopback import serve
 
 T0 = 1_000_000.0
 SECRET = "Sup3r-secret"
@@ -76,3 +80,41 @@ def test_a_refused_proxy_login_is_told_from_a_sites_401() -> None:
     assert proxy_refused(result(401, 'Basic realm="Tinyproxy"'))
     assert not proxy_refused(result(401, 'Basic realm="Members"'))
     assert not proxy_refused(result(403, ""))
+
+
+async def test_a_session_retired_while_a_fetch_is_in_flight_is_not_stored_again() -> None:
+    release = asyncio.Event()
+
+    async def slow(request: web.Request) -> web.Response:
+        await release.wait()
+        response = web.Response(text="<html><body>ok</body></html>", content_type="text/html")
+        response.set_cookie("late", "1")
+        return response
+
+    async def blocked(request: web.Request) -> web.Response:
+        return web.Response(status=403, text="no")
+
+    app = web.Application()
+    app.add_routes([web.get("/slow", slow), web.get("/blocked", blocked)])
+    clock, slot = FakeClock(T0), Slot()
+    config = ProxySettings(tiers=[["direct"]], sessions_per_domain=1)
+    pool = ProxyPool(build_tiers([["direct"]]), MemoryProxyStates(), clock, cooldown=Cooldown(1, 1))
+    store = MemorySessionStore()
+    http = HttpFetcher(Settings(allow_private_addresses=True), clock=clock, follow_redirects=False)
+    fetcher = SessionFetcher(http, pool, store, slot, clock, config)
+    try:
+        async with serve(app) as base:
+            in_flight = asyncio.create_task(fetcher.fetch(request(f"{base}/slow")))
+            await asyncio.sleep(0.2)  # the slow fetch holds the domain's only session
+            (first,) = await store.crawl_sessions("127.0.0.1")
+            blocked_result = await fetcher.fetch(request(f"{base}/blocked"))
+            assert blocked_result.status == 403  # ...and that session is retired
+            release.set()
+            assert (await in_flight).status == 200
+    finally:
+        await fetcher.close()
+    assert first.id not in {s.id for s in await store.crawl_sessions("127.0.0.1")}
+
+
+def request(url: str) -> CrawlRequest:
+    return CrawlRequest(url, url, "127.0.0.1")

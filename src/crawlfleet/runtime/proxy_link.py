@@ -222,6 +222,8 @@ class SessionFetcher:
             return session
         kept = replace(session, cookies=jar)
         live = self._live.get(session.domain, [])
+        if all(s.id != session.id for s in live):
+            return kept  # retired meanwhile (a block through it): not stored again
         self._live[session.domain] = [kept if s.id == session.id else s for s in live]
         await self._store.put(kept)
         return kept
