@@ -26,6 +26,7 @@ from crawlfleet.monitoring.sqlite_reader import AttemptFilter
 from crawlfleet.pipeline.sinks.postgres import PostgresSink
 from crawlfleet.pipeline.sinks.postgres_schema import migrate
 from crawlfleet.runtime.backends import frontier_prefix
+from crawlfleet.runtime.celery.crawls import delete_crawl
 from crawlfleet.runtime.celery.definition import (
     ACTIVE_CRAWLS,
     WORKERS,
@@ -119,6 +120,12 @@ async def test_the_distributed_source_reads_and_operates_a_crawl(
         assert items.fill_rates() == {"name": 1.0, "price": 0.0}
 
         assert await source.requeue_class(crawl_id, "HTTP 500") == 1
+        assert (await reader.counts()).dead == 0
+        # Started over (crawl --fresh): the frontier opened before is opened again.
+        await delete_crawl(raw, crawl_id)
+        await define(raw, redis_url, postgres_dsn, crawl_id)
+        assert (await reader.counts()).dead == 1
+        assert await source.purge_class(crawl_id, "HTTP 500") == 1
         assert (await reader.counts()).dead == 0
         await source.set_paused(crawl_id, True)
         assert await raw.get(control_key(crawl_id)) == "paused"

@@ -2,7 +2,8 @@
 
 Crawls are the definitions in Redis (``runtime.celery.crawls.list_crawls``); each one's
 figures, domains and dead letters are read through its ``Frontier``, opened once with the
-settings of its definition (``open_crawl_frontier``), and its run state from the operator's
+settings of its definition (``open_crawl_frontier``; reopened when the crawl is started
+over: ``crawl_frontier.CrawlFrontier``), and its run state from the operator's
 control key and the dispatcher's active set, as ``crawlfleet status`` shows it. Attempts
 (with filters) and items come from PostgreSQL through one read-only connection
 (``runtime.backends.open_postgres_reader``). Workers are the heartbeats in
@@ -23,6 +24,7 @@ from contextlib import AsyncExitStack
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from crawlfleet.dashboard.crawl_frontier import CrawlFrontier
 from crawlfleet.dashboard.sources import (
     ITEM_ROWS,
     ActionRefused,
@@ -63,7 +65,7 @@ class DistributedSource:
         self._stack: AsyncExitStack | None = None
         self._client: Redis | None = None
         self._postgres: PostgresReader | None = None
-        self._frontiers: dict[str, Frontier] = {}
+        self._frontiers: dict[str, CrawlFrontier] = {}
         self._rates = WorkerRates()
 
     async def probe(self) -> None:
@@ -83,16 +85,18 @@ class DistributedSource:
             raise self._redis_error(exc) from None
         return ids
 
-    async def reader(self, crawl_id: str) -> Frontier:
-        frontier = self._frontiers.get(crawl_id)
-        if frontier is None:
-            stack = self._opened()
-            try:
-                frontier = await open_crawl_frontier(self._redis_url, crawl_id, stack)
-            except ConfigError as exc:
-                raise StateError(f"crawl {crawl_id!r}: {exc}") from None
-            self._frontiers[crawl_id] = frontier
-        return frontier
+    async def reader(self, crawl_id: str) -> CrawlFrontier:
+        opened = self._frontiers.get(crawl_id)
+        if opened is None:
+
+            async def opener(stack: AsyncExitStack) -> Frontier:
+                try:
+                    return await open_crawl_frontier(self._redis_url, crawl_id, stack)
+                except ConfigError as exc:
+                    raise StateError(f"crawl {crawl_id!r}: {exc}") from None
+
+            opened = self._frontiers[crawl_id] = await CrawlFrontier.open(opener)
+        return opened
 
     async def run_state(self, crawl_id: str, counts: QueueCounts) -> str:
         client = self._redis()
@@ -157,7 +161,10 @@ class DistributedSource:
     async def close(self) -> None:
         stack, self._stack = self._stack, None
         self._client = self._postgres = None
+        opened = list(self._frontiers.values())
         self._frontiers.clear()
+        for frontier in opened:
+            await frontier.close()
         if stack is not None:
             await stack.aclose()
 
