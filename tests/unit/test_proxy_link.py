@@ -118,3 +118,19 @@ async def test_a_session_retired_while_a_fetch_is_in_flight_is_not_stored_again(
 
 def request(url: str) -> CrawlRequest:
     return CrawlRequest(url, url, "127.0.0.1")
+
+
+async def test_only_the_call_that_quarantines_a_proxy_says_so() -> None:
+    clock, states = FakeClock(T0), MemoryProxyStates()
+    tiers = build_tiers([["http://127.0.0.1:8901"]])
+    one = ProxyPool(tiers, states, clock, cooldown=Cooldown(30, 60))
+    other = ProxyPool(tiers, states, clock, cooldown=Cooldown(30, 60))
+    (endpoint,) = tiers[0]
+    state, began = await one.penalize(endpoint, error=False, quarantine=True)
+    assert began
+    assert state.quarantined_until == T0 + 30
+    clock.advance(0.5)
+    again, began_again = await other.penalize(endpoint, error=False, quarantine=True)
+    assert not began_again  # the other process's answer arrived after the quarantine began
+    assert again.quarantined_until == T0 + 30
+    assert not await other.usable(endpoint.id)

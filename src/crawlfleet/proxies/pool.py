@@ -20,6 +20,8 @@ from crawlfleet.proxies.protocols import Cooldown, ProxyState, ProxyStateStore
 ROUND_ROBIN = "round_robin"
 LEAST_RECENTLY_USED = "least_recently_used"
 REFRESH_S = 1.0
+SAME_TIME_S = 1e-3
+"""Two release times this close were set by one call (Redis keeps 14 significant digits)."""
 
 
 class ProxyPool:
@@ -110,14 +112,16 @@ class ProxyPool:
 
     async def penalize(
         self, endpoint: ProxyEndpoint, *, error: bool, quarantine: bool
-    ) -> ProxyState:
-        """Count a ban signal or proxy fault; quarantine it if ``quarantine``."""
+    ) -> tuple[ProxyState, bool]:
+        """Count a ban signal or proxy fault; quarantine it if ``quarantine``.
+
+        Returns its record and whether this call began its quarantine (False when it was
+        quarantined already, by this process or another: its release was set at another time).
+        """
+        now = self._clock.now()
         state = await self._store.penalize(
-            endpoint.id,
-            self._clock.now(),
-            error=error,
-            quarantine=quarantine,
-            cooldown=self.cooldown,
+            endpoint.id, now, error=error, quarantine=quarantine, cooldown=self.cooldown
         )
         self._states[endpoint.id] = state
-        return state
+        began = now + self.cooldown.after(state.strikes)
+        return state, quarantine and abs(state.quarantined_until - began) < SAME_TIME_S

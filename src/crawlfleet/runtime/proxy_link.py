@@ -239,12 +239,12 @@ class SessionFetcher:
             for proxy, at in self._last_success.get(domain, {}).items()
         )
         own = others or streak >= self._settings.ban_after
-        was_free = await self._pool.usable(endpoint.id)
-        state = await self._pool.penalize(endpoint, error=False, quarantine=own)
+        state, began = await self._pool.penalize(endpoint, error=False, quarantine=own)
         await self._retire(session)
+        own = own or state.quarantined(now)  # quarantined by another process already
         if own:
             self._streaks.pop(key, None)
-            if was_free:
+            if began:
                 log.warning(
                     "%s: proxy %s quarantined for %.0f s (%s, %d bans)",
                     domain, endpoint.id, state.quarantined_until - now, why, state.bans,
@@ -252,10 +252,9 @@ class SessionFetcher:
         return own
 
     async def _proxy_fault(self, session: CrawlSession, endpoint: ProxyEndpoint, why: str) -> None:
-        was_free = await self._pool.usable(endpoint.id)
-        state = await self._pool.penalize(endpoint, error=True, quarantine=True)
+        state, began = await self._pool.penalize(endpoint, error=True, quarantine=True)
         await self._retire(session)
-        if was_free:
+        if began:
             log.warning(
                 "proxy %s quarantined for %.0f s: %s",
                 endpoint.id, state.quarantined_until - self._clock.now(), why,
