@@ -10,7 +10,9 @@ from pathlib import Path
 import psycopg
 import pytest
 import redis
+from typer.testing import CliRunner
 
+from crawlfleet.cli.main import app
 from crawlfleet.demosite import GUARDED, GuardRules, ThreadedDemoSite
 from crawlfleet.proxies.endpoints import build_tiers
 from crawlfleet.proxies.pool import REFRESH_S
@@ -76,4 +78,10 @@ def test_a_proxy_banned_through_one_worker_is_avoided_by_the_other(
         record = json.loads(client.hget("crawlfleet:{proxied}:proxies", banned_id) or "{}")
     assert record["strikes"] >= 1
     assert record["label"] == f"127.0.0.1:{banned.port}"
-    assert all(PASSWORD not in text for text in [result.stdout, *logs])
+    listing = CliRunner().invoke(
+        app, ["proxies", "--redis", redis_url, "--crawl-id", "proxied"], env={"COLUMNS": "200"}
+    )
+    assert listing.exit_code == 0, listing.output
+    (banned_line,) = [line for line in listing.output.splitlines() if banned_id in line]
+    assert "quarantined until" in banned_line
+    assert all(PASSWORD not in text for text in [result.stdout, listing.output, *logs])
