@@ -152,7 +152,7 @@ async def test_every_tier_quarantined_moves_on_then_waits_and_finishes(
                 tiers=[[first.url], [second.url]], cooldown_s=1.0, max_cooldown_s=2.0
             ),
         )
-        with caplog.at_level(logging.WARNING, logger="crawlfleet.runtime.proxy_link"):
+        with caplog.at_level(logging.WARNING, logger="crawlfleet.runtime.session_pool"):
             complete, dead = await crawl_in_process(settings, seed)
         missing = pages_ok(site.log, 10)
     assert (complete, dead, missing) == (True, 0, set())

@@ -16,6 +16,7 @@ from crawlfleet.proxies.memory import MemoryProxyStates
 from crawlfleet.proxies.pool import ProxyPool
 from crawlfleet.proxies.protocols import Cooldown
 from crawlfleet.runtime.proxy_link import SessionFetcher, proxy_refused
+from crawlfleet.runtime.session_pool import SessionPool
 from crawlfleet.sessions.memory import MemorySessionStore
 from crawlfleet.settings import ProxySettings, Settings
 from tests.fixtures.loopback import serve
@@ -41,7 +42,8 @@ def link(tiers: list[list[str]], slot: Slot, clock: FakeClock) -> SessionFetcher
     config = ProxySettings(tiers=tiers, sessions_per_domain=2)
     pool = ProxyPool(build_tiers(tiers), MemoryProxyStates(), clock, cooldown=Cooldown(30, 60))
     http = HttpFetcher(Settings(), clock=clock)
-    return SessionFetcher(http, pool, MemorySessionStore(), slot, clock, config)
+    sessions = SessionPool(pool, MemorySessionStore(), slot, clock, config)
+    return SessionFetcher(http, pool, sessions, clock, config)
 
 
 async def test_a_browser_gets_the_sessions_ua_proxy_and_cookies_by_turn() -> None:
@@ -101,7 +103,9 @@ async def test_a_session_retired_while_a_fetch_is_in_flight_is_not_stored_again(
     pool = ProxyPool(build_tiers([["direct"]]), MemoryProxyStates(), clock, cooldown=Cooldown(1, 1))
     store = MemorySessionStore()
     http = HttpFetcher(Settings(allow_private_addresses=True), clock=clock, follow_redirects=False)
-    fetcher = SessionFetcher(http, pool, store, slot, clock, config)
+    fetcher = SessionFetcher(
+        http, pool, SessionPool(pool, store, slot, clock, config), clock, config
+    )
     try:
         async with serve(app) as base:
             in_flight = asyncio.create_task(fetcher.fetch(request(f"{base}/slow")))

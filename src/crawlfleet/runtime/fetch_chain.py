@@ -6,7 +6,7 @@ Top to bottom (a request goes down, its response comes back up)::
     cache            --http-cache: answer from disk, store what comes back (fetchers/cache.py)
     login session    the domain's cookies; logs in first and again when logged out (login.py)
     crawl session    [crawl.proxies]: proxy + header profile + cookie jar of the domain's
-                     tier, quarantine of banned proxies (proxy_link.py)
+                     tier (session_pool.py), quarantine of banned proxies (proxy_link.py)
     HttpFetcher      the network
 
 Hooks see every request and response, replayed or not; the cache is keyed on the request
@@ -42,6 +42,7 @@ from crawlfleet.proxies.protocols import Cooldown, ProxyStateStore
 from crawlfleet.runtime.backends import open_proxy_stores
 from crawlfleet.runtime.login import LoginFetcher, check_logins, open_session_store
 from crawlfleet.runtime.proxy_link import SessionFetcher
+from crawlfleet.runtime.session_pool import SessionPool
 from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.settings import Settings
 
@@ -142,5 +143,5 @@ async def session_link(
     assert pool is not None  # config is set
     await pool.register()
     stack.push_async_callback(pool.flush)  # before the stores close (the stack runs LIFO)
-    strategy = FrontierStrategy(frontier)
-    return (lambda fetcher: SessionFetcher(fetcher, pool, sessions, strategy, clock, config)), pool
+    taken = SessionPool(pool, sessions, FrontierStrategy(frontier), clock, config)
+    return (lambda fetcher: SessionFetcher(fetcher, pool, taken, clock, config)), pool

@@ -1,11 +1,8 @@
 """The fetch-chain link that sends each request through a crawl session of its domain.
 
-A crawl session is a proxy (or ``direct``) of the domain's current tier, a header profile
-(``fetchers/profiles.py``) and a cookie jar, kept in the ``CrawlSessionStore`` so that a resumed
-crawl, and every worker, finds it again. Each domain has up to ``sessions_per_domain`` live
-sessions, used in turn. The domain's strategy slot (shared contract, written by whoever owns
-the key) decides: ``tier`` (absent: 0) picks the tier; a larger ``session_epoch`` retires every
-session made under a smaller one.
+Which session (proxy of the domain's tier + header profile + cookie jar) a request takes, and
+how tiers move and waits happen, is ``runtime/session_pool.py``'s; this link sends the request
+through it and judges what came back.
 
 What a fetch tells (all changes go to the shared ``ProxyPool`` state):
 
@@ -19,27 +16,21 @@ What a fetch tells (all changes go to the shared ``ProxyPool`` state):
 - a redirect to the same URL that sets a cookie (a cookie challenge) is followed once with
   the session's jar; every ``Set-Cookie`` is kept in the jar.
 
-When every proxy of the tier is quarantined, the domain's ``tier`` moves to the next tier; on
-the last tier the step waits (one log line) until the earliest release, at most ``max_wait_s``,
-then fails as a transient error. Nothing here spins. Proxies appear by id only: never a URL
-with credentials in a log line, an error or the attempt log.
+Proxies appear by id only: never a URL with credentials in a log line, an error or the
+attempt log.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import random
-import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Protocol
 from urllib.parse import urljoin
 
 from crawlfleet.clock import Clock
 from crawlfleet.errors import FetchError, ForbiddenAddress, TooLarge
 from crawlfleet.fetchers.http import REDIRECT_STATUSES, HttpFetcher, Via
-from crawlfleet.fetchers.profiles import pick_profile, profile
+from crawlfleet.fetchers.profiles import profile
 from crawlfleet.frontier.politeness import judge
 from crawlfleet.frontier.protocols import Signal
 from crawlfleet.models import CrawlRequest, FetchResult, Route
@@ -47,27 +38,17 @@ from crawlfleet.proxies.endpoints import ProxyEndpoint
 from crawlfleet.proxies.pool import ProxyPool
 from crawlfleet.redact import redact
 from crawlfleet.runtime.login import cookie_header, set_cookies
-from crawlfleet.sessions.protocols import CrawlSession, CrawlSessionStore
+from crawlfleet.runtime.session_pool import SessionPool
+from crawlfleet.sessions.protocols import CrawlSession
 from crawlfleet.settings import ProxySettings
 
 log = logging.getLogger(__name__)
 
-TIER = "tier"
-SESSION_EPOCH = "session_epoch"
 ATTRIBUTION_WINDOW_S = 60.0
 """A block is a proxy's own when another proxy succeeded on the domain this recently."""
 MAX_SESSION_TRIES = 3
-STRATEGY_TTL_S = 1.0
 PROXY_AUTH_REQUIRED = 407
 UNAUTHORIZED = 401
-
-
-class StrategySlot(Protocol):
-    """A domain's shared strategy mapping (``Frontier.domain(...).strategy``)."""
-
-    async def read(self, domain: str) -> Mapping[str, str]: ...
-
-    async def write(self, domain: str, strategy: Mapping[str, str]) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,25 +70,6 @@ class SessionIdentity:
         return f"SessionIdentity(route={self.route!r}, user_agent={self.user_agent!r})"
 
 
-class NoProxyFree(FetchError):
-    """Every proxy of the domain's last tier stayed quarantined past ``max_wait_s``."""
-
-
-def tier_of(strategy: Mapping[str, str]) -> int:
-    return _number(strategy.get(TIER))
-
-
-def epoch_of(strategy: Mapping[str, str]) -> int:
-    return _number(strategy.get(SESSION_EPOCH))
-
-
-def _number(value: str | None) -> int:
-    try:
-        return max(0, int(value)) if value is not None else 0
-    except ValueError:
-        return 0
-
-
 class SessionFetcher:
     """A ``Fetcher`` that sends every request through a crawl session of its domain."""
 
@@ -115,31 +77,22 @@ class SessionFetcher:
         self,
         http: HttpFetcher,
         pool: ProxyPool,
-        sessions: CrawlSessionStore,
-        strategy: StrategySlot,
+        sessions: SessionPool,
         clock: Clock,
         settings: ProxySettings,
-        *,
-        rng: random.Random | None = None,
     ) -> None:
         self._http = http
         self._pool = pool
-        self._store = sessions
-        self._strategy = strategy
+        self._sessions = sessions
         self._clock = clock
         self._settings = settings
-        self._rng = rng or random.Random()
-        self._live: dict[str, list[CrawlSession]] = {}
-        self._turn: dict[str, int] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
-        self._strategies: dict[str, tuple[float, Mapping[str, str]]] = {}
         self._last_success: dict[str, dict[str, float]] = {}
         self._streaks: dict[tuple[str, str], int] = {}
 
     async def fetch(self, request: CrawlRequest) -> FetchResult:
         result: FetchResult | None = None
         for _ in range(MAX_SESSION_TRIES):
-            session, endpoint = await self._session(request.domain)
+            session, endpoint = await self._sessions.take(request.domain)
             result, retry = await self._through(request, session, endpoint)
             if not retry:
                 return result
@@ -148,7 +101,7 @@ class SessionFetcher:
 
     async def identity(self, domain: str) -> SessionIdentity:
         """The next session of ``domain`` (made or waited for like a fetch's), for a browser."""
-        session, endpoint = await self._session(domain)
+        session, endpoint = await self._sessions.take(domain)
         chosen = profile(session.profile)
         return SessionIdentity(
             Route(session.id, endpoint.id, endpoint.tier),
@@ -221,11 +174,7 @@ class SessionFetcher:
         if jar == dict(session.cookies):
             return session
         kept = replace(session, cookies=jar)
-        live = self._live.get(session.domain, [])
-        if all(s.id != session.id for s in live):
-            return kept  # retired meanwhile (a block through it): not stored again
-        self._live[session.domain] = [kept if s.id == session.id else s for s in live]
-        await self._store.put(kept)
+        await self._sessions.keep(kept)
         return kept
 
     async def _blocked(self, session: CrawlSession, endpoint: ProxyEndpoint, why: str) -> bool:
@@ -240,7 +189,7 @@ class SessionFetcher:
         )
         own = others or streak >= self._settings.ban_after
         state, began = await self._pool.penalize(endpoint, error=False, quarantine=own)
-        await self._retire(session)
+        await self._sessions.retire(session)
         own = own or state.quarantined(now)  # quarantined by another process already
         if own:
             self._streaks.pop(key, None)
@@ -253,101 +202,12 @@ class SessionFetcher:
 
     async def _proxy_fault(self, session: CrawlSession, endpoint: ProxyEndpoint, why: str) -> None:
         state, began = await self._pool.penalize(endpoint, error=True, quarantine=True)
-        await self._retire(session)
+        await self._sessions.retire(session)
         if began:
             log.warning(
                 "proxy %s quarantined for %.0f s: %s",
                 endpoint.id, state.quarantined_until - self._clock.now(), why,
             )  # fmt: skip
-
-    async def _retire(self, session: CrawlSession) -> None:
-        live = self._live.get(session.domain, [])
-        self._live[session.domain] = [s for s in live if s.id != session.id]
-        await self._store.retire(session.domain, session.id)
-
-    async def _session(self, domain: str) -> tuple[CrawlSession, ProxyEndpoint]:
-        """A live session of the domain's current tier and epoch (made or waited for)."""
-        async with self._locks.setdefault(domain, asyncio.Lock()):
-            waited = False
-            while True:
-                strategy = await self._read_strategy(domain)
-                tier = min(tier_of(strategy), len(self._pool.tiers) - 1)
-                live = await self._live_sessions(domain, tier, epoch_of(strategy))
-                if len(live) < self._settings.sessions_per_domain:
-                    made = await self._new_session(domain, tier, epoch_of(strategy))
-                    if made is not None:
-                        live.append(made)
-                if live:
-                    turn = self._turn.get(domain, 0)
-                    self._turn[domain] = turn + 1
-                    chosen = live[turn % len(live)]
-                    endpoint = self._pool.endpoint(chosen.proxy)
-                    assert endpoint is not None  # _live_sessions keeps known proxies only
-                    return chosen, endpoint
-                if tier + 1 < len(self._pool.tiers):
-                    await self._next_tier(domain, tier)
-                    continue
-                if waited:
-                    until = await self._pool.earliest_release(tier)
-                    raise NoProxyFree(
-                        f"{domain}: every proxy of tier {tier} is quarantined until {until:.0f}"
-                    )
-                await self._wait(domain, tier)
-                waited = True
-
-    async def _live_sessions(self, domain: str, tier: int, epoch: int) -> list[CrawlSession]:
-        if domain not in self._live:
-            self._live[domain] = await self._store.crawl_sessions(domain)
-        kept: list[CrawlSession] = []
-        for session in self._live[domain]:
-            stale = session.epoch < epoch or session.tier != tier
-            if stale or not await self._pool.usable(session.proxy):
-                await self._store.retire(domain, session.id)
-            else:
-                kept.append(session)
-        self._live[domain] = kept
-        return list(kept)
-
-    async def _new_session(self, domain: str, tier: int, epoch: int) -> CrawlSession | None:
-        endpoint = await self._pool.choose(tier)
-        if endpoint is None:
-            return None
-        chosen = pick_profile(self._rng, tuple(self._settings.profiles))
-        session = CrawlSession(secrets.token_hex(6), domain, endpoint.id, tier, chosen.name, epoch)
-        self._live.setdefault(domain, []).append(session)
-        await self._store.put(session)
-        return session
-
-    async def _read_strategy(self, domain: str) -> Mapping[str, str]:
-        now = self._clock.now()
-        cached = self._strategies.get(domain)
-        if cached is not None and now - cached[0] < STRATEGY_TTL_S:
-            return cached[1]
-        strategy = dict(await self._strategy.read(domain))
-        self._strategies[domain] = (now, strategy)
-        return strategy
-
-    async def _next_tier(self, domain: str, tier: int) -> None:
-        """Move the domain from ``tier`` to the next one (unless someone already moved it)."""
-        current = dict(await self._strategy.read(domain))
-        if tier_of(current) <= tier:
-            current[TIER] = str(tier + 1)
-            await self._strategy.write(domain, current)
-            log.warning(
-                "%s: every proxy of tier %d is quarantined; moving to tier %d",
-                domain, tier, tier + 1,
-            )  # fmt: skip
-        self._strategies[domain] = (self._clock.now(), current)
-
-    async def _wait(self, domain: str, tier: int) -> None:
-        until = await self._pool.earliest_release(tier)
-        wait_s = max(0.0, min(until - self._clock.now(), self._settings.max_wait_s))
-        log.warning(
-            "%s: every proxy of the last tier (%d) is quarantined; waiting %.1f s for the"
-            " earliest release",
-            domain, tier, wait_s,
-        )  # fmt: skip
-        await self._clock.sleep(wait_s)
 
 
 def proxy_refused(result: FetchResult) -> bool:
