@@ -1,7 +1,8 @@
 -- End a lease (complete, retry or bury) and record its report, in one step: the request's
 -- new state, the counters, the attempt row, the domain's rest, block window and Retry-After.
 -- Returns {0} when the lease is not current (nothing changes), else {1} or, when the block
--- level moved, {1, 'escalated' | 'recovered', level, blocks, judged, cooldown_until}.
+-- level moved, {1, 'escalated' | 'recovered', level, blocks, judged, cooldown_until, rung,
+-- strategy JSON}; rung and strategy are '' when there are no rungs (the slot is untouched).
 -- KEYS[1] epoch
 -- KEYS[2] req
 -- KEYS[3] parked
@@ -35,6 +36,68 @@
 --   cooldown_s
 -- ARGV[19] attempt JSON
 -- ARGV[20] counters: a JSON object, name -> number
+-- ARGV[21] the ladder's rungs, comma-separated ('' for none): frontier/ladder.py's rules
+
+-- The ladder (frontier/ladder.py): the rung of a level, and the strategy slot moved with it.
+local rungs = {}
+for name in string.gmatch(ARGV[21], '[^,]+') do
+  table.insert(rungs, name)
+end
+
+local function rung_of(level)
+  return rungs[level] or 'slow'
+end
+
+local function number(strategy, name)
+  local value = strategy[name]
+  if type(value) == 'string' and string.match(value, '^%d+$') then
+    return tonumber(value)
+  end
+  return 0
+end
+
+-- The new strategy JSON after the level moved to `level`, written to the domain's record.
+local function move_strategy(key, up, level)
+  local raw = redis.call('HGET', key, 'strategy')
+  local s = raw and cjson.decode(raw) or {}
+  if up then
+    local name = rung_of(level)
+    if name == 'session' then
+      s.session_epoch = tostring(number(s, 'session_epoch') + 1)
+    elseif name == 'tier' then
+      local tiers = 0
+      for _, r in ipairs(rungs) do
+        if r == 'tier' then
+          tiers = tiers + 1
+        end
+      end
+      s.tier = tostring(math.min(number(s, 'tier') + 1, tiers))
+    elseif name == 'impersonate' or name == 'browser' then
+      s.fetcher = name
+    end
+  else
+    local left = rung_of(level + 1)
+    if left == 'tier' then
+      s.tier = tostring(math.max(number(s, 'tier') - 1, 0))
+    elseif left == 'impersonate' or left == 'browser' then
+      local below = nil
+      for i = 1, math.min(level, #rungs) do
+        if rungs[i] == 'impersonate' or rungs[i] == 'browser' then
+          below = rungs[i]
+        end
+      end
+      s.fetcher = below
+    end
+  end
+  if level > 0 then
+    s.rung = rung_of(level)
+  else
+    s.rung = nil
+  end
+  local json = cjson.encode(s)
+  redis.call('HSET', key, 'strategy', json)
+  return json
+end
 
 check_epoch()
 local fp = end_lease(ARGV[2])
@@ -88,7 +151,11 @@ if ARGV[7] == 'block' then
     local cooldown = at + tonumber(ARGV[18]) * 2 ^ (level - 1)
     new_ready = math.max(new_ready, cooldown)
     redis.call('HSET', key, 'cooldown', fmt(cooldown), 'reason', ARGV[8])
-    result = {1, 'escalated', level, blocks, judged, fmt(cooldown)}
+    result = {1, 'escalated', level, blocks, judged, fmt(cooldown), '', ''}
+    if #rungs > 0 then
+      result[7] = rung_of(level)
+      result[8] = move_strategy(key, true, level)
+    end
   end
   redis.call('HSET', key, 'level', level, 'window', window, 'streak', streak)
 elseif ARGV[7] == 'success' then
@@ -97,7 +164,11 @@ elseif ARGV[7] == 'success' then
   if level > 0 and streak >= recover_after then
     level = level - 1
     streak = 0
-    result = {1, 'recovered', level, 0, 0, '0'}
+    result = {1, 'recovered', level, 0, 0, '0', '', ''}
+    if #rungs > 0 then
+      result[7] = level > 0 and rung_of(level) or ''
+      result[8] = move_strategy(key, false, level)
+    end
   end
   redis.call('HSET', key, 'level', level, 'window', window, 'streak', streak)
 end
