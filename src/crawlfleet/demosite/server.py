@@ -12,6 +12,7 @@ from crawlfleet.demosite.accesslog import AccessLog, AccessRecord
 from crawlfleet.demosite.hazards import FlakyCounters, Hazards
 from crawlfleet.demosite.lab import Lab
 from crawlfleet.demosite.members import Members
+from crawlfleet.demosite.picky import Picky
 from crawlfleet.demosite.quotes import Quotes
 from crawlfleet.demosite.robots_sites import RobotsSite
 from crawlfleet.demosite.roles import (
@@ -130,6 +131,7 @@ class DemoSite:
         elif role == LAB:
             app.add_routes(Lab(self.url).routes())
             app.add_routes(Hazards(self._flaky).routes())
+            app.add_routes(Picky().routes())
         elif role == ROBOTS_5XX:
             app.add_routes(RobotsSite(robots_status=503).routes())
         elif role == ROBOTS_404:

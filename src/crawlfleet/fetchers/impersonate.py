@@ -186,7 +186,9 @@ class ImpersonateFetcher:
                 await multi.add_handle(curl)
             except CurlError as exc:
                 raise self._describe(exc, str(target), transfer) from None
-            status = int(curl.getinfo(CurlInfo.RESPONSE_CODE))  # type: ignore[call-overload]
+            status = curl.getinfo(CurlInfo.RESPONSE_CODE)
+            if not isinstance(status, int):
+                raise FetchError(f"{target}: no status read", transient=True)
         finally:
             curl.clean_handles_and_buffers()
             multi.remove_handle(curl)
@@ -259,7 +261,7 @@ class ImpersonateFetcher:
             curl.close()
         if self._multi is not None:
             multi, self._multi = self._multi, None
-            await multi.close()
+            await multi.close()  # type: ignore[no-untyped-call]
 
 
 def _encoded(header_lines: list[bytes]) -> bool:

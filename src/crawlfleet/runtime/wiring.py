@@ -18,6 +18,7 @@ from crawlfleet.fetchers.files import FileFetcher
 from crawlfleet.fetchers.http import HttpFetcher
 from crawlfleet.fetchers.protocols import Fetcher
 from crawlfleet.frontier.frontier import Frontier, RetryPolicy
+from crawlfleet.frontier.ladder import usable_rungs
 from crawlfleet.frontier.protocols import BlockRules, Budget, DomainPolicy, QueueStore
 from crawlfleet.frontier.robots import ROBOTS_MAX_BYTES, FetchFn, RobotsCache
 from crawlfleet.frontier.scope import Scope, TrapLimits
@@ -33,6 +34,8 @@ from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.backends import Backends, open_store
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
 from crawlfleet.runtime.fetch_chain import cached, hooked, login_link
+from crawlfleet.runtime.kinds import IMPERSONATE, SERVABLE_KINDS, WORKER_KINDS
+from crawlfleet.runtime.strategy import Strategies
 from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.settings import Settings
 from crawlfleet.urls import UrlRules, fingerprint
@@ -42,8 +45,14 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def domain_policy(settings: Settings) -> DomainPolicy:
-    """The crawl's default politeness and block rules, from the settings."""
+def domain_policy(settings: Settings, *, proxy_tiers: int = 0) -> DomainPolicy:
+    """The crawl's default politeness and block rules, from the settings.
+
+    The ladder keeps the rungs this crawl can use: a ``tier`` rung per proxy tier past the
+    first (``proxy_tiers``: none in this build), a fetcher rung when its kind is served.
+    """
+    kinds = SERVABLE_KINDS if settings.redis_url is None else WORKER_KINDS
+    rungs = usable_rungs(settings.ladder, proxy_tiers=proxy_tiers, kinds=kinds)
     return DomainPolicy(
         delay_s=settings.delay_s,
         max_in_flight=settings.per_domain_concurrency,
@@ -54,6 +63,7 @@ def domain_policy(settings: Settings) -> DomainPolicy:
             recover_after=settings.block_recover_after,
             max_level=settings.block_max_level,
             cooldown_s=settings.block_cooldown_s,
+            ladder=rungs,
         ),
     )
 
@@ -91,13 +101,20 @@ def build_fetchers(
 ) -> dict[str, Fetcher]:
     """The crawl's fetchers by kind; redirects become queued links (``Crawler``).
 
-    The HTTP chain, top to bottom: hooks, cache, ``logged_in`` (``runtime.fetch_chain``).
+    The HTTP chain, top to bottom: hooks, cache, ``logged_in`` (``runtime.fetch_chain``);
+    the ``impersonate`` fetcher (when servable) sits in the same chain.
     """
     http = HttpFetcher(settings, clock=clock, follow_redirects=False, credentials=credentials)
-    return {
+    fetchers: dict[str, Fetcher] = {
         "http": hooked(cached(logged_in(http), settings, clock), settings),
         "file": FileFetcher(settings, clock=clock),
     }
+    if IMPERSONATE in SERVABLE_KINDS:
+        from crawlfleet.fetchers.impersonate import ImpersonateFetcher  # the stealth extra
+
+        browser_like = ImpersonateFetcher(settings, clock=clock, credentials=credentials)
+        fetchers[IMPERSONATE] = hooked(cached(logged_in(browser_like), settings, clock), settings)
+    return fetchers
 
 
 def robots_fetch(
@@ -208,6 +225,7 @@ async def build_crawl(
         max_retry_after_s=settings.max_retry_after_s,
         max_step_s=settings.max_step_s,
         parse_budget=budget,
+        strategies=Strategies(frontier, clock),
     )
     return CrawlGraph(Crawler(parts), frontier, stack)
 

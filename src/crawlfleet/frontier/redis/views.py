@@ -88,7 +88,7 @@ def policy_change(
     The reply is ``{1, change, level, blocks, n, until, rung, strategy JSON}``.
     """
     _, change, level, blocks, judged, until, rung, strategy = reply
-    moved = orjson.loads(strategy) if strategy else None
+    moved = orjson.loads(str(strategy)) if strategy else None
     if change == "escalated":
         reason = f"{blocks} of {judged} recent responses blocked; last: {report.reason}"
         return PolicyChange(

@@ -1,0 +1,56 @@
+"""A host that refuses the plain HTTP fetcher's requests: the domain climbs the strategy ladder
+to ``impersonate`` and the crawl completes with every page fetched.
+
+Runs ``crawlfleet crawl`` and ``crawlfleet status`` on an embedded crawl (SQLite state, real
+HTTP to the demo site's ``/picky/`` section), checked from the server's access log.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from crawlfleet.cli.main import app
+from crawlfleet.demosite import ThreadedDemoSite
+from crawlfleet.demosite.picky import PICKY_PAGES
+
+runner = CliRunner(env={"COLUMNS": "300"})
+FAST = ["--allow-private-addresses", "--delay", "0", "--concurrency", "4", "--ignore-robots"]
+CONFIG = """\
+[crawl]
+allow = ["/picky/"]
+ladder = ["session", "impersonate"]
+block_window = 4
+block_min_samples = 2
+block_threshold = 0.5
+block_cooldown_s = 0.1
+max_retries = 20
+backoff_base_s = 0.02
+backoff_max_s = 0.1
+"""
+
+
+def test_a_host_refusing_plain_http_is_crawled_through_the_impersonate_rung(
+    site: ThreadedDemoSite, tmp_path: Path
+) -> None:
+    config = tmp_path / "crawl.toml"
+    config.write_text(CONFIG)
+    state = str(tmp_path / "state")
+    seed = site.url("lab", "/picky/")
+    crawled = runner.invoke(app, ["crawl", seed, "--config", str(config), "--state", state, *FAST])
+    assert crawled.exit_code == 0, crawled.output
+
+    served = Counter(r.path for r in site.log if r.role == "lab" and r.status == 200)
+    pages = {"/picky/", *(f"/picky/page/{n}" for n in range(1, PICKY_PAGES + 1))}
+    assert set(served) == pages  # 0 missing
+    refused = [r for r in site.log if r.role == "lab" and r.status == 403]
+    assert 4 <= len(refused) <= 8  # two blocks per rung (session, then impersonate), in flight
+    assert all("Chrome/" in r.user_agent for r in site.log if r.status == 200)
+
+    status = runner.invoke(app, ["status", "--state", state])
+    assert status.exit_code == 0, status.output
+    row = next(line for line in status.output.splitlines() if "127.0.0.4" in line)
+    assert "level 2" in row and "HTTP 403" in row
+    assert "fetcher=impersonate, rung=impersonate, session_epoch=1" in row
