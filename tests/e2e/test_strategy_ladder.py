@@ -52,5 +52,6 @@ def test_a_host_refusing_plain_http_is_crawled_through_the_impersonate_rung(
     status = runner.invoke(app, ["status", "--state", state])
     assert status.exit_code == 0, status.output
     row = next(line for line in status.output.splitlines() if "127.0.0.4" in line)
-    assert "level 2" in row and "HTTP 403" in row
+    assert "level 2" in row
+    assert "HTTP 403" in row
     assert "fetcher=impersonate, rung=impersonate, session_epoch=1" in row

@@ -6,7 +6,14 @@ import pytest
 
 from crawlfleet.errors import ConfigError
 from crawlfleet.parsing.loader import load_parsers
-from crawlfleet.runtime.kinds import WORKER_KINDS, check_kinds, check_queues, named_kinds
+from crawlfleet.runtime.kinds import (
+    SERVABLE_KINDS,
+    WORKER_KINDS,
+    check_kinds,
+    check_queues,
+    named_kinds,
+    queue_kinds,
+)
 
 BROWSER_RULE = {
     "name": "js_pages",
@@ -34,6 +41,16 @@ def test_http_and_file_rules_pass() -> None:
         check_kinds(
             named_kinds(load_parsers([], [file_spec], use_entry_points=False)), WORKER_KINDS
         )
+
+
+def test_impersonate_is_a_kind_served_embedded_and_by_the_http_queue() -> None:
+    spec = {**BROWSER_RULE, "follow": [{"pattern": "/p/", "fetcher": "impersonate"}]}
+    named = list(named_kinds(load_parsers([], [spec], use_entry_points=False)))
+    check_kinds(named)
+    check_kinds(named, WORKER_KINDS)
+    assert "impersonate" in SERVABLE_KINDS
+    assert queue_kinds(("http",)) == {"http", "impersonate"}
+    assert queue_kinds(("browser",)) == {"browser"}
 
 
 def test_worker_queues() -> None:

@@ -163,11 +163,13 @@ async def test_connect_timeout(unaccepting_port: int) -> None:
 
 
 async def test_read_timeout(server: Site) -> None:
-    fetcher = ImpersonateFetcher(_settings(connect_timeout_s=1, read_timeout_s=0.2, total_timeout_s=5))
+    fetcher = ImpersonateFetcher(
+        _settings(connect_timeout_s=1, read_timeout_s=0.2, total_timeout_s=5)
+    )
     loop = asyncio.get_running_loop()
     started = loop.time()
     try:
-        with pytest.raises(FetchError, match="timeout fetching .*/hang"):
+        with pytest.raises(FetchError, match=r"timeout fetching .*/hang"):
             await fetcher.fetch(_request(server.url("/hang")))
     finally:
         await fetcher.close()
@@ -234,4 +236,5 @@ async def test_concurrent_fetches_and_a_fetch_after_close(server: Site) -> None:
         again = await fetcher.fetch(_request(server.url("/page")))
     finally:
         await fetcher.close()
-    assert {r.status for r in results} == {200} and again.body == PAGE
+    assert {r.status for r in results} == {200}
+    assert again.body == PAGE

@@ -120,7 +120,9 @@ def judge(
     return None
 
 
-def _move_strategy(record: PolicyRecord, change: PolicyChange, rungs: tuple[str, ...]) -> PolicyChange:
+def _move_strategy(
+    record: PolicyRecord, change: PolicyChange, rungs: tuple[str, ...]
+) -> PolicyChange:
     """Move the strategy slot with the level ``change`` moved to; the change, completed."""
     if not rungs:
         return change

@@ -91,9 +91,7 @@ def policy_change(
     moved = orjson.loads(str(strategy)) if strategy else None
     if change == "escalated":
         reason = f"{blocks} of {judged} recent responses blocked; last: {report.reason}"
-        return PolicyChange(
-            domain, int(level), "escalated", reason, float(until), str(rung), moved
-        )
+        return PolicyChange(domain, int(level), "escalated", reason, float(until), str(rung), moved)
     reason = f"{default.blocks.recover_after} clean responses in a row"
     return PolicyChange(domain, int(level), "recovered", reason, 0.0, str(rung), moved)
 

@@ -47,8 +47,8 @@ from crawlfleet.runtime.celery.definition import (
     definition_key,
 )
 from crawlfleet.runtime.control import RedisControl, RunState
-from crawlfleet.runtime.loop import ClaimLoop
 from crawlfleet.runtime.kinds import queue_kinds
+from crawlfleet.runtime.loop import ClaimLoop
 from crawlfleet.runtime.wiring import CrawlGraph, build_crawl, worker_name
 
 log = logging.getLogger(__name__)

@@ -38,68 +38,8 @@
 -- ARGV[20] counters: a JSON object, name -> number
 -- ARGV[21] the ladder's rungs, comma-separated ('' for none): frontier/ladder.py's rules
 
--- The ladder (frontier/ladder.py): the rung of a level, and the strategy slot moved with it.
-local rungs = {}
-for name in string.gmatch(ARGV[21], '[^,]+') do
-  table.insert(rungs, name)
-end
-
-local function rung_of(level)
-  return rungs[level] or 'slow'
-end
-
-local function number(strategy, name)
-  local value = strategy[name]
-  if type(value) == 'string' and string.match(value, '^%d+$') then
-    return tonumber(value)
-  end
-  return 0
-end
-
--- The new strategy JSON after the level moved to `level`, written to the domain's record.
-local function move_strategy(key, up, level)
-  local raw = redis.call('HGET', key, 'strategy')
-  local s = raw and cjson.decode(raw) or {}
-  if up then
-    local name = rung_of(level)
-    if name == 'session' then
-      s.session_epoch = tostring(number(s, 'session_epoch') + 1)
-    elseif name == 'tier' then
-      local tiers = 0
-      for _, r in ipairs(rungs) do
-        if r == 'tier' then
-          tiers = tiers + 1
-        end
-      end
-      s.tier = tostring(math.min(number(s, 'tier') + 1, tiers))
-    elseif name == 'impersonate' or name == 'browser' then
-      s.fetcher = name
-    end
-  else
-    local left = rung_of(level + 1)
-    if left == 'tier' then
-      s.tier = tostring(math.max(number(s, 'tier') - 1, 0))
-    elseif left == 'impersonate' or left == 'browser' then
-      local below = nil
-      for i = 1, math.min(level, #rungs) do
-        if rungs[i] == 'impersonate' or rungs[i] == 'browser' then
-          below = rungs[i]
-        end
-      end
-      s.fetcher = below
-    end
-  end
-  if level > 0 then
-    s.rung = rung_of(level)
-  else
-    s.rung = nil
-  end
-  local json = cjson.encode(s)
-  redis.call('HSET', key, 'strategy', json)
-  return json
-end
-
 check_epoch()
+local rungs = ladder_rungs(ARGV[21])
 local fp = end_lease(ARGV[2])
 if not fp then
   return {0}
@@ -153,8 +93,8 @@ if ARGV[7] == 'block' then
     redis.call('HSET', key, 'cooldown', fmt(cooldown), 'reason', ARGV[8])
     result = {1, 'escalated', level, blocks, judged, fmt(cooldown), '', ''}
     if #rungs > 0 then
-      result[7] = rung_of(level)
-      result[8] = move_strategy(key, true, level)
+      result[7] = rung_of(rungs, level)
+      result[8] = move_strategy(key, rungs, true, level)
     end
   end
   redis.call('HSET', key, 'level', level, 'window', window, 'streak', streak)
@@ -166,8 +106,8 @@ elseif ARGV[7] == 'success' then
     streak = 0
     result = {1, 'recovered', level, 0, 0, '0', '', ''}
     if #rungs > 0 then
-      result[7] = level > 0 and rung_of(level) or ''
-      result[8] = move_strategy(key, false, level)
+      result[7] = level > 0 and rung_of(rungs, level) or ''
+      result[8] = move_strategy(key, rungs, false, level)
     end
   end
   redis.call('HSET', key, 'level', level, 'window', window, 'streak', streak)
