@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
+from crawlfleet.clock import SystemClock
 from crawlfleet.errors import ConfigError
+from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.parsing.loader import load_parsers
 from crawlfleet.runtime.kinds import (
     SERVABLE_KINDS,
@@ -14,6 +18,8 @@ from crawlfleet.runtime.kinds import (
     named_kinds,
     queue_kinds,
 )
+from crawlfleet.runtime.wiring import build_fetchers
+from crawlfleet.settings import Settings
 
 BROWSER_RULE = {
     "name": "js_pages",
@@ -70,3 +76,9 @@ def test_a_distributed_crawl_refuses_seeds_with_credentials() -> None:
     with pytest.raises(ConfigError, match="embedded crawls only"):
         check_servable(Settings(), ["http://user:secret@shop.test/"])
     check_servable(Settings(), ["http://shop.test/"])
+
+
+def test_a_broken_stealth_install_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "crawlfleet.fetchers.impersonate", None)  # import fails
+    with pytest.raises(ConfigError, match=r"impersonate fetcher cannot be loaded .*\[stealth\]"):
+        build_fetchers(Settings(), SystemClock(), Credentials())

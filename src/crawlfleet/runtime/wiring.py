@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from crawlfleet.clock import Clock
-from crawlfleet.errors import StateError
+from crawlfleet.errors import ConfigError, StateError
 from crawlfleet.fetchers.cache import TruncatingFetcher
 from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.fetchers.files import FileFetcher
@@ -110,8 +110,13 @@ def build_fetchers(
         "file": FileFetcher(settings, clock=clock),
     }
     if IMPERSONATE in SERVABLE_KINDS:
-        from crawlfleet.fetchers.impersonate import ImpersonateFetcher  # the stealth extra
-
+        try:
+            from crawlfleet.fetchers.impersonate import ImpersonateFetcher  # the stealth extra
+        except ImportError as exc:  # installed but broken (its libcurl, cffi)
+            raise ConfigError(
+                f"the impersonate fetcher cannot be loaded ({exc}); "
+                "reinstall it: pip install 'crawlfleet[stealth]'"
+            ) from None
         browser_like = ImpersonateFetcher(settings, clock=clock, credentials=credentials)
         fetchers[IMPERSONATE] = hooked(cached(logged_in(browser_like), settings, clock), settings)
     return fetchers
