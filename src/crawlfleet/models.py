@@ -230,7 +230,7 @@ class Outcome(StrEnum):
     """Fetched, but its parser raised or ran over its budget: recorded, counted, not retried."""
 
 
-FETCHER_KINDS = ("http", "browser", "file")
+FETCHER_KINDS = ("http", "impersonate", "browser", "file")
 """Every fetcher kind a request may name; which of them a runner serves is its own choice."""
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import tomllib
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -37,6 +37,9 @@ DEFAULT_STRIP_PARAMS = (
     "phpsessid",
     "sid",
 )
+
+Rung = Literal["slow", "session", "tier", "impersonate", "browser"]
+"""A rung of the strategy ladder (``frontier/ladder.py``)."""
 
 MAX_STEP_S = 300.0
 """The default bound on one crawl step (the watchdog of ``runtime/loop.py``)."""
@@ -141,8 +144,12 @@ class Settings(BaseSettings):
     block_min_samples: int = Field(default=5, ge=1)
     block_threshold: float = Field(default=0.5, gt=0, le=1)
     block_recover_after: int = Field(default=20, ge=1)
-    block_max_level: int = Field(default=4, ge=0, le=10)
+    block_max_level: int = Field(default=5, ge=0, le=10)
     block_cooldown_s: float = Field(default=30.0, ge=0, allow_inf_nan=False)
+    ladder: list[Rung] = Field(
+        default_factory=lambda: list(get_args(Rung)),
+        description="what each block level changes; rungs the crawl cannot use are skipped",
+    )
 
     # Fetching
     allow_private_addresses: bool = False
@@ -269,6 +276,11 @@ class Settings(BaseSettings):
             raise ValueError("block_min_samples must be <= block_window")
         if self.proxies is not None and self.proxies.max_wait_s > self.max_step_s / 2:
             raise ValueError("proxies.max_wait_s must be <= max_step_s / 2")
+        if len(self.ladder) > self.block_max_level:
+            raise ValueError(
+                f"ladder has {len(self.ladder)} rungs but block_max_level is "
+                f"{self.block_max_level}: shorten ladder or raise block_max_level"
+            )
         return self
 
     @model_validator(mode="after")

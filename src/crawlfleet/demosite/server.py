@@ -13,6 +13,7 @@ from crawlfleet.demosite.guarded import Guarded, GuardRules
 from crawlfleet.demosite.hazards import FlakyCounters, Hazards
 from crawlfleet.demosite.lab import Lab
 from crawlfleet.demosite.members import Members
+from crawlfleet.demosite.picky import Picky
 from crawlfleet.demosite.quotes import Quotes
 from crawlfleet.demosite.robots_sites import RobotsSite
 from crawlfleet.demosite.roles import (
@@ -134,6 +135,7 @@ class DemoSite:
         elif role == LAB:
             app.add_routes(Lab(self.url).routes())
             app.add_routes(Hazards(self._flaky).routes())
+            app.add_routes(Picky().routes())
         elif role == GUARDED:
             app.add_routes(Guarded(self._guard).routes())
         elif role == ROBOTS_5XX:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 import aiohttp
 from multidict import CIMultiDict
@@ -27,27 +26,12 @@ from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.fetchers.decoding import decode_body
 from crawlfleet.fetchers.headers import default_headers
 from crawlfleet.fetchers.hops import Hop
+from crawlfleet.fetchers.protocols import Via
 from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.settings import Settings
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _HTTP_SCHEMES = frozenset({"http", "https"})
-
-
-@dataclass(frozen=True, slots=True)
-class Via:
-    """How one request is sent for a crawl session (``runtime/proxy_link.py``).
-
-    ``proxy`` is an ``http://host:port`` URL without userinfo (None: direct), ``proxy_auth``
-    its Basic credentials; ``headers`` replace the fetcher's own profile, in their order.
-    """
-
-    proxy: str | None = None
-    proxy_auth: tuple[str, str] | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
-
-    def __repr__(self) -> str:
-        return f"Via(proxy={self.proxy!r})"
 
 
 class HttpFetcher:

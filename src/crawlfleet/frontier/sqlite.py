@@ -207,7 +207,8 @@ class SqliteQueueStore:
             db.execute(
                 q.END_LEASE_DOMAIN,
                 (ready_at, record.level, record.window, record.streak, record.cooldown_until,
-                 record.block_reason, record.retry_after_until, orjson.dumps(counted),
+                 record.block_reason, record.retry_after_until, json.dumps(record.strategy),
+                 orjson.dumps(counted),
                  state.name),
             )  # fmt: skip
         state.record = record

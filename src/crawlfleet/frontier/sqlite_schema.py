@@ -177,7 +177,8 @@ SAVE_POLICY = (
 # What a lease end changes in its domain's row (admission created the row).
 END_LEASE_DOMAIN = (
     "UPDATE domains SET ready_at = ?, level = ?, block_window = ?, streak = ?,"
-    " cooldown_until = ?, block_reason = ?, retry_after_until = ?, counters = ? WHERE domain = ?"
+    " cooldown_until = ?, block_reason = ?, retry_after_until = ?, strategy = ?, counters = ?"
+    " WHERE domain = ?"
 )
 SET_COUNTERS = (
     "INSERT INTO domains (domain, counters) VALUES (?, ?)"

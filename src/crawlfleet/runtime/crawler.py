@@ -42,6 +42,7 @@ from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.pipeline import Pipeline, PipelineOutcome
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.login import LoginFailed
+from crawlfleet.runtime.strategy import Strategies, fetcher_kind
 from crawlfleet.settings import MAX_STEP_S
 
 log = logging.getLogger(__name__)
@@ -56,7 +57,9 @@ class CrawlerParts:
 
     ``fetchers`` holds one fetcher per kind this process serves; a request of another kind is
     a bug of the claim (``ClaimLoop`` claims only these kinds). ``max_step_s`` bounds one
-    step (the ``ClaimLoop``'s watchdog).
+    step (the ``ClaimLoop``'s watchdog). ``strategies``: the domains' strategy slots, which
+    may fetch an ``http`` request with the ``impersonate`` fetcher (None: every request is
+    fetched with its own kind).
     """
 
     frontier: Frontier
@@ -71,6 +74,7 @@ class CrawlerParts:
     max_retry_after_s: float
     parse_budget: ParseBudget
     max_step_s: float = MAX_STEP_S
+    strategies: Strategies | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +87,8 @@ class _Step:
     signal: Signal = Signal.NONE
     reason: str = ""
     route: Route | None = None
+    kind: str = ""
+    """The fetcher kind that fetched (``""``: the request's own)."""
 
 
 class Crawler:
@@ -107,7 +113,10 @@ class Crawler:
         """
         p = self.parts
         request = lease.request
-        fetcher = p.fetchers.get(request.fetcher)
+        kind = request.fetcher
+        if p.strategies is not None and kind == "http":
+            kind = fetcher_kind(kind, await p.strategies.of(request.domain), p.fetchers)
+        fetcher = p.fetchers.get(kind)
         if fetcher is None:
             raise ConfigError(
                 f"no {request.fetcher!r} fetcher in this process for {request.url} "
@@ -128,22 +137,23 @@ class Crawler:
             await self._skip(lease, str(exc))
             return
         except LoginFailed as exc:
-            await self._complete(_Step(lease, started), Outcome.FAILED, str(exc))
+            await self._complete(_Step(lease, started, kind=kind), Outcome.FAILED, str(exc))
             return
         except FetchError as exc:
-            step = _Step(lease, started, route=exc.route)
+            step = _Step(lease, started, route=exc.route, kind=kind)
             await self._fail(step, str(exc), retry=exc.transient)
             return
-        await self._fetched(lease, started, result)
+        await self._fetched(_Step(lease, started, result, kind=kind), result)
 
     async def abandon(self, lease: Lease, started: float, error: str) -> None:
         """Record a step stopped from outside (the watchdog): retried later, or buried."""
         await self._fail(_Step(lease, started), error)
 
-    async def _fetched(self, lease: Lease, started: float, result: FetchResult) -> None:
+    async def _fetched(self, fetched: _Step, result: FetchResult) -> None:
         p = self.parts
+        lease = fetched.lease
         signal, why = judge(result)
-        step = _Step(lease, started, result, signal, why)
+        step = replace(fetched, signal=signal, reason=why)
         kind = classify(result)
         if kind is StatusClass.RETRY_AFTER:
             now = p.clock.now()
@@ -156,7 +166,7 @@ class Crawler:
             until = now + wait_s
             p.events.emit(DomainBlocked(lease.request.domain, until, reason))
             await self._fail(
-                _Step(lease, started, result, signal, reason),
+                replace(step, reason=reason),
                 reason,
                 not_before=until,
                 block_until=until,
@@ -263,7 +273,7 @@ class Crawler:
             retry=request.attempt,
             at=now,
             error=error,
-            fetcher=request.fetcher,
+            fetcher=step.kind or request.fetcher,
             detail=detail,
             session_id=route.session_id if route is not None else None,
             proxy_id=route.proxy_id if route is not None else None,
@@ -280,10 +290,21 @@ class Crawler:
         change = ended.change
         if change is None:
             return
+        if self.parts.strategies is not None:
+            self.parts.strategies.learned(change)
+        if change.rung:
+            log.info(
+                "domain %s %s to level %d, rung %s: %s",
+                change.domain, change.change, change.level, change.rung, change.reason,
+            )  # fmt: skip
         if change.change == "escalated":
-            events.emit(DomainEscalated(change.domain, change.level, change.reason, change.until))
+            events.emit(
+                DomainEscalated(
+                    change.domain, change.level, change.reason, change.until, change.rung
+                )
+            )
         else:
-            events.emit(DomainRecovered(change.domain, change.level, change.reason))
+            events.emit(DomainRecovered(change.domain, change.level, change.reason, change.rung))
 
 
 def item_counters(outcome: PipelineOutcome) -> Counters:

@@ -7,7 +7,7 @@ Top to bottom (a request goes down, its response comes back up)::
     login session    the domain's cookies; logs in first and again when logged out (login.py)
     crawl session    [crawl.proxies]: proxy + header profile + cookie jar of the domain's
                      tier (session_pool.py), quarantine of banned proxies (proxy_link.py)
-    HttpFetcher      the network
+    HttpFetcher      the network (the ``impersonate`` kind: ImpersonateFetcher, the same chain)
 
 Hooks see every request and response, replayed or not; the cache is keyed on the request
 as the hooks left it and stores a response after the login step made it a logged-in one,
@@ -28,9 +28,8 @@ from crawlfleet.fetchers.cache import (
     cache_policy,
 )
 from crawlfleet.fetchers.hooks import HookedFetcher, load_hooks
-from crawlfleet.fetchers.http import HttpFetcher
 from crawlfleet.fetchers.profiles import profile
-from crawlfleet.fetchers.protocols import Fetcher
+from crawlfleet.fetchers.protocols import Fetcher, ViaFetcher
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.politeness import StatusClass, classify, judge
 from crawlfleet.frontier.protocols import Signal
@@ -126,7 +125,7 @@ def proxy_pool(settings: Settings, clock: Clock, states: ProxyStateStore) -> Pro
 
 async def session_link(
     settings: Settings, clock: Clock, stack: AsyncExitStack, frontier: Frontier
-) -> tuple[Callable[[HttpFetcher], Fetcher], ProxyPool | None]:
+) -> tuple[Callable[[ViaFetcher], Fetcher], ProxyPool | None]:
     """What sends an HTTP fetcher's requests through crawl sessions, and the proxy pool
     (no proxies: nothing, None).
 

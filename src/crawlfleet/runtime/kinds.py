@@ -3,24 +3,41 @@
 A request's fetcher kind comes from the link rule (``Follow(fetcher=...)``) that found it,
 or from the URL (``file:``); the default is ``http``. A kind nothing in this build can fetch
 is a configuration error at start, naming the parser and rule, never a silent fallback.
+
+``impersonate`` (``fetchers/impersonate.py``) is servable when curl_cffi is installed (the
+``stealth`` extra). Its requests go to the ``http`` Celery queue: an HTTP worker fetches both
+kinds in one process, as it must anyway when a domain's strategy turns its http requests into
+impersonated ones (docs/decisions/0018-strategy-ladder.md).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Sequence
+from importlib.util import find_spec
 
 from crawlfleet.errors import ConfigError
 from crawlfleet.parsing.plugins import Follow
 from crawlfleet.parsing.registry import ParserRegistry
 
-SERVABLE_KINDS = ("http", "file")
+IMPERSONATE = "impersonate"
+_IMPERSONATION = (IMPERSONATE,) if find_spec("curl_cffi") is not None else ()
+
+SERVABLE_KINDS = ("http", "file", *_IMPERSONATION)
 """The fetcher kinds the embedded runner serves (``browser`` has no fetcher yet)."""
 
 QUEUES = ("http", "browser")
-"""The Celery queues of the distributed runtime, one per fetcher kind."""
+"""The Celery queues of the distributed runtime."""
 
-WORKER_KINDS = ("http",)
+QUEUE_KINDS = {"http": ("http", *_IMPERSONATION), "browser": ("browser",)}
+"""The fetcher kinds each Celery queue carries."""
+
+WORKER_KINDS = ("http", *_IMPERSONATION)
 """The kinds a distributed worker of this build serves (``file:`` URLs are local: embedded)."""
+
+
+def queue_kinds(queues: Collection[str]) -> frozenset[str]:
+    """The fetcher kinds a worker serving ``queues`` claims."""
+    return frozenset(kind for queue in queues for kind in QUEUE_KINDS.get(queue, (queue,)))
 
 
 def named_kinds(registry: ParserRegistry) -> Iterator[tuple[str, str]]:

@@ -29,8 +29,9 @@ from urllib.parse import urljoin
 
 from crawlfleet.clock import Clock
 from crawlfleet.errors import FetchError, ForbiddenAddress, TooLarge
-from crawlfleet.fetchers.http import REDIRECT_STATUSES, HttpFetcher, Via
+from crawlfleet.fetchers.http import REDIRECT_STATUSES
 from crawlfleet.fetchers.profiles import profile
+from crawlfleet.fetchers.protocols import Via, ViaFetcher
 from crawlfleet.frontier.politeness import judge
 from crawlfleet.frontier.protocols import Signal
 from crawlfleet.models import CrawlRequest, FetchResult, Route
@@ -75,7 +76,7 @@ class SessionFetcher:
 
     def __init__(
         self,
-        http: HttpFetcher,
+        http: ViaFetcher,
         pool: ProxyPool,
         sessions: SessionPool,
         clock: Clock,

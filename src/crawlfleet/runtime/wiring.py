@@ -11,13 +11,14 @@ from dataclasses import dataclass
 from functools import partial
 
 from crawlfleet.clock import Clock
-from crawlfleet.errors import StateError
+from crawlfleet.errors import ConfigError, StateError
 from crawlfleet.fetchers.cache import TruncatingFetcher
 from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.fetchers.files import FileFetcher
 from crawlfleet.fetchers.http import HttpFetcher
-from crawlfleet.fetchers.protocols import Fetcher
+from crawlfleet.fetchers.protocols import Fetcher, ViaFetcher
 from crawlfleet.frontier.frontier import Frontier, RetryPolicy
+from crawlfleet.frontier.ladder import usable_rungs
 from crawlfleet.frontier.protocols import BlockRules, Budget, DomainPolicy, QueueStore
 from crawlfleet.frontier.robots import ROBOTS_MAX_BYTES, FetchFn, RobotsCache
 from crawlfleet.frontier.scope import Scope, TrapLimits
@@ -29,11 +30,14 @@ from crawlfleet.parsing.loader import load_parsers
 from crawlfleet.pipeline.custom import FanOutSink, load_processors, load_sinks
 from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.pipeline.processors import default_processors
+from crawlfleet.proxies.endpoints import load_tiers
 from crawlfleet.proxies.pool import ProxyPool
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.backends import Backends, open_store
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
 from crawlfleet.runtime.fetch_chain import cached, hooked, login_link, session_link
+from crawlfleet.runtime.kinds import IMPERSONATE, SERVABLE_KINDS, WORKER_KINDS
+from crawlfleet.runtime.strategy import Strategies
 from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.settings import Settings
 from crawlfleet.urls import UrlRules, fingerprint
@@ -44,7 +48,17 @@ def worker_name() -> str:
 
 
 def domain_policy(settings: Settings) -> DomainPolicy:
-    """The crawl's default politeness and block rules, from the settings."""
+    """The crawl's default politeness and block rules, from the settings.
+
+    The ladder keeps the rungs this crawl can use: ``session`` and a ``tier`` rung per proxy
+    tier past the first only with ``[crawl.proxies]``, a fetcher rung when its kind is served.
+    """
+    kinds = SERVABLE_KINDS if settings.redis_url is None else WORKER_KINDS
+    proxies = settings.proxies
+    tiers = len(load_tiers(proxies.tiers, proxies.file)) if proxies is not None else 0
+    rungs = usable_rungs(
+        settings.ladder, proxy_tiers=tiers, kinds=kinds, sessions=proxies is not None
+    )
     return DomainPolicy(
         delay_s=settings.delay_s,
         max_in_flight=settings.per_domain_concurrency,
@@ -55,6 +69,7 @@ def domain_policy(settings: Settings) -> DomainPolicy:
             recover_after=settings.block_recover_after,
             max_level=settings.block_max_level,
             cooldown_s=settings.block_cooldown_s,
+            ladder=rungs,
         ),
     )
 
@@ -89,18 +104,32 @@ def build_fetchers(
     clock: Clock,
     credentials: Credentials,
     logged_in: Callable[[Fetcher], Fetcher] = lambda fetcher: fetcher,
-    routed: Callable[[HttpFetcher], Fetcher] = lambda fetcher: fetcher,
+    routed: Callable[[ViaFetcher], Fetcher] = lambda fetcher: fetcher,
 ) -> dict[str, Fetcher]:
     """The crawl's fetchers by kind; redirects become queued links (``Crawler``).
 
     The HTTP chain, top to bottom: hooks, cache, ``logged_in``, ``routed`` (crawl sessions)
-    (``runtime.fetch_chain``).
+    (``runtime.fetch_chain``); the ``impersonate`` fetcher (when servable) sits in the same
+    chain.
     """
     http = HttpFetcher(settings, clock=clock, follow_redirects=False, credentials=credentials)
-    return {
+    fetchers: dict[str, Fetcher] = {
         "http": hooked(cached(logged_in(routed(http)), settings, clock), settings),
         "file": FileFetcher(settings, clock=clock),
     }
+    if IMPERSONATE in SERVABLE_KINDS:
+        try:
+            from crawlfleet.fetchers.impersonate import ImpersonateFetcher  # the stealth extra
+        except ImportError as exc:  # installed but broken (its libcurl, cffi)
+            raise ConfigError(
+                f"the impersonate fetcher cannot be loaded ({exc}); "
+                "reinstall it: pip install 'crawlfleet[stealth]'"
+            ) from None
+        browser_like = ImpersonateFetcher(settings, clock=clock, credentials=credentials)
+        fetchers[IMPERSONATE] = hooked(
+            cached(logged_in(routed(browser_like)), settings, clock), settings
+        )
+    return fetchers
 
 
 def robots_fetch(
@@ -213,6 +242,7 @@ async def build_crawl(
         max_retry_after_s=settings.max_retry_after_s,
         max_step_s=settings.max_step_s,
         parse_budget=budget,
+        strategies=Strategies(frontier, clock),
     )
     return CrawlGraph(Crawler(parts), frontier, stack, proxies)
 

@@ -46,7 +46,9 @@ key                             type    contents
                                         ``level``, ``window`` (``b``/``o`` per judged
                                         response, oldest first), ``streak``, ``cooldown``
                                         (until), ``reason`` (block reason), ``retry_until``
-                                        (Retry-After), ``strategy`` (JSON object)
+                                        (Retry-After), ``strategy`` (JSON object of
+                                        strings: ``rung``, ``fetcher``, ``tier``,
+                                        ``session_epoch``, ...; ``frontier/ladder.py``)
 ``{p}:stats``                   HASH    counter name -> value (``crawlfleet.counters``,
                                         ``%.17g``), the crawl's
 ``{p}:dstats:<domain>``         HASH    counter name -> value, one domain

@@ -52,6 +52,7 @@ from crawlfleet.runtime.celery.definition import (
     definition_key,
 )
 from crawlfleet.runtime.control import RedisControl, RunState
+from crawlfleet.runtime.kinds import queue_kinds
 from crawlfleet.runtime.loop import ClaimLoop
 from crawlfleet.runtime.wiring import CrawlGraph, build_crawl, worker_name
 
@@ -273,7 +274,7 @@ class WorkerRuntime:
         self, crawl: _Crawl, max_leases: int, result: BatchResult, control: RedisControl
     ) -> None:
         crawler = crawl.graph.crawler
-        kinds = frozenset(self.config.queues)
+        kinds = queue_kinds(self.config.queues)
         loop = ClaimLoop(
             crawler, kinds=kinds, concurrency=self.config.concurrency, clock=crawler.parts.clock
         )
