@@ -52,6 +52,8 @@ class FetchError(CrawlfleetError):
     """
 
     transient: bool = True
+    screenshot: str | None = None
+    """Where the browser fetcher saved a picture of the failed page (``browser_screenshots``)."""
 
     def __init__(self, message: str, *, transient: bool | None = None) -> None:
         super().__init__(message)

@@ -149,6 +149,8 @@ class FetchResult:
     fetcher: str = "http"
     fetched_at: float = 0.0
     request: CrawlRequest | None = None
+    screenshot: str | None = None
+    """A picture of a failed page (status >= 400) the browser fetcher saved, if asked to."""
 
     @property
     def content_type(self) -> str:
@@ -241,6 +243,8 @@ class Attempt:
     fetcher: str = "http"
     detail: str | None = None
     """A longer account of ``error`` (a parser's traceback), kept in the attempt log."""
+    screenshot: str | None = None
+    """The path of the failed page's screenshot (browser fetcher, ``browser_screenshots``)."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
