@@ -141,6 +141,7 @@ class Crawl:
                 crawl_id=settings.crawl_id,
                 on_tick=lambda: self._progress(view),
                 control=FileControl(settings.state_dir),
+                kind_limits={"browser": settings.browser_pages},
             )
             self._watch(runner.stop)
             run = await runner.run(self.seeds, sitemaps=settings.follow_sitemaps)

@@ -38,6 +38,10 @@ DEFAULT_STRIP_PARAMS = (
     "sid",
 )
 
+ResourceType = Literal["image", "font", "media", "stylesheet"]
+"""Resource types a browser page may be kept from loading (``browser_block``)."""
+DEFAULT_BLOCKED: tuple[ResourceType, ...] = ("image", "font", "media")
+
 MAX_STEP_S = 300.0
 """The default bound on one crawl step (the watchdog of ``runtime/loop.py``)."""
 STEP_TIMEOUTS = 3
@@ -147,16 +151,19 @@ class Settings(BaseSettings):
         ge=64 * 1024**2,
         description="summed RSS of the Chromium processes past which the browser is recycled",
     )
-    browser_block: list[Literal["image", "font", "media", "stylesheet"]] = Field(
-        default_factory=lambda: ["image", "font", "media"],
+    browser_block: list[ResourceType] = Field(
+        default_factory=lambda: list(DEFAULT_BLOCKED),
         description="resource types a page may not load",
     )
     browser_wait: str = Field(
         default="load",
         description="load, domcontentloaded, networkidle, or a CSS selector (css:SELECTOR)",
     )
-    browser_timeout_s: float = Field(
-        default=30.0, gt=0, le=600, description="navigation plus wait rule of one page"
+    browser_timeout_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=600,
+        description="navigation plus wait rule of one page (default: total_timeout_s)",
     )
     browser_screenshots: bool = Field(
         default=False, description="screenshot failed pages into <state>/screenshots/"
@@ -284,7 +291,7 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _a_step_fits_its_bound(self) -> Settings:
         least_s = STEP_TIMEOUTS * self.total_timeout_s + self.max_parse_s
-        browser_extra_s = max(0.0, self.browser_timeout_s - self.total_timeout_s)
+        browser_extra_s = max(0.0, self.page_timeout_s - self.total_timeout_s)
         least_s += browser_extra_s
         browser = " + (browser_timeout_s - total_timeout_s)" if browser_extra_s else ""
         if self.max_step_s < least_s:
@@ -294,6 +301,11 @@ class Settings(BaseSettings):
                 " page, parse it and read the robots.txt of its links' new hosts"
             )
         return self
+
+    @property
+    def page_timeout_s(self) -> float:
+        """The browser's bound on one page: ``browser_timeout_s``, else ``total_timeout_s``."""
+        return self.browser_timeout_s or self.total_timeout_s
 
     @classmethod
     def settings_customise_sources(

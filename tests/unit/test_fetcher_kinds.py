@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from crawlfleet.errors import ConfigError
@@ -38,8 +40,9 @@ def test_http_and_file_rules_pass() -> None:
 
 def test_worker_queues() -> None:
     check_queues(("http",))
-    with pytest.raises(ConfigError, match="no browser fetcher yet"):
-        check_queues(("http", "browser"))
+    check_queues(("http", "browser"), Path("/usr/bin/chromium"))
+    with pytest.raises(ConfigError, match=r"--queues browser: no Chromium at /nowhere/chromium"):
+        check_queues(("browser",), Path("/nowhere/chromium"))
     with pytest.raises(ConfigError, match="unknown queue 'ftp'"):
         check_queues(("ftp",))
     with pytest.raises(ConfigError, match="no queue given"):

@@ -106,7 +106,7 @@ class JsApp:
         script = (
             f"const data = {data};\n"
             "const app = document.getElementById('app');\n"
-            "app.innerHTML = '<h1 class=\"name\"></h1><p class=\"price\"></p>';\n"
+            'app.innerHTML = \'<h1 class="name"></h1><p class="price"></p>\';\n'
             "app.querySelector('.name').textContent = data.name;\n"
             "app.querySelector('.price').textContent = data.price;"
         )
@@ -179,8 +179,7 @@ class JsApp:
             "const img = document.createElement('img'); img.src = target + '?img';"
             " document.body.appendChild(img);\n"
             "const frame = document.createElement('iframe'); frame.src = target + '?frame';"
-            " document.body.appendChild(frame);\n"
-            + _fill('<h1 class="reached">asked</h1>')
+            " document.body.appendChild(frame);\n" + _fill('<h1 class="reached">asked</h1>')
         )
         return _script_page("Reach", script)
 

@@ -68,7 +68,7 @@ class Mixed:
         script = (
             f"const data = {data};\n"
             "const app = document.getElementById('app');\n"
-            "app.innerHTML = '<h1 class=\"name\"></h1><p class=\"price\"></p>';\n"
+            'app.innerHTML = \'<h1 class="name"></h1><p class="price"></p>\';\n'
             "app.querySelector('.name').textContent = data.name;\n"
             "app.querySelector('.price').textContent = data.price;"
         )

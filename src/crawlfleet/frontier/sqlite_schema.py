@@ -19,7 +19,7 @@ Tables::
     meta       key, value: ``started_at`` (epoch s)
     attempts   the attempt log, one row per lease end or expired lease, written in the
                transaction of the lease change: url, fingerprint, domain, worker, outcome,
-               status, bytes, latency_s, retry, at, error, fetcher, detail (the columns
+               status, bytes, latency_s, retry, at, error, fetcher, detail, screenshot (the columns
                ``monitoring.attempt_log.SqliteAttemptLog`` reads)
 
 ``state``: 0 queued, 1 leased, 2 done, 3 dead, 4 seen only (a purged dead letter; schema 1
@@ -31,7 +31,8 @@ Schema versions (``PRAGMA user_version``): 1 had no lanes, policy record, counte
 nor the attempt columns fetcher and detail (the attempt log created its own table); 2 had
 no request payload (data, method, body, headers). ``open_queue_db`` migrates an older file
 in place: a version 1 file keeps a stored delay as the base delay with source ``config``;
-requests stored before version 3 read as GETs without context, body or headers.
+requests stored before version 3 read as GETs without context, body or headers; version 3
+had no attempt column screenshot (version 4, the browser fetcher).
 
 The file is guarded by an ``fcntl`` lock on a sibling ``<name>.lock`` file, so two crawls
 cannot share one state file; other connections of the same process (the attempt log's
@@ -49,7 +50,7 @@ from crawlfleet import sqlitedb
 from crawlfleet.errors import StateError
 
 QUEUED, LEASED, DONE, DEAD, SEEN = 0, 1, 2, 3, 4
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS requests (
@@ -108,7 +109,8 @@ SCHEMA = (
     at REAL NOT NULL,
     error TEXT,
     fetcher TEXT NOT NULL DEFAULT 'http',
-    detail TEXT
+    detail TEXT,
+    screenshot TEXT
 )""",
     "CREATE INDEX IF NOT EXISTS attempts_url ON attempts (url, id)",
 )
@@ -136,6 +138,9 @@ ADDED_COLUMNS = {
 }
 DROPPED_INDEXES = ("requests_queued",)
 
+# Version 4, a step of its own: the attempt log names a failed page's screenshot (browser).
+V4_ATTEMPT_COLUMNS = ("screenshot TEXT",)
+
 REQUEST_COLUMNS = (
     "fp, url, domain, depth, priority, attempt, fetcher, parent, data, method, body, headers"
 )
@@ -146,7 +151,7 @@ POLICY_COLUMNS = (
 )
 ATTEMPT_COLUMNS = (
     "url, fingerprint, domain, worker, outcome, status, bytes, latency_s, retry, at, error,"
-    " fetcher, detail"
+    " fetcher, detail, screenshot"
 )
 
 FIND_SEEN = "SELECT fp FROM requests WHERE fp IN (SELECT value FROM json_each(?))"
@@ -177,7 +182,7 @@ SET_COUNTERS = (
     " ON CONFLICT (domain) DO UPDATE SET counters = excluded.counters"
 )
 INSERT_ATTEMPT = (
-    f"INSERT INTO attempts ({ATTEMPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT INTO attempts ({ATTEMPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 START = "INSERT OR IGNORE INTO meta (key, value) VALUES ('started_at', ?)"
 STARTED_AT = "SELECT value FROM meta WHERE key = 'started_at'"
@@ -270,17 +275,23 @@ def _columns(db: sqlite3.Connection, table: str) -> set[str]:
     return {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
 
 
+def _add_columns(db: sqlite3.Connection, table: str, added: tuple[str, ...]) -> None:
+    """Add the columns an existing ``table`` lacks (a new file gets them from ``SCHEMA``)."""
+    have = _columns(db, table)
+    for column in added:
+        if have and column.split()[0] not in have:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+
+
 def _create(db: sqlite3.Connection, version: int) -> None:
-    """Bring a version 0 (new), 1 or 2 file to ``SCHEMA_VERSION``, in one transaction."""
+    """Bring a version 0 (new), 1, 2 or 3 file to ``SCHEMA_VERSION``, in one transaction."""
     with sqlitedb.write(db):
         if version == 1:
             for index in DROPPED_INDEXES:
                 db.execute(f"DROP INDEX IF EXISTS {index}")
         for table, added in ADDED_COLUMNS.items():
-            have = _columns(db, table)
-            for column in added:
-                if have and column.split()[0] not in have:
-                    db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+            _add_columns(db, table, added)
+        _add_columns(db, "attempts", V4_ATTEMPT_COLUMNS)
         for statement in SCHEMA:
             db.execute(statement)
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
@@ -294,7 +305,7 @@ def open_queue_db(path: Path) -> tuple[sqlite3.Connection, FileLock]:
         db = sqlitedb.connect(path, "", what="state file")
         try:
             version = db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in (0, 1, 2, SCHEMA_VERSION):
+            if version not in (0, 1, 2, 3, SCHEMA_VERSION):
                 raise StateError(
                     f"state file {path} has schema version {version}, expected {SCHEMA_VERSION}"
                 )

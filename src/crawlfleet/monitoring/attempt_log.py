@@ -85,7 +85,7 @@ class MemoryAttemptLog:
 
 COLUMNS = (
     "url, fingerprint, domain, worker, outcome, status, bytes, latency_s, retry, at, error, "
-    "fetcher, detail"
+    "fetcher, detail, screenshot"
 )
 RECENT = f"SELECT {COLUMNS} FROM attempts ORDER BY id DESC LIMIT ?"
 RECENT_FOR_URL = f"SELECT {COLUMNS} FROM attempts WHERE url = ? ORDER BY id DESC LIMIT ?"
@@ -98,8 +98,9 @@ TOP_ERRORS = (
 def attempt_of(row: Sequence[object]) -> Attempt:
     """An ``Attempt`` from a row of ``COLUMNS`` (``at`` in epoch seconds)."""
     url, fp, domain, worker, outcome, status, size, latency_s, retry, at, error, fetcher, detail = (
-        row
+        row[:13]
     )
+    screenshot = row[13]
     return Attempt(
         url=str(url),
         fingerprint=str(fp),
@@ -114,6 +115,7 @@ def attempt_of(row: Sequence[object]) -> Attempt:
         error=None if error is None else str(error),
         fetcher=str(fetcher),
         detail=None if detail is None else str(detail),
+        screenshot=None if screenshot is None else str(screenshot),
     )
 
 

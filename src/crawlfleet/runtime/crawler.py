@@ -82,6 +82,7 @@ class _Step:
     result: FetchResult | None = None
     signal: Signal = Signal.NONE
     reason: str = ""
+    screenshot: str | None = None
 
 
 class Crawler:
@@ -130,7 +131,8 @@ class Crawler:
             await self._complete(_Step(lease, started), Outcome.FAILED, str(exc))
             return
         except FetchError as exc:
-            await self._fail(_Step(lease, started), str(exc), retry=exc.transient)
+            step = _Step(lease, started, screenshot=exc.screenshot)
+            await self._fail(step, str(exc), retry=exc.transient)
             return
         await self._fetched(lease, started, result)
 
@@ -260,8 +262,9 @@ class Crawler:
             retry=request.attempt,
             at=now,
             error=error,
-            fetcher=request.fetcher,
+            fetcher=result.fetcher if result is not None else request.fetcher,
             detail=detail,
+            screenshot=result.screenshot if result is not None else step.screenshot,
         )
 
     def _ended(self, attempt: Attempt, ended: Ended) -> None:

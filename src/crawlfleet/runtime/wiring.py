@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import random
 import socket
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from functools import partial
@@ -26,13 +26,17 @@ from crawlfleet.monitoring.events import EventBus
 from crawlfleet.parsing.budget import ParseBudget, ParseLimits
 from crawlfleet.parsing.default import default_parser
 from crawlfleet.parsing.loader import load_parsers
+from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.custom import FanOutSink, load_processors, load_sinks
 from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.pipeline.processors import default_processors
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.backends import Backends, open_store
+from crawlfleet.runtime.browser_lane import browser_lane, build_browser
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
 from crawlfleet.runtime.fetch_chain import cached, hooked, login_link
+from crawlfleet.runtime.kinds import check_kinds, named_kinds, needs_browser, servable_kinds
+from crawlfleet.runtime.routing import Router
 from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.settings import Settings
 from crawlfleet.urls import UrlRules, fingerprint
@@ -58,8 +62,13 @@ def domain_policy(settings: Settings) -> DomainPolicy:
     )
 
 
-def build_frontier(settings: Settings, store: QueueStore, seeds: list[str]) -> Frontier:
-    """The crawl's frontier over ``store``; it owns the store from here on."""
+def build_frontier(
+    settings: Settings, store: QueueStore, seeds: list[str], router: Router | None = None
+) -> Frontier:
+    """The crawl's frontier over ``store``; it owns the store from here on.
+
+    ``router`` picks new requests' fetcher kinds (None: the link's kind, else ``http``).
+    """
     rules = UrlRules(settings.strip_query_params, settings.politeness_key)
     scope = Scope.for_seeds(
         seeds,
@@ -80,6 +89,7 @@ def build_frontier(settings: Settings, store: QueueStore, seeds: list[str]) -> F
         max_redirects=settings.max_redirects,
         overrides=settings.domains,
         rng=random.Random(),
+        route=router.kind if router is not None else None,
     )
 
 
@@ -168,8 +178,15 @@ async def build_crawl(
     events: EventBus,
     clock: Clock,
     stack: AsyncExitStack,
+    kinds: Collection[str] | None = None,
 ) -> CrawlGraph:
-    """Wire a crawl over the given backends (embedded or distributed alike)."""
+    """Wire a crawl over the given backends (embedded or distributed alike).
+
+    ``kinds``: the fetcher kinds this process serves (a worker's queues); None (embedded):
+    every kind this machine can, checked against the kinds the crawl names (``ConfigError``
+    naming what is missing). A browser lane is built where ``browser`` is served (embedded:
+    where the crawl names ``browser`` or ``auto``).
+    """
     if backends.sink is None:
         raise StateError("a crawl step needs an item sink; these backends opened none")
     store, sink, rejects = backends.store, backends.sink, backends.rejects
@@ -180,6 +197,8 @@ async def build_crawl(
     )
     budget = ParseBudget(ParseLimits.from_settings(settings))
     stack.callback(budget.close)
+    router = Router.for_settings(registry, settings)
+    wants_browser = browser_wanted(settings, registry, kinds)
     credentials = Credentials.from_urls(seeds)  # userinfo of the seeds, per origin
     secrets = SiteSecrets.load(settings.secrets_file)
     secrets.add_basic_auth(credentials, seeds)
@@ -187,7 +206,18 @@ async def build_crawl(
     fetchers = build_fetchers(settings, clock, credentials, logged_in)
     for fetcher in fetchers.values():
         stack.push_async_callback(fetcher.close)
-    frontier = build_frontier(settings, store, seeds)
+    frontier = build_frontier(settings, store, seeds, router)
+    if wants_browser:
+        browser = build_browser(settings, clock, router)
+        stack.push_async_callback(browser.close)
+        fetchers["browser"] = browser_lane(
+            browser,
+            fetchers["http"],
+            router=router,
+            registry=registry,
+            budget=budget,
+            frontier=frontier,
+        )
     robots, fetch_url = build_robots(settings, clock, stack, credentials)
     own_sinks = load_sinks(settings.sinks, settings)
     if own_sinks:
@@ -210,6 +240,18 @@ async def build_crawl(
         parse_budget=budget,
     )
     return CrawlGraph(Crawler(parts), frontier, stack)
+
+
+def browser_wanted(
+    settings: Settings, registry: ParserRegistry, kinds: Collection[str] | None
+) -> bool:
+    """Whether this process builds a browser lane (see ``build_crawl``'s ``kinds``)."""
+    if kinds is not None:
+        return "browser" in kinds
+    named = list(named_kinds(registry, settings.domains))
+    executable = settings.browser_executable
+    check_kinds(named, servable_kinds(executable), browser_executable=executable)
+    return needs_browser(named)
 
 
 async def open_frontier(

@@ -139,7 +139,9 @@ class BrowserFetcher:
 
     def _describe(self, exc: PlaywrightError, url: str, leased: LeasedPage) -> FetchError:
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        refused = [reason for target, reason in leased.slot.refused.items() if "resource" not in reason]
+        refused = [
+            reason for target, reason in leased.slot.refused.items() if "resource" not in reason
+        ]
         if "ERR_BLOCKED_BY_CLIENT" in message and refused:
             return ForbiddenAddress(f"{url}: {refused[0]}")
         if any(word in message.lower() for word in _CRASHED):

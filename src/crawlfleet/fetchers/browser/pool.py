@@ -164,7 +164,11 @@ class BrowserPool:
         if slot.context is None or stale:
             if slot.context is not None and slot.owner is browser:
                 await _quietly(slot.context.close())
-            slot.context, slot.owner, slot.pages = await self._new_context(slot, browser), browser, 0
+            slot.context, slot.owner, slot.pages = (
+                await self._new_context(slot, browser),
+                browser,
+                0,
+            )
         slot.pages += 1
         browser.served += 1
         try:

@@ -117,6 +117,8 @@ class _Crawl:
     run: str
     stack: AsyncExitStack
     graph: CrawlGraph
+    browser_pages: int
+    """The crawl's ``browser_pages``: the browser lane's steps in flight."""
 
 
 @dataclass(slots=True)
@@ -237,6 +239,7 @@ class WorkerRuntime:
                 events=events,
                 clock=SystemClock(),
                 stack=stack,
+                kinds=self.config.queues,
             )
         except BaseException:
             await stack.aclose()
@@ -245,7 +248,7 @@ class WorkerRuntime:
             quality = graph.crawler.parts.pipeline.quality
             self.metrics.track(settings.crawl_id, events=events, quality=quality)
         log.info("worker %s joined crawl %s", self.name, settings.crawl_id)
-        return _Crawl(settings.crawl_id, definition.run, stack, graph)
+        return _Crawl(settings.crawl_id, definition.run, stack, graph, settings.browser_pages)
 
     async def _heartbeat(self, crawl_id: str) -> None:
         beat = {
@@ -265,7 +268,11 @@ class WorkerRuntime:
         crawler = crawl.graph.crawler
         kinds = frozenset(self.config.queues)
         loop = ClaimLoop(
-            crawler, kinds=kinds, concurrency=self.config.concurrency, clock=crawler.parts.clock
+            crawler,
+            kinds=kinds,
+            concurrency=self.config.concurrency,
+            clock=crawler.parts.clock,
+            kind_limits={"browser": crawl.browser_pages},
         )
         try:
             ran = await loop.run(
