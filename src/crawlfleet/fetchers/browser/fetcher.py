@@ -97,7 +97,7 @@ class BrowserFetcher:
             if last is None:
                 raise FetchError(f"{request.url}: the page made no navigation")
             body, headers = await self._body(page, last, deadline)
-            redirects = _redirects(last)
+            redirects = _redirects(navigations, last)
         except PlaywrightTimeout:
             raise FetchError(
                 f"timeout rendering {request.url} after {self._timeout_s:g}s (wait {rule})"
@@ -177,11 +177,16 @@ def _ms(deadline: float) -> float:
     return max(1.0, (deadline - time.monotonic()) * 1000)
 
 
-def _redirects(last: PageResponse) -> tuple[str, ...]:
-    """The URLs the last navigation was redirected from, the first requested first."""
+def _redirects(navigations: list[PageResponse], last: PageResponse) -> tuple[str, ...]:
+    """The URLs redirected from before the last navigation's document, the first first.
+
+    A hop the address guard fetched itself shows as a 3xx navigation response; one Chromium
+    followed alone, in the last response's ``redirected_from`` chain.
+    """
     chain: list[str] = []
     request = last.request.redirected_from
     while request is not None:
         chain.append(request.url)
         request = request.redirected_from
-    return tuple(reversed(chain))
+    hops = [r.url for r in navigations if 300 <= r.status < 400]
+    return tuple(dict.fromkeys([*hops, *reversed(chain)]))

@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urljoin
 
 from playwright.async_api import Browser, BrowserContext, Page, Playwright, Route, async_playwright
 from playwright.async_api import Error as PlaywrightError
@@ -195,15 +196,32 @@ class BrowserPool:
             request = route.request
             reason = await guard.refusal(request.url, request.resource_type)
             try:
-                if reason is None:
-                    await route.continue_()
-                else:
+                if reason is not None:
                     slot.refused[request.url] = reason
                     await route.abort("blockedbyclient")
+                elif guard.forbidden is None:
+                    await route.continue_()
+                else:
+                    await self._guarded_hop(route, slot)
             except PlaywrightError:  # the page closed meanwhile
                 return
 
         return route
+
+    async def _guarded_hop(self, route: Route, slot: Slot) -> None:
+        """Fetch one hop for the page and check where a redirect leads before the page may
+        follow it: Playwright routes a redirect's target no more (decision 0012)."""
+        request = route.request
+        response = await route.fetch(max_redirects=0)
+        location = response.headers.get("location")
+        if 300 <= response.status < 400 and location:
+            target = urljoin(request.url, location)
+            reason = await self._guard.refusal(target, request.resource_type)
+            if reason is not None:
+                slot.refused[target] = reason
+                await route.abort("blockedbyclient")
+                return
+        await route.fulfill(response=response)
 
     async def _browser(self) -> _Browser:
         """The browser new pages go to; launches or recycles one when it is due."""
