@@ -1,8 +1,8 @@
 """The mixed role: one host, some URL patterns that need JavaScript and some that do not.
 
-``/`` links ``/static/<n>`` (``MIXED_STATIC`` server-rendered products) and ``/app/<n>``
-(``MIXED_APP`` products whose name and price a script writes); every product page links its
-neighbours in both patterns, in plain HTML. The adaptive fetcher (``fetcher = "auto"``)
+``/`` links the first ten of ``/static/<n>`` (``MIXED_STATIC`` server-rendered products) and
+of ``/app/<n>`` (``MIXED_APP`` products whose name and price a script writes); every product
+page links its neighbours in both patterns, in plain HTML. The adaptive fetcher (``fetcher = "auto"``)
 should learn that ``/static/*`` reads the same over HTTP and ``/app/*`` does not.
 """
 
@@ -15,8 +15,8 @@ from aiohttp import web
 
 from crawlfleet.demosite.pages import html_response, page, robots_response
 
-MIXED_STATIC = 30
-MIXED_APP = 10
+MIXED_STATIC = 60
+MIXED_APP = 30
 
 
 def product_name(kind: str, number: int) -> str:
@@ -30,7 +30,7 @@ def _nav(number: int) -> str:
 
 
 def _near(number: int, count: int) -> list[int]:
-    return sorted({(number + step - 1) % count + 1 for step in (0, 1)})
+    return sorted({(number + step - 1) % count + 1 for step in (1, 7, 13)})
 
 
 class Mixed:
@@ -48,8 +48,8 @@ class Mixed:
         return robots_response("User-agent: *\nDisallow:\n")
 
     async def home(self, request: web.Request) -> web.Response:
-        links = [f'<li><a href="/static/{n}">static {n}</a></li>' for n in range(1, 4)]
-        links += [f'<li><a href="/app/{n}">app {n}</a></li>' for n in range(1, 4)]
+        links = [f'<li><a href="/static/{n}">static {n}</a></li>' for n in range(1, 11)]
+        links += [f'<li><a href="/app/{n}">app {n}</a></li>' for n in range(1, 11)]
         return html_response(page("Mixed shop", f"<h1>Mixed shop</h1><ul>{''.join(links)}</ul>"))
 
     async def static(self, request: web.Request) -> web.Response:

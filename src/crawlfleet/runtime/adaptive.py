@@ -8,7 +8,8 @@ this fetcher reads what the domain's strategy slot learned for the URL's parser
 - learned ``http`` (a request queued while the parser was still sampled, or one of its
   re-check samples): re-check samples are fetched both ways and compared; the others go
   over HTTP;
-- still sampling: fetched both ways, concurrently. Both results are parsed by the URL's
+- still sampling: fetched both ways, concurrently (one sample of a parser at a time per
+  process; the others wait for what it learns). Both results are parsed by the URL's
   parser; when their items and links are equal the sample counts toward ``SAMPLES``, after
   which the parser is learned ``http``; a difference makes it ``browser`` at once. A
   learned ``http`` whose re-check differs becomes ``browser``.
@@ -54,12 +55,20 @@ class AdaptiveFetcher:
         self._registry = registry
         self._budget = budget
         self._frontier = frontier
+        self._sampling: dict[tuple[str, str], asyncio.Lock] = {}
 
     async def fetch(self, request: CrawlRequest) -> FetchResult:
         key = self._router.auto_key(request.url)
         if key is None:
             return await self.browser.fetch(request)
         learned = (await self._frontier.strategy(request.domain)).get(key)
+        if learned is None:
+            # One sample at a time per parser in this process: the pages queued meanwhile
+            # follow what it learns instead of each being fetched both ways.
+            async with self._sampling.setdefault((request.domain, key), asyncio.Lock()):
+                learned = (await self._frontier.strategy(request.domain)).get(key)
+                if learned is None:
+                    return await self._sample(request, key)
         if learned == "browser":
             return await self.browser.fetch(request)
         if learned == "http" and not rechecked(request.fingerprint):
