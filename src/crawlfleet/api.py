@@ -133,6 +133,8 @@ class Crawl:
                 self._metrics.watch(settings.crawl_id, graph.frontier, runtime="embedded")
                 quality = graph.crawler.parts.pipeline.quality
                 self._metrics.track(settings.crawl_id, events=events, quality=quality)
+                if graph.browser_pool is not None:
+                    self._metrics.browser(settings.crawl_id, graph.browser_pool)
             runner = LocalRunner(
                 graph.crawler,
                 concurrency=settings.concurrency,

@@ -150,7 +150,7 @@ async def test_a_page_that_never_loads_is_retried_then_dead_lettered_with_a_scre
         assert "timeout rendering" in (error or "")
         assert screenshot is not None
         assert Path(screenshot).parent == state / "screenshots"
-        assert Path(screenshot).read_bytes()[:4] == b"\x89PNG"
+        assert (await asyncio.to_thread(Path(screenshot).read_bytes))[:4] == b"\x89PNG"
     assert len({shot for *_, shot in logged}) == 2
 
 

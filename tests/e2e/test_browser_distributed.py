@@ -16,7 +16,7 @@ from tests.e2e.conftest import FAST, Workers, dispatch
 
 pytestmark = [pytest.mark.browser, pytest.mark.redis, pytest.mark.postgres, pytest.mark.slow]
 
-PARSERS = '''
+PARSERS = """
 from crawlfleet.parsing import Follow, parser
 
 
@@ -39,7 +39,7 @@ def js_item(response):
 @parser("127.0.0.15", pattern="/static/*", item_type="product")
 def static_product(response):
     yield {"key": response.url.rsplit("/", 1)[1], "name": response.css_first(".name").text()}
-'''
+"""
 BROWSER_PAGES = {"/list/3", *(f"/items/{n}" for n in range(51, 60))}
 HTTP_PAGES = {f"/static/{n}" for n in range(1, 6)}
 
@@ -97,6 +97,7 @@ def test_each_page_is_fetched_by_the_kind_its_parser_names(
     agents = {r.path: r.user_agent for r in site.log if r.path != "/robots.txt"}
     assert all("HeadlessChrome" in agents[p] for p in BROWSER_PAGES)
     assert all("HeadlessChrome" not in agents[p] for p in HTTP_PAGES)
-    assert http.process is not None and browser.process is not None
+    assert http.process is not None
+    assert browser.process is not None
     assert descendants_named(http.process.pid, "chrom") == []
     assert descendants_named(browser.process.pid, "chrom") != []

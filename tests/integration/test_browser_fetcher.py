@@ -179,7 +179,7 @@ async def test_a_timeout_is_a_transient_error_with_a_screenshot(
     assert caught.value.transient
     shot = caught.value.screenshot
     assert shot is not None
-    assert Path(shot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (await asyncio.to_thread(Path(shot).read_bytes))[:8] == b"\x89PNG\r\n\x1a\n"
     assert Path(shot).name == f"{hang.fingerprint[:20]}-0.png"
 
 

@@ -7,6 +7,8 @@ page).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from crawlfleet.clock import Clock
 from crawlfleet.fetchers.addresses import is_forbidden_address
 from crawlfleet.fetchers.protocols import Fetcher
@@ -17,11 +19,14 @@ from crawlfleet.runtime.adaptive import AdaptiveFetcher
 from crawlfleet.runtime.routing import Router
 from crawlfleet.settings import Settings
 
+if TYPE_CHECKING:
+    from crawlfleet.fetchers.browser.fetcher import BrowserFetcher
+
 SCREENSHOTS_DIR = "screenshots"
 """Under the state directory: the failed pages' screenshots (``browser_screenshots``)."""
 
 
-def build_browser(settings: Settings, clock: Clock, router: Router) -> Fetcher:
+def build_browser(settings: Settings, clock: Clock, router: Router) -> BrowserFetcher:
     """The crawl's ``BrowserFetcher`` over a new (not yet launched) ``BrowserPool``."""
     from crawlfleet.fetchers.browser.fetcher import BrowserFetcher
     from crawlfleet.fetchers.browser.guard import RequestGuard

@@ -22,6 +22,7 @@ from crawlfleet.frontier.protocols import BlockRules, Budget, DomainPolicy, Queu
 from crawlfleet.frontier.robots import ROBOTS_MAX_BYTES, FetchFn, RobotsCache
 from crawlfleet.frontier.scope import Scope, TrapLimits
 from crawlfleet.models import CrawlRequest, FetchResult
+from crawlfleet.monitoring.browser_metrics import PoolFigures
 from crawlfleet.monitoring.events import EventBus
 from crawlfleet.parsing.budget import ParseBudget, ParseLimits
 from crawlfleet.parsing.default import default_parser
@@ -168,6 +169,8 @@ class CrawlGraph:
     crawler: Crawler
     frontier: Frontier
     stack: AsyncExitStack
+    browser_pool: PoolFigures | None = None
+    """What the browser lane's pool counts (None without a browser lane), for metrics."""
 
 
 async def build_crawl(
@@ -207,8 +210,10 @@ async def build_crawl(
     for fetcher in fetchers.values():
         stack.push_async_callback(fetcher.close)
     frontier = build_frontier(settings, store, seeds, router)
+    pool_figures: PoolFigures | None = None
     if wants_browser:
         browser = build_browser(settings, clock, router)
+        pool_figures = browser.pool.stats
         stack.push_async_callback(browser.close)
         fetchers["browser"] = browser_lane(
             browser,
@@ -239,7 +244,7 @@ async def build_crawl(
         max_step_s=settings.max_step_s,
         parse_budget=budget,
     )
-    return CrawlGraph(Crawler(parts), frontier, stack)
+    return CrawlGraph(Crawler(parts), frontier, stack, pool_figures)
 
 
 def browser_wanted(

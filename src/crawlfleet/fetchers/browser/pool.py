@@ -1,8 +1,9 @@
 """A pool of browser pages: one Chromium per process, one context per session slot.
 
-``pages`` slots run at most one page each, so at most ``pages`` pages are open at once. A
-slot keeps its browser context (cookies, cache: one session) for ``context_pages`` pages,
-then gets a fresh one. The browser itself is recycled after ``browser_pages`` pages, when the
+``pages`` slots hold one page each, so at most ``pages`` pages are open at once. A slot keeps
+its browser context (cookies, cache: one session) and that context's page, navigated fetch
+after fetch, for ``context_pages`` pages, then gets fresh ones; a page whose fetch failed is
+closed and replaced. The browser itself is recycled after ``browser_pages`` pages, when the
 summed RSS of its processes passes ``memory_cap_bytes`` (read from ``/proc`` at most every
 ``memory_check_s``), and when it crashed or disconnected: the next page launches a new one.
 A recycled browser finishes the pages it holds before it is closed; a crashed one fails them
@@ -79,6 +80,8 @@ class Slot:
     index: int
     context: BrowserContext | None = None
     owner: _Browser | None = None
+    page: Page | None = None
+    """The context's one page, navigated fetch after fetch (a new page costs ~5 gotos)."""
     pages: int = 0
     refused: dict[str, str] = field(default_factory=dict)
     """URL -> why the guard aborted it, for the page in this slot."""
@@ -129,23 +132,27 @@ class BrowserPool:
 
     @asynccontextmanager
     async def page(self) -> AsyncIterator[LeasedPage]:
-        """A fresh page in a free slot's context; closed when the block ends.
+        """The page of a free slot (its context's, reused page after page) for one fetch.
 
-        ``FetchError`` (transient) when no browser can be launched or the context is gone.
+        A block that raises leaves the page closed (the next fetch of the slot gets a new
+        one). ``FetchError`` (transient) when no browser can be launched or the context is
+        gone.
         """
         slot = await self._free.get()
         browser: _Browser | None = None
-        page: Page | None = None
+        failed = True
         try:
             browser = await self._browser()
             browser.in_use += 1
             self.stats.in_use += 1
-            page = await self._new_page(slot, browser)
+            page = await self._page_of(slot, browser)
             self.stats.pages += 1
             yield LeasedPage(page, slot)
+            failed = False
         finally:
             slot.refused.clear()
-            if page is not None:
+            if failed and slot.page is not None:
+                page, slot.page = slot.page, None
                 await _quietly(page.close())
             if browser is not None:
                 browser.in_use -= 1
@@ -156,15 +163,16 @@ class BrowserPool:
 
     def forget(self, slot: Slot) -> None:
         """Drop the slot's context (after a crash or an error of its page): the next is fresh."""
-        context, slot.context, slot.owner = slot.context, None, None
+        context, slot.context, slot.owner, slot.page = slot.context, None, None, None
         if context is not None:
             self._background(context.close())
 
-    async def _new_page(self, slot: Slot, browser: _Browser) -> Page:
+    async def _page_of(self, slot: Slot, browser: _Browser) -> Page:
         stale = slot.owner is not browser or slot.pages >= self.limits.context_pages
         if slot.context is None or stale:
             if slot.context is not None and slot.owner is browser:
                 await _quietly(slot.context.close())
+            slot.page = None
             slot.context, slot.owner, slot.pages = (
                 await self._new_context(slot, browser),
                 browser,
@@ -172,11 +180,14 @@ class BrowserPool:
             )
         slot.pages += 1
         browser.served += 1
+        if slot.page is not None and not slot.page.is_closed():
+            return slot.page
         try:
-            return await slot.context.new_page()
+            slot.page = await slot.context.new_page()
         except PlaywrightError as exc:
             self.forget(slot)
             raise FetchError(f"browser context lost: {_first_line(exc)}") from None
+        return slot.page
 
     async def _new_context(self, slot: Slot, browser: _Browser) -> BrowserContext:
         try:
@@ -229,7 +240,7 @@ class BrowserPool:
             if self._closed:
                 raise FetchError("the browser pool is closed", transient=True)
             current = self._current
-            reason = self._recycle_reason(current)
+            reason = await self._recycle_reason(current)
             if reason is None and current is not None:
                 return current
             if current is not None:
@@ -237,7 +248,7 @@ class BrowserPool:
             self._current = await self._launch(reason or "start")
             return self._current
 
-    def _recycle_reason(self, current: _Browser | None) -> str | None:
+    async def _recycle_reason(self, current: _Browser | None) -> str | None:
         if current is None:
             return "start"
         if not current.browser.is_connected():
@@ -247,7 +258,7 @@ class BrowserPool:
         now = time.monotonic()
         if now - self._checked_at >= self.limits.memory_check_s:
             self._checked_at = now
-            self.stats.rss_bytes = tree_rss_bytes(current.marker)
+            self.stats.rss_bytes = await asyncio.to_thread(tree_rss_bytes, current.marker)
             if self.stats.rss_bytes > self.limits.memory_cap_bytes:
                 return "memory"
         return None

@@ -247,6 +247,8 @@ class WorkerRuntime:
         if self.metrics is not None:
             quality = graph.crawler.parts.pipeline.quality
             self.metrics.track(settings.crawl_id, events=events, quality=quality)
+            if graph.browser_pool is not None:
+                self.metrics.browser(settings.crawl_id, graph.browser_pool)
         log.info("worker %s joined crawl %s", self.name, settings.crawl_id)
         return _Crawl(settings.crawl_id, definition.run, stack, graph, settings.browser_pages)
 
