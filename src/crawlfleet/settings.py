@@ -140,6 +140,9 @@ class Settings(BaseSettings):
         default=Path("/usr/bin/chromium"), description="the Chromium binary (never downloaded)"
     )
     browser_pages: int = Field(default=4, ge=1, le=64, description="concurrent pages per process")
+    browser_sessions: int = Field(
+        default=1, ge=1, le=64, description="browser contexts (cookie jars) the pages share"
+    )
     browser_context_pages: int = Field(
         default=50, ge=1, description="pages before a session slot's context is recycled"
     )

@@ -37,6 +37,7 @@ def build_browser(settings: Settings, clock: Clock, router: Router) -> BrowserFe
         settings.browser_executable,
         PoolLimits(
             pages=settings.browser_pages,
+            sessions=settings.browser_sessions,
             context_pages=settings.browser_context_pages,
             browser_pages=settings.browser_max_pages,
             memory_cap_bytes=settings.browser_memory_cap_bytes,

@@ -1,9 +1,10 @@
 """A pool of browser pages: one Chromium per process, one context per session slot.
 
-``pages`` slots hold one page each, so at most ``pages`` pages are open at once. A slot keeps
-its browser context (cookies, cache: one session) and that context's page, navigated fetch
-after fetch, for ``context_pages`` pages, then gets fresh ones; a page whose fetch failed is
-closed and replaced. The browser itself is recycled after ``browser_pages`` pages, when the
+``pages`` slots hold one page each, so at most ``pages`` pages are open at once; the slots
+share ``sessions`` browser contexts (cookies, cache: one session each; slot i uses session
+i mod ``sessions``). A session's context serves ``context_pages`` pages, then a fresh one
+replaces it (the old closes with its last page); a slot's page is navigated fetch after
+fetch while its context lasts, and a page whose fetch failed is closed and replaced. The browser itself is recycled after ``browser_pages`` pages, when the
 summed RSS of its processes passes ``memory_cap_bytes`` (read from ``/proc`` at most every
 ``memory_check_s``), and when it crashed or disconnected: the next page launches a new one.
 A recycled browser finishes the pages it holds before it is closed; a crashed one fails them
@@ -20,7 +21,7 @@ import logging
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,7 @@ class PoolLimits:
     """How many pages run at once and when contexts and the browser are recycled."""
 
     pages: int = 4
+    sessions: int = 1
     context_pages: int = 50
     browser_pages: int = 1000
     memory_cap_bytes: int = 2 * 1024**3
@@ -74,17 +76,30 @@ class _Browser:
 
 
 @dataclass(eq=False, slots=True)
+class _Context:
+    """A browser context (one session: cookies, cache), the pages it ran and runs."""
+
+    context: BrowserContext
+    owner: _Browser
+    pages: int = 0
+    in_use: int = 0
+    retired: bool = False
+
+
+@dataclass(eq=False, slots=True)
 class Slot:
-    """One session slot: a context reused page after page, and what its guard refused."""
+    """One page slot: its page, navigated fetch after fetch, and what the guard refused it.
+
+    The slot's session is ``index % sessions``: its page lives in that session's context.
+    """
 
     index: int
-    context: BrowserContext | None = None
-    owner: _Browser | None = None
     page: Page | None = None
-    """The context's one page, navigated fetch after fetch (a new page costs ~5 gotos)."""
-    pages: int = 0
+    """The slot's page, reused while its context is its session's (a new page costs ~5
+    navigations, decision 0012)."""
+    context: _Context | None = None
     refused: dict[str, str] = field(default_factory=dict)
-    """URL -> why the guard aborted it, for the page in this slot."""
+    """URL -> why the guard aborted it, for the fetch in this slot."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +133,8 @@ class BrowserPool:
         self._free: asyncio.Queue[Slot] = asyncio.Queue()
         for index in range(limits.pages):
             self._free.put_nowait(Slot(index))
+        self._sessions: list[_Context | None] = [None] * max(1, min(limits.sessions, limits.pages))
+        self._slot_of: dict[Page, Slot] = {}
         self._lock = asyncio.Lock()
         self._playwright: Playwright | None = None
         self._current: _Browser | None = None
@@ -140,20 +157,23 @@ class BrowserPool:
         """
         slot = await self._free.get()
         browser: _Browser | None = None
+        held: _Context | None = None
         failed = True
         try:
             browser = await self._browser()
             browser.in_use += 1
             self.stats.in_use += 1
             page = await self._page_of(slot, browser)
+            held = slot.context
             self.stats.pages += 1
             yield LeasedPage(page, slot)
             failed = False
         finally:
             slot.refused.clear()
             if failed and slot.page is not None:
-                page, slot.page = slot.page, None
-                await _quietly(page.close())
+                await self._drop_page(slot)
+            if held is not None:
+                self._release(held)
             if browser is not None:
                 browser.in_use -= 1
                 self.stats.in_use -= 1
@@ -162,64 +182,85 @@ class BrowserPool:
             self._free.put_nowait(slot)
 
     def forget(self, slot: Slot) -> None:
-        """Drop the slot's context (after a crash or an error of its page): the next is fresh."""
-        context, slot.context, slot.owner, slot.page = slot.context, None, None, None
-        if context is not None:
-            self._background(context.close())
+        """Retire the slot's context (its page crashed or lost it): the next is fresh."""
+        if slot.context is not None:
+            slot.context.retired = True
+            self._sessions = [None if c is slot.context else c for c in self._sessions]
 
     async def _page_of(self, slot: Slot, browser: _Browser) -> Page:
-        stale = slot.owner is not browser or slot.pages >= self.limits.context_pages
-        if slot.context is None or stale:
-            if slot.context is not None and slot.owner is browser:
-                await _quietly(slot.context.close())
-            slot.page = None
-            slot.context, slot.owner, slot.pages = (
-                await self._new_context(slot, browser),
-                browser,
-                0,
-            )
-        slot.pages += 1
+        session = slot.index % len(self._sessions)
+        current = self._sessions[session]
+        if (
+            current is not None
+            and current.owner is browser
+            and not current.retired
+            and current.pages >= self.limits.context_pages
+        ):
+            current.retired = True
+            self._release(current, 0)
+        if current is None or current.owner is not browser or current.retired:
+            current = _Context(await self._new_context(browser), browser)
+            self._sessions[session] = current
+        if slot.page is not None and (slot.context is not current or slot.page.is_closed()):
+            await self._drop_page(slot)
+        current.pages += 1
+        current.in_use += 1
+        slot.context = current
         browser.served += 1
-        if slot.page is not None and not slot.page.is_closed():
+        if slot.page is not None:
             return slot.page
         try:
-            slot.page = await slot.context.new_page()
+            slot.page = await current.context.new_page()
         except PlaywrightError as exc:
             self.forget(slot)
+            self._release(current)
+            slot.context = None
             raise FetchError(f"browser context lost: {_first_line(exc)}") from None
+        self._slot_of[slot.page] = slot
         return slot.page
 
-    async def _new_context(self, slot: Slot, browser: _Browser) -> BrowserContext:
+    async def _drop_page(self, slot: Slot) -> None:
+        page, slot.page = slot.page, None
+        if page is not None:
+            self._slot_of.pop(page, None)
+            await _quietly(page.close())
+
+    def _release(self, context: _Context, pages: int = 1) -> None:
+        """``pages`` of ``context`` ended; a retired context is closed with its last one."""
+        context.in_use -= pages
+        if context.retired and context.in_use == 0 and context.owner.browser.is_connected():
+            self._background(context.context.close())
+
+    async def _new_context(self, browser: _Browser) -> BrowserContext:
         try:
             context = await browser.browser.new_context(
                 user_agent=browser.user_agent, service_workers="block"
             )
             if self._guard.active:
-                await context.route("**/*", self._router(slot))
+                await context.route("**/*", self._route)
         except PlaywrightError as exc:
             raise FetchError(f"cannot open a browser context: {_first_line(exc)}") from None
         return context
 
-    def _router(self, slot: Slot) -> Callable[[Route], Awaitable[None]]:
+    async def _route(self, route: Route) -> None:
+        """Let a request of a page through, or abort it with the guard's reason."""
+        request = route.request
+        slot = self._slot_of.get(request.frame.page)
+        refused = slot.refused if slot is not None else {}
         guard = self._guard
+        reason = await guard.refusal(request.url, request.resource_type)
+        try:
+            if reason is not None:
+                refused[request.url] = reason
+                await route.abort("blockedbyclient")
+            elif guard.forbidden is None:
+                await route.continue_()
+            else:
+                await self._guarded_hop(route, refused)
+        except PlaywrightError:  # the page closed meanwhile
+            return
 
-        async def route(route: Route) -> None:
-            request = route.request
-            reason = await guard.refusal(request.url, request.resource_type)
-            try:
-                if reason is not None:
-                    slot.refused[request.url] = reason
-                    await route.abort("blockedbyclient")
-                elif guard.forbidden is None:
-                    await route.continue_()
-                else:
-                    await self._guarded_hop(route, slot)
-            except PlaywrightError:  # the page closed meanwhile
-                return
-
-        return route
-
-    async def _guarded_hop(self, route: Route, slot: Slot) -> None:
+    async def _guarded_hop(self, route: Route, refused: dict[str, str]) -> None:
         """Fetch one hop for the page and check where a redirect leads before the page may
         follow it: Playwright routes a redirect's target no more (decision 0012)."""
         request = route.request
@@ -229,7 +270,7 @@ class BrowserPool:
             target = urljoin(request.url, location)
             reason = await self._guard.refusal(target, request.resource_type)
             if reason is not None:
-                slot.refused[target] = reason
+                refused[target] = reason
                 await route.abort("blockedbyclient")
                 return
         await route.fulfill(response=response)
