@@ -3,13 +3,15 @@
 ``--redis URL``: the distributed crawls in that Redis (one with ``--crawl-id``) and the
 workers; ``--state DIR``: the embedded crawl in that state directory. A crawl's state says
 whether it was paused or cancelled (``crawlfleet pause|resume|cancel``). With one crawl, a
-table per domain: queued, in flight, done, failed, dead, delay and block state.
+table per domain: queued, in flight, done, failed, dead, delay, block state and the fetch
+strategy slot (what the adaptive fetcher learned, the strategy ladder's keys).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Annotated
@@ -45,8 +47,10 @@ def crawl_state(asked: RunState, *, dispatching: bool, pending: int) -> str:
 def domain_table(views: list[DomainView], now: float, title: str) -> Table:
     """One row per domain; ``done`` counts finished requests, ``failed`` those without a page."""
     table = Table(title=title)
-    for column in ("domain", "queued", "in flight", "done", "failed", "dead", "delay", "block"):
-        table.add_column(column, justify="left" if column in ("domain", "block") else "right")
+    columns = ("domain", "queued", "in flight", "done", "failed", "dead", "delay", "block")
+    for column in (*columns, "strategy"):
+        left = column in ("domain", "block", "strategy")
+        table.add_column(column, justify="left" if left else "right")
     for view in views:
         s = view.stats
         failed = s.get(f"outcome.{Outcome.FAILED.value}") + s.get(
@@ -66,8 +70,14 @@ def domain_table(views: list[DomainView], now: float, title: str) -> Table:
             str(s.get(f"outcome.{Outcome.DEAD.value}")),
             f"{view.effective_delay_s:g} s ({view.delay_source.value})",
             safe(block_state(view, now)),
+            safe(strategy_text(view.strategy)),
         )
     return table
+
+
+def strategy_text(strategy: Mapping[str, str]) -> str:
+    """The domain's strategy slot, ``key=value`` sorted (``auto:<parser>=http``), or ``-``."""
+    return ", ".join(f"{key}={value}" for key, value in sorted(strategy.items())) or "-"
 
 
 async def _domains(frontier: Frontier, title: str) -> None:

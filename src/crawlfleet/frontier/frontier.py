@@ -191,6 +191,10 @@ class Frontier:
         """Due leases of the fetcher ``kinds`` (see ``QueueStore.claim``)."""
         return await self._store.claim(limit, now, self.lease_s, self.default_policy, kinds)
 
+    async def move(self, lease: Lease, kind: str) -> bool:
+        """Hand the leased request to the ``kind`` lane (see ``QueueStore.move``)."""
+        return await self._store.move(lease, kind)
+
     async def renew(self, lease: Lease, now: float) -> bool:
         """Extend the lease to ``now + lease_s``; False if it is no longer current."""
         return await self._store.renew(lease, now + self.lease_s)

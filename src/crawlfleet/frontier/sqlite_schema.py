@@ -205,6 +205,10 @@ BURY = (
     " errors = json_insert(errors, '$[#]', ?) WHERE fp = ? AND state = 1 AND hand_outs = ?"
 )
 # A current lease (fp, hand_outs) extended to ?1, never shortened.
+MOVE = (
+    "UPDATE requests SET state = 0, fetcher = ?, not_before = 0, expires_at = NULL"
+    " WHERE fp = ? AND state = 1 AND hand_outs = ?"
+)
 RENEW = (
     "UPDATE requests SET expires_at = max(expires_at, ?) WHERE fp = ? AND state = 1"
     " AND hand_outs = ?"

@@ -42,6 +42,7 @@ from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.pipeline import Pipeline, PipelineOutcome
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.login import LoginFailed
+from crawlfleet.runtime.strategy import StrategyReader
 from crawlfleet.settings import MAX_STEP_S
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,8 @@ class CrawlerParts:
     max_retry_after_s: float
     parse_budget: ParseBudget
     max_step_s: float = MAX_STEP_S
+    strategy: StrategyReader | None = None
+    """The domains' strategy ``fetcher`` (``runtime/strategy.py``); None: not honoured."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +103,9 @@ class Crawler:
         """One crawl step. Never raises for a page-level problem: it is recorded instead.
 
         A hook's ``Dropped`` skips the page and a ``LoginFailed`` fails it, both with their
-        reason and at once (neither is retried nor dead-lettered).
+        reason and at once (neither is retried nor dead-lettered). An HTTP-lane request of a
+        domain whose strategy says ``browser`` is fetched by this process's browser, or
+        handed to the browser lane when it has none (``runtime/strategy.py``).
 
         Raises ``ConfigError`` for a request whose fetcher kind this process has no fetcher
         for (the claim should never have handed it out here).
@@ -108,6 +113,12 @@ class Crawler:
         p = self.parts
         request = lease.request
         fetcher = p.fetchers.get(request.fetcher)
+        if request.fetcher == "http" and p.strategy is not None:
+            if await p.strategy.fetcher(request.domain) == "browser":
+                fetcher = p.fetchers.get("browser")
+                if fetcher is None:  # a browser worker serves it
+                    await p.frontier.move(lease, "browser")
+                    return
         if fetcher is None:
             raise ConfigError(
                 f"no {request.fetcher!r} fetcher in this process for {request.url} "

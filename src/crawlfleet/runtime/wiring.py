@@ -38,6 +38,7 @@ from crawlfleet.runtime.crawler import Crawler, CrawlerParts
 from crawlfleet.runtime.fetch_chain import cached, hooked, login_link
 from crawlfleet.runtime.kinds import check_kinds, named_kinds, needs_browser, servable_kinds
 from crawlfleet.runtime.routing import Router
+from crawlfleet.runtime.strategy import StrategyReader
 from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.settings import Settings
 from crawlfleet.urls import UrlRules, fingerprint
@@ -243,6 +244,7 @@ async def build_crawl(
         max_retry_after_s=settings.max_retry_after_s,
         max_step_s=settings.max_step_s,
         parse_budget=budget,
+        strategy=StrategyReader(frontier, clock),
     )
     return CrawlGraph(Crawler(parts), frontier, stack, pool_figures)
 
