@@ -27,7 +27,7 @@ from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.politeness import StatusClass, classify, judge, retry_after_block
 from crawlfleet.frontier.protocols import Ended, Report, Signal
 from crawlfleet.frontier.robots import RobotsCache
-from crawlfleet.models import Attempt, FetchResult, Lease, Outcome
+from crawlfleet.models import Attempt, CrawlRequest, FetchResult, Lease, Outcome
 from crawlfleet.monitoring.events import (
     DomainBlocked,
     DomainEscalated,
@@ -113,12 +113,11 @@ class Crawler:
         p = self.parts
         request = lease.request
         fetcher = p.fetchers.get(request.fetcher)
-        if request.fetcher == "http" and p.strategy is not None:
-            if await p.strategy.fetcher(request.domain) == "browser":
-                fetcher = p.fetchers.get("browser")
-                if fetcher is None:  # a browser worker serves it
-                    await p.frontier.move(lease, "browser")
-                    return
+        if await self._strategy_says_browser(request):
+            fetcher = p.fetchers.get("browser")
+            if fetcher is None:  # a browser worker serves it
+                await p.frontier.move(lease, "browser")
+                return
         if fetcher is None:
             raise ConfigError(
                 f"no {request.fetcher!r} fetcher in this process for {request.url} "
@@ -146,6 +145,12 @@ class Crawler:
             await self._fail(step, str(exc), retry=exc.transient)
             return
         await self._fetched(lease, started, result)
+
+    async def _strategy_says_browser(self, request: CrawlRequest) -> bool:
+        strategy = self.parts.strategy
+        if request.fetcher != "http" or strategy is None:
+            return False
+        return await strategy.fetcher(request.domain) == "browser"
 
     async def abandon(self, lease: Lease, started: float, error: str) -> None:
         """Record a step stopped from outside (the watchdog): retried later, or buried."""
