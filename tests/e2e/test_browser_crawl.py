@@ -55,6 +55,7 @@ def attempts(state: Path) -> list[tuple[str, str, str, str | None, str | None]]:
     return [tuple(row) for row in rows]
 
 
+@pytest.mark.slow
 async def test_the_jsapp_example_gets_every_js_item_and_passes_the_challenge(
     site: ThreadedDemoSite, tmp_path: Path
 ) -> None:
@@ -81,6 +82,7 @@ async def test_the_jsapp_example_gets_every_js_item_and_passes_the_challenge(
     assert all("HeadlessChrome" in r.user_agent for r in page_requests)
 
 
+@pytest.mark.slow
 async def test_a_chromium_killed_mid_crawl_costs_retries_not_pages(
     site: ThreadedDemoSite, tmp_path: Path
 ) -> None:
@@ -154,6 +156,7 @@ async def test_a_page_that_never_loads_is_retried_then_dead_lettered_with_a_scre
     assert len({shot for *_, shot in logged}) == 2
 
 
+@pytest.mark.slow
 async def test_the_adaptive_fetcher_learns_per_pattern_and_loses_no_item(
     site: ThreadedDemoSite, tmp_path: Path
 ) -> None:

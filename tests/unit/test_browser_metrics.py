@@ -30,6 +30,7 @@ def test_pages_restarts_and_memory_of_the_pool_are_served() -> None:
     assert 'crawlfleet_browser_memory_bytes{crawl="js"} 7.340032e+08' in text
     assert 'crawlfleet_browser_pages_in_use{crawl="js"} 3.0' in text
     pool.pages += 1  # read at every scrape: the pool's own counters
-    assert 'crawlfleet_browser_pages_total{crawl="js"} 13.0' in generate_latest(
-        metrics.registry
-    ).decode()
+    assert (
+        'crawlfleet_browser_pages_total{crawl="js"} 13.0'
+        in generate_latest(metrics.registry).decode()
+    )
