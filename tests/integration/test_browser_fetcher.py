@@ -244,3 +244,10 @@ async def test_a_post_is_refused_for_good(jsapp: ThreadedDemoSite, pool: Browser
     with pytest.raises(FetchError, match="GET pages only") as caught:
         await fetcher_over(pool).fetch(posted)
     assert not caught.value.transient
+
+
+async def test_a_hop_the_guard_cannot_fetch_fails_the_page_at_once(pool: BrowserPool) -> None:
+    with pytest.raises(FetchError) as caught:
+        async with asyncio.timeout(5):
+            await fetcher_over(pool).fetch(request("http://127.0.0.14:1/closed"))
+    assert caught.value.transient

@@ -134,6 +134,7 @@ class BrowserPool:
         for index in range(limits.pages):
             self._free.put_nowait(Slot(index))
         self._sessions: list[_Context | None] = [None] * max(1, min(limits.sessions, limits.pages))
+        self._rotating = [asyncio.Lock() for _ in self._sessions]
         self._slot_of: dict[Page, Slot] = {}
         self._lock = asyncio.Lock()
         self._playwright: Playwright | None = None
@@ -189,18 +190,19 @@ class BrowserPool:
 
     async def _page_of(self, slot: Slot, browser: _Browser) -> Page:
         session = slot.index % len(self._sessions)
-        current = self._sessions[session]
-        if (
-            current is not None
-            and current.owner is browser
-            and not current.retired
-            and current.pages >= self.limits.context_pages
-        ):
-            current.retired = True
-            self._release(current, 0)
-        if current is None or current.owner is not browser or current.retired:
-            current = _Context(await self._new_context(browser), browser)
-            self._sessions[session] = current
+        async with self._rotating[session]:  # one new context per session, not one per slot
+            current = self._sessions[session]
+            if (
+                current is not None
+                and current.owner is browser
+                and not current.retired
+                and current.pages >= self.limits.context_pages
+            ):
+                current.retired = True
+                self._release(current, 0)
+            if current is None or current.owner is not browser or current.retired:
+                current = _Context(await self._new_context(browser), browser)
+                self._sessions[session] = current
         if slot.page is not None and (slot.context is not current or slot.page.is_closed()):
             await self._drop_page(slot)
         current.pages += 1
@@ -245,11 +247,11 @@ class BrowserPool:
     async def _route(self, route: Route) -> None:
         """Let a request of a page through, or abort it with the guard's reason."""
         request = route.request
-        slot = self._slot_of.get(request.frame.page)
-        refused = slot.refused if slot is not None else {}
         guard = self._guard
-        reason = await guard.refusal(request.url, request.resource_type)
         try:
+            slot = self._slot_of.get(request.frame.page)
+            refused = slot.refused if slot is not None else {}
+            reason = await guard.refusal(request.url, request.resource_type)
             if reason is not None:
                 refused[request.url] = reason
                 await route.abort("blockedbyclient")
@@ -257,8 +259,8 @@ class BrowserPool:
                 await route.continue_()
             else:
                 await self._guarded_hop(route, refused)
-        except PlaywrightError:  # the page closed meanwhile
-            return
+        except PlaywrightError:  # the hop failed (the page sees a network error) or it closed
+            await _quietly(route.abort("failed"))
 
     async def _guarded_hop(self, route: Route, refused: dict[str, str]) -> None:
         """Fetch one hop for the page and check where a redirect leads before the page may
