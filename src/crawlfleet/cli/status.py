@@ -3,8 +3,8 @@
 ``--redis URL``: the distributed crawls in that Redis (one with ``--crawl-id``) and the
 workers; ``--state DIR``: the embedded crawl in that state directory. A crawl's state says
 whether it was paused or cancelled (``crawlfleet pause|resume|cancel``). With one crawl, a
-table per domain: queued, in flight, done, failed, dead, delay, block state and the fetch
-strategy slot (what the adaptive fetcher learned, the strategy ladder's keys).
+table per domain: queued, in flight, done, failed, dead, delay, the fetch strategy slot
+(what the adaptive fetcher learned, the strategy ladder's keys) and block state.
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ def crawl_state(asked: RunState, *, dispatching: bool, pending: int) -> str:
 def domain_table(views: list[DomainView], now: float, title: str) -> Table:
     """One row per domain; ``done`` counts finished requests, ``failed`` those without a page."""
     table = Table(title=title)
-    columns = ("domain", "queued", "in flight", "done", "failed", "dead", "delay", "block")
-    for column in (*columns, "strategy"):
+    columns = ("domain", "queued", "in flight", "done", "failed", "dead", "delay", "strategy")
+    for column in (*columns, "block"):
         left = column in ("domain", "block", "strategy")
         table.add_column(column, justify="left" if left else "right")
     for view in views:
@@ -69,8 +69,8 @@ def domain_table(views: list[DomainView], now: float, title: str) -> Table:
             str(failed),
             str(s.get(f"outcome.{Outcome.DEAD.value}")),
             f"{view.effective_delay_s:g} s ({view.delay_source.value})",
-            safe(block_state(view, now)),
             safe(strategy_text(view.strategy)),
+            safe(block_state(view, now)),
         )
     return table
 
