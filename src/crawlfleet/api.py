@@ -136,6 +136,8 @@ class Crawl:
                 )
                 quality = graph.crawler.parts.pipeline.quality
                 self._metrics.track(settings.crawl_id, events=events, quality=quality)
+                if graph.browser_pool is not None:
+                    self._metrics.browser(settings.crawl_id, graph.browser_pool)
             runner = LocalRunner(
                 graph.crawler,
                 concurrency=settings.concurrency,
@@ -144,6 +146,7 @@ class Crawl:
                 crawl_id=settings.crawl_id,
                 on_tick=lambda: self._progress(view),
                 control=FileControl(settings.state_dir),
+                kind_limits={"browser": settings.browser_pages},
             )
             self._watch(runner.stop)
             run = await runner.run(self.seeds, sitemaps=settings.follow_sitemaps)

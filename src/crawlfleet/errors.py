@@ -59,6 +59,8 @@ class FetchError(CrawlfleetError):
 
     transient: bool = True
     route: Route | None = None
+    screenshot: str | None = None
+    """Where the browser fetcher saved a picture of the failed page (``browser_screenshots``)."""
 
     def __init__(self, message: str, *, transient: bool | None = None) -> None:
         super().__init__(message)

@@ -160,6 +160,8 @@ class FetchResult:
     fetched_at: float = 0.0
     request: CrawlRequest | None = None
     route: Route | None = None
+    screenshot: str | None = None
+    """A picture of a failed page (status >= 400) the browser fetcher saved, if asked to."""
 
     @property
     def content_type(self) -> str:
@@ -256,6 +258,8 @@ class Attempt:
     proxy_id: str | None = None
     tier: int | None = None
     """The crawl session, proxy id and tier the fetch went through (``models.Route``)."""
+    screenshot: str | None = None
+    """The path of the failed page's screenshot (browser fetcher, ``browser_screenshots``)."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -40,6 +40,9 @@ DEFAULT_STRIP_PARAMS = (
 
 Rung = Literal["slow", "session", "tier", "impersonate", "browser"]
 """A rung of the strategy ladder (``frontier/ladder.py``)."""
+ResourceType = Literal["image", "font", "media", "stylesheet"]
+"""Resource types a browser page may be kept from loading (``browser_block``)."""
+DEFAULT_BLOCKED: tuple[ResourceType, ...] = ("image", "font", "media")
 
 MAX_STEP_S = 300.0
 """The default bound on one crawl step (the watchdog of ``runtime/loop.py``)."""
@@ -58,6 +61,8 @@ class DomainOverride(BaseModel):
 
     delay_s: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     concurrency: int | None = Field(default=None, ge=1, le=1_000)
+    fetcher: Literal["http", "browser", "auto"] | None = None
+    """The fetcher of the domain's pages that no follow rule or parser names."""
 
 
 class ProxySettings(BaseModel):
@@ -162,6 +167,43 @@ class Settings(BaseSettings):
         default=10 * 1024 * 1024, ge=1024, description="a body after Content-Encoding"
     )
 
+    # Browser fetcher (fetchers/browser/): Debian's Chromium driven by Playwright
+    browser_executable: Path = Field(
+        default=Path("/usr/bin/chromium"), description="the Chromium binary (never downloaded)"
+    )
+    browser_pages: int = Field(default=4, ge=1, le=64, description="concurrent pages per process")
+    browser_sessions: int = Field(
+        default=1, ge=1, le=64, description="browser contexts (cookie jars) the pages share"
+    )
+    browser_context_pages: int = Field(
+        default=50, ge=1, description="pages before a session slot's context is recycled"
+    )
+    browser_max_pages: int = Field(
+        default=1000, ge=1, description="pages before the browser itself is recycled"
+    )
+    browser_memory_cap_bytes: int = Field(
+        default=2 * 1024**3,
+        ge=64 * 1024**2,
+        description="summed RSS of the Chromium processes past which the browser is recycled",
+    )
+    browser_block: list[ResourceType] = Field(
+        default_factory=lambda: list(DEFAULT_BLOCKED),
+        description="resource types a page may not load",
+    )
+    browser_wait: str = Field(
+        default="load",
+        description="load, domcontentloaded, networkidle, or a CSS selector (css:SELECTOR)",
+    )
+    browser_timeout_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=600,
+        description="navigation plus wait rule of one page (default: total_timeout_s)",
+    )
+    browser_screenshots: bool = Field(
+        default=False, description="screenshot failed pages into <state>/screenshots/"
+    )
+
     # Parsing (parsing/budget.py)
     max_html_nesting_depth: int = Field(
         default=2000, ge=64, description="deeper HTML fails unparsed (tree building is quadratic)"
@@ -260,6 +302,14 @@ class Settings(BaseSettings):
             hosts[host] = override
         return hosts
 
+    @field_validator("browser_wait")
+    @classmethod
+    def _known_wait_rule(cls, value: str) -> str:
+        problem = wait_rule_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
     @field_validator("redis_url")
     @classmethod
     def _usable_redis_url(cls, value: str | None) -> str | None:
@@ -286,13 +336,21 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _a_step_fits_its_bound(self) -> Settings:
         least_s = STEP_TIMEOUTS * self.total_timeout_s + self.max_parse_s
+        browser_extra_s = max(0.0, self.page_timeout_s - self.total_timeout_s)
+        least_s += browser_extra_s
+        browser = " + (browser_timeout_s - total_timeout_s)" if browser_extra_s else ""
         if self.max_step_s < least_s:
             raise ValueError(
                 f"max_step_s ({self.max_step_s:g}) must be >= {STEP_TIMEOUTS} x total_timeout_s"
-                f" + max_parse_s ({least_s:g}): a step may read robots.txt, fetch its page,"
-                " parse it and read the robots.txt of its links' new hosts"
+                f" + max_parse_s{browser} ({least_s:g}): a step may read robots.txt, fetch its"
+                " page, parse it and read the robots.txt of its links' new hosts"
             )
         return self
+
+    @property
+    def page_timeout_s(self) -> float:
+        """The browser's bound on one page: ``browser_timeout_s``, else ``total_timeout_s``."""
+        return self.browser_timeout_s or self.total_timeout_s
 
     @classmethod
     def settings_customise_sources(
@@ -310,6 +368,17 @@ class Settings(BaseSettings):
             env_settings,
             InitSettingsSource(settings_cls, toml),
         )
+
+
+WAIT_EVENTS = ("load", "domcontentloaded", "networkidle")
+CSS_PREFIX = "css:"
+
+
+def wait_rule_problem(rule: str) -> str | None:
+    """Why ``rule`` is not a browser wait rule (an event, or ``css:SELECTOR``), or None."""
+    if rule in WAIT_EVENTS or (rule.startswith(CSS_PREFIX) and rule[len(CSS_PREFIX) :].strip()):
+        return None
+    return f"wait rule {rule!r} is not one of {', '.join(WAIT_EVENTS)} or css:SELECTOR"
 
 
 def redis_url_problem(url: str) -> str | None:

@@ -30,7 +30,7 @@ def test_domain_overrides_and_block_rules_from_toml(tmp_path: Path) -> None:
         "example.com": DomainOverride(delay_s=5.0, concurrency=2),
         "slow.example.org": DomainOverride(delay_s=30.0),
     }
-    usable = ("slow", "impersonate")  # no proxies (no sessions, no tiers), no browser fetcher
+    usable = ("slow", "impersonate", "browser")  # no proxies: no sessions, no tiers
     assert domain_policy(settings) == DomainPolicy(
         delay_s=0.5,
         max_in_flight=1,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -11,7 +12,7 @@ from crawlfleet.errors import ConfigError
 from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.parsing.loader import load_parsers
 from crawlfleet.runtime.kinds import (
-    SERVABLE_KINDS,
+    BASE_KINDS,
     WORKER_KINDS,
     check_kinds,
     check_queues,
@@ -54,15 +55,16 @@ def test_impersonate_is_a_kind_served_embedded_and_by_the_http_queue() -> None:
     named = list(named_kinds(load_parsers([], [spec], use_entry_points=False)))
     check_kinds(named)
     check_kinds(named, WORKER_KINDS)
-    assert "impersonate" in SERVABLE_KINDS
+    assert "impersonate" in BASE_KINDS
     assert queue_kinds(("http",)) == {"http", "impersonate"}
     assert queue_kinds(("browser",)) == {"browser"}
 
 
 def test_worker_queues() -> None:
     check_queues(("http",))
-    with pytest.raises(ConfigError, match="no browser fetcher yet"):
-        check_queues(("http", "browser"))
+    check_queues(("http", "browser"), Path("/usr/bin/chromium"))
+    with pytest.raises(ConfigError, match=r"--queues browser: no Chromium at /nowhere/chromium"):
+        check_queues(("browser",), Path("/nowhere/chromium"))
     with pytest.raises(ConfigError, match="unknown queue 'ftp'"):
         check_queues(("ftp",))
     with pytest.raises(ConfigError, match="no queue given"):

@@ -146,13 +146,15 @@ def test_a_block_between_successes_restarts_the_recovery() -> None:
     assert (change.level, change.strategy) == (0, {})
 
 
-def test_only_an_http_request_of_an_impersonate_domain_is_impersonated() -> None:
+def test_an_http_request_takes_the_fetcher_its_domain_strategy_names() -> None:
     served = ("http", "impersonate", "file")
     impersonated = {"fetcher": "impersonate"}
     assert fetcher_kind("http", impersonated, served) == "impersonate"
     assert fetcher_kind("http", impersonated, ("http",)) == "http"
     assert fetcher_kind("file", impersonated, served) == "file"
-    assert fetcher_kind("http", {"fetcher": "browser"}, served) == "http"
+    # browser, served here or not: a process without one moves the lease to the browser lane
+    assert fetcher_kind("http", {"fetcher": "browser"}, served) == "browser"
+    assert fetcher_kind("file", {"fetcher": "browser"}, served) == "file"
     assert fetcher_kind("http", {}, served) == "http"
 
 

@@ -3,8 +3,8 @@
 ``--redis URL``: the distributed crawls in that Redis (one with ``--crawl-id``) and the
 workers; ``--state DIR``: the embedded crawl in that state directory. A crawl's state says
 whether it was paused or cancelled (``crawlfleet pause|resume|cancel``). With one crawl, a
-table per domain: queued, in flight, done, failed, dead, delay, block state and strategy
-(the ladder's ``rung``, ``fetcher``, ...).
+table per domain: queued, in flight, done, failed, dead, delay, block state and the fetch
+strategy slot (the ladder's ``rung``, ``fetcher``, ...; what the adaptive fetcher learned).
 """
 
 from __future__ import annotations

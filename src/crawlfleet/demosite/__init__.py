@@ -5,6 +5,8 @@ Each role is served on its own loopback address (``DEFAULT_ADDRESSES``), all on 
 ``lab`` (crawler edge cases; hostile ones only behind ``/hazards``), ``robots-5xx``,
 ``robots-404`` and ``slow-robots`` (robots.txt answering 503, 404, or with a Crawl-delay),
 ``guarded`` (bans bursts per client address, checks header coherence, a cookie challenge).
+``jsapp`` (content, links and a cookie challenge only a browser gets past) and ``mixed``
+(one host with a URL pattern that needs JavaScript and one that does not).
 Every request is recorded in an access log of ``AccessRecord``.
 """
 

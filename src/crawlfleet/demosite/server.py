@@ -11,15 +11,19 @@ from aiohttp import web
 from crawlfleet.demosite.accesslog import AccessLog, AccessRecord
 from crawlfleet.demosite.guarded import Guarded, GuardRules
 from crawlfleet.demosite.hazards import FlakyCounters, Hazards
+from crawlfleet.demosite.jsapp import JsApp
 from crawlfleet.demosite.lab import Lab
 from crawlfleet.demosite.members import Members
+from crawlfleet.demosite.mixed import Mixed
 from crawlfleet.demosite.picky import Picky
 from crawlfleet.demosite.quotes import Quotes
 from crawlfleet.demosite.robots_sites import RobotsSite
 from crawlfleet.demosite.roles import (
     DEFAULT_ADDRESSES,
     GUARDED,
+    JSAPP,
     LAB,
+    MIXED,
     QUOTES,
     ROBOTS_5XX,
     ROBOTS_404,
@@ -138,6 +142,10 @@ class DemoSite:
             app.add_routes(Picky().routes())
         elif role == GUARDED:
             app.add_routes(Guarded(self._guard).routes())
+        elif role == JSAPP:
+            app.add_routes(JsApp().routes())
+        elif role == MIXED:
+            app.add_routes(Mixed().routes())
         elif role == ROBOTS_5XX:
             app.add_routes(RobotsSite(robots_status=503).routes())
         elif role == ROBOTS_404:

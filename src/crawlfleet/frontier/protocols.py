@@ -225,6 +225,15 @@ class QueueStore(Protocol):
         """Move the request to the dead-letter queue, recording ``report``."""
         ...
 
+    async def move(self, lease: Lease, kind: str) -> bool:
+        """Put the leased request in its domain's ``kind`` lane with fetcher ``kind``, due at
+        once, in one atomic step: the lease ends, nothing is counted or logged, its retry
+        count and history stay (the domain's strategy names a fetcher this process has not).
+
+        False when the lease is not current (nothing changes).
+        """
+        ...
+
     async def renew(self, lease: Lease, expires_at: float) -> bool:
         """Extend a current lease to ``expires_at``; a lease is never shortened.
 

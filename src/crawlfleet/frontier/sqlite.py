@@ -242,6 +242,20 @@ class SqliteQueueStore:
             self._counts[q.DEAD] += 1
         return ended
 
+    async def move(self, lease: Lease, kind: str) -> bool:
+        parsed = rows.parse_token(lease.token)
+        if parsed is None:
+            return False
+        with self._transaction() as db:
+            if db.execute(q.MOVE, (kind, *parsed)).rowcount != 1:
+                return False
+        state = self._schedule.get(lease.request.domain)
+        self._counts[q.LEASED] -= 1
+        self._counts[q.QUEUED] += 1
+        self._schedule.lease_ended(state)
+        self._schedule.enqueued(state, kind, 1)
+        return True
+
     async def renew(self, lease: Lease, expires_at: float) -> bool:
         parsed = rows.parse_token(lease.token)
         if parsed is None:

@@ -20,8 +20,8 @@ Tables::
     attempts   the attempt log, one row per lease end or expired lease, written in the
                transaction of the lease change: url, fingerprint, domain, worker, outcome,
                status, bytes, latency_s, retry, at, error, fetcher, detail, session_id,
-               proxy_id, tier (the columns ``monitoring.attempt_log.SqliteAttemptLog``
-               reads)
+               proxy_id, tier, screenshot (the columns
+               ``monitoring.attempt_log.SqliteAttemptLog`` reads)
 
 ``state``: 0 queued, 1 leased, 2 done, 3 dead, 4 seen only (a purged dead letter; schema 1
 also used it for ``mark_seen``). Partial indexes keep each hot query on a small index:
@@ -33,7 +33,8 @@ nor the attempt columns fetcher and detail (the attempt log created its own tabl
 no request payload (data, method, body, headers). ``open_queue_db`` migrates an older file
 in place: a version 1 file keeps a stored delay as the base delay with source ``config``;
 requests stored before version 3 read as GETs without context, body or headers; version 3
-had no attempt columns session_id, proxy_id and tier (``ROUTE_COLUMNS``, NULL in older rows).
+had no attempt columns session_id, proxy_id, tier (``ROUTE_COLUMNS``) and screenshot (NULL
+in older rows).
 
 The file is guarded by an ``fcntl`` lock on a sibling ``<name>.lock`` file, so two crawls
 cannot share one state file; other connections of the same process (the attempt log's
@@ -113,13 +114,16 @@ SCHEMA = (
     detail TEXT,
     session_id TEXT,
     proxy_id TEXT,
-    tier INTEGER
+    tier INTEGER,
+    screenshot TEXT
 )""",
     "CREATE INDEX IF NOT EXISTS attempts_url ON attempts (url, id)",
 )
 
-# Version 4: the crawl session, proxy id and tier of each attempt (runtime/proxy_link.py).
+# Version 4: the crawl session, proxy id and tier of each attempt (runtime/proxy_link.py) and
+# the browser fetcher's screenshot of a failed page.
 ROUTE_COLUMNS = ("session_id TEXT", "proxy_id TEXT", "tier INTEGER")
+SCREENSHOT_COLUMN = "screenshot TEXT"
 # Columns an older file lacks, by table (the attempt log's table may predate the store's).
 ADDED_COLUMNS = {
     "requests": (
@@ -139,7 +143,12 @@ ADDED_COLUMNS = {
         "strategy TEXT NOT NULL DEFAULT '{}'",
         "counters TEXT NOT NULL DEFAULT '{}'",
     ),
-    "attempts": ("fetcher TEXT NOT NULL DEFAULT 'http'", "detail TEXT", *ROUTE_COLUMNS),
+    "attempts": (
+        "fetcher TEXT NOT NULL DEFAULT 'http'",
+        "detail TEXT",
+        *ROUTE_COLUMNS,
+        SCREENSHOT_COLUMN,
+    ),
 }
 DROPPED_INDEXES = ("requests_queued",)
 
@@ -153,7 +162,7 @@ POLICY_COLUMNS = (
 )
 ATTEMPT_COLUMNS = (
     "url, fingerprint, domain, worker, outcome, status, bytes, latency_s, retry, at, error,"
-    " fetcher, detail, session_id, proxy_id, tier"
+    " fetcher, detail, session_id, proxy_id, tier, screenshot"
 )
 
 FIND_SEEN = "SELECT fp FROM requests WHERE fp IN (SELECT value FROM json_each(?))"
@@ -186,7 +195,7 @@ SET_COUNTERS = (
 )
 INSERT_ATTEMPT = (
     f"INSERT INTO attempts ({ATTEMPT_COLUMNS})"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 START = "INSERT OR IGNORE INTO meta (key, value) VALUES ('started_at', ?)"
 STARTED_AT = "SELECT value FROM meta WHERE key = 'started_at'"
@@ -209,6 +218,10 @@ BURY = (
     " errors = json_insert(errors, '$[#]', ?) WHERE fp = ? AND state = 1 AND hand_outs = ?"
 )
 # A current lease (fp, hand_outs) extended to ?1, never shortened.
+MOVE = (
+    "UPDATE requests SET state = 0, fetcher = ?, not_before = 0, expires_at = NULL"
+    " WHERE fp = ? AND state = 1 AND hand_outs = ?"
+)
 RENEW = (
     "UPDATE requests SET expires_at = max(expires_at, ?) WHERE fp = ? AND state = 1"
     " AND hand_outs = ?"
@@ -279,6 +292,14 @@ def _columns(db: sqlite3.Connection, table: str) -> set[str]:
     return {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
 
 
+def _add_columns(db: sqlite3.Connection, table: str, added: tuple[str, ...]) -> None:
+    """Add the columns an existing ``table`` lacks (a new file gets them from ``SCHEMA``)."""
+    have = _columns(db, table)
+    for column in added:
+        if have and column.split()[0] not in have:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+
+
 def _create(db: sqlite3.Connection, version: int) -> None:
     """Bring a version 0 (new), 1, 2 or 3 file to ``SCHEMA_VERSION``, in one transaction."""
     with sqlitedb.write(db):
@@ -286,10 +307,7 @@ def _create(db: sqlite3.Connection, version: int) -> None:
             for index in DROPPED_INDEXES:
                 db.execute(f"DROP INDEX IF EXISTS {index}")
         for table, added in ADDED_COLUMNS.items():
-            have = _columns(db, table)
-            for column in added:
-                if have and column.split()[0] not in have:
-                    db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+            _add_columns(db, table, added)
         for statement in SCHEMA:
             db.execute(statement)
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")

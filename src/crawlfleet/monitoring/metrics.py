@@ -9,7 +9,8 @@ Two kinds of families (``docs/metrics.md`` lists every one with its PromQL):
   crawl (the embedded crawl, the dispatcher, the dashboard) serves the same values: take the
   ``max`` across instances, never the ``sum``.
 - **process families** (strategy changes, field fill ratio, leases run, the worker's own
-  heartbeat): what this process did; ``sum`` them across instances.
+  heartbeat, the browser pool's pages and restarts: ``browser_metrics.py``): what this
+  process did; ``sum`` them across instances.
 
 ``Metrics`` is a collector with its own registry: ``serve`` starts prometheus_client's HTTP
 server (bound to 127.0.0.1 unless told otherwise), ``asgi_app`` mounts the same families in
@@ -35,6 +36,7 @@ from prometheus_client.core import (
 from crawlfleet.counters import LATENCY_BUCKETS_S, bucket_name
 from crawlfleet.errors import StateError
 from crawlfleet.models import Outcome
+from crawlfleet.monitoring.browser_metrics import PoolFigures, browser_families
 from crawlfleet.monitoring.events import DomainEscalated, DomainRecovered, EventBus
 from crawlfleet.monitoring.metric_snapshot import (
     DEFAULT_BIND,
@@ -106,6 +108,7 @@ class Metrics:
         self._watches: dict[str, CrawlWatch] = {}
         self._work: dict[str, _Work] = {}
         self._beats: dict[str, float] = {}
+        self._browsers: dict[str, PoolFigures] = {}
 
     def watch(
         self,
@@ -148,6 +151,11 @@ class Metrics:
             work.worker = worker
             work.leases += leases
 
+    def browser(self, crawl_id: str, pool: PoolFigures) -> None:
+        """Serve the browser pool families of this process's pool for ``crawl_id``."""
+        with self._lock:
+            self._browsers[crawl_id] = pool
+
     def beat(self, worker: str, at: float) -> None:
         """This worker is alive at ``at`` (epoch seconds)."""
         with self._lock:
@@ -180,11 +188,13 @@ class Metrics:
                 for crawl, w in self._work.items()
             }
             beats = dict(self._beats)
+            browsers = dict(self._browsers)
         for snapshot in snapshots:
             for worker, seen_at in snapshot.beats:
                 beats[worker] = max(seen_at, beats.get(worker, seen_at))
         yield from crawl_families(snapshots)
         yield from process_families(work, beats)
+        yield from browser_families(browsers)
 
     def _changed(self, work: _Work, change: str) -> None:
         with self._lock:

@@ -21,7 +21,7 @@ from crawlfleet.redact import redact
 
 INSERT = (
     f"INSERT INTO attempts (crawl_id, {COLUMNS}) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
     "ON CONFLICT (crawl_id, fingerprint, retry, at) DO NOTHING"
 )
 RECENT = f"SELECT {COLUMNS} FROM attempts WHERE crawl_id = %s ORDER BY id DESC LIMIT %s"
@@ -104,6 +104,7 @@ class PostgresAttemptLog:
                 a.session_id,
                 a.proxy_id,
                 a.tier,
+                a.screenshot,
             )
             for a in attempts
         ]

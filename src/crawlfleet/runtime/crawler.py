@@ -24,6 +24,7 @@ from crawlfleet.errors import ConfigError, FetchError
 from crawlfleet.fetchers.hooks import Dropped
 from crawlfleet.fetchers.protocols import Fetcher
 from crawlfleet.frontier.frontier import Frontier
+from crawlfleet.frontier.ladder import BROWSER
 from crawlfleet.frontier.politeness import StatusClass, classify, judge, retry_after_block
 from crawlfleet.frontier.protocols import Ended, Report, Signal
 from crawlfleet.frontier.robots import RobotsCache
@@ -58,8 +59,8 @@ class CrawlerParts:
     ``fetchers`` holds one fetcher per kind this process serves; a request of another kind is
     a bug of the claim (``ClaimLoop`` claims only these kinds). ``max_step_s`` bounds one
     step (the ``ClaimLoop``'s watchdog). ``strategies``: the domains' strategy slots, which
-    may fetch an ``http`` request with the ``impersonate`` fetcher (None: every request is
-    fetched with its own kind).
+    may fetch an ``http`` request with the ``impersonate`` or the ``browser`` fetcher (None:
+    every request is fetched with its own kind).
     """
 
     frontier: Frontier
@@ -89,6 +90,7 @@ class _Step:
     route: Route | None = None
     kind: str = ""
     """The fetcher kind that fetched (``""``: the request's own)."""
+    screenshot: str | None = None
 
 
 class Crawler:
@@ -106,7 +108,9 @@ class Crawler:
         """One crawl step. Never raises for a page-level problem: it is recorded instead.
 
         A hook's ``Dropped`` skips the page and a ``LoginFailed`` fails it, both with their
-        reason and at once (neither is retried nor dead-lettered).
+        reason and at once (neither is retried nor dead-lettered). An HTTP-lane request of a
+        domain whose strategy says ``browser`` is fetched by this process's browser, or
+        handed to the browser lane when it has none (``runtime/strategy.py``).
 
         Raises ``ConfigError`` for a request whose fetcher kind this process has no fetcher
         for (the claim should never have handed it out here).
@@ -117,6 +121,9 @@ class Crawler:
         if p.strategies is not None and kind == "http":
             kind = fetcher_kind(kind, await p.strategies.of(request.domain), p.fetchers)
         fetcher = p.fetchers.get(kind)
+        if fetcher is None and kind == BROWSER and request.fetcher != BROWSER:
+            await p.frontier.move(lease, BROWSER)  # a browser worker (or lane) serves it
+            return
         if fetcher is None:
             raise ConfigError(
                 f"no {request.fetcher!r} fetcher in this process for {request.url} "
@@ -140,7 +147,7 @@ class Crawler:
             await self._complete(_Step(lease, started, kind=kind), Outcome.FAILED, str(exc))
             return
         except FetchError as exc:
-            step = _Step(lease, started, route=exc.route, kind=kind)
+            step = _Step(lease, started, route=exc.route, kind=kind, screenshot=exc.screenshot)
             await self._fail(step, str(exc), retry=exc.transient)
             return
         await self._fetched(_Step(lease, started, result, kind=kind), result)
@@ -273,11 +280,12 @@ class Crawler:
             retry=request.attempt,
             at=now,
             error=error,
-            fetcher=step.kind or request.fetcher,
+            fetcher=result.fetcher if result is not None else (step.kind or request.fetcher),
             detail=detail,
             session_id=route.session_id if route is not None else None,
             proxy_id=route.proxy_id if route is not None else None,
             tier=route.tier if route is not None else None,
+            screenshot=result.screenshot if result is not None else step.screenshot,
         )
 
     def _ended(self, attempt: Attempt, ended: Ended) -> None:

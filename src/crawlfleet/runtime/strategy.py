@@ -5,6 +5,10 @@ the slot too (``frontier/ladder.py``), for every process at once. A process read
 ``Strategies``: a cache holding each domain's slot for at most ``ttl_s``, which learns the
 changes of this process's own lease ends at once from their ``PolicyChange``. It never
 writes the slot back.
+
+``fetcher = browser`` on an ``http`` request: a process with a browser fetches it with it; a
+process without one hands the lease to the browser lane (``Frontier.move``: one atomic store
+step, no attempt counted), where a browser worker or lane claims it.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from collections.abc import Collection, Mapping
 
 from crawlfleet.clock import Clock
 from crawlfleet.frontier.frontier import Frontier
-from crawlfleet.frontier.ladder import FETCHER_KEY, IMPERSONATE
+from crawlfleet.frontier.ladder import BROWSER, FETCHER_KEY, IMPERSONATE
 from crawlfleet.frontier.protocols import PolicyChange
 
 STRATEGY_TTL_S = 2.0
@@ -52,8 +56,12 @@ class Strategies:
 
 
 def fetcher_kind(own: str, strategy: Mapping[str, str], served: Collection[str]) -> str:
-    """``impersonate`` for an ``http`` request whose domain's strategy names it (when this
-    process serves it); else the request's own kind."""
-    if own == "http" and strategy.get(FETCHER_KEY) == IMPERSONATE and IMPERSONATE in served:
-        return IMPERSONATE
+    """The kind an ``http`` request is fetched with: ``browser`` when its domain's strategy
+    names it (served here or not: see the module's docstring), ``impersonate`` when named and
+    served here; else the request's own kind."""
+    if own != "http":
+        return own
+    named = strategy.get(FETCHER_KEY)
+    if named == BROWSER or (named == IMPERSONATE and IMPERSONATE in served):
+        return named
     return own

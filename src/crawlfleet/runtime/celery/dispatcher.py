@@ -56,8 +56,16 @@ from crawlfleet.runtime.celery.crawls import (
 from crawlfleet.runtime.celery.definition import ACTIVE_CRAWLS, CrawlDefinition, definition_key
 from crawlfleet.runtime.celery.publisher import TaskPublisher
 from crawlfleet.runtime.control import RedisControl, RunState
-from crawlfleet.runtime.kinds import QUEUE_KINDS, QUEUES, WORKER_KINDS, check_kinds, named_kinds
+from crawlfleet.runtime.kinds import (
+    AUTO,
+    QUEUE_KINDS,
+    QUEUES,
+    WORKER_KINDS,
+    check_kinds,
+    named_kinds,
+)
 from crawlfleet.runtime.local import RunResult
+from crawlfleet.runtime.routing import Router
 from crawlfleet.runtime.wiring import build_admitter, build_frontier
 from crawlfleet.settings import Settings
 
@@ -111,7 +119,7 @@ def check_servable(settings: Settings, seeds: Sequence[str]) -> None:
     a seed cannot be crawled distributed (``check_seeds``)."""
     check_seeds(seeds)
     registry = load_parsers(settings.parsers, settings.selector_parsers)
-    check_kinds(named_kinds(registry), WORKER_KINDS)
+    check_kinds(named_kinds(registry, settings.domains), (*WORKER_KINDS, AUTO))
 
 
 async def open_crawl(
@@ -153,7 +161,10 @@ async def open_crawl(
         await client.sadd(ACTIVE_CRAWLS, crawl_id)
     except RedisError as exc:
         raise StateError(one_line(f"Redis at {redact(redis_url)}: {exc}")) from None
-    frontier = build_frontier(settings, backends.store, seeds)
+    registry = load_parsers(settings.parsers, settings.selector_parsers)
+    frontier = build_frontier(
+        settings, backends.store, seeds, Router.for_settings(registry, settings)
+    )
     admitter = build_admitter(settings, frontier, events=EventBus(), clock=clock, stack=stack)
     app = make_app(broker)
     publishers = {}

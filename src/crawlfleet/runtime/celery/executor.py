@@ -124,6 +124,8 @@ class _Crawl:
     run: str
     stack: AsyncExitStack
     graph: CrawlGraph
+    browser_pages: int
+    """The crawl's ``browser_pages``: the browser lane's steps in flight."""
 
 
 @dataclass(slots=True)
@@ -246,6 +248,7 @@ class WorkerRuntime:
                 events=events,
                 clock=SystemClock(),
                 stack=stack,
+                kinds=self.config.queues,
             )
         except BaseException:
             await stack.aclose()
@@ -253,8 +256,10 @@ class WorkerRuntime:
         if self.metrics is not None:
             quality = graph.crawler.parts.pipeline.quality
             self.metrics.track(settings.crawl_id, events=events, quality=quality)
+            if graph.browser_pool is not None:
+                self.metrics.browser(settings.crawl_id, graph.browser_pool)
         log.info("worker %s joined crawl %s", self.name, settings.crawl_id)
-        return _Crawl(settings.crawl_id, definition.run, stack, graph)
+        return _Crawl(settings.crawl_id, definition.run, stack, graph, settings.browser_pages)
 
     async def _heartbeat(self, crawl_id: str, in_flight: int = 0, pages: int = 0) -> None:
         beat = {
@@ -276,7 +281,11 @@ class WorkerRuntime:
         crawler = crawl.graph.crawler
         kinds = queue_kinds(self.config.queues)
         loop = ClaimLoop(
-            crawler, kinds=kinds, concurrency=self.config.concurrency, clock=crawler.parts.clock
+            crawler,
+            kinds=kinds,
+            concurrency=self.config.concurrency,
+            clock=crawler.parts.clock,
+            kind_limits={"browser": crawl.browser_pages},
         )
         beat_at = time.monotonic()
 
