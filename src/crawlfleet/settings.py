@@ -25,6 +25,7 @@ from pydantic_settings.exceptions import SettingsError
 
 from crawlfleet.errors import ConfigError
 from crawlfleet.models import DEFAULT_MAX_CONTEXT_BYTES
+from crawlfleet.recrawl import Duration, RecrawlRule
 
 DEFAULT_USER_AGENT = "crawlfleet/0.1 (+https://github.com/crawlfleet/crawlfleet)"
 DEFAULT_STRIP_PARAMS = (
@@ -150,6 +151,21 @@ class Settings(BaseSettings):
         gt=0,
         allow_inf_nan=False,
         description="one crawl step; a longer one is cancelled and its request retried",
+    )
+
+    # Freshness (recrawl.py): when a known URL is due again, and how a run revisits
+    recrawl_after: Duration | None = Field(
+        default=None, description="revisit every page this long after its visit (6h, 0s)"
+    )
+    recrawl_adaptive: bool = False
+    recrawl_min: Duration | None = None
+    recrawl_max: Duration | None = None
+    recrawl: list[RecrawlRule] = Field(
+        default_factory=list, description="per URL pattern or item type; the first match wins"
+    )
+    revisit: Literal["off", "pass", "continuous"] = Field(
+        default="off",
+        description="pass: fetch what is due once, then exit; continuous: keep fetching it",
     )
 
     # Storage

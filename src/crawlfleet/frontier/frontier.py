@@ -22,6 +22,7 @@ from crawlfleet.frontier.protocols import (
     Ended,
     QueueStore,
     Report,
+    Visit,
 )
 from crawlfleet.frontier.scope import Scope
 from crawlfleet.models import (
@@ -246,6 +247,20 @@ class Frontier:
 
     async def ack_attempts(self, count: int) -> None:
         await self._store.ack_attempts(count)
+
+    async def remember(self, request: CrawlRequest, visit: Visit) -> None:
+        """See ``QueueStore.remember``."""
+        await self._store.remember(request, visit)
+
+    async def visit(self, fingerprint: str) -> Visit | None:
+        return await self._store.visit(fingerprint)
+
+    async def revisit(self, now: float, limit: int = 1_000_000_000) -> int:
+        """Queue the known URLs due by ``now`` again (see ``QueueStore.revisit``)."""
+        return await self._store.revisit(now, limit)
+
+    async def next_visit_at(self) -> float | None:
+        return await self._store.next_visit_at()
 
     async def dead_letters(self, limit: int = 100, offset: int = 0) -> list[DeadLetter]:
         return await self._store.dead_letters(limit, offset)

@@ -20,6 +20,10 @@ A ``QueueStore`` keeps, for one crawl:
   last Retry-After block, and the fetch strategy slot. Only the store changes it, in the
   same atomic step as the lease change that caused it, so every process sees one policy and
   nothing a process did not read (a robots ``Crawl-delay``) is ever written back over,
+- **known URLs** (``Visit``): for a request that completed, the validators of its last 200
+  (ETag, Last-Modified), its content hash and when it is due again. ``revisit`` moves a
+  done request whose time has come back to its queue; the seen filter is not touched, so
+  discovery of a known URL still admits nothing (decision 0014),
 - **statistics**: the counters of ``crawlfleet.counters``, per crawl and per domain, and the
   **attempt log** rows, both added in the same atomic step as the lease end they describe.
 
@@ -158,6 +162,32 @@ class DomainView:
 
 
 @dataclass(frozen=True, slots=True)
+class Visit:
+    """What the frontier keeps about a fetched URL for its next visit.
+
+    ``etag`` and ``last_modified`` are the validators of its last 200 ("" when it sent
+    none), ``content_hash`` the hex SHA-256 of that body; ``interval_s`` is the interval
+    that led to ``next_at`` (epoch s; ``inf``: never due again), ``priority`` the queue
+    priority of the revisit; ``item_types`` the types its last parse yielded (for the
+    recrawl rules of an unchanged page, which is not parsed).
+    """
+
+    etag: str = ""
+    last_modified: str = ""
+    content_hash: str = ""
+    interval_s: float = float("inf")
+    next_at: float = float("inf")
+    priority: int = 0
+    item_types: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, object]:
+        return {"etag": self.etag, "last_modified": self.last_modified,
+                "content_hash": self.content_hash, "interval_s": self.interval_s,
+                "next_at": self.next_at, "priority": self.priority,
+                "item_types": list(self.item_types)}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
 class Budget:
     """Admission caps; None means unlimited."""
 
@@ -293,6 +323,32 @@ class QueueStore(Protocol):
 
     async def ack_attempts(self, count: int) -> None:
         """Forget the ``count`` oldest pending attempts (copied)."""
+        ...
+
+    async def remember(self, request: CrawlRequest, visit: Visit) -> None:
+        """Keep ``visit`` as what is known of ``request``'s URL (replacing the last one).
+
+        Written before the lease ends, so a crash in between only repeats the visit. The
+        URL is due again at ``visit.next_at`` (never when infinite) once its request is done.
+        """
+        ...
+
+    async def visit(self, fingerprint: str) -> Visit | None:
+        """What is known of a fetched URL; None before its first ``remember``."""
+        ...
+
+    async def revisit(self, now: float, limit: int) -> int:
+        """Queue again up to ``limit`` done requests whose ``next_at <= now``, earliest first.
+
+        Each goes back to its lane with ``attempt`` 0 and its visit's priority, and stays
+        known; its due time is cleared until its next ``remember``. A due URL whose request
+        is queued, leased or dead is left alone (its due time is cleared too). Budgets are
+        not charged: a revisit admits nothing new. Returns how many were queued.
+        """
+        ...
+
+    async def next_visit_at(self) -> float | None:
+        """The earliest due time among known URLs (maybe past), or None when none is due ever."""
         ...
 
     async def dead_letters(self, limit: int = 100, offset: int = 0) -> list[DeadLetter]:

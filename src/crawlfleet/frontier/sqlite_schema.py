@@ -21,6 +21,10 @@ Tables::
                transaction of the lease change: url, fingerprint, domain, worker, outcome,
                status, bytes, latency_s, retry, at, error, fetcher, detail (the columns
                ``monitoring.attempt_log.SqliteAttemptLog`` reads)
+    known      one row per fetched URL (``protocols.Visit``), by fp: etag, last_modified,
+               content_hash (of its last 200), interval_s, next_at (epoch s; NULL: not
+               due again until its next visit is recorded), priority (of its revisit),
+               item_types (JSON list: the types its last parse yielded)
 
 ``state``: 0 queued, 1 leased, 2 done, 3 dead, 4 seen only (a purged dead letter; schema 1
 also used it for ``mark_seen``). Partial indexes keep each hot query on a small index:
@@ -29,7 +33,8 @@ letters by death time.
 
 Schema versions (``PRAGMA user_version``): 1 had no lanes, policy record, counters, meta,
 nor the attempt columns fetcher and detail (the attempt log created its own table); 2 had
-no request payload (data, method, body, headers). ``open_queue_db`` migrates an older file
+no request payload (data, method, body, headers); 3 had no ``known`` table (added by
+its own step, ``KNOWN_SCHEMA``). ``open_queue_db`` migrates an older file
 in place: a version 1 file keeps a stored delay as the base delay with source ``config``;
 requests stored before version 3 read as GETs without context, body or headers.
 
@@ -49,7 +54,7 @@ from crawlfleet import sqlitedb
 from crawlfleet.errors import StateError
 
 QUEUED, LEASED, DONE, DEAD, SEEN = 0, 1, 2, 3, 4
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS requests (
@@ -111,6 +116,22 @@ SCHEMA = (
     detail TEXT
 )""",
     "CREATE INDEX IF NOT EXISTS attempts_url ON attempts (url, id)",
+)
+
+# Version 4: known URLs and their next visit (decision 0014); a separate step, so another
+# migration can be numbered around it.
+KNOWN_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS known (
+    fp TEXT PRIMARY KEY,
+    etag TEXT NOT NULL DEFAULT '',
+    last_modified TEXT NOT NULL DEFAULT '',
+    content_hash TEXT NOT NULL DEFAULT '',
+    interval_s REAL,
+    next_at REAL,
+    priority INTEGER NOT NULL DEFAULT 0,
+    item_types TEXT NOT NULL DEFAULT '[]'
+) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS known_due ON known (next_at) WHERE next_at IS NOT NULL",
 )
 
 # Columns an older file lacks, by table (the attempt log's table may predate the store's).
@@ -245,6 +266,27 @@ LOAD_QUEUED = (
 )
 LOAD_LEASED = "SELECT domain, count(*) FROM requests WHERE state = 1 GROUP BY domain"
 
+REMEMBER = (
+    "INSERT OR REPLACE INTO known (fp, etag, last_modified, content_hash, interval_s, next_at,"
+    " priority, item_types) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+VISIT = (
+    "SELECT etag, last_modified, content_hash, interval_s, next_at, priority, item_types"
+    " FROM known"
+    " WHERE fp = ?"
+)
+# Due known URLs (?1 = now, ?2 = limit), earliest first, with their request's state.
+DUE = (
+    "SELECT k.fp, k.priority, r.state, r.domain, r.fetcher FROM known k"
+    " JOIN requests r ON r.fp = k.fp WHERE k.next_at <= ?1 ORDER BY k.next_at LIMIT ?2"
+)
+CLEAR_DUE = "UPDATE known SET next_at = NULL WHERE fp = ?"
+REQUEUE_DONE = (
+    "UPDATE requests SET state = 0, attempt = 0, not_before = 0, priority = ?, errors = '[]'"
+    " WHERE fp = ? AND state = 2"
+)
+NEXT_VISIT = "SELECT min(next_at) FROM known WHERE next_at IS NOT NULL"
+
 
 class FileLock:
     """An exclusive ``flock`` on ``<path>.lock``, held until ``release``."""
@@ -271,7 +313,7 @@ def _columns(db: sqlite3.Connection, table: str) -> set[str]:
 
 
 def _create(db: sqlite3.Connection, version: int) -> None:
-    """Bring a version 0 (new), 1 or 2 file to ``SCHEMA_VERSION``, in one transaction."""
+    """Bring a version 0 (new), 1, 2 or 3 file to ``SCHEMA_VERSION``, in one transaction."""
     with sqlitedb.write(db):
         if version == 1:
             for index in DROPPED_INDEXES:
@@ -282,6 +324,8 @@ def _create(db: sqlite3.Connection, version: int) -> None:
                 if have and column.split()[0] not in have:
                     db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
         for statement in SCHEMA:
+            db.execute(statement)
+        for statement in KNOWN_SCHEMA:
             db.execute(statement)
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
@@ -294,7 +338,7 @@ def open_queue_db(path: Path) -> tuple[sqlite3.Connection, FileLock]:
         db = sqlitedb.connect(path, "", what="state file")
         try:
             version = db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in (0, 1, 2, SCHEMA_VERSION):
+            if version not in (0, 1, 2, 3, SCHEMA_VERSION):
                 raise StateError(
                     f"state file {path} has schema version {version}, expected {SCHEMA_VERSION}"
                 )

@@ -25,7 +25,7 @@ from crawlfleet.fetchers.hooks import Dropped
 from crawlfleet.fetchers.protocols import Fetcher
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.politeness import StatusClass, classify, judge, retry_after_block
-from crawlfleet.frontier.protocols import Ended, Report, Signal
+from crawlfleet.frontier.protocols import Ended, Report, Signal, Visit
 from crawlfleet.frontier.robots import RobotsCache
 from crawlfleet.models import Attempt, FetchResult, Lease, Outcome
 from crawlfleet.monitoring.events import (
@@ -41,6 +41,7 @@ from crawlfleet.parsing.budget import ParseBudget
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.pipeline import Pipeline, PipelineOutcome
 from crawlfleet.runtime.admission import Admitter
+from crawlfleet.runtime.freshness import GONE_STATUSES, NOT_MODIFIED, Freshness, conditional
 from crawlfleet.runtime.login import LoginFailed
 from crawlfleet.settings import MAX_STEP_S
 
@@ -56,7 +57,8 @@ class CrawlerParts:
 
     ``fetchers`` holds one fetcher per kind this process serves; a request of another kind is
     a bug of the claim (``ClaimLoop`` claims only these kinds). ``max_step_s`` bounds one
-    step (the ``ClaimLoop``'s watchdog).
+    step (the ``ClaimLoop``'s watchdog). ``freshness`` sends a known URL's validators and
+    remembers each visit (``runtime/freshness.py``).
     """
 
     frontier: Frontier
@@ -70,6 +72,7 @@ class CrawlerParts:
     worker: str
     max_retry_after_s: float
     parse_budget: ParseBudget
+    freshness: Freshness
     max_step_s: float = MAX_STEP_S
 
 
@@ -82,6 +85,7 @@ class _Step:
     result: FetchResult | None = None
     signal: Signal = Signal.NONE
     reason: str = ""
+    visit: Visit | None = None
 
 
 class Crawler:
@@ -120,9 +124,10 @@ class Crawler:
             if not decision.allowed:
                 await self._skip(lease, decision.reason or "disallowed by robots.txt")
                 return
+        visit = await p.freshness.known(request)
         started = p.clock.now()
         try:
-            result = await fetcher.fetch(request)
+            result = await fetcher.fetch(conditional(request, visit))
         except Dropped as exc:  # a hook's refusal is the page's outcome, not a fault
             await self._skip(lease, str(exc))
             return
@@ -132,16 +137,24 @@ class Crawler:
         except FetchError as exc:
             await self._fail(_Step(lease, started), str(exc), retry=exc.transient)
             return
-        await self._fetched(lease, started, result)
+        await self._fetched(lease, started, result, visit)
 
     async def abandon(self, lease: Lease, started: float, error: str) -> None:
         """Record a step stopped from outside (the watchdog): retried later, or buried."""
         await self._fail(_Step(lease, started), error)
 
-    async def _fetched(self, lease: Lease, started: float, result: FetchResult) -> None:
+    async def _fetched(
+        self, lease: Lease, started: float, result: FetchResult, visit: Visit | None
+    ) -> None:
         p = self.parts
         signal, why = judge(result)
-        step = _Step(lease, started, result, signal, why)
+        step = _Step(lease, started, result, signal, why, visit)
+        if p.freshness.unchanged(result, visit):
+            await self._unchanged(step, result)
+            return
+        if result.status == NOT_MODIFIED:  # never parsed: there is no page in a 304
+            await self._complete(step, Outcome.FAILED, "HTTP 304 to a request without validators")
+            return
         kind = classify(result)
         if kind is StatusClass.RETRY_AFTER:
             now = p.clock.now()
@@ -167,6 +180,8 @@ class Crawler:
             await self._fail(step, f"HTTP {result.status}")
             return
         if kind is StatusClass.FINAL:
+            if visit is not None and result.status in GONE_STATUSES:
+                await p.pipeline.gone(lease.request.url)
             await self._complete(step, Outcome.FAILED, f"HTTP {result.status}")
             return
         if kind is StatusClass.REDIRECT:
@@ -191,9 +206,24 @@ class Crawler:
             return
         await p.admitter.admit(parsed.links, request)
         outcome = await p.pipeline.process(
-            parsed.items, request.domain, fetched_at=result.fetched_at
+            parsed.items, request.domain, fetched_at=result.fetched_at, page=request.url
         )
-        await self._complete(step, Outcome.OK, None, counters=item_counters(outcome))
+        await p.freshness.remember(request, result, step.visit, parsed)
+        counters = item_counters(outcome)
+        if step.visit is not None:
+            counters["fresh.changed"] = 1
+        await self._complete(step, Outcome.OK, None, counters=counters)
+
+    async def _unchanged(self, step: _Step, result: FetchResult) -> None:
+        """A revisit found the page as it was: no parse; its items are seen again."""
+        p = self.parts
+        request = step.lease.request
+        await p.pipeline.unchanged(request.url)
+        await p.freshness.remember(request, result, step.visit, None)
+        counters = {"fresh.unchanged": 1.0}
+        if result.status == NOT_MODIFIED:
+            counters["fresh.not_modified"] = 1.0
+        await self._complete(step, Outcome.OK, None, counters=counters)
 
     async def _redirected(self, step: _Step, result: FetchResult) -> None:
         """Queue the Location like a link: the seen filter makes its page fetched once."""

@@ -29,10 +29,13 @@ from crawlfleet.parsing.loader import load_parsers
 from crawlfleet.pipeline.custom import FanOutSink, load_processors, load_sinks
 from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.pipeline.processors import default_processors
+from crawlfleet.pipeline.protocols import PageTracker
+from crawlfleet.recrawl import RecrawlPolicy, RecrawlRule
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.backends import Backends, open_store
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
 from crawlfleet.runtime.fetch_chain import cached, hooked, login_link
+from crawlfleet.runtime.freshness import Freshness
 from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.settings import Settings
 from crawlfleet.urls import UrlRules, fingerprint
@@ -56,6 +59,20 @@ def domain_policy(settings: Settings) -> DomainPolicy:
             cooldown_s=settings.block_cooldown_s,
         ),
     )
+
+
+def recrawl_policy(settings: Settings) -> RecrawlPolicy:
+    """The crawl's recrawl rules; its own ``recrawl_after`` is the rule of every other page."""
+    default = None
+    if settings.recrawl_after is not None:
+        default = RecrawlRule(
+            pattern="",
+            after=settings.recrawl_after,
+            adaptive=settings.recrawl_adaptive,
+            min=settings.recrawl_min,
+            max=settings.recrawl_max,
+        )
+    return RecrawlPolicy(settings.recrawl, default)
 
 
 def build_frontier(settings: Settings, store: QueueStore, seeds: list[str]) -> Frontier:
@@ -194,7 +211,10 @@ async def build_crawl(
         sink = FanOutSink(sink, own_sinks)
         stack.push_async_callback(sink.close)
     processors = default_processors(registry.schemas(), load_processors(settings.processors))
-    pipeline = Pipeline(processors, sink, events=events, clock=clock, rejects=rejects)
+    tracker = backends.sink if isinstance(backends.sink, PageTracker) else None
+    pipeline = Pipeline(
+        processors, sink, events=events, clock=clock, rejects=rejects, tracker=tracker
+    )
     parts = CrawlerParts(
         frontier=frontier,
         admitter=Admitter(frontier, robots=robots, events=events, fetch_url=fetch_url, clock=clock),
@@ -208,6 +228,7 @@ async def build_crawl(
         max_retry_after_s=settings.max_retry_after_s,
         max_step_s=settings.max_step_s,
         parse_budget=budget,
+        freshness=Freshness(frontier, recrawl_policy(settings), clock),
     )
     return CrawlGraph(Crawler(parts), frontier, stack)
 
