@@ -143,7 +143,9 @@ class Crawl:
                 control=FileControl(settings.state_dir),
             )
             self._watch(runner.stop)
-            run = await runner.run(self.seeds, sitemaps=settings.follow_sitemaps)
+            run = await runner.run(
+                self.seeds, sitemaps=settings.follow_sitemaps, revisit=settings.revisit
+            )
             result = await read_result(
                 graph.frontier,
                 backends.attempts,

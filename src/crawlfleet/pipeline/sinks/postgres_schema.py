@@ -8,6 +8,9 @@ Tables:
   items with the reason and the page they came from.
 - ``attempts``: one row per fetch attempt (URL, worker, outcome, status, bytes, latency, error,
   fetcher kind, detail), unique on (crawl_id, fingerprint, retry, at).
+- ``item_changes(id, crawl_id, at, item_type, item_key, change, diff jsonb)``: the change
+  feed (``pipeline/changes.py``), and ``page_items(crawl_id, page, item_type, item_key)``:
+  what each page yielded at its last parse.
 - ``schema_migrations``: which migrations ran.
 
 ``migrate`` is idempotent and safe to run from several processes at once (an advisory lock).
@@ -87,6 +90,27 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE item_rejects ADD COLUMN crawl_id text NOT NULL DEFAULT '';
     ALTER TABLE item_rejects ADD COLUMN item_key text;
     CREATE INDEX item_rejects_crawl ON item_rejects (crawl_id, item_type);
+    """,
+    # 4: the change feed and what each page yields (decision 0014).
+    """
+    CREATE TABLE item_changes (
+        id        bigserial   PRIMARY KEY,
+        crawl_id  text        NOT NULL,
+        at        timestamptz NOT NULL,
+        item_type text        NOT NULL,
+        item_key  text        NOT NULL,
+        change    text        NOT NULL,
+        diff      jsonb
+    );
+    CREATE INDEX item_changes_at ON item_changes (crawl_id, at);
+    CREATE TABLE page_items (
+        crawl_id  text NOT NULL,
+        page      text NOT NULL,
+        item_type text NOT NULL,
+        item_key  text NOT NULL,
+        PRIMARY KEY (crawl_id, page, item_type, item_key)
+    );
+    CREATE INDEX page_items_item ON page_items (crawl_id, item_type, item_key);
     """,
 )
 
