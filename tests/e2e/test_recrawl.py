@@ -1,0 +1,112 @@
+"""Keeping data fresh, embedded, end to end: a first crawl of the demo shop, then 5 % of the
+product pages change price and 2 % disappear, then ``crawl --recrawl``; checked from the
+server's access log and the change feed (``crawlfleet changes``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from crawlfleet.cli.main import app
+from crawlfleet.demosite import PRODUCTS, ThreadedDemoSite
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "shop"
+FAST = ["--allow-private-addresses", "--delay", "0", "--concurrency", "8"]
+REPRICED = (4, 17, 33)  # 3 of 50 product pages (>= 5 %)
+REMOVED = (21,)  # 1 of 50 (2 %)
+
+runner = CliRunner(env={"COLUMNS": "300"})
+
+
+@pytest.fixture
+def shop(site: ThreadedDemoSite) -> Iterator[ThreadedDemoSite]:
+    site.edits.reset()
+    yield site
+    site.edits.reset()
+
+
+def config(tmp_path: Path, extra: str) -> Path:
+    path = tmp_path / "crawl.toml"
+    path.write_text((EXAMPLE / "crawl.toml").read_text() + extra)
+    return path
+
+
+def crawl(site: ThreadedDemoSite, tmp_path: Path, toml: Path, *args: str) -> None:
+    result = runner.invoke(
+        app,
+        ["crawl", site.url("shop"), "--config", str(toml), "--parsers",
+         str(EXAMPLE / "parsers.py"), "--state", str(tmp_path / "state"), *FAST, *args],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+
+
+def pages(site: ThreadedDemoSite) -> list[tuple[str, int]]:
+    return [(r.path, r.status) for r in site.log if r.role == "shop" and r.path != "/robots.txt"]
+
+
+def changes(tmp_path: Path, *args: str) -> list[dict[str, object]]:
+    result = runner.invoke(
+        app, ["changes", "--state", str(tmp_path / "state"), "--format", "jsonl", *args]
+    )
+    assert result.exit_code == 0, result.output
+    return [orjson.loads(line) for line in result.stdout.splitlines()]
+
+
+def test_a_recrawl_fetches_each_known_page_once_and_records_what_changed(
+    shop: ThreadedDemoSite, tmp_path: Path
+) -> None:
+    toml = config(tmp_path, '\nrecrawl_after = "0s"\n')
+    crawl(shop, tmp_path, toml)
+    first = sorted(path for path, _ in pages(shop))
+    assert {p.url_path for p in PRODUCTS} <= set(first)
+    assert [c["change"] for c in changes(tmp_path)] == ["new"] * len(PRODUCTS)
+
+    for product_id in REPRICED:
+        shop.edits.reprice(product_id, PRODUCTS[product_id - 1].price_pence + 100)
+    for product_id in REMOVED:
+        shop.edits.remove(product_id)
+    shop.clear_log()
+    since = time.time()
+    crawl(shop, tmp_path, toml, "--recrawl")
+
+    fetched = pages(shop)
+    assert [p for p, n in Counter(p for p, _ in fetched).items() if n > 1] == []
+    assert sorted(p for p, _ in fetched) == first  # every known page, once
+    status = dict(fetched)
+    for product in PRODUCTS:
+        expected = 200 if product.id in REPRICED else 404 if product.id in REMOVED else 304
+        assert status[product.url_path] == expected, product.url_path
+    assert status["/"] == 304
+
+    feed = changes(tmp_path, "--since", dt.datetime.fromtimestamp(since, dt.UTC).isoformat())
+    by_kind = Counter(c["change"] for c in feed)
+    assert by_kind == {"changed": len(REPRICED), "gone": len(REMOVED)}
+    for record in feed:
+        if record["change"] == "changed":
+            product = PRODUCTS[int(str(record["key"])) - 1]
+            old = f"{product.price_pence // 100}.{product.price_pence % 100:02d}"
+            new_pence = product.price_pence + 100
+            new = f"{new_pence // 100}.{new_pence % 100:02d}"
+            assert record["fields"] == {
+                "price": {
+                    "old": {"amount": old, "currency": "GBP"},
+                    "new": {"amount": new, "currency": "GBP"},
+                }
+            }
+        else:
+            assert record == {**record, "type": "product", "key": str(REMOVED[0])}
+
+
+def test_recrawl_and_continuous_together_are_refused(tmp_path: Path) -> None:
+    result = runner.invoke(
+        app, ["crawl", "http://127.0.0.2:1/", "--recrawl", "--continuous", "--state", str(tmp_path)]
+    )
+    assert result.exit_code == 2
+    assert "--recrawl" in result.output
