@@ -16,6 +16,8 @@ from typer.testing import CliRunner
 
 from crawlfleet.cli.main import app
 from crawlfleet.demosite import PRODUCTS, ThreadedDemoSite
+from tests.e2e.conftest import FAST as DISTRIBUTED_FAST
+from tests.e2e.conftest import Workers, attempt_workers, dispatch
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "shop"
 FAST = ["--allow-private-addresses", "--delay", "0", "--concurrency", "8"]
@@ -110,3 +112,42 @@ def test_recrawl_and_continuous_together_are_refused(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "--recrawl" in result.output
+
+
+@pytest.mark.slow
+def test_a_distributed_recrawl_with_two_workers(
+    shop: ThreadedDemoSite, tmp_path: Path, redis_url: str, postgres_dsn: str, workers: Workers
+) -> None:
+    parsers = str(EXAMPLE / "parsers.py")
+    for _ in range(2):
+        workers.start(redis_url, postgres_dsn, concurrency=4, extra=("--parsers", parsers))
+    toml = config(tmp_path, '\nrecrawl_after = "0s"\n')
+    args = [shop.url("shop"), "--config", str(toml), "--parsers", parsers, "--redis", redis_url,
+            "--postgres", postgres_dsn, "--crawl-id", "fresh", *DISTRIBUTED_FAST]  # fmt: skip
+    first = dispatch(*args)
+    assert first.returncode == 0, first.stdout
+    first_paths = sorted(path for path, _ in pages(shop))
+    for product_id in REPRICED:
+        shop.edits.reprice(product_id, PRODUCTS[product_id - 1].price_pence + 100)
+    for product_id in REMOVED:
+        shop.edits.remove(product_id)
+    shop.clear_log()
+    since = dt.datetime.now(dt.UTC).isoformat()
+
+    again = dispatch(*args, "--recrawl")
+    assert again.returncode == 0, again.stdout
+    fetched = pages(shop)
+    assert [p for p, n in Counter(p for p, _ in fetched).items() if n > 1] == []
+    assert sorted(p for p, _ in fetched) == first_paths
+    unchanged = [p for p in PRODUCTS if p.id not in REPRICED + REMOVED]
+    assert {dict(fetched)[p.url_path] for p in unchanged} == {304}
+    assert len(attempt_workers(postgres_dsn)) == 2
+
+    result = runner.invoke(
+        app, ["changes", "--postgres", postgres_dsn, "--crawl-id", "fresh", "--since", since]
+    )
+    assert result.exit_code == 0, result.output
+    feed = [orjson.loads(line) for line in result.stdout.splitlines()]
+    assert sorted((c["change"], c["key"]) for c in feed) == sorted(
+        [("changed", str(i)) for i in REPRICED] + [("gone", str(i)) for i in REMOVED]
+    )
