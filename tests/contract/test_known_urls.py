@@ -5,7 +5,12 @@ Run against every backend by the ``store`` fixture (memory, SQLite, Redis).
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
+
 from crawlfleet.frontier.protocols import Budget, QueueStore, Visit
+from crawlfleet.frontier.sqlite import SqliteQueueStore
+from crawlfleet.frontier.sqlite_schema import SCHEMA_VERSION
 from crawlfleet.models import QueueCounts
 from tests.contract.test_queue_store import NO_BUDGET, T0, claim, complete, names, req
 
@@ -14,7 +19,7 @@ INF = float("inf")
 
 def visit(next_at: float, etag: str = '"v1"', priority: int = 0) -> Visit:
     modified = "Mon, 01 Jan 2024 00:00:00 GMT"
-    return Visit(etag, modified, "ab" * 32, 60.0, next_at, priority, ("product",))
+    return Visit(etag, modified, "ab" * 32, 60.0, next_at, priority, ("product",), T0 - 1)
 
 
 async def fetch_all(store: QueueStore, now: float = T0) -> list[str]:
@@ -112,3 +117,26 @@ async def test_revisits_charge_no_budget(store: QueueStore) -> None:
         await store.remember(lease.request, visit(T0))
         await complete(store, lease)
     assert await store.add([req("2")], Budget(max_total=1)) == 0
+
+
+async def test_a_version_3_state_file_gains_the_known_table(tmp_path: Path) -> None:
+    path = tmp_path / "state.sqlite"
+    store = await SqliteQueueStore.open(path)
+    await store.add([req("1")], NO_BUDGET)
+    (lease,) = await claim(store)
+    await complete(store, lease)
+    await store.close()
+    with sqlite3.connect(path) as db:
+        db.execute("DROP TABLE known")
+        db.execute("PRAGMA user_version = 3")
+    db.close()
+    store = await SqliteQueueStore.open(path)
+    try:
+        assert await store.counts() == QueueCounts(queued=0, leased=0, done=1, dead=0, seen=1)
+        await store.remember(lease.request, visit(T0))
+        assert await store.revisit(T0, 10) == 1
+    finally:
+        await store.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+    db.close()

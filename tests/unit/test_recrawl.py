@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from crawlfleet.clock import FakeClock
+from crawlfleet.frontier.sitemaps import SitemapEntry, sitemap_entries
 from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.parsing.plugins import Revisit, marked, parser, spec_of
 from crawlfleet.parsing.registry import ParserRegistry
@@ -214,3 +215,42 @@ def test_rules_by_pattern_then_item_type_then_the_default() -> None:
 def test_bad_durations_are_refused(text: str) -> None:
     with pytest.raises(ValueError, match="duration"):
         duration_s(text)
+
+
+async def test_a_sitemap_lastmod_after_the_last_visit_makes_a_known_url_due(
+    clock: FakeClock,
+) -> None:
+    fetcher = ConditionalFetcher(clock, {SITE: page("x"), PAGE: page("£1")})
+    crawl = crawl_of(fetcher, recrawl_after="1d")
+    await seed(crawl, SITE)
+    await crawl.run()
+    visited = clock.now()
+    clock.advance(3600)
+    (request,), _ = crawl.frontier.requests_for([PAGE], None)
+    assert not await crawl.frontier.expedite(request, visited - 60, clock.now())  # older
+    assert await crawl.frontier.revisit(clock.now()) == 0
+    assert await crawl.frontier.expedite(request, visited + 60, clock.now())
+    assert await crawl.frontier.revisit(clock.now()) == 1
+    await crawl.run()
+    assert fetcher.urls()[-1] == PAGE
+
+
+async def test_sitemap_entries_carry_their_lastmod() -> None:
+    sitemap = (
+        b'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        b"<url><loc>https://shop.test/a</loc><lastmod>2024-05-01T12:00:00+02:00</lastmod></url>"
+        b"<url><lastmod>2024-05-02</lastmod><loc>https://shop.test/b</loc></url>"
+        b"<url><loc>https://shop.test/c</loc><lastmod>yesterday</lastmod></url>"
+        b"<url><loc>https://shop.test/d</loc></url></urlset>"
+    )
+
+    async def fetch(url: str) -> FetchResult:
+        return FetchResult(url, url, 200, {"content-type": "application/xml"}, sitemap, 0.0)
+
+    found = [e async for e in sitemap_entries(fetch, ["https://shop.test/sitemap.xml"])]
+    assert found == [
+        SitemapEntry("https://shop.test/a", 1714557600.0),
+        SitemapEntry("https://shop.test/b", 1714608000.0),
+        SitemapEntry("https://shop.test/c", None),
+        SitemapEntry("https://shop.test/d", None),
+    ]

@@ -262,6 +262,15 @@ class Frontier:
     async def next_visit_at(self) -> float | None:
         return await self._store.next_visit_at()
 
+    async def expedite(self, request: CrawlRequest, modified_at: float, now: float) -> bool:
+        """Make a known URL due at ``now`` when its sitemap ``<lastmod>`` (``modified_at``) is
+        after its last visit; whether it was moved up."""
+        visit = await self._store.visit(request.fingerprint)
+        if visit is None or modified_at <= visit.visited_at or visit.next_at <= now:
+            return False
+        await self._store.remember(request, replace(visit, next_at=now))
+        return True
+
     async def dead_letters(self, limit: int = 100, offset: int = 0) -> list[DeadLetter]:
         return await self._store.dead_letters(limit, offset)
 

@@ -169,7 +169,8 @@ class Visit:
     none), ``content_hash`` the hex SHA-256 of that body; ``interval_s`` is the interval
     that led to ``next_at`` (epoch s; ``inf``: never due again), ``priority`` the queue
     priority of the revisit; ``item_types`` the types its last parse yielded (for the
-    recrawl rules of an unchanged page, which is not parsed).
+    recrawl rules of an unchanged page, which is not parsed), ``visited_at`` when the visit
+    was made (epoch s; a sitemap ``<lastmod>`` after it makes the URL due at once).
     """
 
     etag: str = ""
@@ -179,12 +180,13 @@ class Visit:
     next_at: float = float("inf")
     priority: int = 0
     item_types: tuple[str, ...] = ()
+    visited_at: float = 0.0
 
     def to_dict(self) -> dict[str, object]:
         return {"etag": self.etag, "last_modified": self.last_modified,
                 "content_hash": self.content_hash, "interval_s": self.interval_s,
                 "next_at": self.next_at, "priority": self.priority,
-                "item_types": list(self.item_types)}  # fmt: skip
+                "item_types": list(self.item_types), "visited_at": self.visited_at}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ Tables::
     known      one row per fetched URL (``protocols.Visit``), by fp: etag, last_modified,
                content_hash (of its last 200), interval_s, next_at (epoch s; NULL: not
                due again until its next visit is recorded), priority (of its revisit),
-               item_types (JSON list: the types its last parse yielded)
+               item_types (JSON list: the types its last parse yielded), visited_at (epoch s)
 
 ``state``: 0 queued, 1 leased, 2 done, 3 dead, 4 seen only (a purged dead letter; schema 1
 also used it for ``mark_seen``). Partial indexes keep each hot query on a small index:
@@ -129,7 +129,8 @@ KNOWN_SCHEMA = (
     interval_s REAL,
     next_at REAL,
     priority INTEGER NOT NULL DEFAULT 0,
-    item_types TEXT NOT NULL DEFAULT '[]'
+    item_types TEXT NOT NULL DEFAULT '[]',
+    visited_at REAL NOT NULL DEFAULT 0
 ) WITHOUT ROWID""",
     "CREATE INDEX IF NOT EXISTS known_due ON known (next_at) WHERE next_at IS NOT NULL",
 )
@@ -268,11 +269,11 @@ LOAD_LEASED = "SELECT domain, count(*) FROM requests WHERE state = 1 GROUP BY do
 
 REMEMBER = (
     "INSERT OR REPLACE INTO known (fp, etag, last_modified, content_hash, interval_s, next_at,"
-    " priority, item_types) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    " priority, item_types, visited_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 VISIT = (
-    "SELECT etag, last_modified, content_hash, interval_s, next_at, priority, item_types"
-    " FROM known"
+    "SELECT etag, last_modified, content_hash, interval_s, next_at, priority, item_types,"
+    " visited_at FROM known"
     " WHERE fp = ?"
 )
 # Due known URLs (?1 = now, ?2 = limit), earliest first, with their request's state.

@@ -97,5 +97,5 @@ class Freshness:
             priority = due.priority or request.priority
         now = self.clock.now()
         next_at = now + due.interval_s if math.isfinite(due.interval_s) else math.inf
-        visited = Visit(etag, modified, digest, due.interval_s, next_at, priority, types)
+        visited = Visit(etag, modified, digest, due.interval_s, next_at, priority, types, now)
         await self.frontier.remember(request, visited)
