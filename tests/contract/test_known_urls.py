@@ -140,3 +140,11 @@ async def test_a_version_3_state_file_gains_the_known_table(tmp_path: Path) -> N
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
     db.close()
+
+
+async def test_a_completed_lease_records_its_reports_visit(store: QueueStore) -> None:
+    await store.add([req("1")], NO_BUDGET)
+    (lease,) = await claim(store)
+    assert await complete(store, lease, visit=visit(T0 + 5))
+    assert await store.visit(lease.request.fingerprint) == visit(T0 + 5)
+    assert await store.revisit(T0 + 5, 10) == 1

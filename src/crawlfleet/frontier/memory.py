@@ -191,6 +191,8 @@ class MemoryQueueStore:
         entry.state = _State.DONE
         entry.errors.clear()
         self._counts[_State.DONE] += 1
+        if report.visit is not None:
+            await self.remember(entry.request, report.visit)
         return self._record(domain, report, default)
 
     async def retry(

@@ -109,7 +109,10 @@ class Report:
     ``counters`` are added to the crawl's and the domain's statistics beside those of
     ``crawlfleet.counters.for_attempt(attempt)`` (which the store derives itself): items
     stored, invalid or duplicate by type. ``block_until`` > 0 keeps the domain quiet until
-    then (a Retry-After), recorded with ``reason``.
+    then (a Retry-After), recorded with ``reason``. ``visit``, given to ``complete``, becomes
+    what is known of the request's URL (``remember``'s rule) in the same atomic step (the
+    Redis store writes it just before the lease end, by its own script: a lease no longer
+    current may then still record it, which the URL's next visit overwrites).
     """
 
     attempt: Attempt
@@ -117,6 +120,7 @@ class Report:
     reason: str = ""
     counters: Mapping[str, float] = field(default_factory=dict)
     block_until: float = 0.0
+    visit: Visit | None = None
 
 
 @dataclass(frozen=True, slots=True)

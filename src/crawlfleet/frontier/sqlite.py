@@ -204,6 +204,8 @@ class SqliteQueueStore:
         with self._transaction() as db:
             if db.execute(sql, (*params, *parsed)).rowcount != 1:
                 return Ended(False), state
+            if report.visit is not None and sql == q.COMPLETE:
+                db.execute(q.REMEMBER, (parsed[0], *rows.visit_row(report.visit)))
             db.execute(q.INSERT_ATTEMPT, rows.attempt_row(report.attempt))
             db.execute(
                 q.END_LEASE_DOMAIN,

@@ -208,22 +208,22 @@ class Crawler:
         outcome = await p.pipeline.process(
             parsed.items, request.domain, fetched_at=result.fetched_at, page=request.url
         )
-        await p.freshness.remember(request, result, step.visit, parsed)
         counters = item_counters(outcome)
         if step.visit is not None:
             counters["fresh.changed"] = 1
-        await self._complete(step, Outcome.OK, None, counters=counters)
+        known = p.freshness.next_visit(request, result, step.visit, parsed)
+        await self._complete(step, Outcome.OK, None, counters=counters, visit=known)
 
     async def _unchanged(self, step: _Step, result: FetchResult) -> None:
         """A revisit found the page as it was: no parse; its items are seen again."""
         p = self.parts
         request = step.lease.request
         await p.pipeline.unchanged(request.url)
-        await p.freshness.remember(request, result, step.visit, None)
         counters = {"fresh.unchanged": 1.0}
         if result.status == NOT_MODIFIED:
             counters["fresh.not_modified"] = 1.0
-        await self._complete(step, Outcome.OK, None, counters=counters)
+        known = p.freshness.next_visit(request, result, step.visit, None)
+        await self._complete(step, Outcome.OK, None, counters=counters, visit=known)
 
     async def _redirected(self, step: _Step, result: FetchResult) -> None:
         """Queue the Location like a link: the seen filter makes its page fetched once."""
@@ -249,9 +249,10 @@ class Crawler:
         *,
         detail: str | None = None,
         counters: Mapping[str, float] | None = None,
+        visit: Visit | None = None,
     ) -> None:
         attempt = self._attempt(step, outcome, error, detail)
-        report = Report(attempt, step.signal, step.reason, counters or {})
+        report = Report(attempt, step.signal, step.reason, counters or {}, visit=visit)
         self._ended(attempt, await self.parts.frontier.complete(step.lease, report))
 
     async def _fail(

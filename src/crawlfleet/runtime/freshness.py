@@ -4,8 +4,8 @@ Before a fetch, ``Freshness.known`` reads what the frontier knows of the URL (``
 and ``conditional`` adds its validators (``If-None-Match``, ``If-Modified-Since``). After
 it, a 304 or a 200 whose body hashes as at the last visit is **unchanged**: not parsed,
 its items' ``last_seen`` moved. Every page parsed or found unchanged is remembered with the
-validators of its response, its body hash and its next visit (``recrawl.RecrawlPolicy``),
-after its items are stored and before its lease ends.
+validators of its response, its body hash and its next visit (``recrawl.RecrawlPolicy``):
+``next_visit`` makes the ``Visit`` its lease's ``complete`` records (``Report.visit``).
 """
 
 from __future__ import annotations
@@ -63,16 +63,20 @@ class Freshness:
             return True
         return result.status == 200 and body_hash(result.body) == visit.content_hash
 
-    async def remember(
+    def next_visit(
         self,
         request: CrawlRequest,
         result: FetchResult,
         visit: Visit | None,
         parsed: ParseResult | None,
-    ) -> None:
-        """Record this visit: ``parsed`` is None for an unchanged page (``visit`` kept)."""
+    ) -> Visit | None:
+        """What to know of the URL after this visit (None when the crawl revisits nothing).
+
+        ``visit`` is the last one; ``parsed`` is None for an unchanged page (its validators
+        and hash are kept).
+        """
         if not self.policy.enabled:
-            return
+            return None
         if parsed is None and visit is not None:
             etag, modified, digest = visit.etag, visit.last_modified, visit.content_hash
             types, changed = visit.item_types, False
@@ -97,5 +101,4 @@ class Freshness:
             priority = due.priority or request.priority
         now = self.clock.now()
         next_at = now + due.interval_s if math.isfinite(due.interval_s) else math.inf
-        visited = Visit(etag, modified, digest, due.interval_s, next_at, priority, types, now)
-        await self.frontier.remember(request, visited)
+        return Visit(etag, modified, digest, due.interval_s, next_at, priority, types, now)

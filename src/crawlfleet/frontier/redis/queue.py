@@ -244,6 +244,8 @@ class RedisQueueStore:
         ]
 
     async def complete(self, lease: Lease, report: Report, default: DomainPolicy) -> Ended:
+        if report.visit is not None:
+            await self.remember(lease.request, report.visit)
         return await self._finish(lease, report, default, "complete", 0.0, "", "")
 
     async def retry(
