@@ -215,10 +215,11 @@ class Crawler:
         await self._complete(step, Outcome.OK, None, counters=counters, visit=known)
 
     async def _unchanged(self, step: _Step, result: FetchResult) -> None:
-        """A revisit found the page as it was: no parse; its items are seen again."""
+        """A revisit found the page as it was: no parse; its items (if any) are seen again."""
         p = self.parts
         request = step.lease.request
-        await p.pipeline.unchanged(request.url)
+        if step.visit is not None and step.visit.item_types:
+            await p.pipeline.unchanged(request.url)
         counters = {"fresh.unchanged": 1.0}
         if result.status == NOT_MODIFIED:
             counters["fresh.not_modified"] = 1.0
