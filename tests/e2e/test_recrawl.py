@@ -5,6 +5,9 @@ server's access log and the change feed (``crawlfleet changes``)."""
 from __future__ import annotations
 
 import datetime as dt
+import os
+import signal
+import subprocess
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -16,8 +19,8 @@ from typer.testing import CliRunner
 
 from crawlfleet.cli.main import app
 from crawlfleet.demosite import PRODUCTS, ThreadedDemoSite
+from tests.e2e.conftest import CRAWLFLEET, Workers, attempt_workers, dispatch
 from tests.e2e.conftest import FAST as DISTRIBUTED_FAST
-from tests.e2e.conftest import Workers, attempt_workers, dispatch
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "shop"
 FAST = ["--allow-private-addresses", "--delay", "0", "--concurrency", "8"]
@@ -151,3 +154,36 @@ def test_a_distributed_recrawl_with_two_workers(
     assert sorted((c["change"], c["key"]) for c in feed) == sorted(
         [("changed", str(i)) for i in REPRICED] + [("gone", str(i)) for i in REMOVED]
     )
+
+
+@pytest.mark.slow
+def test_a_continuous_crawl_revisits_what_becomes_due_until_ctrl_c(
+    shop: ThreadedDemoSite, tmp_path: Path
+) -> None:
+    toml = config(tmp_path, '\nrecrawl_after = "1s"\n')
+    argv = [shop.url("shop"), "--config", str(toml), "--parsers", str(EXAMPLE / "parsers.py"),
+            "--state", str(tmp_path / "state"), *FAST, "--max-pages", "3"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(EXAMPLE.parents[1] / "src")}
+    crawler = subprocess.Popen(
+        [CRAWLFLEET, "crawl", *argv, "--continuous"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while sum(1 for path, _ in pages(shop) if path == "/") < 3:
+            assert crawler.poll() is None, crawler.communicate()[0]
+            assert time.monotonic() < deadline, pages(shop)
+            time.sleep(0.2)
+        crawler.send_signal(signal.SIGINT)
+        output, _ = crawler.communicate(timeout=30)
+    finally:
+        if crawler.poll() is None:
+            crawler.kill()
+    assert crawler.returncode == 130, output
+    home = [status for path, status in pages(shop) if path == "/"]
+    assert home[0] == 200
+    assert set(home[1:]) == {304}  # revisits of an unchanged page, never parsed again
+    assert len({path for path, _ in pages(shop)}) == 3  # the budget's 3 pages, over and over
+    shop.clear_log()
+    crawl(shop, tmp_path, toml, "--recrawl", "--max-pages", "3")  # the state resumes
+    assert {status for _, status in pages(shop)} == {304}

@@ -100,7 +100,8 @@ class LocalRunner:
                 break
             await self._until_due()
         counts = await frontier.counts()
-        reason = "complete" if counts.pending == 0 else "interrupted"
+        done = counts.pending == 0 and revisit != "continuous"  # continuous: only a stop ends it
+        reason = "complete" if done else "interrupted"
         await self._tick()
         self._events.emit(CrawlFinished(self._crawl_id, counts, self._clock.now(), reason))
         return RunResult(reason, counts)

@@ -208,11 +208,12 @@ class Dispatcher:
         counts = await self._loop()
         await self._drain_attempts()
         cancelled = self._state is RunState.CANCELLED
-        if cancelled or not counts.pending:
+        complete = counts.pending == 0 and settings.revisit != "continuous"
+        if cancelled or complete:
             await crawl.client.srem(ACTIVE_CRAWLS, self.crawl_id)
         if cancelled:
             return RunResult("cancelled", counts)
-        return RunResult("complete" if counts.pending == 0 else "interrupted", counts)
+        return RunResult("complete" if complete else "interrupted", counts)
 
     async def _loop(self) -> QueueCounts:
         continuous = self._crawl.definition.settings.revisit == "continuous"
