@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from crawlfleet.cli.main import app
 from crawlfleet.demosite import PRODUCTS, ThreadedDemoSite
-from tests.e2e.conftest import CRAWLFLEET, Workers, attempt_workers, dispatch
+from tests.e2e.conftest import CRAWLFLEET, Workers, attempt_workers, dispatch, start_dispatch
 from tests.e2e.conftest import FAST as DISTRIBUTED_FAST
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "shop"
@@ -187,3 +187,32 @@ def test_a_continuous_crawl_revisits_what_becomes_due_until_ctrl_c(
     shop.clear_log()
     crawl(shop, tmp_path, toml, "--recrawl", "--max-pages", "3")  # the state resumes
     assert {status for _, status in pages(shop)} == {304}
+
+
+@pytest.mark.slow
+def test_a_continuous_distributed_crawl_until_ctrl_c(
+    shop: ThreadedDemoSite, tmp_path: Path, redis_url: str, postgres_dsn: str, workers: Workers
+) -> None:
+    parsers = str(EXAMPLE / "parsers.py")
+    workers.start(redis_url, postgres_dsn, concurrency=2, extra=("--parsers", parsers))
+    toml = config(tmp_path, '\nrecrawl_after = "1s"\n')
+    log_path = tmp_path / "dispatcher.log"
+    dispatcher = start_dispatch(
+        shop.url("shop"), "--config", str(toml), "--parsers", parsers, "--redis", redis_url,
+        "--postgres", postgres_dsn, "--crawl-id", "always", "--max-pages", "3", "--continuous",
+        *DISTRIBUTED_FAST, log_path=log_path,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while sum(1 for path, _ in pages(shop) if path == "/") < 3:
+            assert dispatcher.poll() is None, log_path.read_text()
+            assert time.monotonic() < deadline, pages(shop)
+            time.sleep(0.2)
+        dispatcher.send_signal(signal.SIGINT)
+        assert dispatcher.wait(timeout=30) == 130, log_path.read_text()
+    finally:
+        if dispatcher.poll() is None:
+            dispatcher.kill()
+    home = [status for path, status in pages(shop) if path == "/"]
+    assert home[0] == 200
+    assert set(home[1:]) == {304}
