@@ -254,3 +254,20 @@ async def test_sitemap_entries_carry_their_lastmod() -> None:
         SitemapEntry("https://shop.test/c", None),
         SitemapEntry("https://shop.test/d", None),
     ]
+
+
+async def test_a_known_page_that_fails_stays_due_with_its_validators(clock: FakeClock) -> None:
+    fetcher = ConditionalFetcher(clock, {SITE: page("x", '"h"')})
+    crawl = crawl_of(fetcher, recrawl_after="1h")
+    await seed(crawl, SITE)
+    await crawl.run()
+    fetcher.pages[SITE] = [Canned(401, b"<html>log in</html>", dict(HTML))]
+    clock.advance(3600)
+    assert await crawl.frontier.revisit(clock.now()) == 1
+    await crawl.run(concurrency=1)
+    fp = crawl.frontier.requests_for([SITE], None)[0][0].fingerprint
+    known = await crawl.frontier.visit(fp)
+    assert known is not None
+    assert known.etag == '"h"'
+    assert known.next_at == pytest.approx(clock.now() + 3600)
+    assert (await crawl.frontier.stats()).counters["outcome.failed"] == 2  # and /item: 404

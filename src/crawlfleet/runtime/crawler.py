@@ -180,9 +180,11 @@ class Crawler:
             await self._fail(step, f"HTTP {result.status}")
             return
         if kind is StatusClass.FINAL:
-            if visit is not None and result.status in GONE_STATUSES:
+            gone = visit is not None and result.status in GONE_STATUSES
+            if gone:
                 await p.pipeline.gone(lease.request.url)
-            await self._complete(step, Outcome.FAILED, f"HTTP {result.status}")
+            again = None if gone else p.freshness.again(visit)
+            await self._complete(step, Outcome.FAILED, f"HTTP {result.status}", visit=again)
             return
         if kind is StatusClass.REDIRECT:
             await self._redirected(step, result)
@@ -201,7 +203,11 @@ class Crawler:
             detail = traceback.format_exc()
             p.events.emit(ParseFailed(request.url, name, error, detail))
             await self._complete(
-                step, Outcome.PARSE_ERROR, f"parser {name!r}: {error}", detail=detail
+                step,
+                Outcome.PARSE_ERROR,
+                f"parser {name!r}: {error}",
+                detail=detail,
+                visit=p.freshness.again(step.visit),
             )
             return
         await p.admitter.admit(parsed.links, request)

@@ -63,6 +63,13 @@ class Freshness:
             return True
         return result.status == 200 and body_hash(result.body) == visit.content_hash
 
+    def again(self, visit: Visit | None) -> Visit | None:
+        """A known URL whose visit failed (a parser error, a 4xx other than 404/410) keeps
+        what was known and is due again after the same interval; None for an unknown one."""
+        if visit is None or not math.isfinite(visit.interval_s):
+            return None
+        return replace(visit, next_at=self.clock.now() + visit.interval_s)
+
     def next_visit(
         self,
         request: CrawlRequest,
