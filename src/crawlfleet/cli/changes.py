@@ -6,6 +6,7 @@ distributed crawl's ``item_changes``. ``--since`` takes the times ``export --sin
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -64,6 +65,8 @@ def changes(
         for change in found:
             out.write(orjson.dumps(change.to_dict()) + b"\n")
         out.flush()
+    except BrokenPipeError:  # the reader stopped (| head): nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     except (CrawlfleetError, OSError) as exc:
         fail(exc)
 
