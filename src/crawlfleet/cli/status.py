@@ -24,22 +24,13 @@ from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.protocols import DomainView
 from crawlfleet.models import Outcome
 from crawlfleet.monitoring.summary import block_state
-from crawlfleet.runtime.control import FileControl, RedisControl, RunState
+from crawlfleet.runtime.control import FileControl, RedisControl, RunState, crawl_state
 from crawlfleet.settings import check_redis_url
 
 out = Console()
 err = Console(stderr=True)
 
 DOMAIN_ROWS = 50
-
-
-def crawl_state(asked: RunState, *, dispatching: bool, pending: int) -> str:
-    """``paused`` or ``cancelled`` when asked, else ``dispatching``, ``stopped`` or ``finished``."""
-    if asked is not RunState.RUNNING:
-        return asked.value
-    if dispatching:
-        return "dispatching"
-    return "stopped" if pending else "finished"
 
 
 def domain_table(views: list[DomainView], now: float, title: str) -> Table:

@@ -117,7 +117,7 @@ class PostgresAttemptLog:
             rows = await self._fetch(RECENT, (self.crawl_id, limit))
         else:
             rows = await self._fetch(RECENT_FOR_URL, (self.crawl_id, url, limit))
-        return [_attempt(row) for row in rows]
+        return [attempt_from_row(row) for row in rows]
 
     async def top_errors(self, outcome: Outcome, limit: int = 5) -> list[tuple[str, int]]:
         rows = await self._fetch(TOP_ERRORS, (self.crawl_id, outcome.value, limit))
@@ -129,7 +129,8 @@ class PostgresAttemptLog:
             self._conn = None
 
 
-def _attempt(row: tuple[object, ...]) -> Attempt:
+def attempt_from_row(row: tuple[object, ...]) -> Attempt:
+    """An ``Attempt`` from a row of ``COLUMNS`` as PostgreSQL returns it."""
     at = row[9]
     if not isinstance(at, dt.datetime):
         raise StateError(f"attempts.at is {type(at).__name__}, not a timestamp")

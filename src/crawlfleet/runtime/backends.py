@@ -15,6 +15,8 @@ worker            Redis                        PostgreSQL (serialized)     none:
                                                                            the store
 reader (status,   SQLite or Redis              none                        none
 dlq)
+dashboard         SQLite read-only (embedded)  read-only: SQLite or        read-only: the state
+                  or Redis (each crawl)        PostgreSQL (every crawl)    file or PostgreSQL
 ================  ===========================  ==========================  ===================
 
 ``redis``, ``celery`` and ``psycopg`` are imported inside the functions that need them, so
@@ -30,6 +32,7 @@ from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from crawlfleet.errors import ConfigError, StateError
 from crawlfleet.frontier.protocols import QueueStore
@@ -38,6 +41,9 @@ from crawlfleet.pipeline.export import ITEMS_FILE
 from crawlfleet.pipeline.protocols import Sink
 from crawlfleet.pipeline.rejects import RejectStore
 from crawlfleet.settings import Settings
+
+if TYPE_CHECKING:
+    from crawlfleet.monitoring.postgres_reader import PostgresReader
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +160,21 @@ async def open_store(settings: Settings, stack: AsyncExitStack) -> Backends:
     store = await SqliteQueueStore.open(state_file)
     stack.push_async_callback(store.close)
     return Backends(store)
+
+
+async def open_postgres_reader(dsn: str, stack: AsyncExitStack) -> PostgresReader:
+    """The dashboard's read-only PostgreSQL connection (attempts and items of every crawl).
+
+    No migration: the dashboard writes nothing; a database no worker migrated reads empty.
+    """
+    from crawlfleet.monitoring.postgres_reader import PostgresReader
+
+    try:
+        reader = await PostgresReader.open(dsn)
+    except StateError as exc:
+        raise StateError(one_line(str(exc))) from None
+    stack.push_async_callback(reader.close)
+    return reader
 
 
 async def check_redis(redis_url: str, *, accept_unsafe: bool) -> None:

@@ -76,7 +76,18 @@ class ClaimLoop:
         self._clock = clock
         self._processed = 0
         self._errors = 0
+        self._running = 0
         self._failure: BaseException | None = None
+
+    @property
+    def in_flight(self) -> int:
+        """Steps running now (a worker's heartbeat reports it)."""
+        return self._running
+
+    @property
+    def processed(self) -> int:
+        """Steps of the current run that recorded an outcome so far."""
+        return self._processed
 
     async def run(
         self,
@@ -103,7 +114,7 @@ class ClaimLoop:
         every tick; while it answers True nothing is claimed (steps in flight go on) — a
         paused crawl (``runtime/control.py``).
         """
-        self._processed = self._errors = 0
+        self._processed = self._errors = self._running = 0
         self._failure = None
         clock = self._clock
         started = clock.now()
@@ -134,6 +145,7 @@ class ClaimLoop:
                     for lease in await self._frontier.claim(free, now, self._kinds):
                         claimed += 1
                         renewer.hold(lease)
+                        self._running += 1
                         step = self._step(lease, renewer, stop_on_error)
                         tasks.add(asyncio.create_task(step))
                 await renewer.renew_due(clock.now())
@@ -238,6 +250,7 @@ class ClaimLoop:
         else:
             self._processed += 1
         finally:
+            self._running -= 1
             renewer.release(lease)
 
     async def _bounded(self, lease: Lease) -> None:
