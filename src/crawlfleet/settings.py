@@ -257,6 +257,23 @@ class Settings(BaseSettings):
         return self
 
     @model_validator(mode="after")
+    def _recrawl_rules_apply(self) -> Settings:
+        tuned = (
+            self.recrawl_adaptive or self.recrawl_min is not None or self.recrawl_max is not None
+        )
+        if tuned and self.recrawl_after is None:
+            raise ValueError("recrawl_adaptive, recrawl_min and recrawl_max need recrawl_after")
+        if self.revisit != "off" and self.recrawl_after is None and not self.recrawl:
+            raise ValueError(
+                "--recrawl and --continuous need recrawl_after or [[crawl.recrawl]] rules:"
+                " without them no page is ever due again"
+            )
+        if self.recrawl_after is not None:
+            RecrawlRule(pattern="", after=self.recrawl_after, min=self.recrawl_min,
+                        max=self.recrawl_max)  # fmt: skip
+        return self
+
+    @model_validator(mode="after")
     def _a_step_fits_its_bound(self) -> Settings:
         least_s = STEP_TIMEOUTS * self.total_timeout_s + self.max_parse_s
         if self.max_step_s < least_s:

@@ -8,12 +8,14 @@ from typing import Any
 import pytest
 
 from crawlfleet.clock import FakeClock
+from crawlfleet.errors import ConfigError
 from crawlfleet.frontier.sitemaps import SitemapEntry, sitemap_entries
 from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.parsing.plugins import Revisit, marked, parser, spec_of
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.changes import CHANGED, GONE, NEW
 from crawlfleet.recrawl import RecrawlPolicy, RecrawlRule, adapt, duration_s
+from crawlfleet.settings import load_settings
 from tests.unit.crawler_kit import HTML, T0, Canned, CannedFetcher, make_crawl, seed
 
 SITE = "https://shop.test/"
@@ -271,3 +273,20 @@ async def test_a_known_page_that_fails_stays_due_with_its_validators(clock: Fake
     assert known.etag == '"h"'
     assert known.next_at == pytest.approx(clock.now() + 3600)
     assert (await crawl.frontier.stats()).counters["outcome.failed"] == 2  # and /item: 404
+
+
+@pytest.mark.parametrize(
+    ("settings", "error"),
+    [
+        ({"recrawl_min": "1h"}, "need recrawl_after"),
+        ({"revisit": "pass"}, "no page is ever due again"),
+        ({"recrawl_after": "1h", "recrawl_min": "2h", "recrawl_adaptive": True}, "min must be"),
+        ({"recrawl": [{"after": "1h"}]}, "a pattern or an item_type"),
+        ({"recrawl_after": "soon"}, "duration"),
+    ],
+)
+def test_recrawl_settings_that_cannot_be_honoured_are_refused(
+    settings: dict[str, Any], error: str
+) -> None:
+    with pytest.raises(ConfigError, match=error):
+        load_settings(**settings)
