@@ -37,6 +37,8 @@ from crawlfleet.models import (
 from crawlfleet.settings import DomainOverride
 from crawlfleet.urls import UrlRules, fingerprint, request_fingerprint
 
+REVISIT_BATCH = 10_000
+"""Due known URLs queued again per store call (bounds the memory of one call)."""
 MAX_CRAWL_DELAY_S = 60.0
 """A robots ``Crawl-delay`` above this is read as this (a typo must not stop a crawl)."""
 
@@ -255,9 +257,15 @@ class Frontier:
     async def visit(self, fingerprint: str) -> Visit | None:
         return await self._store.visit(fingerprint)
 
-    async def revisit(self, now: float, limit: int = 1_000_000_000) -> int:
-        """Queue the known URLs due by ``now`` again (see ``QueueStore.revisit``)."""
-        return await self._store.revisit(now, limit)
+    async def revisit(self, now: float) -> int:
+        """Queue every known URL due by ``now`` again (``QueueStore.revisit``, in batches of
+        ``REVISIT_BATCH``: each batch clears the due times it looked at, so this ends)."""
+        total = 0
+        while True:
+            total += await self._store.revisit(now, REVISIT_BATCH)
+            due = await self._store.next_visit_at()
+            if due is None or due > now:
+                return total
 
     async def next_visit_at(self) -> float | None:
         return await self._store.next_visit_at()
