@@ -43,13 +43,14 @@ def config(tmp_path: Path, extra: str) -> Path:
     return path
 
 
-def crawl(site: ThreadedDemoSite, tmp_path: Path, toml: Path, *args: str) -> None:
+def crawl(site: ThreadedDemoSite, tmp_path: Path, toml: Path, *args: str) -> str:
     result = runner.invoke(
         app,
         ["crawl", site.url("shop"), "--config", str(toml), "--parsers",
          str(EXAMPLE / "parsers.py"), "--state", str(tmp_path / "state"), *FAST, *args],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
+    return result.output
 
 
 def pages(site: ThreadedDemoSite) -> list[tuple[str, int]]:
@@ -79,7 +80,13 @@ def test_a_recrawl_fetches_each_known_page_once_and_records_what_changed(
         shop.edits.remove(product_id)
     shop.clear_log()
     since = time.time()
-    crawl(shop, tmp_path, toml, "--recrawl")
+    output = crawl(shop, tmp_path, toml, "--recrawl")
+    listings = {(i - 1) // 10 for i in REPRICED + REMOVED}  # catalogue pages showing them
+    unchanged = len(first) - len(REPRICED) - len(REMOVED) - len(listings)
+    changed = len(REPRICED) + len(listings)
+    assert f"revisits: {unchanged} unchanged ({unchanged} answered 304), {changed} changed" in (
+        output
+    )
 
     fetched = pages(shop)
     assert [p for p, n in Counter(p for p, _ in fetched).items() if n > 1] == []
