@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from crawlfleet.cli import (
+    changes,
     crawl,
     dashboard,
     db,
@@ -28,6 +29,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.command()(crawl.crawl)
+changes.register(app)
 dlq.register(app)
 demo.register(app)
 demo_site.register(app)

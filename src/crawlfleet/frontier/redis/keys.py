@@ -75,6 +75,13 @@ key                             type    contents
 ``{p}:control``                 STRING  what the operator asked (``runtime/control.py``):
                                         ``paused`` or ``cancelled``; absent = running.
                                         Read by the dispatcher and workers, never by a script
+``{p}:known``                   HASH    fingerprint -> JSON ``{"request": <request JSON>,
+                                        "visit": <protocols.Visit as JSON>}`` of every
+                                        URL fetched (``remember``); its request is kept
+                                        here since ``req`` forgets done requests
+``{p}:revisit``                 ZSET    fingerprint -> when the known URL is due again
+                                        (epoch s); ``revisit`` moves due done requests back
+                                        to their lanes and removes them from here
 ``{p}:sessions``                HASH    login domain -> JSON ``{"cookies": {name: value},
                                         "version": token}``: the cookie jar of its last login
                                         (``crawlfleet.sessions.redis``), never logged
@@ -121,6 +128,8 @@ FIXED_KEYS = (
     "sessions",
     "jars",
     "proxies",
+    "known",
+    "revisit",
 )
 FAMILIES = ("bloom", "q", "delayed", "ready", "domain", "dstats")
 """Names of key families: ``{p}:<family>:<suffix>``; the bare name is never a key itself."""
