@@ -144,12 +144,17 @@ class WorkerRuntime:
     _loop: asyncio.AbstractEventLoop | None = None
     _redis: Redis | None = None
     _crawls: dict[str, _Crawl] = field(default_factory=dict)
+    _last_crawl: str = ""
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on this process's persistent event loop."""
         if self._loop is None:
             self._loop = asyncio.new_event_loop()
         return self._loop.run_until_complete(coro)
+
+    def beat(self) -> None:
+        """Write the heartbeat now, naming the last crawl served (between tasks only)."""
+        self.run(self._heartbeat(self._last_crawl))
 
     def shutdown(self) -> None:
         """Close every connection and the loop (worker shutdown)."""
@@ -200,6 +205,7 @@ class WorkerRuntime:
             if state is RunState.CANCELLED:
                 await self._drop(crawl)
             return result
+        self._last_crawl = crawl_id
         await self._heartbeat(crawl_id)
         await self._run_leases(crawl, max_leases, result, control)
         if self.metrics is not None:
