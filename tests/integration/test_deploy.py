@@ -33,7 +33,9 @@ CRAWLFLEET_ENV_SECRETS = ("CRAWLFLEET_REDIS_URL", "CRAWLFLEET_POSTGRES_DSN")
 
 
 def tool(name: str) -> str:
-    path = shutil.which(name)
+    """The venv's own copy (kubectl comes as a wheel), else the one on the PATH."""
+    in_venv = Path(sys.executable).parent / name
+    path = str(in_venv) if in_venv.exists() else shutil.which(name)
     if path is None:
         pytest.skip(f"{name} not found: scripts/bootstrap.sh --all installs it")
     return path

@@ -75,7 +75,7 @@ def test_a_variable_and_its_file_twin_together_are_refused(tmp_path: Path) -> No
         "CRAWLFLEET_POSTGRES_DSN": DSN,
         "CRAWLFLEET_POSTGRES_DSN_FILE": secret(tmp_path, DSN),
     }
-    with pytest.raises(ConfigError, match="both CRAWLFLEET_POSTGRES_DSN and .*_FILE are set"):
+    with pytest.raises(ConfigError, match=r"both CRAWLFLEET_POSTGRES_DSN and .*_FILE are set"):
         load_env_files(environ)
 
 
