@@ -78,3 +78,9 @@ def test_commands_read_connections_from_secret_files(postgres_dsn: str, tmp_path
     both = {**env, "CRAWLFLEET_POSTGRES_DSN": postgres_dsn}
     line = assert_one_line_error(run_cli("db", "migrate", cwd=tmp_path, env=both))
     assert "both CRAWLFLEET_POSTGRES_DSN and CRAWLFLEET_POSTGRES_DSN_FILE are set" in line
+
+
+def test_a_worker_without_a_postgres_dsn_is_a_one_line_error(tmp_path: Path) -> None:
+    result = run_cli("worker", "--redis", "redis://127.0.0.1:1/0", cwd=tmp_path)
+    line = assert_one_line_error(result)
+    assert line == "error: missing --postgres (or CRAWLFLEET_POSTGRES_DSN[_FILE])"
