@@ -84,3 +84,11 @@ def test_a_worker_without_a_postgres_dsn_is_a_one_line_error(tmp_path: Path) -> 
     result = run_cli("worker", "--redis", "redis://127.0.0.1:1/0", cwd=tmp_path)
     line = assert_one_line_error(result)
     assert line == "error: missing --postgres (or CRAWLFLEET_POSTGRES_DSN[_FILE])"
+
+
+def test_the_dashboard_reads_its_connections_from_secret_files(tmp_path: Path) -> None:
+    redis_file = tmp_path / "redis_url"
+    redis_file.write_text("redis://:hunter2-pw@127.0.0.1:1/0\n")
+    env = {"CRAWLFLEET_REDIS_URL_FILE": str(redis_file)}
+    line = assert_one_line_error(run_cli("dashboard", cwd=tmp_path, env=env))
+    assert line == "error: a distributed dashboard needs both --redis URL and --postgres DSN"

@@ -17,6 +17,7 @@ The worker's heartbeat (``crawlfleet:workers``, ``definition.py``) is written be
 batch and every ``BEAT_EVERY_S`` while it runs, with the steps in flight now and the pages
 (steps that recorded an outcome) this process ran since it started: one ``HSET`` of the
 worker's own field, written by that worker only, so the dashboard reads a consistent pair.
+Between tasks ``beat`` writes it too (every 10 s, ``health.py``), so an idle worker is live.
 """
 
 from __future__ import annotations
