@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Write the secret files deploy/compose.yaml reads (deploy/secrets/, never committed):
 # random passwords for Redis and PostgreSQL, the URLs that carry them, a dashboard token,
-# and an empty-tier proxy list to edit. Existing files are kept.
+# and a proxy list to edit. Existing files are kept.
 #   deploy/make-secrets.sh
+# The directory is 0700 (no other user of this host can reach the files) and the files 0644:
+# compose mounts each file into its container as it is, where crawlfleet runs as uid 10001.
 set -euo pipefail
 cd "$(dirname "$0")/secrets"
-umask 077
+chmod 700 .
+umask 022
 
 random() { python3 -c 'import secrets; print(secrets.token_urlsafe(24))'; }
 keep() { [ -s "$1" ] && echo "kept $1" && return 0; return 1; }

@@ -157,6 +157,9 @@ def test_k8s_pods_are_bounded_unprivileged_and_read_secrets_from_files(
         assert spec["securityContext"]["runAsNonRoot"] is True, name
         (secret,) = [v for v in spec["volumes"] if "secret" in v]
         assert secret["secret"]["secretName"] == "crawlfleet-secrets", name
+        # uid 10001 reads the Secret's root-owned files through their group
+        assert spec["securityContext"]["fsGroup"] == 10001, name
+        assert secret["secret"]["defaultMode"] == 0o440, name
         for container in spec["containers"]:
             assert {"cpu", "memory"} <= set(container["resources"]["requests"]), name
             assert {"cpu", "memory"} <= set(container["resources"]["limits"]), name
