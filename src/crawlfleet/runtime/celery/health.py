@@ -1,7 +1,7 @@
 """A worker's liveness: a heartbeat that an idle worker writes too, and the probe that reads it.
 
-A worker writes its heartbeat (``crawlfleet:workers``, ``definition.py``) at the start of
-every batch, but the dispatcher publishes tasks only while a crawl has due work, so a worker
+A worker writes its heartbeat (``crawlfleet:workers``, ``definition.py``) while it runs a
+batch, but the dispatcher publishes tasks only while a crawl has due work, so a worker
 of an idle fleet would look dead. ``idle_heartbeat`` is a Celery consumer bootstep that also
 writes it every ``IDLE_BEAT_EVERY_S`` from the consumer's event-loop timer. The timer fires
 only between tasks, in the thread that runs them, so a fresh heartbeat proves more than a
