@@ -233,9 +233,11 @@ def test_dockerfile_builds_slim_non_root_images_with_the_pinned_extras() -> None
     browser = dockerfile.split(" AS browser\n", 1)[1].split("\nFROM ", 1)[0]
     assert "install -y --no-install-recommends chromium" in browser
     assert '"crawlfleet[distributed,dashboard,browser]"' in browser
+    worker = dockerfile.split(" AS worker\n", 1)[1]
+    assert '"crawlfleet[distributed,dashboard,stealth]"' in worker  # http workers impersonate too
     with (ROOT / "pyproject.toml").open("rb") as handle:
         extras = tomllib.load(handle)["project"]["optional-dependencies"]
-    assert {"distributed", "dashboard"} <= set(extras)
+    assert {"distributed", "dashboard", "stealth"} <= set(extras)
     lines = (DEPLOY / "Dockerfile.dockerignore").read_text().splitlines()
     ignore = [line for line in lines if line and not line.startswith("#")]
     assert ignore[0] == "*"
