@@ -237,7 +237,7 @@ def test_dockerfile_builds_slim_non_root_images_with_the_pinned_extras() -> None
     assert '"crawlfleet[distributed,dashboard,stealth]"' in worker  # http workers impersonate too
     with (ROOT / "pyproject.toml").open("rb") as handle:
         extras = tomllib.load(handle)["project"]["optional-dependencies"]
-    assert {"distributed", "dashboard", "stealth"} <= set(extras)
+    assert {"distributed", "dashboard", "stealth", "browser"} <= set(extras)
     lines = (DEPLOY / "Dockerfile.dockerignore").read_text().splitlines()
     ignore = [line for line in lines if line and not line.startswith("#")]
     assert ignore[0] == "*"
