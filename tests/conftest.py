@@ -3,5 +3,6 @@
 pytest_plugins = [
     "tests.fixtures.testsite",
     "tests.fixtures.redis_server",
+    "tests.fixtures.redis_cluster",
     "tests.fixtures.postgres_server",
 ]

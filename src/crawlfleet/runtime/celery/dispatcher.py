@@ -30,13 +30,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 
-from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from crawlfleet.clock import Clock
 from crawlfleet.errors import ConfigError, FrontierLost, StateError
 from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.frontier.frontier import Frontier
+from crawlfleet.frontier.redis.connection import RedisClient
 from crawlfleet.models import QueueCounts
 from crawlfleet.monitoring.attempt_copier import AttemptCopier
 from crawlfleet.monitoring.attempt_log import AttemptReader
@@ -49,6 +49,7 @@ from crawlfleet.runtime.celery.app import check_broker, make_app
 from crawlfleet.runtime.celery.crawls import (
     WORKER_SEEN_S,
     WorkerBeat,
+    connect,
     delete_crawl,
     worker_beats,
 )
@@ -77,7 +78,7 @@ class DispatchedCrawl:
     """The open connections of a crawl being dispatched."""
 
     definition: CrawlDefinition
-    client: Redis
+    client: RedisClient
     frontier: Frontier
     admitter: Admitter
     attempts: AttemptReader
@@ -133,7 +134,7 @@ async def open_crawl(
     broker = broker_url or os.environ.get(BROKER_ENV) or redis_url
     await asyncio.to_thread(check_broker, broker)  # before anything is stored
     crawl_id = settings.crawl_id
-    client = Redis.from_url(redis_url, decode_responses=True, socket_connect_timeout=5)
+    client = connect(redis_url)
     stack.push_async_callback(client.aclose)
     if fresh:  # before the store is opened: opening creates the crawl's frontier keys
         try:

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import orjson
-from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -34,6 +33,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from crawlfleet.clock import SystemClock
 from crawlfleet.errors import ConfigError, FrontierLost, StateError
+from crawlfleet.frontier.redis.connection import RedisClient, connect
 from crawlfleet.monitoring.events import EventBus
 from crawlfleet.monitoring.metrics import Metrics
 from crawlfleet.pipeline.sinks.postgres_schema import migrate
@@ -76,7 +76,7 @@ def check_backends(config: WorkerConfig) -> None:
     """
 
     async def ping() -> None:
-        client = Redis.from_url(config.redis_url, socket_connect_timeout=5)
+        client = connect(config.redis_url, socket_connect_timeout=5)
         try:
             await client.ping()
         finally:
@@ -131,7 +131,7 @@ class WorkerRuntime:
     name: str = field(default_factory=worker_name)
     metrics: Metrics | None = None
     _loop: asyncio.AbstractEventLoop | None = None
-    _redis: Redis | None = None
+    _redis: RedisClient | None = None
     _crawls: dict[str, _Crawl] = field(default_factory=dict)
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
@@ -155,9 +155,9 @@ class WorkerRuntime:
             await self._redis.aclose()
             self._redis = None
 
-    def _client(self) -> Redis:
+    def _client(self) -> RedisClient:
         if self._redis is None:
-            self._redis = Redis.from_url(
+            self._redis = connect(
                 self.config.redis_url,
                 socket_connect_timeout=5,
                 retry=Retry(ExponentialBackoff(cap=0.25, base=0.01), retries=8),
