@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from redis.asyncio import Redis
+from redis.asyncio import Redis, SSLConnection
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 
 from crawlfleet.redisurl import CLUSTER_SCHEMES, cluster_nodes, url_problem
@@ -51,7 +51,25 @@ async def node_clients(client: RedisCluster) -> list[Redis]:
     """One plain client per server of a cluster (every primary and replica), with the
     cluster client's credentials and timeouts; the caller closes them."""
     await client.initialize()
-    kwargs = dict(client.get_nodes()[0].connection_kwargs) if client.get_nodes() else {}
-    kwargs.pop("host", None)
-    kwargs.pop("port", None)
-    return [Redis(host=node.host, port=int(node.port), **kwargs) for node in client.get_nodes()]
+    nodes = client.get_nodes()
+    given = nodes[0].connection_kwargs if nodes else {}
+    kwargs = {
+        key: value
+        for key, value in given.items()
+        if key in _NODE_OPTIONS or (key.startswith("ssl") and key != "ssl_password")
+    }
+    connection_class = given.get("connection_class")
+    if isinstance(connection_class, type) and issubclass(connection_class, SSLConnection):
+        kwargs["ssl"] = True
+    return [Redis(host=node.host, port=int(node.port), **kwargs) for node in nodes]
+
+
+_NODE_OPTIONS = (
+    "username",
+    "password",
+    "credential_provider",
+    "socket_timeout",
+    "socket_connect_timeout",
+    "ssl_password",
+)
+"""What a node's plain client takes from the cluster client (credentials, timeouts, TLS)."""
