@@ -116,9 +116,10 @@ def start_servers(workdir: Path, cluster: bool) -> Servers:
     subprocess.run(["redis-cli", "--cluster", "create", *addresses, "--cluster-yes"],
                    check=True, capture_output=True)  # fmt: skip
     for port in ports:
-        while "cluster_state:ok" not in redis.Redis(port=port).execute_command(
-            "CLUSTER", "INFO"
-        ).decode():
+        while (
+            "cluster_state:ok"
+            not in redis.Redis(port=port).execute_command("CLUSTER", "INFO").decode()
+        ):
             time.sleep(0.1)
     return Servers(processes, ports, "redis+cluster://" + ",".join(addresses))
 
@@ -169,9 +170,9 @@ def node_stats(servers: Servers) -> dict[str, float]:
                 total[name] = total.get(name, 0) + stats["calls"]
             cpu = client.info("cpu")
             total["cpu_s"] = total.get("cpu_s", 0) + cpu["used_cpu_user"] + cpu["used_cpu_sys"]
-            total["used_memory"] = total.get("used_memory", 0) + client.info("memory")[
-                "used_memory"
-            ]
+            total["used_memory"] = (
+                total.get("used_memory", 0) + client.info("memory")["used_memory"]
+            )
     return total
 
 

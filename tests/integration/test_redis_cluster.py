@@ -4,6 +4,7 @@ URLs and safety checks on every node (the contract suite covers the ``QueueStore
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import re
 from collections.abc import AsyncIterator
 from uuid import uuid4
@@ -19,12 +20,14 @@ from crawlfleet.frontier.redis.connection import connect
 from crawlfleet.frontier.redis.keys import FAMILIES, FIXED_KEYS, hash_tag
 from crawlfleet.frontier.redis.partitioned import (
     PartitionedQueueStore,
+    crawl_prefix,
     open_crawl_store,
     partition_of,
+    partition_prefix,
 )
 from crawlfleet.frontier.redis.queue import RedisQueueStore
 from crawlfleet.models import CrawlRequest
-from crawlfleet.runtime.backends import check_redis
+from crawlfleet.runtime.backends import check_redis, frontier_prefix, partition_pattern
 from crawlfleet.runtime.celery.app import check_broker
 from crawlfleet.settings import check_redis_url
 from tests.fixtures.redis_cluster import LocalCluster
@@ -166,3 +169,29 @@ async def test_the_safety_check_runs_on_every_node(redis_cluster: LocalCluster) 
     finally:
         with redis.Redis(port=node.port) as client:
             client.config_set("appendonly", "yes")
+
+
+async def test_claims_visit_the_partitions_in_turn(redis_cluster_url: str) -> None:
+    crawl = f"fair-{uuid4().hex[:8]}"
+    store = await open_crawl_store(redis_cluster_url, crawl, partitions=4)
+    assert isinstance(store, PartitionedQueueStore)
+    by_partition: dict[int, list[str]] = {p: [] for p in range(4)}
+    for n in range(400):
+        domain = f"d{n}.test"
+        if len(by_partition[partition_of(domain, 4)]) < 5:
+            by_partition[partition_of(domain, 4)].append(domain)
+    await store.add([req(1, d) for ds in by_partition.values() for d in ds], Budget())
+    firsts = []
+    for _ in range(8):  # one lease a claim: each partition gives the first pick in turn
+        (lease,) = await store.claim(1, NOW, 60, POLICY, ["http"])
+        firsts.append(partition_of(lease.request.domain, 4))
+    assert sorted(firsts) == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert firsts[:4] == firsts[4:]
+    await store.close()
+
+
+def test_the_runtime_and_the_store_agree_on_the_prefixes() -> None:
+    assert frontier_prefix("shop") == crawl_prefix("shop") == "crawlfleet:{shop}"
+    assert fnmatch.fnmatchcase(partition_prefix("shop", 11) + ":req", partition_pattern("shop"))
+    assert not fnmatch.fnmatchcase(crawl_prefix("shop") + ":req", partition_pattern("shop"))
+    assert not fnmatch.fnmatchcase(partition_prefix("shop2", 1) + ":req", partition_pattern("shop"))

@@ -100,20 +100,25 @@ async def open_crawl_store(
     try:
         base = CrawlKeys(crawl_prefix(crawl_id))
         count = await _fix_partitions(client, base, crawl_id, partitions, where)
-        options = {
-            "dedup": dedup,
-            "bloom_capacity": -(-bloom_capacity // count),
-            "bloom_error_rate": bloom_error_rate,
-        }
+        capacity = -(-bloom_capacity // count)
         if count == 1:
-            return await RedisQueueStore.attach(client, base.prefix, where, **options)  # type: ignore[arg-type]
+            return await RedisQueueStore.attach(
+                client,
+                base.prefix,
+                where,
+                dedup=dedup,
+                bloom_capacity=capacity,
+                bloom_error_rate=bloom_error_rate,
+            )
         inner = [
             await RedisQueueStore.attach(
                 client,
                 partition_prefix(crawl_id, p),
                 where,
+                dedup=dedup,
+                bloom_capacity=capacity,
+                bloom_error_rate=bloom_error_rate,
                 owns_client=False,
-                **options,  # type: ignore[arg-type]
             )
             for p in range(count)
         ]
