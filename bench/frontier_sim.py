@@ -40,11 +40,9 @@ from typing import Any, Literal
 import redis
 
 from crawlfleet.frontier.protocols import Budget, DomainPolicy, QueueStore, Report, Signal
+from crawlfleet.frontier.redis.crawl_store import open_crawl_store
 from crawlfleet.frontier.redis.keys import FAMILIES, FIXED_KEYS
-from crawlfleet.frontier.redis.partitioned import (
-    PartitionedQueueStore,
-    open_crawl_store,
-)
+from crawlfleet.frontier.redis.partitioned import PartitionedQueueStore
 from crawlfleet.frontier.redis.queue import RedisQueueStore
 from crawlfleet.models import Attempt, CrawlRequest, Lease, Outcome
 from crawlfleet.urls import fingerprint

@@ -24,7 +24,7 @@ async def _redis_store(request: pytest.FixtureRequest) -> QueueStore:
 
 
 async def _cluster_store(request: pytest.FixtureRequest) -> QueueStore:
-    module = pytest.importorskip("crawlfleet.frontier.redis.partitioned", exc_type=ImportError)
+    module = pytest.importorskip("crawlfleet.frontier.redis.crawl_store", exc_type=ImportError)
     url = request.getfixturevalue("redis_cluster_url")
     store: QueueStore = await module.open_crawl_store(
         url, f"test-{uuid4().hex}", partitions=CLUSTER_PARTITIONS

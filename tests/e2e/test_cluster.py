@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from crawlfleet.cli.main import app
 from crawlfleet.demosite import ThreadedDemoSite, gaps_s
-from crawlfleet.frontier.redis.partitioned import partition_prefix
+from crawlfleet.frontier.redis.routing import partition_prefix
 from tests.e2e.conftest import (
     DELAY_S,
     FAST,

@@ -17,15 +17,11 @@ from redis.crc import key_slot
 from crawlfleet.errors import ConfigError, StateError
 from crawlfleet.frontier.protocols import Budget, DomainPolicy
 from crawlfleet.frontier.redis.connection import connect
+from crawlfleet.frontier.redis.crawl_store import open_crawl_store
 from crawlfleet.frontier.redis.keys import FAMILIES, FIXED_KEYS, hash_tag
-from crawlfleet.frontier.redis.partitioned import (
-    PartitionedQueueStore,
-    crawl_prefix,
-    open_crawl_store,
-    partition_of,
-    partition_prefix,
-)
+from crawlfleet.frontier.redis.partitioned import PartitionedQueueStore
 from crawlfleet.frontier.redis.queue import RedisQueueStore
+from crawlfleet.frontier.redis.routing import crawl_prefix, partition_of, partition_prefix
 from crawlfleet.models import CrawlRequest
 from crawlfleet.runtime.backends import check_redis, frontier_prefix, partition_pattern
 from crawlfleet.runtime.celery.app import check_broker

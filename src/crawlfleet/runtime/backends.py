@@ -49,7 +49,7 @@ STATE_FILE = "state.sqlite"
 def frontier_prefix(crawl_id: str) -> str:
     """The Redis key prefix of a crawl's own slot: ``crawlfleet:{<crawl_id>}`` (hash-tagged):
     its whole frontier, or with several partitions its crawl-wide keys
-    (``frontier/redis/partitioned.py``)."""
+    (``frontier/redis/routing.py``)."""
     return f"crawlfleet:{{{crawl_id}}}"
 
 
@@ -203,7 +203,7 @@ def _dsn(settings: Settings) -> str:
 
 
 async def _redis_store(settings: Settings, stack: AsyncExitStack) -> QueueStore:
-    from crawlfleet.frontier.redis.partitioned import open_crawl_store
+    from crawlfleet.frontier.redis.crawl_store import open_crawl_store
 
     if settings.redis_url is None:
         raise ConfigError("no Redis URL given (--redis)")

@@ -81,7 +81,7 @@ key                             type    contents
                                         ``paused`` or ``cancelled``; absent = running.
                                         Read by the dispatcher and workers, never by a script
 ``{p}:partitions``              STRING  the crawl's frontier partition count P, set by its
-                                        first open (``partitioned.py``), in the crawl's own
+                                        first open (``crawl_store.py``), in the crawl's own
                                         prefix; an open asking for another count is refused
 ``{p}:budget``                  STRING  admissions reserved against ``max_total`` over every
                                         partition (P > 1 only, crawl's own prefix,
