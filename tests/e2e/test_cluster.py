@@ -135,6 +135,7 @@ def _fail_over_when(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)  # a failover under a loaded machine's scheduling
 def test_a_primary_failover_mid_crawl_loses_nothing(
     site: ThreadedDemoSite,
     start_redis_cluster: Callable[..., LocalCluster],

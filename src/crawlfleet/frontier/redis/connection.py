@@ -22,10 +22,21 @@ from urllib.parse import urlsplit, urlunsplit
 
 from redis.asyncio import Redis, SSLConnection
 from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
 
-from crawlfleet.redisurl import CLUSTER_SCHEMES, cluster_nodes, url_problem
+from crawlfleet.redisurl import CLUSTER_SCHEMES, cluster_nodes, is_cluster_url, url_problem
 
 RedisClient = Redis | RedisCluster
+
+
+def store_retry(url: str) -> Retry:
+    """How the frontier's clients retry connection errors: about a second on one server (a
+    restart), about 13 s on a cluster, where a failover takes the node timeout plus an
+    election and the client refreshes its slot map between tries (decision 0016)."""
+    if is_cluster_url(url):
+        return Retry(ExponentialBackoff(cap=2.0, base=0.1), retries=10)
+    return Retry(ExponentialBackoff(cap=0.25, base=0.01), retries=8)
 
 
 def connect(url: str, **options: Any) -> RedisClient:

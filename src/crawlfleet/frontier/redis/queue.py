@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 import orjson
 from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialBackoff, NoBackoff
+from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -39,7 +39,7 @@ from crawlfleet.frontier.protocols import (
     Report,
 )
 from crawlfleet.frontier.redis.bloom import SHARD_BITS, SHARD_BYTES, BloomGeometry
-from crawlfleet.frontier.redis.connection import RedisClient, connect
+from crawlfleet.frontier.redis.connection import RedisClient, connect, store_retry
 from crawlfleet.frontier.redis.keys import CrawlKeys
 from crawlfleet.frontier.redis.scripts import Scripts
 from crawlfleet.frontier.redis.views import (
@@ -444,11 +444,10 @@ class RedisQueueStore:
 
 
 async def open_client(url: str) -> RedisClient:
-    """A client for ``url`` (one server or a cluster) that retries connection errors for
-    about a second; ``StateError`` (password redacted) when the URL is bad or nothing
+    """A client for ``url`` (one server or a cluster) that retries connection errors
+    (``store_retry``); ``StateError`` (password redacted) when the URL is bad or nothing
     answers a first PING, which is not retried."""
     where = redact(url)
-    retry = Retry(ExponentialBackoff(cap=0.25, base=0.01), retries=8)
     try:
         probe = connect(url, retry=Retry(NoBackoff(), retries=0), socket_connect_timeout=5)
     except ValueError as exc:
@@ -462,7 +461,7 @@ async def open_client(url: str) -> RedisClient:
     return connect(
         url,
         decode_responses=True,
-        retry=retry,
+        retry=store_retry(url),
         retry_on_error=[RedisConnectionError, RedisTimeoutError],
         socket_connect_timeout=5,
     )

@@ -215,6 +215,11 @@ class Dispatcher:
         while not self.stop.is_set():
             try:
                 counts = await self._tick()
+                now = self._clock.now()
+                if now - last_sample >= SAMPLE_EVERY_S or counts.pending == 0:
+                    last_sample = now
+                    if self._on_tick is not None:
+                        await self._on_tick()  # reads the store: an outage is retried too
             except FrontierLost:
                 raise  # nothing to wait for: the crawl's state is gone (wiped or restarted)
             except (StateError, RedisError, OSError, ConnectionError) as exc:
@@ -234,11 +239,6 @@ class Dispatcher:
                 await self._wait(0.5)
                 continue
             outage_since = None
-            now = self._clock.now()
-            if now - last_sample >= SAMPLE_EVERY_S or counts.pending == 0:
-                last_sample = now
-                if self._on_tick is not None:
-                    await self._on_tick()
             if counts.pending == 0 or self._state is RunState.CANCELLED:
                 return counts
             await self._wait(TICK_S)

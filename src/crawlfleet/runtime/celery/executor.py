@@ -25,15 +25,13 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import orjson
-from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from crawlfleet.clock import SystemClock
 from crawlfleet.errors import ConfigError, FrontierLost, StateError
-from crawlfleet.frontier.redis.connection import RedisClient, connect
+from crawlfleet.frontier.redis.connection import RedisClient, connect, store_retry
 from crawlfleet.monitoring.events import EventBus
 from crawlfleet.monitoring.metrics import Metrics
 from crawlfleet.pipeline.sinks.postgres_schema import migrate
@@ -160,7 +158,7 @@ class WorkerRuntime:
             self._redis = connect(
                 self.config.redis_url,
                 socket_connect_timeout=5,
-                retry=Retry(ExponentialBackoff(cap=0.25, base=0.01), retries=8),
+                retry=store_retry(self.config.redis_url),
                 retry_on_error=[RedisConnectionError, RedisTimeoutError],
             )
         return self._redis
