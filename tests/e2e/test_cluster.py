@@ -155,7 +155,8 @@ def test_a_primary_failover_mid_crawl_loses_nothing(
         *seeds,
         *("--redis", cluster.url, "--postgres", postgres_dsn),
         *("--crawl-id", "failover", "--partitions", PARTITIONS, *FAST),
-        env={"CRAWLFLEET_BROKER_URL": redis_url},
+        # A lease end that outlasts the clients' retries comes back when its lease expires.
+        env={"CRAWLFLEET_BROKER_URL": redis_url, "CRAWLFLEET_LEASE_S": "15"},
         timeout_s=240.0,
     )
     fault.join(timeout=90)
