@@ -89,6 +89,10 @@ def test_two_workers_on_a_cluster_frontier_crawl_like_the_embedded_runtime(
     assert "finished" in status.output
     done = cluster_done(redis_cluster_url, "cluster-two", int(PARTITIONS))
     assert f" {done} " in status.output
+    target = ["--redis", redis_cluster_url, "--crawl-id", "cluster-two"]
+    for command in (["dlq", "classes"], ["pause"], ["resume"]):
+        ran = CliRunner().invoke(app, [*command, *target])
+        assert ran.exit_code == 0, ran.output
 
 
 def test_a_cluster_url_is_refused_as_the_celery_broker(
