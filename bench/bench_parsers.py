@@ -1,18 +1,24 @@
 """crawlfleet parsers for the benchmark site: the product on product pages, links everywhere.
 
 crawlfleet crawl ... --parsers bench/bench_parsers.py
+
+``BENCH_FETCHER=impersonate`` makes the follow rules queue their links for that fetcher kind
+(``bench/impersonate_bench.py``).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
 from crawlfleet.parsing.plugins import Follow, parser
 from crawlfleet.parsing.response import Response
 
+FETCHER = os.environ.get("BENCH_FETCHER") or None
 
-@parser(pattern="/p/*", item_type="product", follow=[Follow()])
+
+@parser(pattern="/p/*", item_type="product", follow=[Follow(fetcher=FETCHER)])
 def bench_product(response: Response) -> Iterator[dict[str, Any]]:
     """The product (id, name, price) of a product page; every link is followed."""
     article = response.css_first("article.product")
@@ -30,6 +36,6 @@ def bench_product(response: Response) -> Iterator[dict[str, Any]]:
     }
 
 
-@parser(follow=[Follow()])
+@parser(follow=[Follow(fetcher=FETCHER)])
 def bench_pages(response: Response) -> None:
     """Listing, home and about pages: no item, every link followed."""

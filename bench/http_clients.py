@@ -7,6 +7,7 @@ is not counted. Every run is bounded by ``--max-s`` seconds.
 
     .venv/bin/python bench/http_clients.py                 # all clients, N=3000, C=64
     .venv/bin/python bench/http_clients.py -n 1000 -c 32 --clients aiohttp,crawlfleet
+    .venv/bin/python bench/http_clients.py --clients crawlfleet,impersonate   # decision 0018
 """
 
 from __future__ import annotations
@@ -155,11 +156,29 @@ async def run_crawlfleet(urls: list[str], concurrency: int) -> int:
         await fetcher.close()
 
 
+async def run_impersonate(urls: list[str], concurrency: int) -> int:
+    from crawlfleet.fetchers.impersonate import ImpersonateFetcher
+    from crawlfleet.models import CrawlRequest
+    from crawlfleet.settings import Settings
+
+    fetcher = ImpersonateFetcher(Settings(concurrency=concurrency, allow_private_addresses=True))
+    try:
+
+        async def fetch(url: str) -> int:
+            request = CrawlRequest(url=url, fingerprint="", domain="127.0.0.1")
+            return len((await fetcher.fetch(request)).body)
+
+        return await drive(fetch, urls, concurrency)
+    finally:
+        await fetcher.close()
+
+
 CLIENTS: dict[str, Callable[[list[str], int], Awaitable[int]]] = {
     "aiohttp": run_aiohttp,
     "crawlfleet": run_crawlfleet,
     "httpx": run_httpx,
     "curl_cffi": run_curl_cffi,
+    "impersonate": run_impersonate,
 }
 
 

@@ -2,8 +2,9 @@
 # Install what crawlfleet needs on a Debian machine: system packages (only those missing)
 # and a virtualenv in .venv with the pinned Python dependencies.
 #   scripts/bootstrap.sh          the embedded crawler only
-#   scripts/bootstrap.sh --all    plus the distributed and dashboard extras, Redis and PostgreSQL
-#                                 servers, Chromium (browser tests), Prometheus and promtool
+#   scripts/bootstrap.sh --all    plus the distributed, dashboard and browser extras, Redis and
+#                                 PostgreSQL servers, Chromium (the browser fetcher and browser
+#                                 tests; never a downloaded browser), Prometheus and promtool
 #                                 (metrics tests), and test tools
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +17,8 @@ command -v python3 >/dev/null || need+=(python3 python3-venv)
 if [ "$want_all" = 1 ]; then
     command -v redis-server >/dev/null || need+=(redis-server)
     command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
-    [ -x /usr/bin/chromium ] || need+=(chromium)  # the dashboard's browser tests (Playwright)
+    [ -x /usr/bin/tinyproxy ] || need+=(tinyproxy)  # the proxy pool tests (tests/fixtures/tinyproxy.py)
+    [ -x /usr/bin/chromium ] || need+=(chromium)  # the browser fetcher and its tests, the dashboard's (Playwright)
     command -v prometheus >/dev/null && command -v promtool >/dev/null || need+=(prometheus)  # tests/e2e/test_prometheus.py
 fi
 if [ "${#need[@]}" -gt 0 ]; then

@@ -5,7 +5,8 @@
 #      redis-server and PostgreSQL on free loopback ports; one `crawlfleet worker` and
 #      `crawlfleet crawl --redis ... --postgres ...` from that venv; items must land in PostgreSQL
 #   2. the embedded install: a fresh venv with only `.`; `crawlfleet crawl` into a state dir;
-#      `crawlfleet worker` and `crawl --redis` there fail in one line naming the extra
+#      `crawlfleet worker` and `crawl --redis` there fail in one line naming the extra, and
+#      so does a crawl whose parser names the browser fetcher (the browser extra)
 #
 # Both venvs live in a temp dir outside the source tree, built from one wheel of a copy of the
 # tree (pip may use the machine's wheel cache and index). Both crawls must store the same items.
@@ -129,6 +130,23 @@ for command in "worker" "crawl $seed"; do
         grep -q "needs crawlfleet installed with its distributed extra" "$work/no-extra.log" ||
         fail "crawlfleet $command without the distributed extra: exit $rc, not one line"
 done
+
+step "a browser crawl on the bare install: one line naming the browser extra"
+cat >"$work/js_parsers.py" <<'PY'
+from crawlfleet.parsing import parser
+
+
+@parser("127.0.0.14", fetcher="browser")
+def js(response):
+    return None
+PY
+rc=0
+COLUMNS=500 "$work/venv-embedded/bin/crawlfleet" crawl "http://127.0.0.14:$site_port/" \
+    --parsers "$work/js_parsers.py" --state "$work/js-state" "${fast[@]}" \
+    </dev/null >"$work/no-browser.log" 2>&1 || rc=$?
+[ "$rc" = 2 ] && [ "$(grep -c . "$work/no-browser.log")" = 1 ] &&
+    grep -q "pip install 'crawlfleet\[browser\]'" "$work/no-browser.log" ||
+    fail "a browser crawl without the browser extra: exit $rc, not one line"
 
 # --- a private Redis and PostgreSQL
 redis_bin=$(command -v redis-server || echo /usr/bin/redis-server)

@@ -5,4 +5,5 @@ pytest_plugins = [
     "tests.fixtures.redis_server",
     "tests.fixtures.redis_cluster",
     "tests.fixtures.postgres_server",
+    "tests.fixtures.tinyproxy",
 ]

@@ -22,7 +22,7 @@ from crawlfleet.monitoring.events import EventBus
 from crawlfleet.monitoring.stats import Sample, StatsView
 from crawlfleet.monitoring.summary import CrawlResult, read_result
 from crawlfleet.pipeline.export import export_items
-from crawlfleet.runtime.backends import extra_missing, open_embedded
+from crawlfleet.runtime.backends import extra_missing, open_embedded, open_proxy_stores
 from crawlfleet.runtime.control import FileControl
 from crawlfleet.runtime.local import LocalRunner
 from crawlfleet.runtime.wiring import build_crawl
@@ -130,9 +130,14 @@ class Crawl:
             )
             view = StatsView(graph.frontier)
             if self._metrics is not None:
-                self._metrics.watch(settings.crawl_id, graph.frontier, runtime="embedded")
+                proxies = graph.proxies.all if graph.proxies is not None else None
+                self._metrics.watch(
+                    settings.crawl_id, graph.frontier, runtime="embedded", proxies=proxies
+                )
                 quality = graph.crawler.parts.pipeline.quality
                 self._metrics.track(settings.crawl_id, events=events, quality=quality)
+                if graph.browser_pool is not None:
+                    self._metrics.browser(settings.crawl_id, graph.browser_pool)
             runner = LocalRunner(
                 graph.crawler,
                 concurrency=settings.concurrency,
@@ -141,6 +146,7 @@ class Crawl:
                 crawl_id=settings.crawl_id,
                 on_tick=lambda: self._progress(view),
                 control=FileControl(settings.state_dir),
+                kind_limits={"browser": settings.browser_pages},
             )
             self._watch(runner.stop)
             run = await runner.run(self.seeds, sitemaps=settings.follow_sitemaps)
@@ -171,8 +177,15 @@ class Crawl:
             )
             view = StatsView(crawl.frontier)
             if self._metrics is not None:
+                proxies = None
+                if settings.proxies is not None:
+                    proxies = (await open_proxy_stores(settings, stack))[0].all
                 self._metrics.watch(
-                    settings.crawl_id, crawl.frontier, runtime="distributed", beats=crawl.beats
+                    settings.crawl_id,
+                    crawl.frontier,
+                    runtime="distributed",
+                    beats=crawl.beats,
+                    proxies=proxies,
                 )
             dispatcher = Dispatcher(crawl, clock=clock, on_tick=lambda: self._progress(view))
             self._watch(dispatcher.stop)

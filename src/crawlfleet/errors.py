@@ -19,6 +19,11 @@ crawl step judges (``frontier.politeness.classify`` and ``BlockDetector``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from crawlfleet.models import Route
+
 
 class CrawlfleetError(Exception):
     """Base of every error raised by crawlfleet on purpose."""
@@ -49,9 +54,13 @@ class FetchError(CrawlfleetError):
 
     ``transient`` is True when the same request may succeed later (connect error, timeout,
     5xx, 429); False when retrying is pointless (too large, forbidden address, bad redirect).
+    ``route``: the crawl session the attempt went through (the attempt log records it).
     """
 
     transient: bool = True
+    route: Route | None = None
+    screenshot: str | None = None
+    """Where the browser fetcher saved a picture of the failed page (``browser_screenshots``)."""
 
     def __init__(self, message: str, *, transient: bool | None = None) -> None:
         super().__init__(message)

@@ -129,6 +129,15 @@ class Link:
         return (self.method, self.url, self.body)
 
 
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Which crawl session, proxy (by id, never its URL) and tier a fetch went through."""
+
+    session_id: str
+    proxy_id: str
+    tier: int
+
+
 @dataclass(slots=True)
 class FetchResult:
     """What a fetcher got for one request.
@@ -137,6 +146,7 @@ class FetchResult:
     (the request URL first). ``elapsed_s`` is wall time from start to the last body byte;
     ``fetched_at`` is when the response arrived (epoch seconds). ``request`` is the request
     fetched, when the fetcher had one: its ``data`` is the parser's ``Response.context``.
+    ``route``: the crawl session it went through (``runtime/proxy_link.py``), if any.
     """
 
     url: str
@@ -149,6 +159,9 @@ class FetchResult:
     fetcher: str = "http"
     fetched_at: float = 0.0
     request: CrawlRequest | None = None
+    route: Route | None = None
+    screenshot: str | None = None
+    """A picture of a failed page (status >= 400) the browser fetcher saved, if asked to."""
 
     @property
     def content_type(self) -> str:
@@ -219,7 +232,7 @@ class Outcome(StrEnum):
     """Fetched, but its parser raised or ran over its budget: recorded, counted, not retried."""
 
 
-FETCHER_KINDS = ("http", "browser", "file")
+FETCHER_KINDS = ("http", "impersonate", "browser", "file")
 """Every fetcher kind a request may name; which of them a runner serves is its own choice."""
 
 
@@ -241,6 +254,12 @@ class Attempt:
     fetcher: str = "http"
     detail: str | None = None
     """A longer account of ``error`` (a parser's traceback), kept in the attempt log."""
+    session_id: str | None = None
+    proxy_id: str | None = None
+    tier: int | None = None
+    """The crawl session, proxy id and tier the fetch went through (``models.Route``)."""
+    screenshot: str | None = None
+    """The path of the failed page's screenshot (browser fetcher, ``browser_screenshots``)."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

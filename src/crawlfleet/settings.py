@@ -11,7 +11,7 @@ from __future__ import annotations
 import tomllib
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
@@ -38,6 +38,12 @@ DEFAULT_STRIP_PARAMS = (
     "sid",
 )
 
+Rung = Literal["slow", "session", "tier", "impersonate", "browser"]
+"""A rung of the strategy ladder (``frontier/ladder.py``)."""
+ResourceType = Literal["image", "font", "media", "stylesheet"]
+"""Resource types a browser page may be kept from loading (``browser_block``)."""
+DEFAULT_BLOCKED: tuple[ResourceType, ...] = ("image", "font", "media")
+
 MAX_STEP_S = 300.0
 """The default bound on one crawl step (the watchdog of ``runtime/loop.py``)."""
 STEP_TIMEOUTS = 3
@@ -55,6 +61,34 @@ class DomainOverride(BaseModel):
 
     delay_s: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     concurrency: int | None = Field(default=None, ge=1, le=1_000)
+    fetcher: Literal["http", "browser", "auto"] | None = None
+    """The fetcher of the domain's pages that no follow rule or parser names."""
+
+
+class ProxySettings(BaseModel):
+    """The proxy pool and crawl sessions (``[crawl.proxies]``, or ``CRAWLFLEET_PROXIES`` as JSON).
+
+    ``tiers``: lists of ``http://[user:pass@]host:port`` or ``"direct"``, tried in order
+    (``proxies/endpoints.py``); ``file``: a proxies file instead (one URL per line, ``---``
+    between tiers). ``rotation`` picks the proxy of a new session within its tier.
+    ``sessions_per_domain`` crawl sessions (proxy + header profile + cookie jar) per domain.
+    A proxy is quarantined ``cooldown_s`` x 2^(strikes - 1), at most ``max_cooldown_s``;
+    ``ban_after`` blocks in a row through one proxy quarantine it even when no other proxy
+    succeeded on the domain. ``max_wait_s``: longest a step waits for a quarantined last tier.
+    ``profiles``: header profile names to draw from (empty: all, ``fetchers/profiles.py``).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tiers: list[list[str]] = Field(default_factory=list)
+    file: Path | None = None
+    rotation: Literal["round_robin", "least_recently_used"] = "round_robin"
+    sessions_per_domain: int = Field(default=4, ge=1, le=1_000)
+    cooldown_s: float = Field(default=30.0, gt=0, allow_inf_nan=False)
+    max_cooldown_s: float = Field(default=1800.0, gt=0, allow_inf_nan=False)
+    ban_after: int = Field(default=2, ge=1, le=100)
+    max_wait_s: float = Field(default=60.0, gt=0, allow_inf_nan=False)
+    profiles: list[str] = Field(default_factory=list)
 
 
 class Settings(BaseSettings):
@@ -115,8 +149,12 @@ class Settings(BaseSettings):
     block_min_samples: int = Field(default=5, ge=1)
     block_threshold: float = Field(default=0.5, gt=0, le=1)
     block_recover_after: int = Field(default=20, ge=1)
-    block_max_level: int = Field(default=4, ge=0, le=10)
+    block_max_level: int = Field(default=5, ge=0, le=10)
     block_cooldown_s: float = Field(default=30.0, ge=0, allow_inf_nan=False)
+    ladder: list[Rung] = Field(
+        default_factory=lambda: list(get_args(Rung)),
+        description="what each block level changes; rungs the crawl cannot use are skipped",
+    )
 
     # Fetching
     allow_private_addresses: bool = False
@@ -127,6 +165,43 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
     max_decompressed_bytes: int = Field(
         default=10 * 1024 * 1024, ge=1024, description="a body after Content-Encoding"
+    )
+
+    # Browser fetcher (fetchers/browser/): Debian's Chromium driven by Playwright
+    browser_executable: Path = Field(
+        default=Path("/usr/bin/chromium"), description="the Chromium binary (never downloaded)"
+    )
+    browser_pages: int = Field(default=4, ge=1, le=64, description="concurrent pages per process")
+    browser_sessions: int = Field(
+        default=1, ge=1, le=64, description="browser contexts (cookie jars) the pages share"
+    )
+    browser_context_pages: int = Field(
+        default=50, ge=1, description="pages before a session slot's context is recycled"
+    )
+    browser_max_pages: int = Field(
+        default=1000, ge=1, description="pages before the browser itself is recycled"
+    )
+    browser_memory_cap_bytes: int = Field(
+        default=2 * 1024**3,
+        ge=64 * 1024**2,
+        description="summed RSS of the Chromium processes past which the browser is recycled",
+    )
+    browser_block: list[ResourceType] = Field(
+        default_factory=lambda: list(DEFAULT_BLOCKED),
+        description="resource types a page may not load",
+    )
+    browser_wait: str = Field(
+        default="load",
+        description="load, domcontentloaded, networkidle, or a CSS selector (css:SELECTOR)",
+    )
+    browser_timeout_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=600,
+        description="navigation plus wait rule of one page (default: total_timeout_s)",
+    )
+    browser_screenshots: bool = Field(
+        default=False, description="screenshot failed pages into <state>/screenshots/"
     )
 
     # Parsing (parsing/budget.py)
@@ -177,6 +252,9 @@ class Settings(BaseSettings):
     )
     hooks: list[str] = Field(
         default_factory=list, description="'module:object' request/response hooks, in order"
+    )
+    proxies: ProxySettings | None = Field(
+        default=None, description="proxy tiers and crawl sessions (runtime/proxy_link.py)"
     )
 
     # Distributed runtime
@@ -231,6 +309,14 @@ class Settings(BaseSettings):
             hosts[host] = override
         return hosts
 
+    @field_validator("browser_wait")
+    @classmethod
+    def _known_wait_rule(cls, value: str) -> str:
+        problem = wait_rule_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
     @field_validator("redis_url")
     @classmethod
     def _usable_redis_url(cls, value: str | None) -> str | None:
@@ -245,18 +331,33 @@ class Settings(BaseSettings):
             raise ValueError("total_timeout_s must be >= connect_timeout_s")
         if self.block_min_samples > self.block_window:
             raise ValueError("block_min_samples must be <= block_window")
+        if self.proxies is not None and self.proxies.max_wait_s > self.max_step_s / 2:
+            raise ValueError("proxies.max_wait_s must be <= max_step_s / 2")
+        if len(self.ladder) > self.block_max_level:
+            raise ValueError(
+                f"ladder has {len(self.ladder)} rungs but block_max_level is "
+                f"{self.block_max_level}: shorten ladder or raise block_max_level"
+            )
         return self
 
     @model_validator(mode="after")
     def _a_step_fits_its_bound(self) -> Settings:
         least_s = STEP_TIMEOUTS * self.total_timeout_s + self.max_parse_s
+        browser_extra_s = max(0.0, self.page_timeout_s - self.total_timeout_s)
+        least_s += browser_extra_s
+        browser = " + (browser_timeout_s - total_timeout_s)" if browser_extra_s else ""
         if self.max_step_s < least_s:
             raise ValueError(
                 f"max_step_s ({self.max_step_s:g}) must be >= {STEP_TIMEOUTS} x total_timeout_s"
-                f" + max_parse_s ({least_s:g}): a step may read robots.txt, fetch its page,"
-                " parse it and read the robots.txt of its links' new hosts"
+                f" + max_parse_s{browser} ({least_s:g}): a step may read robots.txt, fetch its"
+                " page, parse it and read the robots.txt of its links' new hosts"
             )
         return self
+
+    @property
+    def page_timeout_s(self) -> float:
+        """The browser's bound on one page: ``browser_timeout_s``, else ``total_timeout_s``."""
+        return self.browser_timeout_s or self.total_timeout_s
 
     @classmethod
     def settings_customise_sources(
@@ -274,6 +375,17 @@ class Settings(BaseSettings):
             env_settings,
             InitSettingsSource(settings_cls, toml),
         )
+
+
+WAIT_EVENTS = ("load", "domcontentloaded", "networkidle")
+CSS_PREFIX = "css:"
+
+
+def wait_rule_problem(rule: str) -> str | None:
+    """Why ``rule`` is not a browser wait rule (an event, or ``css:SELECTOR``), or None."""
+    if rule in WAIT_EVENTS or (rule.startswith(CSS_PREFIX) and rule[len(CSS_PREFIX) :].strip()):
+        return None
+    return f"wait rule {rule!r} is not one of {', '.join(WAIT_EVENTS)} or css:SELECTOR"
 
 
 def redis_url_problem(url: str) -> str | None:

@@ -85,6 +85,9 @@ async def test_attempts_round_trip_every_field(log: AttemptLog) -> None:
         error="ValueError: no price",
         fetcher="file",
         detail="Traceback (most recent call last): ...",
+        session_id="a1b2c3",
+        proxy_id="px-0123456789",
+        tier=2,
     )
     await log.record([odd])
     assert await log.recent() == [odd]

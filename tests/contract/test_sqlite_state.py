@@ -28,6 +28,7 @@ from tests.contract.test_queue_store import (
     req,
     retry,
 )
+from tests.contract.test_strategy_ladder import EAGER, block
 
 
 async def test_reopened_file_has_the_same_queue_seen_and_dead_letters(tmp_path: Path) -> None:
@@ -188,5 +189,21 @@ async def test_a_killed_process_loses_nothing_committed(tmp_path: Path) -> None:
         assert (await store.stats()).get("attempts") == 3
         with sqlite3.connect(path) as db:  # written with each lease end, not buffered
             assert db.execute("SELECT count(*) FROM attempts").fetchone() == (3,)
+    finally:
+        await store.close()
+
+
+async def test_a_strategy_moved_by_a_lease_end_survives_a_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "state.sqlite"
+    store = await SqliteQueueStore.open(path)
+    await store.add([req(str(i)) for i in range(3)], NO_BUDGET)
+    await block(store, T0)
+    _level, _rung, strategy = await block(store, T0 + 1)
+    await store.close()
+    store = await SqliteQueueStore.open(path)
+    try:
+        view = await store.domain("a.test", EAGER)
+        assert (view.level, dict(view.strategy)) == (2, strategy)
+        assert strategy == {"rung": "session", "session_epoch": "1"}
     finally:
         await store.close()

@@ -2,10 +2,10 @@
 
 A crawl of the demo site (shop, quotes, the slow-robots host with its Crawl-delay, and two
 lab URLs that always fail) runs as a ``crawlfleet crawl`` process; ``crawlfleet dashboard``
-serves its state directory. The page shows the progress advancing and the ETA with the
-slow host as its bottleneck; after the crawl, its domain table matches the store, an
-action without the token is refused, and requeue by error class moves the dead letters
-back to the queue. Screenshots go to the test's tmp dir (set ``CRAWLFLEET_SCREENSHOT`` to
+serves its state directory. The page shows the progress advancing, the ETA with the
+slow host as its bottleneck and the crawl process as its one worker; after the crawl, its
+domain table matches the store, ``/metrics`` serves it, an action without the token is
+refused, and requeue by error class moves the dead letters back to the queue. Screenshots go to the test's tmp dir (set ``CRAWLFLEET_SCREENSHOT`` to
 a path to also copy one there, e.g. ``docs/img/dashboard.png``).
 """
 
@@ -85,6 +85,11 @@ def read_store(state: Path) -> tuple[dict[str, tuple[int, int]], int, int]:
         return pool.submit(asyncio.run, store_view(state)).result()
 
 
+def get_text(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=5) as reply:
+        return str(reply.read().decode())
+
+
 @pytest.fixture
 def slow_site() -> Iterator[ThreadedDemoSite]:
     with ThreadedDemoSite(crawl_delay_s=1.0) as demo:
@@ -134,6 +139,10 @@ def test_the_dashboard_follows_a_crawl_and_requeues_a_class_in_a_browser(
             wait_for(lambda: reloaded("#progress") != first)  # the progress advances
             wait_for(lambda: SLOW_HOST in reloaded("#eta"))
             assert "ETA" in page.locator("#eta").inner_text()
+            # One worker row, the crawl process, live, with its pages/s.
+            [process] = [r.split("\t") for r in page.locator("#workers tbody tr").all_inner_texts()]
+            assert (process[1], process[3]) == ("yes", "default")
+            wait_for(lambda: reloaded("#workers").split("\t")[-1] not in ("-", "0.00"))
             page.screenshot(path=str(tmp_path / "dashboard-running.png"), full_page=True)
 
             # Without the token an action is refused, even while the crawl runs.
@@ -148,6 +157,11 @@ def test_the_dashboard_follows_a_crawl_and_requeues_a_class_in_a_browser(
 
             per_domain, _queued, dead = read_store(state)
             assert dead == 2
+            wait_for(
+                lambda: (
+                    'crawlfleet_dead_letters{crawl="default"} 2.0' in get_text(f"{base}/metrics")
+                )
+            )
             page.reload()
             rows = page.locator("#domains tbody tr").all_inner_texts()
             shown = {r.split("\t")[0]: r.split("\t") for r in rows}

@@ -63,7 +63,13 @@ DEFAULT = DomainPolicy(
     delay_s=1.0,
     max_in_flight=2,
     blocks=BlockRules(
-        window=4, min_samples=2, threshold=0.5, recover_after=1, max_level=2, cooldown_s=5.0
+        window=4,
+        min_samples=2,
+        threshold=0.5,
+        recover_after=1,
+        max_level=3,
+        cooldown_s=5.0,
+        ladder=("session", "tier", "impersonate"),
     ),
 )
 BUDGET = Budget(max_per_domain=6)

@@ -28,6 +28,7 @@ from crawlfleet.pipeline.sinks.memory import MemorySink
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
 from crawlfleet.runtime.loop import ClaimLoop, LoopResult
+from crawlfleet.runtime.strategy import Strategies
 from crawlfleet.runtime.wiring import build_frontier
 from crawlfleet.settings import Settings
 
@@ -192,6 +193,7 @@ def make_crawl(
         worker="test",
         max_retry_after_s=3600.0,
         parse_budget=parse_budget,
+        strategies=Strategies(frontier, clock),
     )
     return Crawl(Crawler(parts), frontier, admitter, events, sink, clock)
 

@@ -30,8 +30,11 @@ def test_domain_overrides_and_block_rules_from_toml(tmp_path: Path) -> None:
         "example.com": DomainOverride(delay_s=5.0, concurrency=2),
         "slow.example.org": DomainOverride(delay_s=30.0),
     }
+    usable = ("slow", "impersonate", "browser")  # no proxies: no sessions, no tiers
     assert domain_policy(settings) == DomainPolicy(
-        delay_s=0.5, max_in_flight=1, blocks=BlockRules(window=10, cooldown_s=5.0)
+        delay_s=0.5,
+        max_in_flight=1,
+        blocks=BlockRules(window=10, cooldown_s=5.0, max_level=5, ladder=usable),
     )
 
 
@@ -44,6 +47,8 @@ def test_domain_overrides_and_block_rules_from_toml(tmp_path: Path) -> None:
         ('[crawl.domains."http://a.com/"]\ndelay_s = 1\n', "is not a host name"),
         ("[crawl]\nblock_min_samples = 50\n", "block_min_samples must be <= block_window"),
         ("[crawl]\nblock_threshold = 0\n", "bad setting 'block_threshold'"),
+        ('[crawl]\nladder = ["slow", "warp"]\n', "Input should be 'slow', 'session', 'tier'"),
+        ("[crawl]\nblock_max_level = 2\n", "ladder has 5 rungs but block_max_level is 2"),
     ],
 )
 def test_bad_overrides_and_rules_are_one_line_errors(

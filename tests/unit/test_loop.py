@@ -308,3 +308,24 @@ async def test_while_held_nothing_is_claimed_and_the_step_in_flight_finishes() -
     assert starts[0] == T0
     assert all(start >= resume_at for start in starts[1:])
     assert starts[1] < resume_at + 1.0  # claimed on the first tick after the hold ends
+
+
+async def test_in_flight_and_processed_are_read_on_each_tick_as_a_heartbeat_would() -> None:
+    clock = FakeClock(T0)
+    fetcher = CannedFetcher(clock, pages(A, 3, latency_s=1.0) | pages(B, 3, latency_s=2.5))
+    crawl = make_crawl(fetcher, seeds=[A, B], delay_s=0.0)
+    await seed(crawl, *pages(A, 3), *pages(B, 3))
+    loop = ClaimLoop(crawl.crawler, kinds=frozenset({"http"}), concurrency=2, clock=clock)
+    seen: list[tuple[int, int]] = []
+
+    async def tick() -> None:
+        seen.append((loop.in_flight, loop.processed))
+
+    result = await loop.run(stop=asyncio.Event(), until_empty=True, on_tick=tick)
+
+    assert result.processed == 6
+    assert (loop.in_flight, loop.processed) == (0, 6)
+    assert seen[0] == (0, 0)
+    assert 1 in {n for n, _ in seen}  # B's slow page still runs when A's ends
+    assert [p for _, p in seen] == sorted(p for _, p in seen)
+    assert seen[-1][1] > 0

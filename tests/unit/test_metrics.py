@@ -22,6 +22,8 @@ from crawlfleet.frontier.protocols import DomainPolicy, Report, Signal
 from crawlfleet.models import Attempt, CrawlRequest, Outcome
 from crawlfleet.monitoring.metric_snapshot import OTHER_DOMAINS
 from crawlfleet.monitoring.metrics import Metrics, latency_buckets
+from crawlfleet.proxies.memory import MemoryProxyStates
+from crawlfleet.proxies.protocols import Cooldown
 from crawlfleet.runtime.wiring import build_frontier
 from crawlfleet.settings import Settings
 from tests.unit.crawler_kit import T0, Canned, CannedFetcher, html, make_crawl, seed
@@ -287,3 +289,17 @@ async def test_metrics_are_served_on_loopback_and_a_taken_port_is_one_line_error
 def test_a_negative_top_domains_is_refused() -> None:
     with pytest.raises(ValueError, match="top domains must be >= 0"):
         Metrics(top_domains=-1)
+
+
+async def test_proxies_by_state_read_from_the_proxy_states() -> None:
+    frontier, _ = await memory_frontier()
+    states = MemoryProxyStates()
+    for proxy in ("px-a", "px-b", "px-c"):
+        await states.register(proxy, 0, "127.0.0.1:1")
+    cooldown = Cooldown(base_s=1e12, max_s=1e12)  # quarantined whatever the wall clock says
+    await states.penalize("px-b", 0.0, error=True, quarantine=True, cooldown=cooldown)
+    metrics = Metrics()
+    metrics.watch("c", frontier, runtime="embedded", proxies=states.all)
+    await metrics.refresh()
+    found = {s.labels["state"]: s.value for s in scrape(metrics)["crawlfleet_proxies"]}
+    assert found == {"ok": 2, "quarantined": 1}

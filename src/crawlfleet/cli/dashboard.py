@@ -1,14 +1,17 @@
-"""``crawlfleet dashboard``: the web dashboard of an embedded crawl (``--state``).
+"""``crawlfleet dashboard``: the web dashboard of an embedded crawl (``--state``) or of every
+distributed crawl of a fleet (``--redis URL --postgres DSN``).
 
 Serves the ASGI app of ``crawlfleet.dashboard`` with uvicorn on 127.0.0.1 (``--host`` to
-change), read-only unless a token is given (``--token`` or ``CRAWLFLEET_DASHBOARD_TOKEN``).
-An embedded crawl's state is read without taking its locks; ``--config`` (or ``--delay``,
-``--per-domain-concurrency``) gives the crawl's default politeness, which its state file
-does not record, for the delays and the ETA.
+change), read-only unless a token is given (``--token`` or ``CRAWLFLEET_DASHBOARD_TOKEN``),
+with ``/metrics`` for the crawls it shows. An embedded crawl's state is read without
+taking its locks; ``--config`` (or ``--delay``, ``--per-domain-concurrency``) gives the
+crawl's default politeness, which its state file does not record, for the delays and the
+ETA. A distributed crawl's settings come from its definition in Redis.
 """
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import os
 from pathlib import Path
@@ -18,9 +21,11 @@ import typer
 from rich.console import Console
 
 from crawlfleet.cli.console import fail, safe
-from crawlfleet.dashboard.sources import EmbeddedSource, Source
+from crawlfleet.dashboard.embedded import EmbeddedSource
+from crawlfleet.dashboard.sources import Source
 from crawlfleet.errors import ConfigError, CrawlfleetError
-from crawlfleet.settings import load_settings
+from crawlfleet.monitoring.metrics import Metrics
+from crawlfleet.settings import check_redis_url, load_settings
 
 TOKEN_ENV = "CRAWLFLEET_DASHBOARD_TOKEN"
 MIN_TOKEN_CHARS = 12
@@ -45,6 +50,12 @@ def dashboard(
     state: Annotated[
         Path | None, typer.Option("--state", help="state directory of an embedded crawl")
     ] = None,
+    redis: Annotated[
+        str | None, typer.Option("--redis", help="Redis URL of the distributed crawls")
+    ] = None,
+    postgres: Annotated[
+        str | None, typer.Option("--postgres", help="PostgreSQL DSN of their items and attempts")
+    ] = None,
     config: Annotated[Path | None, typer.Option(help="the crawl's config (TOML)")] = None,
     delay: Annotated[float | None, typer.Option(help="the crawl's --delay")] = None,
     per_domain_concurrency: Annotated[
@@ -59,7 +70,7 @@ def dashboard(
         ),
     ] = None,
 ) -> None:
-    """Serve the web dashboard: crawls, progress, ETA, domains, dead letters, items."""
+    """Serve the web dashboard: crawls, progress, ETA, domains, workers, dead letters, items."""
     try:
         try:
             import uvicorn
@@ -69,8 +80,13 @@ def dashboard(
             raise _extra_missing(exc) from None
         if token is not None and len(token) < MIN_TOKEN_CHARS:
             raise ConfigError(f"bad --token: use at least {MIN_TOKEN_CHARS} characters")
-        source = _source(state, config, delay, per_domain_concurrency)
-        app = create_app(source, token=token)
+        if redis is not None or postgres is not None:
+            if state is not None:
+                raise ConfigError("give --state DIR (embedded) or --redis and --postgres, not both")
+            source: Source = _distributed(redis, postgres)
+        else:
+            source = _embedded(state, config, delay, per_domain_concurrency)
+        app = create_app(source, token=token, metrics=Metrics())
         where = f"http://{host}:{port}/"
         mode = "actions need the token" if token else "read-only (no --token)"
         err.print(f"dashboard of {safe(source.mode)} crawls at {safe(where)}, {mode}")
@@ -81,14 +97,26 @@ def dashboard(
         fail(exc, err)
 
 
-def _source(
+def _distributed(redis: str | None, postgres: str | None) -> Source:
+    from crawlfleet.dashboard.distributed import DistributedSource
+
+    if redis is None or postgres is None:
+        raise ConfigError("a distributed dashboard needs both --redis URL and --postgres DSN")
+    source = DistributedSource(check_redis_url(redis), postgres)
+    asyncio.run(source.probe())
+    return source
+
+
+def _embedded(
     state: Path | None,
     config: Path | None,
     delay: float | None,
     per_domain_concurrency: int | None,
 ) -> Source:
     if state is None:
-        raise ConfigError("give --state DIR: the state directory of an embedded crawl")
+        raise ConfigError(
+            "give --state DIR (an embedded crawl) or --redis URL --postgres DSN (distributed)"
+        )
     settings = load_settings(
         config,
         state_dir=state,

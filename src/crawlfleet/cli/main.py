@@ -14,6 +14,7 @@ from crawlfleet.cli import (
     export,
     ops,
     parsers,
+    proxies,
     shell,
     status,
     worker,
@@ -38,3 +39,4 @@ status.register(app)
 db.register(app)
 dashboard.register(app)
 ops.register(app)
+proxies.register(app)

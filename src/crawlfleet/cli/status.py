@@ -3,7 +3,8 @@
 ``--redis URL``: the distributed crawls in that Redis (one with ``--crawl-id``) and the
 workers; ``--state DIR``: the embedded crawl in that state directory. A crawl's state says
 whether it was paused or cancelled (``crawlfleet pause|resume|cancel``). With one crawl, a
-table per domain: queued, in flight, done, failed, dead, delay and block state.
+table per domain: queued, in flight, done, failed, dead, delay, block state and the fetch
+strategy slot (the ladder's ``rung``, ``fetcher``, ...; what the adaptive fetcher learned).
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from crawlfleet.errors import CrawlfleetError
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.protocols import DomainView
 from crawlfleet.models import Outcome
-from crawlfleet.monitoring.summary import block_state
-from crawlfleet.runtime.control import FileControl, RedisControl, RunState
+from crawlfleet.monitoring.summary import block_state, strategy_text
+from crawlfleet.runtime.control import FileControl, RedisControl, RunState, crawl_state
 from crawlfleet.settings import check_redis_url
 
 out = Console()
@@ -33,20 +34,13 @@ err = Console(stderr=True)
 DOMAIN_ROWS = 50
 
 
-def crawl_state(asked: RunState, *, dispatching: bool, pending: int) -> str:
-    """``paused`` or ``cancelled`` when asked, else ``dispatching``, ``stopped`` or ``finished``."""
-    if asked is not RunState.RUNNING:
-        return asked.value
-    if dispatching:
-        return "dispatching"
-    return "stopped" if pending else "finished"
-
-
 def domain_table(views: list[DomainView], now: float, title: str) -> Table:
     """One row per domain; ``done`` counts finished requests, ``failed`` those without a page."""
     table = Table(title=title)
-    for column in ("domain", "queued", "in flight", "done", "failed", "dead", "delay", "block"):
-        table.add_column(column, justify="left" if column in ("domain", "block") else "right")
+    columns = ("domain", "queued", "in flight", "done", "failed", "dead", "delay", "block")
+    for column in (*columns, "strategy"):
+        left = column in ("domain", "block", "strategy")
+        table.add_column(column, justify="left" if left else "right")
     for view in views:
         s = view.stats
         failed = s.get(f"outcome.{Outcome.FAILED.value}") + s.get(
@@ -66,6 +60,7 @@ def domain_table(views: list[DomainView], now: float, title: str) -> Table:
             str(s.get(f"outcome.{Outcome.DEAD.value}")),
             f"{view.effective_delay_s:g} s ({view.delay_source.value})",
             safe(block_state(view, now)),
+            safe(strategy_text(view)),
         )
     return table
 

@@ -15,7 +15,7 @@ from rich.console import Console
 from crawlfleet.cli.console import fail, safe
 from crawlfleet.errors import CrawlfleetError
 from crawlfleet.monitoring.metric_snapshot import DEFAULT_BIND
-from crawlfleet.settings import check_redis_url
+from crawlfleet.settings import check_redis_url, load_settings
 
 err = Console(stderr=True)
 
@@ -93,7 +93,7 @@ def worker(
     chosen = tuple(q.strip() for q in queues.split(",") if q.strip())
     allowed = tuple(p.strip() for p in parsers.split(",") if p.strip())
     try:
-        check_queues(chosen)
+        check_queues(chosen, load_settings().browser_executable)
         load_parsers(allowed, use_entry_points=False)  # one line if one cannot be imported
         config = WorkerConfig(
             check_redis_url(redis),

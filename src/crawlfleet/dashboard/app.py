@@ -13,7 +13,7 @@ Routes:
 ``POST /crawl/{id}/dead/requeue``  requeue the dead letters of ``error_class``
 ``POST /crawl/{id}/dead/purge``    purge them
 ``POST /crawl/{id}/pause``, ``/resume``
-``/metrics``                    the Prometheus app passed as ``metrics`` (if any)
+``/metrics``                    the crawl families of every crawl shown (``Metrics``)
 ==============================  =========================================================
 
 The dashboard is read-only unless created with a ``token``: an action carries it as the
@@ -31,11 +31,11 @@ from collections.abc import AsyncIterator
 from typing import cast
 from urllib.parse import parse_qs, quote
 
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from starlette.routing import Mount, Route
-from starlette.types import ASGIApp
+from starlette.routing import Route
 
 from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.dashboard import pages
@@ -44,6 +44,7 @@ from crawlfleet.dashboard.sampler import CrawlHistory, Sampler
 from crawlfleet.dashboard.sources import ActionRefused, CrawlReader, Source
 from crawlfleet.errors import StateError
 from crawlfleet.monitoring.deadletters import ClassGroup, DeadLetterQueue, by_class
+from crawlfleet.monitoring.metrics import Metrics
 from crawlfleet.monitoring.sqlite_reader import AttemptFilter
 
 DOMAIN_ROWS = 200
@@ -57,11 +58,13 @@ FRESH_S = 1.0
 class Dashboard:
     """The pages and actions over one ``Source``."""
 
-    def __init__(self, source: Source, *, token: str | None, clock: Clock) -> None:
+    def __init__(
+        self, source: Source, *, token: str | None, clock: Clock, metrics: Metrics | None
+    ) -> None:
         self.source = source
         self.token = token or None
         self.clock = clock
-        self.sampler = Sampler(source, clock)
+        self.sampler = Sampler(source, clock, metrics=metrics)
 
     async def history(self, crawl_id: str) -> CrawlHistory:
         history = self.sampler.crawls.get(crawl_id)
@@ -95,7 +98,7 @@ class Dashboard:
             domains=[domain_row(v, now) for v in views],
             groups=await classes(reader),
             items=await self.source.items(crawl_id),
-            workers=await self.source.workers() if self.source.mode == "distributed" else None,
+            workers=await self.source.workers(),
             actions=self.token is not None,
             flash=request.query_params.get("done", ""),
         )
@@ -204,15 +207,16 @@ def create_app(
     *,
     token: str | None = None,
     clock: Clock | None = None,
-    metrics: ASGIApp | None = None,
+    metrics: Metrics | None = None,
     sample: bool = True,
 ) -> Starlette:
-    """The dashboard over ``source``; ``metrics`` is mounted at ``/metrics`` when given.
+    """The dashboard over ``source``; ``metrics`` serves its crawls at ``/metrics`` when given.
 
     With ``sample`` every crawl is sampled in the background while the app runs (the
-    progress chart's history); the source is closed when the app shuts down.
+    progress chart's history, the workers' rates, the metrics' snapshots); the source is
+    closed when the app shuts down.
     """
-    board = Dashboard(source, token=token, clock=clock or SystemClock())
+    board = Dashboard(source, token=token, clock=clock or SystemClock(), metrics=metrics)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -226,7 +230,7 @@ def create_app(
                     await task
             await source.close()
 
-    routes: list[Route | Mount] = [
+    routes: list[Route] = [
         Route("/", board.crawls),
         Route("/api/crawls", board.api_crawls),
         Route("/api/crawl/{crawl_id}", board.api_crawl),
@@ -235,7 +239,12 @@ def create_app(
         Route("/crawl/{crawl_id}/{what:path}", board.act, methods=["POST"]),
     ]
     if metrics is not None:
-        routes.append(Mount("/metrics", app=metrics))
+        registry = metrics.registry
+
+        async def scrape(request: Request) -> Response:
+            return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+        routes.append(Route("/metrics", scrape))
     return Starlette(
         routes=routes,
         lifespan=lifespan,

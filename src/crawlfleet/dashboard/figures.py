@@ -10,7 +10,7 @@ from crawlfleet.frontier.protocols import DomainView
 from crawlfleet.models import Outcome
 from crawlfleet.monitoring.eta import Eta
 from crawlfleet.monitoring.stats import Sample
-from crawlfleet.monitoring.summary import block_state
+from crawlfleet.monitoring.summary import block_state, strategy_text
 
 DONE_OUTCOMES = (Outcome.OK, Outcome.SKIPPED, Outcome.FAILED, Outcome.PARSE_ERROR)
 TRIED_OUTCOMES = (Outcome.OK, Outcome.RETRY, Outcome.DEAD, Outcome.FAILED, Outcome.PARSE_ERROR)
@@ -70,7 +70,7 @@ def domain_row(view: DomainView, now: float) -> DomainRow:
         delay_s=view.effective_delay_s,
         delay_source=view.delay_source.value,
         block=block_state(view, now),
-        strategy=", ".join(f"{k}={v}" for k, v in sorted(view.strategy.items())) or "default",
+        strategy=strategy_text(view),
     )
 
 

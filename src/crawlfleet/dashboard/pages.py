@@ -201,14 +201,18 @@ def items_html(samples: Sequence[ItemSample], stored: dict[str, dict[str, int]])
 
 
 def workers_html(workers: Sequence[WorkerRow]) -> str:
+    if not workers:
+        return '<h2>workers</h2><p class="muted" id="workers">no worker seen yet</p>'
     cells = [
         [text(w.name), "yes" if w.live else "no", f"{w.seen_ago_s:.0f} s ago", text(w.crawl),
-         str(w.concurrency), text(",".join(w.queues)),
+         text(",".join(w.queues)), str(w.concurrency),
+         "-" if w.in_flight is None else str(w.in_flight),
          "-" if w.pages_per_s is None else f"{w.pages_per_s:.2f}"]
         for w in workers
     ]  # fmt: skip
-    headers = ("worker", "live", "heartbeat", "crawl", "concurrency", "queues", "pages/s")
-    return f'<h2>workers</h2><div id="workers">{table(headers, cells, numeric=4)}</div>'
+    headers = ("worker", "live", "heartbeat", "crawl", "queues", "concurrency", "in flight",
+               "pages/s")  # fmt: skip
+    return f'<h2>workers</h2><div id="workers">{table(headers, cells, numeric=5)}</div>'
 
 
 def crawl_page(
@@ -218,7 +222,7 @@ def crawl_page(
     domains: Sequence[DomainRow],
     groups: Sequence[ClassGroup],
     items: Sequence[ItemSample],
-    workers: Sequence[WorkerRow] | None,
+    workers: Sequence[WorkerRow],
     actions: bool,
     flash: str = "",
 ) -> str:
@@ -236,7 +240,7 @@ def crawl_page(
         + dead_html(crawl_id, groups, actions)
         + f'<h2>attempts</h2><p><a href="{attempts}">recent attempts, with filters</a></p>'
         + items_html(items, stored)
-        + ("" if workers is None else workers_html(workers))
+        + workers_html(workers)
     )
     return page(f"crawl {crawl_id}", body, refresh_s=5)
 

@@ -31,7 +31,8 @@ class AccessRecord:
 
     ``path`` includes the query string; ``address`` is the local address that accepted the
     connection; ``host`` is the Host header; ``monotonic_s`` (``time.monotonic``, comparable
-    across processes on one machine) and ``wall_s`` (epoch seconds) are arrival times.
+    across processes on one machine) and ``wall_s`` (epoch seconds) are arrival times;
+    ``client`` is the client's address (a proxy's outgoing address when it came through one).
     """
 
     role: str
@@ -43,6 +44,7 @@ class AccessRecord:
     wall_s: float
     user_agent: str
     status: int
+    client: str = ""
 
     @classmethod
     def from_dict(cls, data: dict[str, object]) -> AccessRecord:
@@ -85,6 +87,7 @@ class AccessLog:
                 wall_s=time.time(),
                 user_agent=request.headers.get("User-Agent", ""),
                 status=0,
+                client=request.remote or "",
             )
             request[_ENTRY_KEY] = entry
             with self._lock:

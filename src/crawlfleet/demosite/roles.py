@@ -11,8 +11,14 @@ LAB = "lab"
 ROBOTS_5XX = "robots-5xx"
 ROBOTS_404 = "robots-404"
 SLOW_ROBOTS = "slow-robots"
+GUARDED = "guarded"
 
-ROLES: tuple[str, ...] = (SHOP, QUOTES, LAB, ROBOTS_5XX, ROBOTS_404, SLOW_ROBOTS)
+JSAPP = "jsapp"
+MIXED = "mixed"
+
+ROLES: tuple[str, ...] = (
+    SHOP, QUOTES, LAB, ROBOTS_5XX, ROBOTS_404, SLOW_ROBOTS, GUARDED, JSAPP, MIXED
+)  # fmt: skip
 
 # Linux routes all of 127.0.0.0/8 to the loopback interface, so each address is a distinct host.
 DEFAULT_ADDRESSES: MappingProxyType[str, str] = MappingProxyType(
@@ -23,6 +29,9 @@ DEFAULT_ADDRESSES: MappingProxyType[str, str] = MappingProxyType(
         ROBOTS_5XX: "127.0.0.5",
         ROBOTS_404: "127.0.0.6",
         SLOW_ROBOTS: "127.0.0.7",
+        GUARDED: "127.0.0.20",
+        JSAPP: "127.0.0.14",
+        MIXED: "127.0.0.15",
     }
 )
 

@@ -9,14 +9,21 @@ from pathlib import Path
 from aiohttp import web
 
 from crawlfleet.demosite.accesslog import AccessLog, AccessRecord
+from crawlfleet.demosite.guarded import Guarded, GuardRules
 from crawlfleet.demosite.hazards import FlakyCounters, Hazards
+from crawlfleet.demosite.jsapp import JsApp
 from crawlfleet.demosite.lab import Lab
 from crawlfleet.demosite.members import Members
+from crawlfleet.demosite.mixed import Mixed
+from crawlfleet.demosite.picky import Picky
 from crawlfleet.demosite.quotes import Quotes
 from crawlfleet.demosite.robots_sites import RobotsSite
 from crawlfleet.demosite.roles import (
     DEFAULT_ADDRESSES,
+    GUARDED,
+    JSAPP,
     LAB,
+    MIXED,
     QUOTES,
     ROBOTS_5XX,
     ROBOTS_404,
@@ -38,7 +45,7 @@ class DemoSite:
 
     ``port`` 0 picks a port that is free on all the addresses. ``access_log_path``, when set,
     receives every access record as a JSON line too. ``crawl_delay_s`` is the Crawl-delay of
-    the slow-robots role.
+    the slow-robots role; ``guard`` the rules of the guarded role (``guarded.py``).
     """
 
     def __init__(
@@ -47,6 +54,7 @@ class DemoSite:
         addresses: Mapping[str, str] | None = None,
         access_log_path: Path | None = None,
         crawl_delay_s: float = 2.0,
+        guard: GuardRules | None = None,
     ) -> None:
         self._addresses = dict(DEFAULT_ADDRESSES if addresses is None else addresses)
         unknown = set(self._addresses) - set(ROLES)
@@ -57,6 +65,7 @@ class DemoSite:
         self._access_log = AccessLog(access_log_path)
         self._flaky = FlakyCounters()
         self._crawl_delay_s = crawl_delay_s
+        self._guard = guard
         self._runners: list[web.AppRunner] = []
 
     @property
@@ -130,6 +139,13 @@ class DemoSite:
         elif role == LAB:
             app.add_routes(Lab(self.url).routes())
             app.add_routes(Hazards(self._flaky).routes())
+            app.add_routes(Picky().routes())
+        elif role == GUARDED:
+            app.add_routes(Guarded(self._guard).routes())
+        elif role == JSAPP:
+            app.add_routes(JsApp().routes())
+        elif role == MIXED:
+            app.add_routes(Mixed().routes())
         elif role == ROBOTS_5XX:
             app.add_routes(RobotsSite(robots_status=503).routes())
         elif role == ROBOTS_404:

@@ -9,6 +9,7 @@ from pathlib import Path
 from types import TracebackType
 
 from crawlfleet.demosite.accesslog import AccessRecord
+from crawlfleet.demosite.guarded import GuardRules
 from crawlfleet.demosite.server import DemoSite
 
 _START_TIMEOUT_S = 30.0
@@ -27,8 +28,9 @@ class ThreadedDemoSite:
         addresses: Mapping[str, str] | None = None,
         access_log_path: Path | None = None,
         crawl_delay_s: float = 2.0,
+        guard: GuardRules | None = None,
     ) -> None:
-        self.site = DemoSite(port, addresses, access_log_path, crawl_delay_s)
+        self.site = DemoSite(port, addresses, access_log_path, crawl_delay_s, guard)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 
 import aiohttp
+from multidict import CIMultiDict
 from yarl import URL
 
 from crawlfleet.clock import Clock, SystemClock
@@ -24,6 +26,7 @@ from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.fetchers.decoding import decode_body
 from crawlfleet.fetchers.headers import default_headers
 from crawlfleet.fetchers.hops import Hop
+from crawlfleet.fetchers.protocols import Via
 from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.settings import Settings
 
@@ -71,7 +74,6 @@ class HttpFetcher:
         connector = aiohttp.TCPConnector(limit=settings.concurrency, resolver=resolver)
         self._session = aiohttp.ClientSession(
             connector=connector,
-            headers=self._headers,
             timeout=aiohttp.ClientTimeout(
                 total=None,
                 sock_connect=settings.connect_timeout_s,
@@ -83,15 +85,29 @@ class HttpFetcher:
         return self._session
 
     async def fetch(
-        self, request: CrawlRequest, *, truncate_at_bytes: int | None = None
+        self,
+        request: CrawlRequest,
+        *,
+        truncate_at_bytes: int | None = None,
+        via: Via | None = None,
     ) -> FetchResult:
         """Follow redirects to a response and return it, whatever its status.
 
         ``truncate_at_bytes``: keep the first that many bytes of the decoded body and stop
         reading, where a body past ``max_body_bytes`` or ``max_decompressed_bytes`` would
-        otherwise fail with ``TooLarge`` (robots.txt: RFC 9309 section 2.5).
+        otherwise fail with ``TooLarge`` (robots.txt: RFC 9309 section 2.5). ``via``: the
+        proxy and header profile of a crawl session (one connection pool for all of them).
         """
         session = self._session or self._open_session()
+        base = dict(via.headers) if via is not None and via.headers else self._headers
+        proxy = via.proxy if via is not None else None
+        # To the proxy only: in the request of a plain-http URL (the proxy drops it) and in
+        # the CONNECT of an https one.
+        proxy_headers = (
+            {"Proxy-Authorization": aiohttp.encode_basic_auth(*via.proxy_auth)}
+            if via is not None and via.proxy_auth is not None
+            else {}
+        )
         started = time.perf_counter()
         url = request.url
         redirects: list[str] = []
@@ -108,12 +124,16 @@ class HttpFetcher:
                     sent = hop.headers_for(target)
                     if auth:
                         sent["Authorization"] = aiohttp.encode_basic_auth(*auth)
+                    if proxy_headers and target.scheme == "http":
+                        sent.update(proxy_headers)
                     async with session.request(
                         hop.method,
                         target,
                         data=hop.body,
                         allow_redirects=False,
-                        headers=sent or None,
+                        headers=_merged(base, sent),
+                        proxy=proxy,
+                        proxy_headers=proxy_headers or None,
                     ) as response:
                         status = response.status
                         location = (
@@ -247,6 +267,13 @@ class HttpFetcher:
         if self._session is not None:
             session, self._session = self._session, None
             await session.close()
+
+
+def _merged(base: Mapping[str, str], sent: Mapping[str, str]) -> CIMultiDict[str]:
+    """``base`` in its order, each header ``sent`` replacing it (any case) or added after."""
+    merged: CIMultiDict[str] = CIMultiDict(base)
+    merged.update(sent)
+    return merged
 
 
 def _lower_case_headers(response: aiohttp.ClientResponse) -> dict[str, str]:

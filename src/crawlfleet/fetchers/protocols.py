@@ -1,7 +1,10 @@
-"""The fetcher port: turn one request into a ``FetchResult`` or a ``FetchError``."""
+"""The fetcher ports: turn one request into a ``FetchResult`` or a ``FetchError``; send it
+the way a crawl session says (``Via``)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from crawlfleet.models import CrawlRequest, FetchResult
@@ -17,5 +20,31 @@ class Fetcher(Protocol):
     """
 
     async def fetch(self, request: CrawlRequest) -> FetchResult: ...
+
+    async def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Via:
+    """How one request is sent for a crawl session (``runtime/proxy_link.py``).
+
+    ``proxy`` is an ``http://host:port`` URL without userinfo (None: direct), ``proxy_auth``
+    its Basic credentials; ``headers`` replace the fetcher's own profile, in their order.
+    """
+
+    proxy: str | None = None
+    proxy_auth: tuple[str, str] | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return f"Via(proxy={self.proxy!r})"
+
+
+class ViaFetcher(Protocol):
+    """A fetcher a crawl session can send through (``runtime/proxy_link.py``): the same
+    contract as ``Fetcher``, with the session's proxy and headers in ``via`` (None: its own).
+    """
+
+    async def fetch(self, request: CrawlRequest, *, via: Via | None = None) -> FetchResult: ...
 
     async def close(self) -> None: ...

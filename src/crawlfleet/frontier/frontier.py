@@ -8,11 +8,12 @@ the store through this class only: the store stays private.
 from __future__ import annotations
 
 import random
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from crawlfleet.counters import CrawlStats
 from crawlfleet.errors import BadUrl, ConfigError
+from crawlfleet.frontier.learned import AUTO_PREFIX, lane_for
 from crawlfleet.frontier.politeness import backoff_s
 from crawlfleet.frontier.protocols import (
     Budget,
@@ -38,6 +39,14 @@ from crawlfleet.urls import UrlRules, fingerprint, request_fingerprint
 
 MAX_CRAWL_DELAY_S = 60.0
 """A robots ``Crawl-delay`` above this is read as this (a typo must not stop a crawl)."""
+
+Route = Callable[[str, str | None], str]
+"""The fetcher kind of a new request: ``route(canonical URL, kind its link names or None)``."""
+
+
+def default_route(url: str, named: str | None) -> str:
+    """The link's kind, else ``file`` for ``file:`` URLs, else ``http``."""
+    return named or ("file" if url.startswith("file:") else "http")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +74,7 @@ class Frontier:
         max_redirects: int = 10,
         overrides: Mapping[str, DomainOverride] | None = None,
         rng: random.Random | None = None,
+        route: Route | None = None,
     ) -> None:
         self._store = store
         self.rules = rules
@@ -76,6 +86,7 @@ class Frontier:
         self.max_redirects = max_redirects
         self.overrides: Mapping[str, DomainOverride] = overrides or {}
         self._rng = rng or random.Random()
+        self._route = route or default_route
 
     def requests_for(
         self, links: Iterable[Link | str], parent: CrawlRequest | None
@@ -106,7 +117,7 @@ class Frontier:
                     domain=self.rules.politeness_key(url),
                     depth=depth,
                     priority=link.priority,
-                    fetcher=link.fetcher or ("file" if url.startswith("file:") else "http"),
+                    fetcher=self._route(url, link.fetcher),
                     parent=parent_url,
                     data=dict(link.data),
                     method=link.method,
@@ -117,8 +128,36 @@ class Frontier:
         return requests, rejected
 
     async def add(self, requests: Sequence[CrawlRequest]) -> int:
-        """Admit the new requests within the budget; how many were admitted."""
-        return await self._store.add(requests, self.budget) if requests else 0
+        """Admit the new requests within the budget; how many were admitted.
+
+        A request of kind ``auto:<parser>`` joins the lane its domain learned
+        (``frontier/learned.py``).
+        """
+        if not requests:
+            return 0
+        return await self._store.add(await self._learned_lanes(requests), self.budget)
+
+    async def _learned_lanes(self, requests: Sequence[CrawlRequest]) -> Sequence[CrawlRequest]:
+        if not any(r.fetcher.startswith(AUTO_PREFIX) for r in requests):
+            return requests
+        strategies: dict[str, Mapping[str, str]] = {}
+        routed = []
+        for request in requests:
+            if request.fetcher.startswith(AUTO_PREFIX):
+                if request.domain not in strategies:
+                    strategies[request.domain] = await self.strategy(request.domain)
+                lane = lane_for(strategies[request.domain], request.fetcher, request.fingerprint)
+                request = replace(request, fetcher=lane)
+            routed.append(request)
+        return routed
+
+    async def strategy(self, domain: str) -> dict[str, str]:
+        """The domain's fetch strategy slot (see the shared contract in ``QueueStore``)."""
+        return dict((await self._store.domain(domain, self.default_policy)).strategy)
+
+    async def set_strategy(self, domain: str, strategy: Mapping[str, str]) -> None:
+        """Replace the domain's strategy slot: read it, change your keys, write it all back."""
+        await self._store.set_strategy(domain, strategy)
 
     def redirect(self, parent: CrawlRequest, location: str) -> CrawlRequest | str:
         """The request a redirect leads to (same depth, one more hop), or why it is refused.
@@ -151,6 +190,10 @@ class Frontier:
     async def claim(self, limit: int, now: float, kinds: Collection[str]) -> list[Lease]:
         """Due leases of the fetcher ``kinds`` (see ``QueueStore.claim``)."""
         return await self._store.claim(limit, now, self.lease_s, self.default_policy, kinds)
+
+    async def move(self, lease: Lease, kind: str) -> bool:
+        """Hand the leased request to the ``kind`` lane (see ``QueueStore.move``)."""
+        return await self._store.move(lease, kind)
 
     async def renew(self, lease: Lease, now: float) -> bool:
         """Extend the lease to ``now + lease_s``; False if it is no longer current."""

@@ -220,6 +220,15 @@ class MemoryQueueStore:
         self._dead.add(entry.request.fingerprint)
         self._counts[_State.DEAD] += 1
 
+    async def move(self, lease: Lease, kind: str) -> bool:
+        released = self._release(lease.token)
+        if released is None:
+            return False
+        entry, _domain = released
+        entry.request = replace(entry.request, fetcher=kind)
+        self._push(entry, 0.0)
+        return True
+
     async def renew(self, lease: Lease, expires_at: float) -> bool:
         held = self._leases.get(lease.token)
         if held is None:

@@ -12,11 +12,12 @@ re-implements them in Lua (``frontier/redis/lua``). The exact rules, for a lease
      ``level += 1``, ``window = ""``, ``cooldown_until = at + r.cooldown_s * 2 ** (level - 1)``
      (new level), ``block_reason = report.reason``, and the change is
      ``PolicyChange(domain, level, "escalated",
-     f"{b} of {n} recent responses blocked; last: {report.reason}", cooldown_until)``.
+     f"{b} of {n} recent responses blocked; last: {report.reason}", cooldown_until)``, and
+     the strategy slot climbs the ladder's rung of the new level (``ladder.climbed``).
    - ``SUCCESS``: append ``"o"``, keep the last ``r.window``, ``streak += 1``; if
      ``level > 0`` and ``streak >= r.recover_after``: ``level -= 1``, ``streak = 0``, change
      ``PolicyChange(domain, level, "recovered", f"{r.recover_after} clean responses in a
-     row", 0.0)``.
+     row", 0.0)``, and the strategy slot comes down a rung (``ladder.descended``).
    - ``NONE``: nothing.
 
 2. ``rest_until`` (after ``judge``, so with the new level): the domain's new ``ready_at`` is
@@ -31,8 +32,9 @@ while the record has none.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from crawlfleet.frontier import ladder
 from crawlfleet.frontier.protocols import (
     DelaySource,
     DomainPolicy,
@@ -104,7 +106,8 @@ def judge(
             record.cooldown_until = report.attempt.at + rules.cooldown_s * 2 ** (record.level - 1)
             record.block_reason = report.reason
             reason = f"{blocks} of {n} recent responses blocked; last: {report.reason}"
-            return PolicyChange(domain, record.level, "escalated", reason, record.cooldown_until)
+            change = PolicyChange(domain, record.level, "escalated", reason, record.cooldown_until)
+            return _move_strategy(record, change, rules.ladder)
     elif report.signal is Signal.SUCCESS:
         record.window = (record.window + CLEAN)[-rules.window :]
         record.streak += 1
@@ -112,8 +115,23 @@ def judge(
             record.level -= 1
             record.streak = 0
             reason = f"{rules.recover_after} clean responses in a row"
-            return PolicyChange(domain, record.level, "recovered", reason, 0.0)
+            change = PolicyChange(domain, record.level, "recovered", reason, 0.0)
+            return _move_strategy(record, change, rules.ladder)
     return None
+
+
+def _move_strategy(
+    record: PolicyRecord, change: PolicyChange, rungs: tuple[str, ...]
+) -> PolicyChange:
+    """Move the strategy slot with the level ``change`` moved to; the change, completed."""
+    if not rungs:
+        return change
+    if change.change == "escalated":
+        record.strategy = ladder.climbed(record.strategy, rungs, record.level)
+    else:
+        record.strategy = ladder.descended(record.strategy, rungs, record.level)
+    rung = ladder.rung_of(rungs, record.level) if record.level > 0 else ""
+    return replace(change, rung=rung, strategy=dict(record.strategy))
 
 
 def rest_until(

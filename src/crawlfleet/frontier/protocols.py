@@ -59,7 +59,8 @@ class BlockRules:
     are in the window and the share of blocks is at least ``threshold``, the domain's level
     goes up by one (at most ``max_level``), its window is cleared and it rests
     ``cooldown_s * 2 ** (level - 1)``. After ``recover_after`` clean successes in a row the
-    level goes down by one.
+    level goes down by one. ``ladder`` holds the rungs each level climbs (``frontier/ladder.py``):
+    the same step changes the domain's strategy slot; with no rungs it is left alone.
     """
 
     window: int = 20
@@ -68,6 +69,7 @@ class BlockRules:
     recover_after: int = 20
     max_level: int = 4
     cooldown_s: float = 30.0
+    ladder: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,13 +119,19 @@ class Report:
 
 @dataclass(frozen=True, slots=True)
 class PolicyChange:
-    """A domain's block level moved (``escalated`` or ``recovered``), with why."""
+    """A domain's block level moved (``escalated`` or ``recovered``), with why.
+
+    ``rung`` is the ladder rung of the new level (``""`` at level 0 or without a ladder) and
+    ``strategy`` the domain's strategy slot as the same step left it (None: not touched).
+    """
 
     domain: str
     level: int
     change: str
     reason: str
     until: float
+    rung: str = ""
+    strategy: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +223,15 @@ class QueueStore(Protocol):
         self, lease: Lease, error: str, now: float, report: Report, default: DomainPolicy
     ) -> Ended:
         """Move the request to the dead-letter queue, recording ``report``."""
+        ...
+
+    async def move(self, lease: Lease, kind: str) -> bool:
+        """Put the leased request in its domain's ``kind`` lane with fetcher ``kind``, due at
+        once, in one atomic step: the lease ends, nothing is counted or logged, its retry
+        count and history stay (the domain's strategy names a fetcher this process has not).
+
+        False when the lease is not current (nothing changes).
+        """
         ...
 
     async def renew(self, lease: Lease, expires_at: float) -> bool:

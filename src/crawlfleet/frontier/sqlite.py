@@ -207,7 +207,8 @@ class SqliteQueueStore:
             db.execute(
                 q.END_LEASE_DOMAIN,
                 (ready_at, record.level, record.window, record.streak, record.cooldown_until,
-                 record.block_reason, record.retry_after_until, orjson.dumps(counted),
+                 record.block_reason, record.retry_after_until, json.dumps(record.strategy),
+                 orjson.dumps(counted),
                  state.name),
             )  # fmt: skip
         state.record = record
@@ -240,6 +241,20 @@ class SqliteQueueStore:
         if ended:
             self._counts[q.DEAD] += 1
         return ended
+
+    async def move(self, lease: Lease, kind: str) -> bool:
+        parsed = rows.parse_token(lease.token)
+        if parsed is None:
+            return False
+        with self._transaction() as db:
+            if db.execute(q.MOVE, (kind, *parsed)).rowcount != 1:
+                return False
+        state = self._schedule.get(lease.request.domain)
+        self._counts[q.LEASED] -= 1
+        self._counts[q.QUEUED] += 1
+        self._schedule.lease_ended(state)
+        self._schedule.enqueued(state, kind, 1)
+        return True
 
     async def renew(self, lease: Lease, expires_at: float) -> bool:
         parsed = rows.parse_token(lease.token)

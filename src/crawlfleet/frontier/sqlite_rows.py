@@ -51,7 +51,8 @@ def _json(value: dict[str, Any]) -> str:
 def attempt_row(a: Attempt) -> tuple[Any, ...]:
     """The ``ATTEMPT_COLUMNS`` of an attempt."""
     head = (a.url, a.fingerprint, a.domain, a.worker, a.outcome.value, a.status, a.bytes)
-    return (*head, a.latency_s, a.retry, a.at, a.error, a.fetcher, a.detail)
+    return (*head, a.latency_s, a.retry, a.at, a.error, a.fetcher, a.detail, a.session_id,
+            a.proxy_id, a.tier, a.screenshot)  # fmt: skip
 
 
 def record(row: Sequence[Any]) -> PolicyRecord:

@@ -19,7 +19,8 @@ Tables::
     meta       key, value: ``started_at`` (epoch s)
     attempts   the attempt log, one row per lease end or expired lease, written in the
                transaction of the lease change: url, fingerprint, domain, worker, outcome,
-               status, bytes, latency_s, retry, at, error, fetcher, detail (the columns
+               status, bytes, latency_s, retry, at, error, fetcher, detail, session_id,
+               proxy_id, tier, screenshot (the columns
                ``monitoring.attempt_log.SqliteAttemptLog`` reads)
 
 ``state``: 0 queued, 1 leased, 2 done, 3 dead, 4 seen only (a purged dead letter; schema 1
@@ -31,7 +32,9 @@ Schema versions (``PRAGMA user_version``): 1 had no lanes, policy record, counte
 nor the attempt columns fetcher and detail (the attempt log created its own table); 2 had
 no request payload (data, method, body, headers). ``open_queue_db`` migrates an older file
 in place: a version 1 file keeps a stored delay as the base delay with source ``config``;
-requests stored before version 3 read as GETs without context, body or headers.
+requests stored before version 3 read as GETs without context, body or headers; version 3
+had no attempt columns session_id, proxy_id, tier (``ROUTE_COLUMNS``) and screenshot (NULL
+in older rows).
 
 The file is guarded by an ``fcntl`` lock on a sibling ``<name>.lock`` file, so two crawls
 cannot share one state file; other connections of the same process (the attempt log's
@@ -49,7 +52,7 @@ from crawlfleet import sqlitedb
 from crawlfleet.errors import StateError
 
 QUEUED, LEASED, DONE, DEAD, SEEN = 0, 1, 2, 3, 4
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS requests (
@@ -108,11 +111,19 @@ SCHEMA = (
     at REAL NOT NULL,
     error TEXT,
     fetcher TEXT NOT NULL DEFAULT 'http',
-    detail TEXT
+    detail TEXT,
+    session_id TEXT,
+    proxy_id TEXT,
+    tier INTEGER,
+    screenshot TEXT
 )""",
     "CREATE INDEX IF NOT EXISTS attempts_url ON attempts (url, id)",
 )
 
+# Version 4: the crawl session, proxy id and tier of each attempt (runtime/proxy_link.py) and
+# the browser fetcher's screenshot of a failed page.
+ROUTE_COLUMNS = ("session_id TEXT", "proxy_id TEXT", "tier INTEGER")
+SCREENSHOT_COLUMN = "screenshot TEXT"
 # Columns an older file lacks, by table (the attempt log's table may predate the store's).
 ADDED_COLUMNS = {
     "requests": (
@@ -132,7 +143,12 @@ ADDED_COLUMNS = {
         "strategy TEXT NOT NULL DEFAULT '{}'",
         "counters TEXT NOT NULL DEFAULT '{}'",
     ),
-    "attempts": ("fetcher TEXT NOT NULL DEFAULT 'http'", "detail TEXT"),
+    "attempts": (
+        "fetcher TEXT NOT NULL DEFAULT 'http'",
+        "detail TEXT",
+        *ROUTE_COLUMNS,
+        SCREENSHOT_COLUMN,
+    ),
 }
 DROPPED_INDEXES = ("requests_queued",)
 
@@ -146,7 +162,7 @@ POLICY_COLUMNS = (
 )
 ATTEMPT_COLUMNS = (
     "url, fingerprint, domain, worker, outcome, status, bytes, latency_s, retry, at, error,"
-    " fetcher, detail"
+    " fetcher, detail, session_id, proxy_id, tier, screenshot"
 )
 
 FIND_SEEN = "SELECT fp FROM requests WHERE fp IN (SELECT value FROM json_each(?))"
@@ -170,14 +186,16 @@ SAVE_POLICY = (
 # What a lease end changes in its domain's row (admission created the row).
 END_LEASE_DOMAIN = (
     "UPDATE domains SET ready_at = ?, level = ?, block_window = ?, streak = ?,"
-    " cooldown_until = ?, block_reason = ?, retry_after_until = ?, counters = ? WHERE domain = ?"
+    " cooldown_until = ?, block_reason = ?, retry_after_until = ?, strategy = ?, counters = ?"
+    " WHERE domain = ?"
 )
 SET_COUNTERS = (
     "INSERT INTO domains (domain, counters) VALUES (?, ?)"
     " ON CONFLICT (domain) DO UPDATE SET counters = excluded.counters"
 )
 INSERT_ATTEMPT = (
-    f"INSERT INTO attempts ({ATTEMPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT INTO attempts ({ATTEMPT_COLUMNS})"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 START = "INSERT OR IGNORE INTO meta (key, value) VALUES ('started_at', ?)"
 STARTED_AT = "SELECT value FROM meta WHERE key = 'started_at'"
@@ -200,6 +218,10 @@ BURY = (
     " errors = json_insert(errors, '$[#]', ?) WHERE fp = ? AND state = 1 AND hand_outs = ?"
 )
 # A current lease (fp, hand_outs) extended to ?1, never shortened.
+MOVE = (
+    "UPDATE requests SET state = 0, fetcher = ?, not_before = 0, expires_at = NULL"
+    " WHERE fp = ? AND state = 1 AND hand_outs = ?"
+)
 RENEW = (
     "UPDATE requests SET expires_at = max(expires_at, ?) WHERE fp = ? AND state = 1"
     " AND hand_outs = ?"
@@ -270,17 +292,22 @@ def _columns(db: sqlite3.Connection, table: str) -> set[str]:
     return {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
 
 
+def _add_columns(db: sqlite3.Connection, table: str, added: tuple[str, ...]) -> None:
+    """Add the columns an existing ``table`` lacks (a new file gets them from ``SCHEMA``)."""
+    have = _columns(db, table)
+    for column in added:
+        if have and column.split()[0] not in have:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+
+
 def _create(db: sqlite3.Connection, version: int) -> None:
-    """Bring a version 0 (new), 1 or 2 file to ``SCHEMA_VERSION``, in one transaction."""
+    """Bring a version 0 (new), 1, 2 or 3 file to ``SCHEMA_VERSION``, in one transaction."""
     with sqlitedb.write(db):
         if version == 1:
             for index in DROPPED_INDEXES:
                 db.execute(f"DROP INDEX IF EXISTS {index}")
         for table, added in ADDED_COLUMNS.items():
-            have = _columns(db, table)
-            for column in added:
-                if have and column.split()[0] not in have:
-                    db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+            _add_columns(db, table, added)
         for statement in SCHEMA:
             db.execute(statement)
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
@@ -294,7 +321,7 @@ def open_queue_db(path: Path) -> tuple[sqlite3.Connection, FileLock]:
         db = sqlitedb.connect(path, "", what="state file")
         try:
             version = db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in (0, 1, 2, SCHEMA_VERSION):
+            if version not in (0, 1, 2, 3, SCHEMA_VERSION):
                 raise StateError(
                     f"state file {path} has schema version {version}, expected {SCHEMA_VERSION}"
                 )

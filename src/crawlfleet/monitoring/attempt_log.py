@@ -85,7 +85,7 @@ class MemoryAttemptLog:
 
 COLUMNS = (
     "url, fingerprint, domain, worker, outcome, status, bytes, latency_s, retry, at, error, "
-    "fetcher, detail"
+    "fetcher, detail, session_id, proxy_id, tier, screenshot"
 )
 RECENT = f"SELECT {COLUMNS} FROM attempts ORDER BY id DESC LIMIT ?"
 RECENT_FOR_URL = f"SELECT {COLUMNS} FROM attempts WHERE url = ? ORDER BY id DESC LIMIT ?"
@@ -97,9 +97,8 @@ TOP_ERRORS = (
 
 def attempt_of(row: Sequence[object]) -> Attempt:
     """An ``Attempt`` from a row of ``COLUMNS`` (``at`` in epoch seconds)."""
-    url, fp, domain, worker, outcome, status, size, latency_s, retry, at, error, fetcher, detail = (
-        row
-    )
+    url, fp, domain, worker, outcome, status, size, latency_s, retry, at, error = row[:11]
+    fetcher, detail, session_id, proxy_id, tier, screenshot = row[11:]
     return Attempt(
         url=str(url),
         fingerprint=str(fp),
@@ -114,6 +113,10 @@ def attempt_of(row: Sequence[object]) -> Attempt:
         error=None if error is None else str(error),
         fetcher=str(fetcher),
         detail=None if detail is None else str(detail),
+        session_id=None if session_id is None else str(session_id),
+        proxy_id=None if proxy_id is None else str(proxy_id),
+        tier=None if tier is None else int(str(tier)),
+        screenshot=None if screenshot is None else str(screenshot),
     )
 
 

@@ -59,22 +59,28 @@ class DomainBlocked:
 class DomainEscalated:
     """Too many recent responses of the domain were blocks: it slows down to ``level``.
 
-    Its delay is multiplied by ``2 ** level``; it rests until ``until`` first.
+    Its delay is multiplied by ``2 ** level``; it rests until ``until`` first. ``rung``: the
+    strategy ladder's rung of the new level (``frontier/ladder.py``; ``""`` without one).
     """
 
     domain: str
     level: int
     reason: str
     until: float
+    rung: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class DomainRecovered:
-    """The domain answered cleanly for a while: its block level went down to ``level``."""
+    """The domain answered cleanly for a while: its block level went down to ``level``.
+
+    ``rung``: the ladder's rung of the new level (``""`` at level 0 or without a ladder).
+    """
 
     domain: str
     level: int
     reason: str
+    rung: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ and once they are all given the set never changes again.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -23,6 +24,7 @@ from crawlfleet.counters import CrawlStats
 from crawlfleet.errors import StateError
 from crawlfleet.frontier.protocols import DomainView
 from crawlfleet.models import QueueCounts
+from crawlfleet.proxies.protocols import ProxyState
 
 DEFAULT_BIND = "127.0.0.1"
 """Where ``/metrics`` listens unless told otherwise: this machine only."""
@@ -58,6 +60,9 @@ class Beat(Protocol):
 
 
 BeatsFn = Callable[[], Awaitable[Sequence[Beat]]]
+ProxiesFn = Callable[[], Awaitable[Sequence[ProxyState]]]
+"""Every proxy record of a crawl (``ProxyStateStore.all``)."""
+PROXY_STATES = ("ok", "quarantined")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +88,8 @@ class CrawlSnapshot:
     totals: Mapping[str, float]
     rows: tuple[DomainRow, ...]
     beats: tuple[tuple[str, float], ...] = ()
+    proxies: tuple[tuple[str, int], ...] = ()
+    """Proxies by state (``PROXY_STATES``), for a crawl with a proxy pool."""
 
 
 class DomainLabels:
@@ -111,7 +118,7 @@ class CrawlWatch:
     """Reads one crawl's statistics into ``snapshot`` on every ``refresh``.
 
     ``beats`` (the dispatcher, the dashboard) adds the workers' heartbeats, at most
-    ``max_workers`` of the most recent.
+    ``max_workers`` of the most recent; ``proxies`` the crawl's proxies by state.
     """
 
     def __init__(
@@ -123,6 +130,7 @@ class CrawlWatch:
         top_domains: int,
         beats: BeatsFn | None = None,
         max_workers: int = 100,
+        proxies: ProxiesFn | None = None,
     ) -> None:
         self.crawl_id = crawl_id
         self._source = source
@@ -130,6 +138,7 @@ class CrawlWatch:
         self._labels = DomainLabels(top_domains)
         self._beats = beats
         self._max_workers = max_workers
+        self._proxies = proxies
         self._other_floor: dict[str, float] = {}
         self.snapshot: CrawlSnapshot | None = None
 
@@ -146,6 +155,7 @@ class CrawlWatch:
                 if name not in views:
                     views[name] = await source.domain(name)
             beats = await self._beats() if self._beats is not None else ()
+            proxies = await self._proxies() if self._proxies is not None else None
         except StateError as exc:
             log.warning("metrics of crawl %s not refreshed: %s", self.crawl_id, exc)
             return
@@ -161,6 +171,7 @@ class CrawlWatch:
             totals=dict(stats.counters),
             rows=tuple(rows),
             beats=tuple((beat.name, beat.seen_at) for beat in recent),
+            proxies=() if proxies is None else proxy_counts(proxies, time.time()),
         )
 
     def _other(
@@ -189,3 +200,9 @@ def _row(view: DomainView) -> DomainRow:
         view.level,
         view.effective_delay_s,
     )
+
+
+def proxy_counts(states: Sequence[ProxyState], now: float) -> tuple[tuple[str, int], ...]:
+    """How many proxies are in each of ``PROXY_STATES`` at ``now``."""
+    quarantined = sum(1 for state in states if state.quarantined(now))
+    return (("ok", len(states) - quarantined), ("quarantined", quarantined))

@@ -9,7 +9,8 @@ Two kinds of families (``docs/metrics.md`` lists every one with its PromQL):
   crawl (the embedded crawl, the dispatcher, the dashboard) serves the same values: take the
   ``max`` across instances, never the ``sum``.
 - **process families** (strategy changes, field fill ratio, leases run, the worker's own
-  heartbeat): what this process did; ``sum`` them across instances.
+  heartbeat, the browser pool's pages and restarts: ``browser_metrics.py``): what this
+  process did; ``sum`` them across instances.
 
 ``Metrics`` is a collector with its own registry: ``serve`` starts prometheus_client's HTTP
 server (bound to 127.0.0.1 unless told otherwise), ``asgi_app`` mounts the same families in
@@ -35,6 +36,7 @@ from prometheus_client.core import (
 from crawlfleet.counters import LATENCY_BUCKETS_S, bucket_name
 from crawlfleet.errors import StateError
 from crawlfleet.models import Outcome
+from crawlfleet.monitoring.browser_metrics import PoolFigures, browser_families
 from crawlfleet.monitoring.events import DomainEscalated, DomainRecovered, EventBus
 from crawlfleet.monitoring.metric_snapshot import (
     DEFAULT_BIND,
@@ -44,6 +46,7 @@ from crawlfleet.monitoring.metric_snapshot import (
     CrawlSource,
     CrawlWatch,
     DomainRow,
+    ProxiesFn,
 )
 from crawlfleet.pipeline.quality import DataQuality
 
@@ -105,13 +108,25 @@ class Metrics:
         self._watches: dict[str, CrawlWatch] = {}
         self._work: dict[str, _Work] = {}
         self._beats: dict[str, float] = {}
+        self._browsers: dict[str, PoolFigures] = {}
 
     def watch(
-        self, crawl_id: str, source: CrawlSource, *, runtime: str, beats: BeatsFn | None = None
+        self,
+        crawl_id: str,
+        source: CrawlSource,
+        *,
+        runtime: str,
+        beats: BeatsFn | None = None,
+        proxies: ProxiesFn | None = None,
     ) -> None:
         """Serve the crawl families of ``crawl_id``, read from ``source`` at each refresh."""
         watch = CrawlWatch(
-            crawl_id, source, runtime=runtime, top_domains=self.top_domains, beats=beats
+            crawl_id,
+            source,
+            runtime=runtime,
+            top_domains=self.top_domains,
+            beats=beats,
+            proxies=proxies,
         )
         with self._lock:
             self._watches[crawl_id] = watch
@@ -135,6 +150,11 @@ class Metrics:
             work = self._work.setdefault(crawl_id, _Work())
             work.worker = worker
             work.leases += leases
+
+    def browser(self, crawl_id: str, pool: PoolFigures) -> None:
+        """Serve the browser pool families of this process's pool for ``crawl_id``."""
+        with self._lock:
+            self._browsers[crawl_id] = pool
 
     def beat(self, worker: str, at: float) -> None:
         """This worker is alive at ``at`` (epoch seconds)."""
@@ -168,11 +188,13 @@ class Metrics:
                 for crawl, w in self._work.items()
             }
             beats = dict(self._beats)
+            browsers = dict(self._browsers)
         for snapshot in snapshots:
             for worker, seen_at in snapshot.beats:
                 beats[worker] = max(seen_at, beats.get(worker, seen_at))
         yield from crawl_families(snapshots)
         yield from process_families(work, beats)
+        yield from browser_families(browsers)
 
     def _changed(self, work: _Work, change: str) -> None:
         with self._lock:
@@ -228,9 +250,14 @@ def crawl_families(snapshots: list[CrawlSnapshot]) -> Iterator[Metric]:
     started = GaugeMetricFamily(
         "crawlfleet_crawl_start_time_seconds", "When the crawl started", labels=["crawl"]
     )
+    proxies = GaugeMetricFamily(
+        "crawlfleet_proxies", "Proxies of the crawl's pool by state", labels=["crawl", "state"]
+    )
     for snap in snapshots:
         crawl = snap.crawl
         info.add_metric([crawl, snap.runtime], 1)
+        for state, count in snap.proxies:
+            proxies.add_metric([crawl, state], count)
         if snap.started_at is not None:
             started.add_metric([crawl], snap.started_at)
         dead.add_metric([crawl], snap.counts.dead)
@@ -253,7 +280,7 @@ def crawl_families(snapshots: list[CrawlSnapshot]) -> Iterator[Metric]:
         for (result, item_type), value in sorted(_items(snap.totals).items()):
             items.add_metric([crawl, item_type, result], value)
     yield from (pages, attempts, latency, body, blocks, expired, queued, leased)
-    yield from (level, delay, dead, items, info, started)
+    yield from (level, delay, dead, items, info, started, proxies)
 
 
 def process_families(work: Mapping[str, _Work], beats: Mapping[str, float]) -> Iterator[Metric]:

@@ -21,7 +21,7 @@ from crawlfleet.redact import redact
 
 INSERT = (
     f"INSERT INTO attempts (crawl_id, {COLUMNS}) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
     "ON CONFLICT (crawl_id, fingerprint, retry, at) DO NOTHING"
 )
 RECENT = f"SELECT {COLUMNS} FROM attempts WHERE crawl_id = %s ORDER BY id DESC LIMIT %s"
@@ -101,6 +101,10 @@ class PostgresAttemptLog:
                 a.error,
                 a.fetcher,
                 a.detail,
+                a.session_id,
+                a.proxy_id,
+                a.tier,
+                a.screenshot,
             )
             for a in attempts
         ]
@@ -117,7 +121,7 @@ class PostgresAttemptLog:
             rows = await self._fetch(RECENT, (self.crawl_id, limit))
         else:
             rows = await self._fetch(RECENT_FOR_URL, (self.crawl_id, url, limit))
-        return [_attempt(row) for row in rows]
+        return [attempt_from_row(row) for row in rows]
 
     async def top_errors(self, outcome: Outcome, limit: int = 5) -> list[tuple[str, int]]:
         rows = await self._fetch(TOP_ERRORS, (self.crawl_id, outcome.value, limit))
@@ -129,7 +133,8 @@ class PostgresAttemptLog:
             self._conn = None
 
 
-def _attempt(row: tuple[object, ...]) -> Attempt:
+def attempt_from_row(row: tuple[object, ...]) -> Attempt:
+    """An ``Attempt`` from a row of ``COLUMNS`` as PostgreSQL returns it."""
     at = row[9]
     if not isinstance(at, dt.datetime):
         raise StateError(f"attempts.at is {type(at).__name__}, not a timestamp")

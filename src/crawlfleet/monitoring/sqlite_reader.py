@@ -119,6 +119,13 @@ class SqliteStateReader:
         """The ``limit`` domains with the most admissions, most first, as the store shows them."""
         return [schedule.view(state, self.default) for state in self._states()[:limit]]
 
+    async def domain(self, domain: str) -> DomainView:
+        """One domain as the store shows it (a default view when it has no row yet)."""
+        for state in self._states():
+            if state.name == domain:
+                return schedule.view(state, self.default)
+        return schedule.view(DomainState(domain), self.default)
+
     def _states(self) -> list[DomainState]:
         states: dict[str, DomainState] = {}
         with self._read() as db:

@@ -131,3 +131,9 @@ def block_state(view: DomainView, now: float) -> str:
     if parts and view.block_reason:
         parts.append(view.block_reason)
     return ", ".join(parts) or "ok"
+
+
+def strategy_text(view: DomainView) -> str:
+    """The domain's strategy slot as ``key=value`` pairs (``rung``, ``fetcher``...), or
+    ``default`` when it is empty."""
+    return ", ".join(f"{k}={v}" for k, v in sorted(view.strategy.items())) or "default"

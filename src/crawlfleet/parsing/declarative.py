@@ -148,4 +148,6 @@ def selector_parser(declaration: Mapping[str, Any]) -> ParserSpec:
         sample_url=spec.sample_url,
         contract=contract,
         source="selector_parsers",
+        fetcher=spec.fetcher,
+        wait=spec.wait,
     )

@@ -195,6 +195,8 @@ class SelectorParserSpec(BaseModel):
     follow: list[FollowSpec] = Field(default_factory=list)
     sample_url: str | None = None
     contract: ContractSpec | None = None
+    fetcher: str | None = None
+    wait: str | None = None
 
     _check_path = field_validator("item_json")(_valid_path)
 

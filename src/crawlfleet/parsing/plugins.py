@@ -117,6 +117,8 @@ class ParserMeta:
     follow: tuple[Follow, ...] = ()
     sample_url: str | None = None
     contract: Contract | None = None
+    fetcher: str | None = None
+    wait: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +127,9 @@ class ParserSpec:
 
     ``domain`` matches the host and its subdomains; ``pattern`` is a glob on path+query, or a
     regex after ``re:``. ``source`` names where it was loaded from, for messages.
+    ``fetcher`` fetches the pages it claims (``http``, ``browser``, ``auto``; None: a follow
+    rule's, the domain's, else HTTP); ``wait`` is their browser wait rule
+    (``settings.wait_rule_problem``; None: the crawl's ``browser_wait``).
     """
 
     name: str
@@ -136,6 +141,8 @@ class ParserSpec:
     sample_url: str | None = None
     contract: Contract | None = None
     source: str = ""
+    fetcher: str | None = None
+    wait: str | None = None
 
 
 def parser(
@@ -148,9 +155,26 @@ def parser(
     follow: Sequence[Follow] = (),
     sample_url: str | None = None,
     contract: Contract | None = None,
+    fetcher: str | None = None,
+    wait: str | None = None,
 ) -> Callable[[PluginFunction], PluginFunction]:
-    """Mark a function as the parser of ``domain`` (and subdomains) and ``pattern`` URLs."""
-    meta = ParserMeta(domain, pattern, name, item_type, schema, tuple(follow), sample_url, contract)
+    """Mark a function as the parser of ``domain`` (and subdomains) and ``pattern`` URLs.
+
+    ``fetcher`` (``http``, ``browser``, ``auto``) fetches its pages and ``wait`` is their
+    browser wait rule (``load``, ``domcontentloaded``, ``networkidle``, ``css:SELECTOR``).
+    """
+    meta = ParserMeta(
+        domain,
+        pattern,
+        name,
+        item_type,
+        schema,
+        tuple(follow),
+        sample_url,
+        contract,
+        fetcher,
+        wait,
+    )
 
     def mark(function: PluginFunction) -> PluginFunction:
         setattr(function, MARK, meta)
@@ -180,6 +204,8 @@ def spec_of(function: PluginFunction, meta: ParserMeta, source: str) -> ParserSp
         sample_url=meta.sample_url,
         contract=meta.contract,
         source=source,
+        fetcher=meta.fetcher,
+        wait=meta.wait,
     )
 
 

@@ -15,6 +15,8 @@ worker            Redis                        PostgreSQL (serialized)     none:
                                                                            the store
 reader (status,   SQLite or Redis              none                        none
 dlq)
+dashboard         SQLite read-only (embedded)  read-only: SQLite or        read-only: the state
+                  or Redis (each crawl)        PostgreSQL (every crawl)    file or PostgreSQL
 ================  ===========================  ==========================  ===================
 
 ``redis``, ``celery`` and ``psycopg`` are imported inside the functions that need them, so
@@ -30,6 +32,7 @@ from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from crawlfleet.errors import ConfigError, StateError
 from crawlfleet.frontier.protocols import QueueStore
@@ -37,8 +40,13 @@ from crawlfleet.monitoring.attempt_log import AttemptLog, AttemptReader
 from crawlfleet.pipeline.export import ITEMS_FILE
 from crawlfleet.pipeline.protocols import Sink
 from crawlfleet.pipeline.rejects import RejectStore
+from crawlfleet.proxies.protocols import ProxyStateStore
 from crawlfleet.redact import redact
+from crawlfleet.sessions.protocols import CrawlSessionStore
 from crawlfleet.settings import Settings
+
+if TYPE_CHECKING:
+    from crawlfleet.monitoring.postgres_reader import PostgresReader
 
 log = logging.getLogger(__name__)
 
@@ -164,6 +172,21 @@ async def open_store(settings: Settings, stack: AsyncExitStack) -> Backends:
     return Backends(store)
 
 
+async def open_postgres_reader(dsn: str, stack: AsyncExitStack) -> PostgresReader:
+    """The dashboard's read-only PostgreSQL connection (attempts and items of every crawl).
+
+    No migration: the dashboard writes nothing; a database no worker migrated reads empty.
+    """
+    from crawlfleet.monitoring.postgres_reader import PostgresReader
+
+    try:
+        reader = await PostgresReader.open(dsn)
+    except StateError as exc:
+        raise StateError(one_line(str(exc))) from None
+    stack.push_async_callback(reader.close)
+    return reader
+
+
 async def check_redis(redis_url: str, *, accept_unsafe: bool) -> None:
     """``StateError`` (one line) for a Redis that can lose or evict a crawl, or is open to
     anyone; what could not be checked, or was accepted, is logged as a warning. On a Redis
@@ -220,3 +243,29 @@ async def _redis_store(settings: Settings, stack: AsyncExitStack) -> QueueStore:
         raise StateError(one_line(str(exc))) from None
     stack.push_async_callback(store.close)
     return store
+
+
+async def open_proxy_stores(
+    settings: Settings, stack: AsyncExitStack
+) -> tuple[ProxyStateStore, CrawlSessionStore]:
+    """The crawl's proxy states and crawl sessions: Redis when distributed, else ``state.sqlite``."""
+    if settings.redis_url is not None:
+        from crawlfleet.proxies.redis import RedisProxyStates
+        from crawlfleet.sessions.redis import RedisSessionStore
+
+        prefix = frontier_prefix(settings.crawl_id)
+        redis_states = RedisProxyStates.open(settings.redis_url, prefix)
+        stack.push_async_callback(redis_states.close)
+        redis_sessions = RedisSessionStore.open(settings.redis_url, prefix)
+        stack.push_async_callback(redis_sessions.close)
+        return redis_states, redis_sessions
+    from crawlfleet.proxies.sqlite import SqliteProxyStates
+    from crawlfleet.sessions.sqlite import SqliteSessionStore
+
+    path = state_paths(settings.state_dir)[0]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sqlite_states = await SqliteProxyStates.open(path)
+    stack.push_async_callback(sqlite_states.close)
+    sqlite_sessions = await SqliteSessionStore.open(path)
+    stack.push_async_callback(sqlite_sessions.close)
+    return sqlite_states, sqlite_sessions

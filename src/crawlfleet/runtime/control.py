@@ -45,6 +45,15 @@ class RunState(StrEnum):
     CANCELLED = "cancelled"
 
 
+def crawl_state(asked: RunState, *, dispatching: bool, pending: int) -> str:
+    """``paused`` or ``cancelled`` when asked, else ``dispatching``, ``stopped`` or ``finished``."""
+    if asked is not RunState.RUNNING:
+        return asked.value
+    if dispatching:
+        return "dispatching"
+    return "stopped" if pending else "finished"
+
+
 class Control(Protocol):
     """Reads what the operator asked of one crawl; cheap enough to call on every tick."""
 

@@ -24,10 +24,11 @@ from crawlfleet.errors import ConfigError, FetchError
 from crawlfleet.fetchers.hooks import Dropped
 from crawlfleet.fetchers.protocols import Fetcher
 from crawlfleet.frontier.frontier import Frontier
+from crawlfleet.frontier.ladder import BROWSER
 from crawlfleet.frontier.politeness import StatusClass, classify, judge, retry_after_block
 from crawlfleet.frontier.protocols import Ended, Report, Signal
 from crawlfleet.frontier.robots import RobotsCache
-from crawlfleet.models import Attempt, FetchResult, Lease, Outcome
+from crawlfleet.models import Attempt, FetchResult, Lease, Outcome, Route
 from crawlfleet.monitoring.events import (
     DomainBlocked,
     DomainEscalated,
@@ -42,6 +43,7 @@ from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.pipeline import Pipeline, PipelineOutcome
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.login import LoginFailed
+from crawlfleet.runtime.strategy import Strategies, fetcher_kind
 from crawlfleet.settings import MAX_STEP_S
 
 log = logging.getLogger(__name__)
@@ -56,7 +58,9 @@ class CrawlerParts:
 
     ``fetchers`` holds one fetcher per kind this process serves; a request of another kind is
     a bug of the claim (``ClaimLoop`` claims only these kinds). ``max_step_s`` bounds one
-    step (the ``ClaimLoop``'s watchdog).
+    step (the ``ClaimLoop``'s watchdog). ``strategies``: the domains' strategy slots, which
+    may fetch an ``http`` request with the ``impersonate`` or the ``browser`` fetcher (None:
+    every request is fetched with its own kind).
     """
 
     frontier: Frontier
@@ -71,6 +75,7 @@ class CrawlerParts:
     max_retry_after_s: float
     parse_budget: ParseBudget
     max_step_s: float = MAX_STEP_S
+    strategies: Strategies | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +87,10 @@ class _Step:
     result: FetchResult | None = None
     signal: Signal = Signal.NONE
     reason: str = ""
+    route: Route | None = None
+    kind: str = ""
+    """The fetcher kind that fetched (``""``: the request's own)."""
+    screenshot: str | None = None
 
 
 class Crawler:
@@ -99,14 +108,22 @@ class Crawler:
         """One crawl step. Never raises for a page-level problem: it is recorded instead.
 
         A hook's ``Dropped`` skips the page and a ``LoginFailed`` fails it, both with their
-        reason and at once (neither is retried nor dead-lettered).
+        reason and at once (neither is retried nor dead-lettered). An HTTP-lane request of a
+        domain whose strategy says ``browser`` is fetched by this process's browser, or
+        handed to the browser lane when it has none (``runtime/strategy.py``).
 
         Raises ``ConfigError`` for a request whose fetcher kind this process has no fetcher
         for (the claim should never have handed it out here).
         """
         p = self.parts
         request = lease.request
-        fetcher = p.fetchers.get(request.fetcher)
+        kind = request.fetcher
+        if p.strategies is not None and kind == "http":
+            kind = fetcher_kind(kind, await p.strategies.of(request.domain), p.fetchers)
+        fetcher = p.fetchers.get(kind)
+        if fetcher is None and kind == BROWSER and request.fetcher != BROWSER:
+            await p.frontier.move(lease, BROWSER)  # a browser worker (or lane) serves it
+            return
         if fetcher is None:
             raise ConfigError(
                 f"no {request.fetcher!r} fetcher in this process for {request.url} "
@@ -127,21 +144,23 @@ class Crawler:
             await self._skip(lease, str(exc))
             return
         except LoginFailed as exc:
-            await self._complete(_Step(lease, started), Outcome.FAILED, str(exc))
+            await self._complete(_Step(lease, started, kind=kind), Outcome.FAILED, str(exc))
             return
         except FetchError as exc:
-            await self._fail(_Step(lease, started), str(exc), retry=exc.transient)
+            step = _Step(lease, started, route=exc.route, kind=kind, screenshot=exc.screenshot)
+            await self._fail(step, str(exc), retry=exc.transient)
             return
-        await self._fetched(lease, started, result)
+        await self._fetched(_Step(lease, started, result, kind=kind), result)
 
     async def abandon(self, lease: Lease, started: float, error: str) -> None:
         """Record a step stopped from outside (the watchdog): retried later, or buried."""
         await self._fail(_Step(lease, started), error)
 
-    async def _fetched(self, lease: Lease, started: float, result: FetchResult) -> None:
+    async def _fetched(self, fetched: _Step, result: FetchResult) -> None:
         p = self.parts
+        lease = fetched.lease
         signal, why = judge(result)
-        step = _Step(lease, started, result, signal, why)
+        step = replace(fetched, signal=signal, reason=why)
         kind = classify(result)
         if kind is StatusClass.RETRY_AFTER:
             now = p.clock.now()
@@ -154,7 +173,7 @@ class Crawler:
             until = now + wait_s
             p.events.emit(DomainBlocked(lease.request.domain, until, reason))
             await self._fail(
-                _Step(lease, started, result, signal, reason),
+                replace(step, reason=reason),
                 reason,
                 not_before=until,
                 block_until=until,
@@ -248,6 +267,7 @@ class Crawler:
         now = self.parts.clock.now()
         request = step.lease.request
         result = step.result
+        route = result.route if result is not None else step.route
         return Attempt(
             url=request.url,
             fingerprint=request.fingerprint,
@@ -260,8 +280,12 @@ class Crawler:
             retry=request.attempt,
             at=now,
             error=error,
-            fetcher=request.fetcher,
+            fetcher=result.fetcher if result is not None else (step.kind or request.fetcher),
             detail=detail,
+            session_id=route.session_id if route is not None else None,
+            proxy_id=route.proxy_id if route is not None else None,
+            tier=route.tier if route is not None else None,
+            screenshot=result.screenshot if result is not None else step.screenshot,
         )
 
     def _ended(self, attempt: Attempt, ended: Ended) -> None:
@@ -274,10 +298,21 @@ class Crawler:
         change = ended.change
         if change is None:
             return
+        if self.parts.strategies is not None:
+            self.parts.strategies.learned(change)
+        if change.rung:
+            log.info(
+                "domain %s %s to level %d, rung %s: %s",
+                change.domain, change.change, change.level, change.rung, change.reason,
+            )  # fmt: skip
         if change.change == "escalated":
-            events.emit(DomainEscalated(change.domain, change.level, change.reason, change.until))
+            events.emit(
+                DomainEscalated(
+                    change.domain, change.level, change.reason, change.until, change.rung
+                )
+            )
         else:
-            events.emit(DomainRecovered(change.domain, change.level, change.reason))
+            events.emit(DomainRecovered(change.domain, change.level, change.reason, change.rung))
 
 
 def item_counters(outcome: PipelineOutcome) -> Counters:

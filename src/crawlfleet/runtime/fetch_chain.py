@@ -5,7 +5,9 @@ Top to bottom (a request goes down, its response comes back up)::
     hooks            the crawl's request/response hooks (fetchers/hooks.py), in their order
     cache            --http-cache: answer from disk, store what comes back (fetchers/cache.py)
     login session    the domain's cookies; logs in first and again when logged out (login.py)
-    HttpFetcher      the network
+    crawl session    [crawl.proxies]: proxy + header profile + cookie jar of the domain's
+                     tier (session_pool.py), quarantine of banned proxies (proxy_link.py)
+    HttpFetcher      the network (the ``impersonate`` kind: ImpersonateFetcher, the same chain)
 
 Hooks see every request and response, replayed or not; the cache is keyed on the request
 as the hooks left it and stores a response after the login step made it a logged-in one,
@@ -14,7 +16,7 @@ so a replayed crawl logs in no more than it fetches. ``file:`` requests skip the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from typing import TypeVar
 
@@ -26,12 +28,20 @@ from crawlfleet.fetchers.cache import (
     cache_policy,
 )
 from crawlfleet.fetchers.hooks import HookedFetcher, load_hooks
-from crawlfleet.fetchers.protocols import Fetcher
+from crawlfleet.fetchers.profiles import profile
+from crawlfleet.fetchers.protocols import Fetcher, ViaFetcher
+from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.politeness import StatusClass, classify, judge
 from crawlfleet.frontier.protocols import Signal
 from crawlfleet.models import FetchResult
 from crawlfleet.parsing.login import load_logins
+from crawlfleet.proxies.endpoints import load_tiers
+from crawlfleet.proxies.pool import ProxyPool
+from crawlfleet.proxies.protocols import Cooldown, ProxyStateStore
+from crawlfleet.runtime.backends import open_proxy_stores
 from crawlfleet.runtime.login import LoginFetcher, check_logins, open_session_store
+from crawlfleet.runtime.proxy_link import SessionFetcher
+from crawlfleet.runtime.session_pool import SessionPool
 from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.settings import Settings
 
@@ -84,3 +94,53 @@ def cached(fetcher: F, settings: Settings, clock: Clock) -> F | CachingFetcher:
         return fetcher
     cache, keep = found
     return CachingFetcher(fetcher, cache, keep)
+
+
+class FrontierStrategy:
+    """The domain strategy slot read and written through the crawl's ``Frontier``."""
+
+    def __init__(self, frontier: Frontier) -> None:
+        self._frontier = frontier
+
+    async def read(self, domain: str) -> Mapping[str, str]:
+        return (await self._frontier.domain(domain)).strategy
+
+    async def write(self, domain: str, strategy: Mapping[str, str]) -> None:
+        await self._frontier.set_strategy(domain, strategy)
+
+
+def proxy_pool(settings: Settings, clock: Clock, states: ProxyStateStore) -> ProxyPool | None:
+    """The crawl's proxy pool over ``states``, or None without ``[crawl.proxies]``."""
+    config = settings.proxies
+    if config is None:
+        return None
+    return ProxyPool(
+        load_tiers(config.tiers, config.file),
+        states,
+        clock,
+        rotation=config.rotation,
+        cooldown=Cooldown(config.cooldown_s, config.max_cooldown_s),
+    )
+
+
+async def session_link(
+    settings: Settings, clock: Clock, stack: AsyncExitStack, frontier: Frontier
+) -> tuple[Callable[[ViaFetcher], Fetcher], ProxyPool | None]:
+    """What sends an HTTP fetcher's requests through crawl sessions, and the proxy pool
+    (no proxies: nothing, None).
+
+    ``ConfigError`` for a bad tier or proxies file, before anything is fetched.
+    """
+    config = settings.proxies
+    if config is None:
+        return (lambda fetcher: fetcher), None
+    load_tiers(config.tiers, config.file)  # a bad config fails before any store is opened
+    for name in config.profiles:
+        profile(name)
+    states, sessions = await open_proxy_stores(settings, stack)
+    pool = proxy_pool(settings, clock, states)
+    assert pool is not None  # config is set
+    await pool.register()
+    stack.push_async_callback(pool.flush)  # before the stores close (the stack runs LIFO)
+    taken = SessionPool(pool, sessions, FrontierStrategy(frontier), clock, config)
+    return (lambda fetcher: SessionFetcher(fetcher, pool, taken, clock, config)), pool

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -40,7 +40,10 @@ class RunResult:
 
 
 class LocalRunner:
-    """Drives a ``Crawler`` in this process until the frontier is empty or it is stopped."""
+    """Drives a ``Crawler`` in this process until the frontier is empty or it is stopped.
+
+    ``kind_limits`` bounds the steps in flight of a kind on its own (``ClaimLoop``).
+    """
 
     def __init__(
         self,
@@ -53,10 +56,17 @@ class LocalRunner:
         on_tick: Callable[[], Awaitable[None]] | None = None,
         grace_s: float = 10.0,
         control: Control | None = None,
+        kind_limits: Mapping[str, int] | None = None,
     ) -> None:
         self._crawler = crawler
         self._frontier = crawler.parts.frontier
-        self._loop = ClaimLoop(crawler, kinds=crawler.kinds, concurrency=concurrency, clock=clock)
+        self._loop = ClaimLoop(
+            crawler,
+            kinds=crawler.kinds,
+            concurrency=concurrency,
+            clock=clock,
+            kind_limits=kind_limits,
+        )
         self._clock = clock
         self._events = events
         self._crawl_id = crawl_id

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from crawlfleet.clock import Clock
@@ -52,11 +52,35 @@ class LoopResult:
     errors: int
 
 
+@dataclass(slots=True)
+class _Lane:
+    """Kinds claimed together, at most ``cap`` of their steps in flight."""
+
+    kinds: frozenset[str]
+    cap: int
+    running: set[asyncio.Task[None]] = field(default_factory=set)
+
+    @property
+    def free(self) -> int:
+        return self.cap - len(self.running)
+
+
 class ClaimLoop:
-    """Claims due leases of ``kinds`` and runs ``crawler.process`` on each, concurrently."""
+    """Claims due leases of ``kinds`` and runs ``crawler.process`` on each, concurrently.
+
+    ``concurrency`` bounds the steps in flight of the kinds not in ``kind_limits``; each kind
+    in ``kind_limits`` has its own bound (the browser lane: its pool's pages), so slow
+    browser pages never hold the HTTP lane's slots, nor wait for a page with a lease running.
+    """
 
     def __init__(
-        self, crawler: Crawler, *, kinds: frozenset[str], concurrency: int, clock: Clock
+        self,
+        crawler: Crawler,
+        *,
+        kinds: frozenset[str],
+        concurrency: int,
+        clock: Clock,
+        kind_limits: Mapping[str, int] | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
@@ -68,15 +92,32 @@ class ClaimLoop:
                 f"no fetcher for kind {', '.join(map(repr, missing))} in this process "
                 f"(it has {sorted(crawler.kinds)})"
             )
+        limits = {kind: cap for kind, cap in (kind_limits or {}).items() if kind in kinds}
+        if any(cap < 1 for cap in limits.values()):
+            raise ValueError(f"kind limits must be >= 1, got {limits}")
+        shared = kinds - frozenset(limits)
+        self._lanes = [_Lane(frozenset({kind}), cap) for kind, cap in sorted(limits.items())]
+        if shared:
+            self._lanes.insert(0, _Lane(shared, concurrency))
         self._crawler = crawler
         self._frontier = crawler.parts.frontier
         self._max_step_s = crawler.parts.max_step_s
         self._kinds = kinds
-        self._concurrency = concurrency
         self._clock = clock
         self._processed = 0
         self._errors = 0
+        self._running = 0
         self._failure: BaseException | None = None
+
+    @property
+    def in_flight(self) -> int:
+        """Steps running now (a worker's heartbeat reports it)."""
+        return self._running
+
+    @property
+    def processed(self) -> int:
+        """Steps of the current run that recorded an outcome so far."""
+        return self._processed
 
     async def run(
         self,
@@ -103,7 +144,7 @@ class ClaimLoop:
         every tick; while it answers True nothing is claimed (steps in flight go on) — a
         paused crawl (``runtime/control.py``).
         """
-        self._processed = self._errors = 0
+        self._processed = self._errors = self._running = 0
         self._failure = None
         clock = self._clock
         started = clock.now()
@@ -127,15 +168,20 @@ class ClaimLoop:
                 reason = self._reason_to_stop(stop, now, deadline, claimed, max_leases)
                 if reason:
                     break
-                free = self._concurrency - len(tasks)
-                if max_leases is not None:
-                    free = min(free, max_leases - claimed)
-                if free > 0 and not held:
-                    for lease in await self._frontier.claim(free, now, self._kinds):
+                for lane in self._lanes:
+                    free = lane.free
+                    if max_leases is not None:
+                        free = min(free, max_leases - claimed)
+                    if free <= 0 or held:
+                        continue
+                    for lease in await self._frontier.claim(free, now, lane.kinds):
                         claimed += 1
                         renewer.hold(lease)
-                        step = self._step(lease, renewer, stop_on_error)
-                        tasks.add(asyncio.create_task(step))
+                        self._running += 1
+                        task = asyncio.create_task(self._step(lease, renewer, stop_on_error))
+                        tasks.add(task)
+                        lane.running.add(task)
+                        task.add_done_callback(lane.running.discard)
                 await renewer.renew_due(clock.now())
                 if tasks:
                     idle_since = None
@@ -149,7 +195,7 @@ class ClaimLoop:
                         if now - idle_since >= idle_s:
                             reason = "idle"
                             break
-                full = held or len(tasks) >= self._concurrency
+                full = held or all(lane.free <= 0 for lane in self._lanes)
                 wait_s = await self._wait_s(now, full=full)
                 if idle_s is not None and idle_since is not None:
                     wait_s = min(wait_s, max(MIN_WAIT_S, idle_since + idle_s - now))
@@ -238,6 +284,7 @@ class ClaimLoop:
         else:
             self._processed += 1
         finally:
+            self._running -= 1
             renewer.release(lease)
 
     async def _bounded(self, lease: Lease) -> None:

@@ -5,34 +5,51 @@ from __future__ import annotations
 import os
 import random
 import socket
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from functools import partial
 
 from crawlfleet.clock import Clock
-from crawlfleet.errors import StateError
+from crawlfleet.errors import ConfigError, StateError
 from crawlfleet.fetchers.cache import TruncatingFetcher
 from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.fetchers.files import FileFetcher
 from crawlfleet.fetchers.http import HttpFetcher
-from crawlfleet.fetchers.protocols import Fetcher
+from crawlfleet.fetchers.protocols import Fetcher, ViaFetcher
 from crawlfleet.frontier.frontier import Frontier, RetryPolicy
+from crawlfleet.frontier.ladder import BROWSER, usable_rungs
 from crawlfleet.frontier.protocols import BlockRules, Budget, DomainPolicy, QueueStore
 from crawlfleet.frontier.robots import ROBOTS_MAX_BYTES, FetchFn, RobotsCache
 from crawlfleet.frontier.scope import Scope, TrapLimits
 from crawlfleet.models import CrawlRequest, FetchResult
+from crawlfleet.monitoring.browser_metrics import PoolFigures
 from crawlfleet.monitoring.events import EventBus
 from crawlfleet.parsing.budget import ParseBudget, ParseLimits
 from crawlfleet.parsing.default import default_parser
 from crawlfleet.parsing.loader import load_parsers
+from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.custom import FanOutSink, load_processors, load_sinks
 from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.pipeline.processors import default_processors
+from crawlfleet.proxies.endpoints import load_tiers
+from crawlfleet.proxies.pool import ProxyPool
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.backends import Backends, open_store
+from crawlfleet.runtime.browser_lane import browser_lane, build_browser
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
-from crawlfleet.runtime.fetch_chain import cached, hooked, login_link
+from crawlfleet.runtime.fetch_chain import cached, hooked, login_link, session_link
+from crawlfleet.runtime.kinds import (
+    BASE_KINDS,
+    IMPERSONATE,
+    WORKER_KINDS,
+    check_kinds,
+    named_kinds,
+    needs_browser,
+    servable_kinds,
+)
+from crawlfleet.runtime.routing import Router
+from crawlfleet.runtime.strategy import Strategies
 from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.settings import Settings
 from crawlfleet.urls import UrlRules, fingerprint
@@ -43,7 +60,20 @@ def worker_name() -> str:
 
 
 def domain_policy(settings: Settings) -> DomainPolicy:
-    """The crawl's default politeness and block rules, from the settings."""
+    """The crawl's default politeness and block rules, from the settings.
+
+    The ladder keeps the rungs this crawl can use: ``session`` and a ``tier`` rung per proxy
+    tier past the first only with ``[crawl.proxies]``, a fetcher rung when its kind is served
+    (embedded: on this machine; distributed: by some worker of this build).
+    """
+    kinds = (
+        servable_kinds(settings.browser_executable) if settings.redis_url is None else WORKER_KINDS
+    )
+    proxies = settings.proxies
+    tiers = len(load_tiers(proxies.tiers, proxies.file)) if proxies is not None else 0
+    rungs = usable_rungs(
+        settings.ladder, proxy_tiers=tiers, kinds=kinds, sessions=proxies is not None
+    )
     return DomainPolicy(
         delay_s=settings.delay_s,
         max_in_flight=settings.per_domain_concurrency,
@@ -54,12 +84,18 @@ def domain_policy(settings: Settings) -> DomainPolicy:
             recover_after=settings.block_recover_after,
             max_level=settings.block_max_level,
             cooldown_s=settings.block_cooldown_s,
+            ladder=rungs,
         ),
     )
 
 
-def build_frontier(settings: Settings, store: QueueStore, seeds: list[str]) -> Frontier:
-    """The crawl's frontier over ``store``; it owns the store from here on."""
+def build_frontier(
+    settings: Settings, store: QueueStore, seeds: list[str], router: Router | None = None
+) -> Frontier:
+    """The crawl's frontier over ``store``; it owns the store from here on.
+
+    ``router`` picks new requests' fetcher kinds (None: the link's kind, else ``http``).
+    """
     rules = UrlRules(settings.strip_query_params, settings.politeness_key)
     scope = Scope.for_seeds(
         seeds,
@@ -80,6 +116,7 @@ def build_frontier(settings: Settings, store: QueueStore, seeds: list[str]) -> F
         max_redirects=settings.max_redirects,
         overrides=settings.domains,
         rng=random.Random(),
+        route=router.kind if router is not None else None,
     )
 
 
@@ -88,16 +125,32 @@ def build_fetchers(
     clock: Clock,
     credentials: Credentials,
     logged_in: Callable[[Fetcher], Fetcher] = lambda fetcher: fetcher,
+    routed: Callable[[ViaFetcher], Fetcher] = lambda fetcher: fetcher,
 ) -> dict[str, Fetcher]:
     """The crawl's fetchers by kind; redirects become queued links (``Crawler``).
 
-    The HTTP chain, top to bottom: hooks, cache, ``logged_in`` (``runtime.fetch_chain``).
+    The HTTP chain, top to bottom: hooks, cache, ``logged_in``, ``routed`` (crawl sessions)
+    (``runtime.fetch_chain``); the ``impersonate`` fetcher (when servable) sits in the same
+    chain.
     """
     http = HttpFetcher(settings, clock=clock, follow_redirects=False, credentials=credentials)
-    return {
-        "http": hooked(cached(logged_in(http), settings, clock), settings),
+    fetchers: dict[str, Fetcher] = {
+        "http": hooked(cached(logged_in(routed(http)), settings, clock), settings),
         "file": FileFetcher(settings, clock=clock),
     }
+    if IMPERSONATE in BASE_KINDS:
+        try:
+            from crawlfleet.fetchers.impersonate import ImpersonateFetcher  # the stealth extra
+        except ImportError as exc:  # installed but broken (its libcurl, cffi)
+            raise ConfigError(
+                f"the impersonate fetcher cannot be loaded ({exc}); "
+                "reinstall it: pip install 'crawlfleet[stealth]'"
+            ) from None
+        browser_like = ImpersonateFetcher(settings, clock=clock, credentials=credentials)
+        fetchers[IMPERSONATE] = hooked(
+            cached(logged_in(routed(browser_like)), settings, clock), settings
+        )
+    return fetchers
 
 
 def robots_fetch(
@@ -158,6 +211,9 @@ class CrawlGraph:
     crawler: Crawler
     frontier: Frontier
     stack: AsyncExitStack
+    proxies: ProxyPool | None = None
+    browser_pool: PoolFigures | None = None
+    """What the browser lane's pool counts (None without a browser lane), for metrics."""
 
 
 async def build_crawl(
@@ -168,8 +224,16 @@ async def build_crawl(
     events: EventBus,
     clock: Clock,
     stack: AsyncExitStack,
+    kinds: Collection[str] | None = None,
 ) -> CrawlGraph:
-    """Wire a crawl over the given backends (embedded or distributed alike)."""
+    """Wire a crawl over the given backends (embedded or distributed alike).
+
+    ``kinds``: the fetcher kinds this process serves (a worker's queues); None (embedded):
+    every kind this machine can, checked against the kinds the crawl names (``ConfigError``
+    naming what is missing). A browser lane is built where ``browser`` is served (embedded:
+    where the crawl names ``browser`` or ``auto``, or its ladder keeps the ``browser`` rung;
+    Chromium starts with the first page the lane fetches).
+    """
     if backends.sink is None:
         raise StateError("a crawl step needs an item sink; these backends opened none")
     store, sink, rejects = backends.store, backends.sink, backends.rejects
@@ -180,14 +244,30 @@ async def build_crawl(
     )
     budget = ParseBudget(ParseLimits.from_settings(settings))
     stack.callback(budget.close)
+    router = Router.for_settings(registry, settings)
+    wants_browser = browser_wanted(settings, registry, kinds)
     credentials = Credentials.from_urls(seeds)  # userinfo of the seeds, per origin
     secrets = SiteSecrets.load(settings.secrets_file)
     secrets.add_basic_auth(credentials, seeds)
     logged_in = await login_link(settings, clock, stack, secrets)
-    fetchers = build_fetchers(settings, clock, credentials, logged_in)
+    frontier = build_frontier(settings, store, seeds, router)
+    routed, proxies = await session_link(settings, clock, stack, frontier)
+    fetchers = build_fetchers(settings, clock, credentials, logged_in, routed)
     for fetcher in fetchers.values():
         stack.push_async_callback(fetcher.close)
-    frontier = build_frontier(settings, store, seeds)
+    pool_figures: PoolFigures | None = None
+    if wants_browser:
+        browser = build_browser(settings, clock, router)
+        pool_figures = browser.pool.stats
+        stack.push_async_callback(browser.close)
+        fetchers["browser"] = browser_lane(
+            browser,
+            fetchers["http"],
+            router=router,
+            registry=registry,
+            budget=budget,
+            frontier=frontier,
+        )
     robots, fetch_url = build_robots(settings, clock, stack, credentials)
     own_sinks = load_sinks(settings.sinks, settings)
     if own_sinks:
@@ -208,8 +288,21 @@ async def build_crawl(
         max_retry_after_s=settings.max_retry_after_s,
         max_step_s=settings.max_step_s,
         parse_budget=budget,
+        strategies=Strategies(frontier, clock),
     )
-    return CrawlGraph(Crawler(parts), frontier, stack)
+    return CrawlGraph(Crawler(parts), frontier, stack, proxies, pool_figures)
+
+
+def browser_wanted(
+    settings: Settings, registry: ParserRegistry, kinds: Collection[str] | None
+) -> bool:
+    """Whether this process builds a browser lane (see ``build_crawl``'s ``kinds``)."""
+    if kinds is not None:
+        return "browser" in kinds
+    named = list(named_kinds(registry, settings.domains))
+    executable = settings.browser_executable
+    check_kinds(named, servable_kinds(executable), browser_executable=executable)
+    return needs_browser(named) or BROWSER in domain_policy(settings).blocks.ladder
 
 
 async def open_frontier(

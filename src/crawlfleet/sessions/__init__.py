@@ -1,5 +1,10 @@
 """Per-domain login sessions (cookie jars) shared by every process of a crawl."""
 
-from crawlfleet.sessions.protocols import SessionStore, StoredSession
+from crawlfleet.sessions.protocols import (
+    CrawlSession,
+    CrawlSessionStore,
+    SessionStore,
+    StoredSession,
+)
 
-__all__ = ["SessionStore", "StoredSession"]
+__all__ = ["CrawlSession", "CrawlSessionStore", "SessionStore", "StoredSession"]

@@ -5,14 +5,15 @@ from __future__ import annotations
 import secrets
 from collections.abc import Mapping
 
-from crawlfleet.sessions.protocols import StoredSession
+from crawlfleet.sessions.protocols import CrawlSession, StoredSession
 
 
 class MemorySessionStore:
-    """A ``SessionStore`` in a dict."""
+    """A ``SessionStore`` and ``CrawlSessionStore`` in dicts."""
 
     def __init__(self) -> None:
         self._sessions: dict[str, StoredSession] = {}
+        self._crawl: dict[str, dict[str, CrawlSession]] = {}
 
     async def load(self, domain: str) -> StoredSession | None:
         return self._sessions.get(domain)
@@ -24,3 +25,12 @@ class MemorySessionStore:
 
     async def drop(self, domain: str) -> None:
         self._sessions.pop(domain, None)
+
+    async def crawl_sessions(self, domain: str) -> list[CrawlSession]:
+        return list(self._crawl.get(domain, {}).values())
+
+    async def put(self, session: CrawlSession) -> None:
+        self._crawl.setdefault(session.domain, {})[session.id] = session
+
+    async def retire(self, domain: str, session_id: str) -> None:
+        self._crawl.get(domain, {}).pop(session_id, None)

@@ -1,4 +1,4 @@
-"""The embedded crawl's session store: the ``login_sessions`` table of its state file.
+"""The embedded crawl's session store: ``login_sessions`` and ``crawl_sessions`` of its state file.
 
 Its own connection to ``state.sqlite`` (WAL: the queue store's connection is not blocked for
 longer than one short write), so a resumed crawl keeps its sessions and ``--fresh`` forgets
@@ -17,7 +17,7 @@ from typing import TypeVar
 import orjson
 
 from crawlfleet.errors import StateError
-from crawlfleet.sessions.protocols import StoredSession
+from crawlfleet.sessions.protocols import CrawlSession, StoredSession
 from crawlfleet.sqlitedb import connect, write
 
 T = TypeVar("T")
@@ -28,11 +28,21 @@ CREATE TABLE IF NOT EXISTS login_sessions (
     cookies TEXT NOT NULL,
     version TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS crawl_sessions (
+    domain TEXT NOT NULL,
+    id TEXT NOT NULL,
+    proxy TEXT NOT NULL,
+    tier INTEGER NOT NULL,
+    profile TEXT NOT NULL,
+    epoch INTEGER NOT NULL,
+    cookies TEXT NOT NULL,
+    PRIMARY KEY (domain, id)
+);
 """
 
 
 class SqliteSessionStore:
-    """A ``SessionStore`` in an SQLite file; every call runs in a worker thread."""
+    """A ``SessionStore`` and ``CrawlSessionStore`` in an SQLite file; calls run in a thread."""
 
     def __init__(self, db: sqlite3.Connection, path: Path) -> None:
         self._db = db
@@ -73,6 +83,44 @@ class SqliteSessionStore:
         def delete() -> None:
             with write(self._db) as db:
                 db.execute("DELETE FROM login_sessions WHERE domain = ?", (domain,))
+
+        await self._run(delete)
+
+    async def crawl_sessions(self, domain: str) -> list[CrawlSession]:
+        rows = await self._run(
+            lambda: self._db.execute(
+                "SELECT id, domain, proxy, tier, profile, epoch, cookies FROM crawl_sessions"
+                " WHERE domain = ?",
+                (domain,),
+            ).fetchall()
+        )
+        return [
+            CrawlSession(
+                str(r[0]), str(r[1]), str(r[2]), int(r[3]), str(r[4]), int(r[5]),
+                orjson.loads(r[6]),
+            )
+            for r in rows
+        ]  # fmt: skip
+
+    async def put(self, session: CrawlSession) -> None:
+        def upsert() -> None:
+            with write(self._db) as db:
+                db.execute(
+                    "INSERT OR REPLACE INTO crawl_sessions"
+                    " (domain, id, proxy, tier, profile, epoch, cookies)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (session.domain, session.id, session.proxy, session.tier, session.profile,
+                     session.epoch, orjson.dumps(dict(session.cookies)).decode()),
+                )  # fmt: skip
+
+        await self._run(upsert)
+
+    async def retire(self, domain: str, session_id: str) -> None:
+        def delete() -> None:
+            with write(self._db) as db:
+                db.execute(
+                    "DELETE FROM crawl_sessions WHERE domain = ? AND id = ?", (domain, session_id)
+                )
 
         await self._run(delete)
 

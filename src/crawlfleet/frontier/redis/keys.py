@@ -8,7 +8,8 @@ crawls share one Redis.
 A crawl created with P > 1 frontier partitions (``partitioned.py``) has P such frontiers,
 prefixes ``crawlfleet:{<crawl_id>:<i>}`` for i in 0..P-1, each in its own slot, holding the
 domains ``partition_of`` routes to it; its own prefix ``crawlfleet:{<crawl_id>}`` then holds
-only the crawl-wide keys ``partitions``, ``epoch``, ``budget``, ``control`` and ``sessions``.
+only the crawl-wide keys ``partitions``, ``epoch``, ``budget``, ``control``, ``sessions``,
+``jars`` and ``proxies``.
 A one-partition crawl keeps everything under ``crawlfleet:{<crawl_id>}`` (and ``budget`` is
 not used: ``counts.admitted`` is the budget).
 
@@ -53,7 +54,9 @@ key                             type    contents
                                         ``level``, ``window`` (``b``/``o`` per judged
                                         response, oldest first), ``streak``, ``cooldown``
                                         (until), ``reason`` (block reason), ``retry_until``
-                                        (Retry-After), ``strategy`` (JSON object)
+                                        (Retry-After), ``strategy`` (JSON object of
+                                        strings: ``rung``, ``fetcher``, ``tier``,
+                                        ``session_epoch``, ...; ``frontier/ladder.py``)
 ``{p}:stats``                   HASH    counter name -> value (``crawlfleet.counters``,
                                         ``%.17g``), the crawl's
 ``{p}:dstats:<domain>``         HASH    counter name -> value, one domain
@@ -89,6 +92,14 @@ key                             type    contents
 ``{p}:sessions``                HASH    login domain -> JSON ``{"cookies": {name: value},
                                         "version": token}``: the cookie jar of its last login
                                         (``crawlfleet.sessions.redis``), never logged
+``{p}:jars``                    HASH    ``<domain> <session id>`` -> JSON crawl session
+                                        (``sessions.protocols.CrawlSession``: proxy, tier,
+                                        header profile, epoch, cookies), never logged
+``{p}:proxies``                 HASH    proxy id -> JSON health record (``successes``,
+                                        ``bans``, ``errors``, ``strikes``,
+                                        ``quarantined_until``, ``last_used``, ``latency_s``;
+                                        ``crawlfleet.proxies.redis``), changed by one Lua
+                                        script each; no URL, no credentials
 ==============================  ======  =======================================================
 
 Lease tokens are ``<fingerprint>.<seq>``. Every multi-key change is one Lua script in
@@ -122,6 +133,8 @@ FIXED_KEYS = (
     "seq",
     "control",
     "sessions",
+    "jars",
+    "proxies",
     "partitions",
     "budget",
 )

@@ -186,6 +186,9 @@ class PartitionedQueueStore:
     ) -> Ended:
         return await self._of(lease.request.domain).bury(lease, error, now, report, default)
 
+    async def move(self, lease: Lease, kind: str) -> bool:
+        return await self._of(lease.request.domain).move(lease, kind)
+
     async def renew(self, lease: Lease, expires_at: float) -> bool:
         return await self._of(lease.request.domain).renew(lease, expires_at)
 

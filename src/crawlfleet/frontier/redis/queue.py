@@ -293,6 +293,10 @@ class RedisQueueStore:
             return Ended(True)
         return Ended(True, policy_change(lease.request.domain, reply, report, default))
 
+    async def move(self, lease: Lease, kind: str) -> bool:
+        moved = dataclasses.replace(lease.request, fetcher=_kind(kind))
+        return bool(int(await self._run("move", lease.token, dumps(moved))))
+
     async def renew(self, lease: Lease, expires_at: float) -> bool:
         return bool(int(await self._run("renew", lease.token, float(expires_at))))
 

@@ -76,19 +76,24 @@ def report_args(report: Report, default: DomainPolicy) -> list[Arg]:
         float(rules.cooldown_s),
         orjson.dumps(attempt).decode(),  # the same JSON as ``attempt.to_dict()``, faster
         counters_json(report_counters(report)),
+        ",".join(rules.ladder),
     ]
 
 
 def policy_change(
     domain: str, reply: list[str | int], report: Report, default: DomainPolicy
 ) -> PolicyChange:
-    """The ``PolicyChange`` of ``finish.lua``'s reply ``{1, change, level, blocks, n, until}``."""
-    _, change, level, blocks, judged, until = reply
+    """The ``PolicyChange`` of ``finish.lua``'s reply.
+
+    The reply is ``{1, change, level, blocks, n, until, rung, strategy JSON}``.
+    """
+    _, change, level, blocks, judged, until, rung, strategy = reply
+    moved = orjson.loads(str(strategy)) if strategy else None
     if change == "escalated":
         reason = f"{blocks} of {judged} recent responses blocked; last: {report.reason}"
-        return PolicyChange(domain, int(level), "escalated", reason, float(until))
+        return PolicyChange(domain, int(level), "escalated", reason, float(until), str(rung), moved)
     reason = f"{default.blocks.recover_after} clean responses in a row"
-    return PolicyChange(domain, int(level), "recovered", reason, 0.0)
+    return PolicyChange(domain, int(level), "recovered", reason, 0.0, str(rung), moved)
 
 
 def reap_counter_args() -> list[Arg]:

@@ -7,7 +7,8 @@ Tables:
 - ``item_rejects(id, crawl_id, item_type, item_key, reason, url, data jsonb, at)``: invalid
   items with the reason and the page they came from.
 - ``attempts``: one row per fetch attempt (URL, worker, outcome, status, bytes, latency, error,
-  fetcher kind, detail), unique on (crawl_id, fingerprint, retry, at).
+  fetcher kind, detail, crawl session id, proxy id, proxy tier, screenshot), unique on
+  (crawl_id, fingerprint, retry, at).
 - ``schema_migrations``: which migrations ran.
 
 ``migrate`` is idempotent and safe to run from several processes at once (an advisory lock).
@@ -87,6 +88,14 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE item_rejects ADD COLUMN crawl_id text NOT NULL DEFAULT '';
     ALTER TABLE item_rejects ADD COLUMN item_key text;
     CREATE INDEX item_rejects_crawl ON item_rejects (crawl_id, item_type);
+    """,
+    # 4: the crawl session, proxy id and tier each attempt went through (runtime/proxy_link.py)
+    # and the browser fetcher's screenshot of a failed page.
+    """
+    ALTER TABLE attempts ADD COLUMN session_id text;
+    ALTER TABLE attempts ADD COLUMN proxy_id text;
+    ALTER TABLE attempts ADD COLUMN tier integer;
+    ALTER TABLE attempts ADD COLUMN screenshot text;
     """,
 )
 

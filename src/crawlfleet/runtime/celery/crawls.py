@@ -37,6 +37,14 @@ class WorkerBeat:
     crawl: str
     concurrency: int
     queues: tuple[str, ...]
+    in_flight: int | None = None
+    """Steps running at ``seen_at``; None from a worker that does not report it."""
+    pages: int | None = None
+    """Steps the worker process ran to an outcome since it started, as of ``seen_at``."""
+
+
+def _count(value: object) -> int | None:
+    return None if value is None else int(str(value))
 
 
 def connect(redis_url: str) -> RedisClient:
@@ -110,6 +118,8 @@ async def worker_beats(client: RedisClient) -> list[WorkerBeat]:
                 crawl=str(data["crawl"]),
                 concurrency=int(data["concurrency"]),
                 queues=tuple(str(q) for q in data["queues"]),
+                in_flight=_count(data.get("in_flight")),
+                pages=_count(data.get("pages")),
             )
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             continue

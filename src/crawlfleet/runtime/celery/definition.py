@@ -9,7 +9,12 @@ key                            type    contents
 ``crawlfleet:crawls``          SET     crawl ids being dispatched now; workers skip tasks of
                                        any other crawl
 ``crawlfleet:workers``         HASH    worker name -> JSON ``{"seen_at", "queues",
-                                       "concurrency", "crawl"}``, refreshed by every task
+                                       "concurrency", "crawl", "in_flight", "pages"}``,
+                                       written by that worker only (one ``HSET``) before
+                                       every task and each second while it runs:
+                                       ``in_flight`` steps running now, ``pages`` steps the
+                                       process ran to an outcome since it started (the
+                                       dashboard's pages/s is its rate)
 ``{p}:definition``             STRING  JSON ``{"settings": {...}, "seeds": [...], "run": id}``:
                                        the validated settings without the Redis URL and the
                                        PostgreSQL DSN (workers bring their own); ``run`` is

@@ -7,8 +7,9 @@ loops until nothing is queued or leased:
 
 1. count expired leases as failed attempts (``reap``);
 2. copy the attempts the store keeps pending to PostgreSQL (``AttemptCopier``);
-3. per fetcher kind (Celery queue = kind) that has due work, keep a few tasks of this crawl
-   waiting in the broker, so every crawl with a dispatcher gets its share of a shared pool.
+3. per Celery queue that has due work (of the fetcher kinds it carries, ``QUEUE_KINDS``), keep
+   a few tasks of this crawl waiting in the broker, so every crawl with a dispatcher gets its
+   share of a shared pool.
 
 The frontier decides what is due; the dispatcher never schedules a URL itself, and it writes
 no item: it opens no sink and builds no crawl step.
@@ -56,8 +57,16 @@ from crawlfleet.runtime.celery.crawls import (
 from crawlfleet.runtime.celery.definition import ACTIVE_CRAWLS, CrawlDefinition, definition_key
 from crawlfleet.runtime.celery.publisher import TaskPublisher
 from crawlfleet.runtime.control import RedisControl, RunState
-from crawlfleet.runtime.kinds import WORKER_KINDS, check_kinds, named_kinds
+from crawlfleet.runtime.kinds import (
+    AUTO,
+    QUEUE_KINDS,
+    QUEUES,
+    WORKER_KINDS,
+    check_kinds,
+    named_kinds,
+)
 from crawlfleet.runtime.local import RunResult
+from crawlfleet.runtime.routing import Router
 from crawlfleet.runtime.wiring import build_admitter, build_frontier
 from crawlfleet.settings import Settings
 
@@ -111,7 +120,7 @@ def check_servable(settings: Settings, seeds: Sequence[str]) -> None:
     a seed cannot be crawled distributed (``check_seeds``)."""
     check_seeds(seeds)
     registry = load_parsers(settings.parsers, settings.selector_parsers)
-    check_kinds(named_kinds(registry), WORKER_KINDS)
+    check_kinds(named_kinds(registry, settings.domains), (*WORKER_KINDS, AUTO))
 
 
 async def open_crawl(
@@ -153,14 +162,19 @@ async def open_crawl(
         await client.sadd(ACTIVE_CRAWLS, crawl_id)
     except RedisError as exc:
         raise StateError(one_line(f"Redis at {redact(redis_url)}: {exc}")) from None
-    frontier = build_frontier(settings, backends.store, seeds)
+    registry = load_parsers(settings.parsers, settings.selector_parsers)
+    frontier = build_frontier(
+        settings, backends.store, seeds, Router.for_settings(registry, settings)
+    )
     admitter = build_admitter(settings, frontier, events=EventBus(), clock=clock, stack=stack)
     app = make_app(broker)
     publishers = {}
-    for kind in WORKER_KINDS:
-        publisher = TaskPublisher(app, crawl_id, queue=kind)
+    for queue in QUEUES:
+        if not set(QUEUE_KINDS[queue]) <= set(WORKER_KINDS):
+            continue
+        publisher = TaskPublisher(app, crawl_id, queue=queue)
         stack.callback(publisher.close)
-        publishers[kind] = publisher
+        publishers[queue] = publisher
     copier = AttemptCopier(frontier, attempt_log)
     return DispatchedCrawl(definition, client, frontier, admitter, attempt_log, copier, publishers)
 
@@ -255,15 +269,15 @@ class Dispatcher:
         self._state = await self._control.state()
         if counts.pending and self._state is RunState.RUNNING:
             await crawl.client.sadd(ACTIVE_CRAWLS, self.crawl_id)
-            for kind, publisher in crawl.publishers.items():
-                next_at = await crawl.frontier.next_ready_at(now, {kind})
+            for queue, publisher in crawl.publishers.items():
+                next_at = await crawl.frontier.next_ready_at(now, QUEUE_KINDS[queue])
                 if next_at is not None and next_at <= now:
-                    await self._top_up(kind, publisher, now)
+                    await self._top_up(queue, publisher, now)
         return counts
 
-    async def _top_up(self, kind: str, publisher: TaskPublisher, now: float) -> None:
+    async def _top_up(self, queue: str, publisher: TaskPublisher, now: float) -> None:
         beats = await worker_beats(self._crawl.client)
-        workers = sum(now - b.seen_at < WORKER_SEEN_S and kind in b.queues for b in beats)
+        workers = sum(now - b.seen_at < WORKER_SEEN_S and queue in b.queues for b in beats)
         target = max(MIN_WAITING_TASKS, 2 * workers)
         waiting = await asyncio.to_thread(publisher.waiting)
         if waiting < target:

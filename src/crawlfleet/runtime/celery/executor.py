@@ -12,6 +12,11 @@ claims as slots free up until it has claimed ``max_leases`` leases or ``batch_s`
 to become due. A batch of a paused or cancelled crawl (``runtime/control.py``) claims
 nothing: it is skipped at its start, and stops claiming on the loop's next tick when the
 crawl is paused while it runs (the pages in flight finish).
+
+The worker's heartbeat (``crawlfleet:workers``, ``definition.py``) is written before each
+batch and every ``BEAT_EVERY_S`` while it runs, with the steps in flight now and the pages
+(steps that recorded an outcome) this process ran since it started: one ``HSET`` of the
+worker's own field, written by that worker only, so the dashboard reads a consistent pair.
 """
 
 from __future__ import annotations
@@ -45,12 +50,14 @@ from crawlfleet.runtime.celery.definition import (
     definition_key,
 )
 from crawlfleet.runtime.control import RedisControl, RunState
+from crawlfleet.runtime.kinds import queue_kinds
 from crawlfleet.runtime.loop import ClaimLoop
 from crawlfleet.runtime.wiring import CrawlGraph, build_crawl, worker_name
 
 log = logging.getLogger(__name__)
 
 IDLE_WAIT_S = 1.0  # longest a batch with nothing to run waits for work before returning
+BEAT_EVERY_S = 1.0  # how often a running batch refreshes the heartbeat (in flight, pages)
 T = TypeVar("T")
 
 
@@ -115,6 +122,8 @@ class _Crawl:
     run: str
     stack: AsyncExitStack
     graph: CrawlGraph
+    browser_pages: int
+    """The crawl's ``browser_pages``: the browser lane's steps in flight."""
 
 
 @dataclass(slots=True)
@@ -128,6 +137,8 @@ class WorkerRuntime:
     config: WorkerConfig
     name: str = field(default_factory=worker_name)
     metrics: Metrics | None = None
+    pages: int = 0
+    """Steps this process ran to an outcome, every crawl and batch (its heartbeat's ``pages``)."""
     _loop: asyncio.AbstractEventLoop | None = None
     _redis: RedisClient | None = None
     _crawls: dict[str, _Crawl] = field(default_factory=dict)
@@ -235,6 +246,7 @@ class WorkerRuntime:
                 events=events,
                 clock=SystemClock(),
                 stack=stack,
+                kinds=self.config.queues,
             )
         except BaseException:
             await stack.aclose()
@@ -242,15 +254,19 @@ class WorkerRuntime:
         if self.metrics is not None:
             quality = graph.crawler.parts.pipeline.quality
             self.metrics.track(settings.crawl_id, events=events, quality=quality)
+            if graph.browser_pool is not None:
+                self.metrics.browser(settings.crawl_id, graph.browser_pool)
         log.info("worker %s joined crawl %s", self.name, settings.crawl_id)
-        return _Crawl(settings.crawl_id, definition.run, stack, graph)
+        return _Crawl(settings.crawl_id, definition.run, stack, graph, settings.browser_pages)
 
-    async def _heartbeat(self, crawl_id: str) -> None:
+    async def _heartbeat(self, crawl_id: str, in_flight: int = 0, pages: int = 0) -> None:
         beat = {
             "seen_at": time.time(),
             "queues": list(self.config.queues),
             "concurrency": self.config.concurrency,
             "crawl": crawl_id,
+            "in_flight": in_flight,
+            "pages": self.pages + pages,
         }
         try:
             await self._client().hset(WORKERS, self.name, orjson.dumps(beat))
@@ -261,16 +277,29 @@ class WorkerRuntime:
         self, crawl: _Crawl, max_leases: int, result: BatchResult, control: RedisControl
     ) -> None:
         crawler = crawl.graph.crawler
-        kinds = frozenset(self.config.queues)
+        kinds = queue_kinds(self.config.queues)
         loop = ClaimLoop(
-            crawler, kinds=kinds, concurrency=self.config.concurrency, clock=crawler.parts.clock
+            crawler,
+            kinds=kinds,
+            concurrency=self.config.concurrency,
+            clock=crawler.parts.clock,
+            kind_limits={"browser": crawl.browser_pages},
         )
+        beat_at = time.monotonic()
+
+        async def beat() -> None:
+            nonlocal beat_at
+            if time.monotonic() - beat_at >= BEAT_EVERY_S:
+                beat_at = time.monotonic()
+                await self._heartbeat(crawl.crawl_id, loop.in_flight, loop.processed)
+
         try:
             ran = await loop.run(
                 stop=asyncio.Event(),
                 max_leases=max_leases,
                 deadline_s=self.config.batch_s,
                 idle_s=IDLE_WAIT_S,
+                on_tick=beat,
                 hold=lambda: _held(control),
             )
         except FrontierLost as exc:
@@ -282,8 +311,11 @@ class WorkerRuntime:
             result.errors += 1
             log.warning("crawl %s: claiming stopped: %s", crawl.crawl_id, exc)
             return
+        finally:
+            self.pages += loop.processed
         result.processed += ran.processed
         result.errors += ran.errors
+        await self._heartbeat(crawl.crawl_id)
 
 
 async def _held(control: RedisControl) -> bool:

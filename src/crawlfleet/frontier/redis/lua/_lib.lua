@@ -216,3 +216,69 @@ local function set_seen(fp, at, nbits, shard_bits)
   end
   redis.call('HINCRBY', K.counts, 'seen', 1)
 end
+
+-- The strategy ladder (frontier/ladder.py): the rungs of a comma-separated list, the rung of a
+-- level ('slow' past the last), and the domain's strategy slot moved with its level.
+local function ladder_rungs(spec)
+  local rungs = {}
+  for name in string.gmatch(spec, '[^,]+') do
+    table.insert(rungs, name)
+  end
+  return rungs
+end
+
+local function rung_of(rungs, level)
+  return rungs[level] or 'slow'
+end
+
+local function strategy_number(strategy, name)
+  local value = strategy[name]
+  if type(value) == 'string' and string.match(value, '^%d+$') then
+    return tonumber(value)
+  end
+  return 0
+end
+
+-- The domain's strategy slot after its level moved (up or down) to `level`: written to the
+-- record at `key` and returned as JSON.
+local function move_strategy(key, rungs, up, level)
+  local raw = redis.call('HGET', key, 'strategy')
+  local s = raw and cjson.decode(raw) or {}
+  if up then
+    local name = rung_of(rungs, level)
+    if name == 'session' then
+      s.session_epoch = tostring(strategy_number(s, 'session_epoch') + 1)
+    elseif name == 'tier' then
+      local tiers = 0
+      for _, r in ipairs(rungs) do
+        if r == 'tier' then
+          tiers = tiers + 1
+        end
+      end
+      s.tier = tostring(math.min(strategy_number(s, 'tier') + 1, tiers))
+    elseif name == 'impersonate' or name == 'browser' then
+      s.fetcher = name
+    end
+  else
+    local left = rung_of(rungs, level + 1)
+    if left == 'tier' then
+      s.tier = tostring(math.max(strategy_number(s, 'tier') - 1, 0))
+    elseif left == 'impersonate' or left == 'browser' then
+      local below = nil
+      for i = 1, math.min(level, #rungs) do
+        if rungs[i] == 'impersonate' or rungs[i] == 'browser' then
+          below = rungs[i]
+        end
+      end
+      s.fetcher = below
+    end
+  end
+  if level > 0 then
+    s.rung = rung_of(rungs, level)
+  else
+    s.rung = nil
+  end
+  local json = cjson.encode(s)
+  redis.call('HSET', key, 'strategy', json)
+  return json
+end

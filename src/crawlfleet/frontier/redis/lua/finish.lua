@@ -1,7 +1,8 @@
 -- End a lease (complete, retry or bury) and record its report, in one step: the request's
 -- new state, the counters, the attempt row, the domain's rest, block window and Retry-After.
 -- Returns {0} when the lease is not current (nothing changes), else {1} or, when the block
--- level moved, {1, 'escalated' | 'recovered', level, blocks, judged, cooldown_until}.
+-- level moved, {1, 'escalated' | 'recovered', level, blocks, judged, cooldown_until, rung,
+-- strategy JSON}; rung and strategy are '' when there are no rungs (the slot is untouched).
 -- KEYS[1] epoch
 -- KEYS[2] req
 -- KEYS[3] parked
@@ -35,8 +36,10 @@
 --   cooldown_s
 -- ARGV[19] attempt JSON
 -- ARGV[20] counters: a JSON object, name -> number
+-- ARGV[21] the ladder's rungs, comma-separated ('' for none): frontier/ladder.py's rules
 
 check_epoch()
+local rungs = ladder_rungs(ARGV[21])
 local fp = end_lease(ARGV[2])
 if not fp then
   return {0}
@@ -88,7 +91,11 @@ if ARGV[7] == 'block' then
     local cooldown = at + tonumber(ARGV[18]) * 2 ^ (level - 1)
     new_ready = math.max(new_ready, cooldown)
     redis.call('HSET', key, 'cooldown', fmt(cooldown), 'reason', ARGV[8])
-    result = {1, 'escalated', level, blocks, judged, fmt(cooldown)}
+    result = {1, 'escalated', level, blocks, judged, fmt(cooldown), '', ''}
+    if #rungs > 0 then
+      result[7] = rung_of(rungs, level)
+      result[8] = move_strategy(key, rungs, true, level)
+    end
   end
   redis.call('HSET', key, 'level', level, 'window', window, 'streak', streak)
 elseif ARGV[7] == 'success' then
@@ -97,7 +104,11 @@ elseif ARGV[7] == 'success' then
   if level > 0 and streak >= recover_after then
     level = level - 1
     streak = 0
-    result = {1, 'recovered', level, 0, 0, '0'}
+    result = {1, 'recovered', level, 0, 0, '0', '', ''}
+    if #rungs > 0 then
+      result[7] = level > 0 and rung_of(rungs, level) or ''
+      result[8] = move_strategy(key, rungs, false, level)
+    end
   end
   redis.call('HSET', key, 'level', level, 'window', window, 'streak', streak)
 end

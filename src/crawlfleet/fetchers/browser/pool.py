@@ -1,0 +1,365 @@
+"""A pool of browser pages: one Chromium per process, one context per session slot.
+
+``pages`` slots hold one page each, so at most ``pages`` pages are open at once; the slots
+share ``sessions`` browser contexts (cookies, cache: one session each; slot i uses session
+i mod ``sessions``). A session's context serves ``context_pages`` pages, then a fresh one
+replaces it (the old closes with its last page); a slot's page is navigated fetch after
+fetch while its context lasts, and a page whose fetch failed is closed and replaced. The browser itself is recycled after ``browser_pages`` pages, when the
+summed RSS of its processes passes ``memory_cap_bytes`` (read from ``/proc`` at most every
+``memory_check_s``), and when it crashed or disconnected: the next page launches a new one.
+A recycled browser finishes the pages it holds before it is closed; a crashed one fails them
+(the fetcher turns that into a transient ``FetchError``, so the pages are retried).
+
+Chromium is launched lazily, by the first page: a process that never fetches with the
+browser never starts one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urljoin
+
+from playwright.async_api import Browser, BrowserContext, Page, Playwright, Route, async_playwright
+from playwright.async_api import Error as PlaywrightError
+
+from crawlfleet.errors import FetchError
+from crawlfleet.fetchers.browser.guard import RequestGuard
+from crawlfleet.fetchers.browser.launch import CHROMIUM_FLAGS, MARKER_FLAG
+from crawlfleet.fetchers.browser.memory import tree_pids, tree_rss_bytes
+
+log = logging.getLogger(__name__)
+
+RESTART_REASONS = ("start", "pages", "memory", "crash")
+"""Why a browser was launched: the first page, the page limit, the memory cap, a crash."""
+
+
+@dataclass(frozen=True, slots=True)
+class PoolLimits:
+    """How many pages run at once and when contexts and the browser are recycled."""
+
+    pages: int = 4
+    sessions: int = 1
+    context_pages: int = 50
+    browser_pages: int = 1000
+    memory_cap_bytes: int = 2 * 1024**3
+    memory_check_s: float = 1.0
+
+
+@dataclass(slots=True)
+class PoolStats:
+    """What a pool did: pages opened, browsers launched by reason, memory at the last check."""
+
+    pages: int = 0
+    launches: Counter[str] = field(default_factory=Counter)
+    rss_bytes: int = 0
+    in_use: int = 0
+
+
+@dataclass(eq=False, slots=True)
+class _Browser:
+    """One launched Chromium and what it served."""
+
+    browser: Browser
+    marker: str
+    user_agent: str
+    served: int = 0
+    in_use: int = 0
+    retired: bool = False
+
+
+@dataclass(eq=False, slots=True)
+class _Context:
+    """A browser context (one session: cookies, cache), the pages it ran and runs."""
+
+    context: BrowserContext
+    owner: _Browser
+    pages: int = 0
+    in_use: int = 0
+    retired: bool = False
+
+
+@dataclass(eq=False, slots=True)
+class Slot:
+    """One page slot: its page, navigated fetch after fetch, and what the guard refused it.
+
+    The slot's session is ``index % sessions``: its page lives in that session's context.
+    """
+
+    index: int
+    page: Page | None = None
+    """The slot's page, reused while its context is its session's (a new page costs ~5
+    navigations, decision 0012)."""
+    context: _Context | None = None
+    refused: dict[str, str] = field(default_factory=dict)
+    """URL -> why the guard aborted it, for the fetch in this slot."""
+
+
+@dataclass(frozen=True, slots=True)
+class LeasedPage:
+    """A page of the pool, with its slot (the guard's refusals for this page)."""
+
+    page: Page
+    slot: Slot
+
+
+class BrowserPool:
+    """Pages of one Chromium (``executable``) under ``limits``, requests through ``guard``.
+
+    ``user_agent_token`` is appended to Chromium's own User-Agent (the crawler names itself).
+    Create, use and ``close`` it in one event loop.
+    """
+
+    def __init__(
+        self,
+        executable: Path,
+        limits: PoolLimits,
+        guard: RequestGuard,
+        *,
+        user_agent_token: str = "",
+    ) -> None:
+        self.executable = executable
+        self.limits = limits
+        self.stats = PoolStats()
+        self._guard = guard
+        self._token = user_agent_token
+        self._free: asyncio.Queue[Slot] = asyncio.Queue()
+        for index in range(limits.pages):
+            self._free.put_nowait(Slot(index))
+        self._sessions: list[_Context | None] = [None] * max(1, min(limits.sessions, limits.pages))
+        self._rotating = [asyncio.Lock() for _ in self._sessions]
+        self._slot_of: dict[Page, Slot] = {}
+        self._lock = asyncio.Lock()
+        self._playwright: Playwright | None = None
+        self._current: _Browser | None = None
+        self._checked_at = 0.0
+        self._closed = False
+        self._closing: set[asyncio.Task[None]] = set()
+
+    @property
+    def browser_pids(self) -> list[int]:
+        """The pid of the running browser process (empty before the first page)."""
+        return [] if self._current is None else tree_pids(self._current.marker)
+
+    @asynccontextmanager
+    async def page(self) -> AsyncIterator[LeasedPage]:
+        """The page of a free slot (its context's, reused page after page) for one fetch.
+
+        A block that raises leaves the page closed (the next fetch of the slot gets a new
+        one). ``FetchError`` (transient) when no browser can be launched or the context is
+        gone.
+        """
+        slot = await self._free.get()
+        browser: _Browser | None = None
+        held: _Context | None = None
+        failed = True
+        try:
+            browser = await self._browser()
+            browser.in_use += 1
+            self.stats.in_use += 1
+            page = await self._page_of(slot, browser)
+            held = slot.context
+            self.stats.pages += 1
+            yield LeasedPage(page, slot)
+            failed = False
+        finally:
+            slot.refused.clear()
+            if failed and slot.page is not None:
+                await self._drop_page(slot)
+            if held is not None:
+                self._release(held)
+            if browser is not None:
+                browser.in_use -= 1
+                self.stats.in_use -= 1
+                if browser.retired and browser.in_use == 0:
+                    await _quietly(browser.browser.close())
+            self._free.put_nowait(slot)
+
+    def forget(self, slot: Slot) -> None:
+        """Retire the slot's context (its page crashed or lost it): the next is fresh."""
+        if slot.context is not None:
+            slot.context.retired = True
+            self._sessions = [None if c is slot.context else c for c in self._sessions]
+
+    async def _page_of(self, slot: Slot, browser: _Browser) -> Page:
+        session = slot.index % len(self._sessions)
+        async with self._rotating[session]:  # one new context per session, not one per slot
+            current = self._sessions[session]
+            if (
+                current is not None
+                and current.owner is browser
+                and not current.retired
+                and current.pages >= self.limits.context_pages
+            ):
+                current.retired = True
+                self._release(current, 0)
+            if current is None or current.owner is not browser or current.retired:
+                current = _Context(await self._new_context(browser), browser)
+                self._sessions[session] = current
+        if slot.page is not None and (slot.context is not current or slot.page.is_closed()):
+            await self._drop_page(slot)
+        current.pages += 1
+        current.in_use += 1
+        slot.context = current
+        browser.served += 1
+        if slot.page is not None:
+            return slot.page
+        try:
+            slot.page = await current.context.new_page()
+        except PlaywrightError as exc:
+            self.forget(slot)
+            self._release(current)
+            slot.context = None
+            raise FetchError(f"browser context lost: {_first_line(exc)}") from None
+        self._slot_of[slot.page] = slot
+        return slot.page
+
+    async def _drop_page(self, slot: Slot) -> None:
+        page, slot.page = slot.page, None
+        if page is not None:
+            self._slot_of.pop(page, None)
+            await _quietly(page.close())
+
+    def _release(self, context: _Context, pages: int = 1) -> None:
+        """``pages`` of ``context`` ended; a retired context is closed with its last one."""
+        context.in_use -= pages
+        if context.retired and context.in_use == 0 and context.owner.browser.is_connected():
+            self._background(context.context.close())
+
+    async def _new_context(self, browser: _Browser) -> BrowserContext:
+        try:
+            context = await browser.browser.new_context(
+                user_agent=browser.user_agent, service_workers="block"
+            )
+            if self._guard.active:
+                await context.route("**/*", self._route)
+        except PlaywrightError as exc:
+            raise FetchError(f"cannot open a browser context: {_first_line(exc)}") from None
+        return context
+
+    async def _route(self, route: Route) -> None:
+        """Let a request of a page through, or abort it with the guard's reason."""
+        request = route.request
+        guard = self._guard
+        try:
+            slot = self._slot_of.get(request.frame.page)
+            refused = slot.refused if slot is not None else {}
+            reason = await guard.refusal(request.url, request.resource_type)
+            if reason is not None:
+                refused[request.url] = reason
+                await route.abort("blockedbyclient")
+            elif guard.forbidden is None:
+                await route.continue_()
+            else:
+                await self._guarded_hop(route, refused)
+        except PlaywrightError:  # the hop failed (the page sees a network error) or it closed
+            await _quietly(route.abort("failed"))
+
+    async def _guarded_hop(self, route: Route, refused: dict[str, str]) -> None:
+        """Fetch one hop for the page and check where a redirect leads before the page may
+        follow it: Playwright routes a redirect's target no more (decision 0012)."""
+        request = route.request
+        response = await route.fetch(max_redirects=0)
+        location = response.headers.get("location")
+        if 300 <= response.status < 400 and location:
+            target = urljoin(request.url, location)
+            reason = await self._guard.refusal(target, request.resource_type)
+            if reason is not None:
+                refused[target] = reason
+                await route.abort("blockedbyclient")
+                return
+        await route.fulfill(response=response)
+
+    async def _browser(self) -> _Browser:
+        """The browser new pages go to; launches or recycles one when it is due."""
+        async with self._lock:
+            if self._closed:
+                raise FetchError("the browser pool is closed", transient=True)
+            current = self._current
+            reason = await self._recycle_reason(current)
+            if reason is None and current is not None:
+                return current
+            if current is not None:
+                self._retire(current)
+            self._current = await self._launch(reason or "start")
+            return self._current
+
+    async def _recycle_reason(self, current: _Browser | None) -> str | None:
+        if current is None:
+            return "start"
+        if not current.browser.is_connected():
+            return "crash"
+        if current.served >= self.limits.browser_pages:
+            return "pages"
+        now = time.monotonic()
+        if now - self._checked_at >= self.limits.memory_check_s:
+            self._checked_at = now
+            self.stats.rss_bytes = await asyncio.to_thread(tree_rss_bytes, current.marker)
+            if self.stats.rss_bytes > self.limits.memory_cap_bytes:
+                return "memory"
+        return None
+
+    def _retire(self, browser: _Browser) -> None:
+        browser.retired = True
+        if browser.in_use == 0:
+            self._background(browser.browser.close())
+
+    def _background(self, closing: Awaitable[object]) -> None:
+        """Close something without waiting; ``close`` waits for what is still closing."""
+        task = asyncio.get_running_loop().create_task(_quietly(closing))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    async def _launch(self, reason: str) -> _Browser:
+        marker = uuid.uuid4().hex
+        try:
+            if self._playwright is None:
+                self._playwright = await async_playwright().start()
+            browser = await self._playwright.chromium.launch(
+                executable_path=self.executable,
+                args=[*CHROMIUM_FLAGS, f"{MARKER_FLAG}{marker}"],
+            )
+            session = await browser.new_browser_cdp_session()
+            version = await session.send("Browser.getVersion")
+            await session.detach()
+        except PlaywrightError as exc:
+            raise FetchError(f"cannot launch {self.executable}: {_first_line(exc)}") from None
+        agent = str(version["userAgent"])
+        if self._token:
+            agent = f"{agent} {self._token}"
+        self.stats.launches[reason] += 1
+        if reason != "start":
+            log.warning("browser relaunched (%s)", reason)
+        return _Browser(browser, marker, agent)
+
+    async def close(self) -> None:
+        """Close the browser and Playwright's driver; pages still open fail."""
+        async with self._lock:
+            self._closed = True
+            current, self._current = self._current, None
+            if current is not None:
+                await _quietly(current.browser.close())
+            await asyncio.gather(*self._closing)
+            if self._playwright is not None:
+                playwright, self._playwright = self._playwright, None
+                await _quietly(playwright.stop())
+
+
+async def _quietly(closing: Awaitable[object]) -> None:
+    """Close something that may already be gone (a crashed browser, a closed page)."""
+    try:
+        await closing
+    except PlaywrightError:
+        return
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

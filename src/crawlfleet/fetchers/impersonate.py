@@ -1,0 +1,290 @@
+"""The ``impersonate`` fetcher: libcurl (curl_cffi) with a browser's TLS, HTTP/2 and headers.
+
+For sites that refuse a client by its TLS or HTTP/2 fingerprint or by headers a browser sends
+(``sec-ch-ua``, ``Sec-Fetch-*``): the whole request looks like Chrome's (``TARGET``), User-Agent
+included, so ``settings.user_agent`` is not sent (robots.txt rules are still read for it).
+Why and at what cost: docs/decisions/0018-strategy-ladder.md.
+
+The guarantees of ``HttpFetcher``, kept here the same way:
+
+- **timeouts**: ``connect_timeout_s``; ``read_timeout_s`` as "less than 1 byte/s for that
+  long" (libcurl's low-speed limit, whole seconds); ``total_timeout_s`` for the fetch;
+- **body caps**: the body as sent stops at ``max_body_bytes`` (libcurl's file-size limit, on
+  the declared length and while reading); a decoded body (gzip, deflate, br, zstd are
+  undone by libcurl) stops at ``max_decompressed_bytes``: both ``TooLarge``;
+- **private addresses**: the host is resolved here, forbidden addresses are dropped and the
+  rest pinned for libcurl (``CURLOPT_RESOLVE``), so the address connected to is one that was
+  checked; a literal IP is checked as it is. ``allow_private_addresses`` turns this off;
+- **redirects** are returned as they are (the crawl queues the Location); no cookie is kept;
+  ``credentials`` go as Basic auth to their own origin only;
+- every failure is a ``FetchError`` naming the URL, ``transient`` when a retry may help;
+- **crawl sessions** (``via``, from ``runtime/proxy_link.py``): the request goes through the
+  session's proxy; the session's header profile is not sent, the impersonated browser's own
+  headers are (a second browser's headers would contradict the TLS fingerprint). Through a
+  proxy the proxy resolves the host, so only a literal IP is checked, as in ``HttpFetcher``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import math
+import socket
+import time
+from dataclasses import dataclass, field
+
+from curl_cffi.aio import AsyncCurl
+from curl_cffi.const import CurlECode, CurlHttpVersion, CurlInfo, CurlOpt
+from curl_cffi.curl import CURL_WRITEFUNC_ERROR, Curl, CurlError
+from yarl import URL
+
+from crawlfleet.clock import Clock, SystemClock
+from crawlfleet.errors import FetchError, ForbiddenAddress, TooLarge
+from crawlfleet.fetchers.addresses import (
+    AddressPredicate,
+    check_literal_host,
+    is_forbidden_address,
+    parse_ip,
+)
+from crawlfleet.fetchers.credentials import Credentials
+from crawlfleet.fetchers.hops import Hop
+from crawlfleet.fetchers.protocols import Via
+from crawlfleet.models import CrawlRequest, FetchResult
+from crawlfleet.settings import Settings
+
+TARGET = "chrome146"
+"""The browser build impersonated (a curl_cffi target name)."""
+ENCODINGS = b"gzip, deflate, br, zstd"
+"""What libcurl decodes; the impersonated Accept-Encoding header is the same list."""
+_PERMANENT = frozenset(
+    {CurlECode.UNSUPPORTED_PROTOCOL, CurlECode.URL_MALFORMAT, CurlECode.PEER_FAILED_VERIFICATION}
+)
+
+
+@dataclass(slots=True)
+class _Transfer:
+    """What one libcurl transfer received, filled by its callbacks."""
+
+    header_lines: list[bytes] = field(default_factory=list)
+    chunks: list[bytes] = field(default_factory=list)
+    size: int = 0
+    cap_bytes: int = 0
+    too_large: bool = False
+
+    def header(self, line: bytes) -> int:
+        if line.startswith(b"HTTP/"):  # a new response (after a 100 or a proxy's CONNECT)
+            self.header_lines.clear()
+        self.header_lines.append(line)
+        return len(line)
+
+    def write(self, chunk: bytes) -> int:
+        self.size += len(chunk)
+        if self.size > self.cap_bytes:
+            self.too_large = True
+            return int(CURL_WRITEFUNC_ERROR)
+        self.chunks.append(chunk)
+        return len(chunk)
+
+    def headers(self) -> dict[str, str]:
+        """Response headers keyed in lower case; repeated headers joined with ``", "``."""
+        headers: dict[str, str] = {}
+        for raw in self.header_lines[1:]:
+            name, sep, value = raw.decode("latin-1").partition(":")
+            if not sep:
+                continue
+            key = name.strip().lower()
+            value = value.strip()
+            headers[key] = f"{headers[key]}, {value}" if key in headers else value
+        return headers
+
+
+class ImpersonateFetcher:
+    """Fetches one http(s) URL per call as a browser would; a ``Fetcher``.
+
+    ``forbidden`` decides which resolved addresses may not be connected to (default:
+    ``is_forbidden_address``); not consulted when ``settings.allow_private_addresses``.
+    Create, use and close it in one event loop.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        clock: Clock | None = None,
+        forbidden: AddressPredicate | None = None,
+        credentials: Credentials | None = None,
+    ) -> None:
+        self._settings = settings
+        self._clock = clock or SystemClock()
+        self._credentials = credentials if credentials is not None else Credentials()
+        self._forbidden = (
+            None if settings.allow_private_addresses else (forbidden or is_forbidden_address)
+        )
+        self._multi: AsyncCurl | None = None
+        self._idle: list[Curl] = []
+
+    async def fetch(self, request: CrawlRequest, *, via: Via | None = None) -> FetchResult:
+        """The response to ``request``, whatever its status; a 3xx is not followed."""
+        started = time.perf_counter()
+        url = request.url
+        try:
+            async with asyncio.timeout(self._settings.total_timeout_s):
+                target = URL(url)
+                if target.scheme not in ("http", "https") or not target.host:
+                    raise FetchError(f"{url}: not an http(s) URL", transient=False)
+                if target.user is not None:  # userinfo is never sent: see ``credentials``
+                    target = target.with_user(None)
+                proxied = via is not None and via.proxy is not None
+                if proxied and self._forbidden is not None:
+                    check_literal_host(target.host or "", self._forbidden)
+                pins = [] if proxied else await self._pins(target, url)
+                status, headers, body = await self._transfer(Hop.first(request), target, pins, via)
+        except ForbiddenAddress as exc:
+            raise ForbiddenAddress(f"{url}: {exc}") from None
+        except FetchError:
+            raise
+        except TimeoutError:
+            raise FetchError(
+                f"timeout fetching {url} after {self._settings.total_timeout_s}s total"
+            ) from None
+        except ValueError as exc:
+            raise FetchError(f"invalid URL {url}: {exc}", transient=False) from None
+        return FetchResult(
+            url=request.url,
+            final_url=url,
+            status=status,
+            headers=headers,
+            body=body,
+            elapsed_s=time.perf_counter() - started,
+            fetcher="impersonate",
+            fetched_at=self._clock.now(),
+            request=request,
+        )
+
+    async def _pins(self, target: URL, url: str) -> list[str]:
+        """``CURLOPT_RESOLVE`` entries pinning ``target``'s host to allowed addresses."""
+        host, port = target.host or "", target.port or 0
+        if self._forbidden is None:
+            return []
+        if parse_ip(host) is not None:
+            check_literal_host(host, self._forbidden)
+            return []
+        loop = asyncio.get_running_loop()
+        try:
+            infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            raise FetchError(f"DNS lookup failed for {host} ({url}): {exc}") from None
+        found = list(dict.fromkeys(str(info[4][0]) for info in infos))
+        allowed = [a for a in found if (ip := parse_ip(a)) and not self._forbidden(ip)]
+        if not allowed:
+            addresses = ", ".join(sorted(found)) or "nothing"
+            raise ForbiddenAddress(f"{host} resolves to {addresses}, which is not allowed")
+        listed = ",".join(f"[{a}]" if ":" in a else a for a in allowed)
+        return [f"{host}:{port}:{listed}"]
+
+    async def _transfer(
+        self, hop: Hop, target: URL, pins: list[str], via: Via | None
+    ) -> tuple[int, dict[str, str], bytes]:
+        multi = self._multi or self._open()
+        curl = self._idle.pop() if self._idle else Curl()
+        transfer = _Transfer(cap_bytes=self._settings.max_body_bytes)
+        try:
+            self._prepare(curl, hop, target, pins, transfer, via)
+            try:
+                await multi.add_handle(curl)
+            except CurlError as exc:
+                raise self._describe(exc, str(target), transfer) from None
+            status = curl.getinfo(CurlInfo.RESPONSE_CODE)
+            if not isinstance(status, int):
+                raise FetchError(f"{target}: no status read", transient=True)
+        finally:
+            curl.clean_handles_and_buffers()
+            multi.remove_handle(curl)
+            curl.reset()
+            self._idle.append(curl)
+        return status, transfer.headers(), b"".join(transfer.chunks)
+
+    def _prepare(
+        self,
+        curl: Curl,
+        hop: Hop,
+        target: URL,
+        pins: list[str],
+        transfer: _Transfer,
+        via: Via | None,
+    ) -> None:
+        settings = self._settings
+        curl.impersonate(TARGET, default_headers=True)
+        curl.setopt(CurlOpt.URL, str(target).encode())
+        curl.setopt(CurlOpt.HTTP_VERSION, CurlHttpVersion.V2TLS)  # as browsers: no h2c upgrade
+        curl.setopt(CurlOpt.ACCEPT_ENCODING, ENCODINGS)
+        if hop.method == "HEAD":
+            curl.setopt(CurlOpt.NOBODY, 1)
+        elif hop.method != "GET":
+            curl.setopt(CurlOpt.CUSTOMREQUEST, hop.method.encode())
+        if hop.body is not None:
+            curl.setopt(CurlOpt.POSTFIELDSIZE, len(hop.body))
+            curl.setopt(CurlOpt.COPYPOSTFIELDS, hop.body)
+        sent = hop.headers_for(target)
+        auth = self._credentials.for_url(str(target))
+        if auth:
+            token = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode("ascii")
+            sent["Authorization"] = f"Basic {token}"
+        if sent:
+            curl.setopt(CurlOpt.HTTPHEADER, [f"{k}: {v}".encode() for k, v in sent.items()])
+        if pins:
+            curl.setopt(CurlOpt.RESOLVE, pins)
+        if via is not None and via.proxy is not None:
+            curl.setopt(CurlOpt.PROXY, via.proxy.encode())
+            if via.proxy_auth is not None:
+                curl.setopt(CurlOpt.PROXYUSERPWD, ":".join(via.proxy_auth).encode())
+        curl.setopt(CurlOpt.CONNECTTIMEOUT_MS, int(settings.connect_timeout_s * 1000))
+        curl.setopt(CurlOpt.TIMEOUT_MS, int(settings.total_timeout_s * 1000))
+        curl.setopt(CurlOpt.LOW_SPEED_LIMIT, 1)
+        curl.setopt(CurlOpt.LOW_SPEED_TIME, max(1, math.ceil(settings.read_timeout_s)))
+        curl.setopt(CurlOpt.MAXFILESIZE_LARGE, settings.max_body_bytes)
+        curl.setopt(CurlOpt.HEADERFUNCTION, transfer.header)
+        curl.setopt(CurlOpt.WRITEFUNCTION, lambda chunk: self._write(transfer, chunk))
+
+    def _write(self, transfer: _Transfer, chunk: bytes) -> int:
+        """Body bytes as decoded: the cap is the decompressed one when the body was encoded."""
+        if transfer.size == 0 and _encoded(transfer.header_lines):
+            transfer.cap_bytes = self._settings.max_decompressed_bytes
+        return transfer.write(chunk)
+
+    def _describe(self, exc: CurlError, url: str, transfer: _Transfer) -> FetchError:
+        settings = self._settings
+        code = exc.code
+        detail = str(exc).partition(") ")[2].split(". See ")[0] or str(exc)
+        if transfer.too_large:
+            return TooLarge(f"{url}: body exceeds {transfer.cap_bytes} bytes (decoded)")
+        if code == CurlECode.FILESIZE_EXCEEDED:
+            return TooLarge(f"{url}: body exceeds {settings.max_body_bytes} bytes")
+        if code == CurlECode.OPERATION_TIMEDOUT:
+            return FetchError(f"timeout fetching {url}: {detail}")
+        if code == CurlECode.COULDNT_RESOLVE_HOST:
+            return FetchError(f"DNS lookup failed ({url}): {detail}")
+        if code == CurlECode.COULDNT_CONNECT:
+            return FetchError(f"cannot connect ({url}): {detail}")
+        return FetchError(f"{url}: {detail}", transient=code not in _PERMANENT)
+
+    def _open(self) -> AsyncCurl:
+        self._multi = AsyncCurl()
+        return self._multi
+
+    async def close(self) -> None:
+        """Close the connections and handles; a later ``fetch`` opens new ones."""
+        idle, self._idle = self._idle, []
+        for curl in idle:
+            curl.close()
+        if self._multi is not None:
+            multi, self._multi = self._multi, None
+            await multi.close()  # type: ignore[no-untyped-call]
+
+
+def _encoded(header_lines: list[bytes]) -> bool:
+    for line in header_lines:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-encoding":
+            return value.strip().lower() not in (b"", b"identity")
+    return False

@@ -1,0 +1,79 @@
+"""Which fetcher a new request gets, and which wait rule its page gets in the browser.
+
+A request's fetcher, most specific first: the follow rule (or ``Link``) that found it, then
+the parser that will parse its page (``@parser(fetcher=...)``, a selector parser's
+``fetcher``), then its host's ``[crawl.domains."HOST"] fetcher``, else ``http`` (``file``
+for ``file:`` URLs). ``auto`` becomes the lane name ``auto:<parser>``: the frontier sends it
+to the lane the domain's strategy slot learned for that parser (``runtime/adaptive.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from urllib.parse import urlsplit
+
+from crawlfleet.errors import ConfigError
+from crawlfleet.parsing.registry import DEFAULT_NAME, ParserRegistry
+from crawlfleet.settings import DomainOverride, Settings, wait_rule_problem
+
+AUTO = "auto"
+AUTO_PREFIX = "auto:"
+"""The kind ``auto`` of a URL whose parser is P becomes ``auto:P``; its strategy key too."""
+
+
+class Router:
+    """Routes URLs to fetcher kinds and browser wait rules (see the module docstring)."""
+
+    def __init__(
+        self,
+        registry: ParserRegistry,
+        overrides: Mapping[str, DomainOverride],
+        default_wait: str,
+    ) -> None:
+        self._registry = registry
+        self._overrides = overrides
+        self._default_wait = default_wait
+        for spec in registry.specs:
+            problem = wait_rule_problem(spec.wait) if spec.wait is not None else None
+            if problem is not None:
+                raise ConfigError(f"parser {spec.name!r} ({spec.source}): {problem}")
+
+    @classmethod
+    def for_settings(cls, registry: ParserRegistry, settings: Settings) -> Router:
+        return cls(registry, settings.domains, settings.browser_wait)
+
+    def kind(self, url: str, named: str | None) -> str:
+        """The lane of a new request for ``url`` found by a rule naming ``named`` (or None)."""
+        if named is not None and named != AUTO:
+            return named
+        if url.startswith("file:"):
+            return "file"
+        chosen = named or self._parser_fetcher(url) or self._domain_fetcher(url) or "http"
+        return self._auto_lane(url) if chosen == AUTO else chosen
+
+    def auto_key(self, url: str) -> str | None:
+        """``auto:<parser>`` when ``url``'s fetcher is learned (its parser or domain say
+        ``auto``, no parser names another), else None."""
+        fetcher = self._parser_fetcher(url) or self._domain_fetcher(url)
+        return self._auto_lane(url) if fetcher == AUTO else None
+
+    def wait_for(self, url: str) -> str:
+        """The browser wait rule of ``url``: its parser's, else the crawl's."""
+        spec = self._registry.match(url)
+        return spec.wait if spec is not None and spec.wait is not None else self._default_wait
+
+    def _auto_lane(self, url: str) -> str:
+        spec = self._registry.match(url)
+        return AUTO_PREFIX + (spec.name if spec is not None else DEFAULT_NAME)
+
+    def _parser_fetcher(self, url: str) -> str | None:
+        spec = self._registry.match(url)
+        return spec.fetcher if spec is not None else None
+
+    def _domain_fetcher(self, url: str) -> str | None:
+        try:
+            host = (urlsplit(url).hostname or "").lower()
+        except ValueError:
+            return None
+        override = self._overrides.get(host)
+        return override.fetcher if override is not None else None

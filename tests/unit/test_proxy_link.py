@@ -1,0 +1,140 @@
+"""The crawl-session link over its in-memory twins: what a browser fetcher gets, the strategy."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+
+from aiohttp import web
+
+from crawlfleet.clock import FakeClock
+from crawlfleet.fetchers.http import HttpFetcher
+from crawlfleet.fetchers.profiles import PROFILES
+from crawlfleet.models import CrawlRequest, FetchResult
+from crawlfleet.proxies.endpoints import build_tiers
+from crawlfleet.proxies.memory import MemoryProxyStates
+from crawlfleet.proxies.pool import ProxyPool
+from crawlfleet.proxies.protocols import Cooldown
+from crawlfleet.runtime.proxy_link import SessionFetcher, proxy_refused
+from crawlfleet.runtime.session_pool import SessionPool
+from crawlfleet.sessions.memory import MemorySessionStore
+from crawlfleet.settings import ProxySettings, Settings
+from tests.fixtures.loopback import serve
+
+T0 = 1_000_000.0
+SECRET = "Sup3r-secret"
+
+
+class Slot:
+    """A strategy slot in a dict (the frontier's stands behind it in a crawl)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, dict[str, str]] = {}
+
+    async def read(self, domain: str) -> Mapping[str, str]:
+        return dict(self.values.get(domain, {}))
+
+    async def write(self, domain: str, strategy: Mapping[str, str]) -> None:
+        self.values[domain] = dict(strategy)
+
+
+def link(tiers: list[list[str]], slot: Slot, clock: FakeClock) -> SessionFetcher:
+    config = ProxySettings(tiers=tiers, sessions_per_domain=2)
+    pool = ProxyPool(build_tiers(tiers), MemoryProxyStates(), clock, cooldown=Cooldown(30, 60))
+    http = HttpFetcher(Settings(), clock=clock)
+    sessions = SessionPool(pool, MemorySessionStore(), slot, clock, config)
+    return SessionFetcher(http, pool, sessions, clock, config)
+
+
+async def test_a_browser_gets_the_sessions_ua_proxy_and_cookies_by_turn() -> None:
+    clock, slot = FakeClock(T0), Slot()
+    fetcher = link([["direct"], [f"http://u:{SECRET}@127.0.0.1:8902"]], slot, clock)
+    first = await fetcher.identity("shop.example")
+    assert (first.proxy, first.proxy_auth, first.route.tier) == (None, None, 0)
+    assert first.user_agent in {p.user_agent for p in PROFILES.values()}
+    assert first.headers["User-Agent"] == first.user_agent
+    await slot.write("shop.example", {"tier": "1", "fetcher": "browser"})
+    clock.advance(2)  # past the link's strategy cache
+    second = await fetcher.identity("shop.example")
+    assert (second.proxy, second.proxy_auth) == ("http://127.0.0.1:8902", ("u", SECRET))
+    assert second.route.tier == 1
+    assert SECRET not in repr(second)
+
+
+async def test_a_larger_session_epoch_retires_every_session() -> None:
+    clock, slot = FakeClock(T0), Slot()
+    fetcher = link([["direct"]], slot, clock)
+    before = {(await fetcher.identity("a.example")).route.session_id for _ in range(4)}
+    assert len(before) == 2  # sessions_per_domain, used in turn
+    await slot.write("a.example", {"session_epoch": "1"})
+    clock.advance(2)
+    after = {(await fetcher.identity("a.example")).route.session_id for _ in range(4)}
+    assert len(after) == 2
+    assert not before & after
+
+
+def test_a_refused_proxy_login_is_told_from_a_sites_401() -> None:
+    def result(status: int, challenge: str) -> FetchResult:
+        headers = {"www-authenticate": challenge} if challenge else {}
+        return FetchResult("http://a/", "http://a/", status, headers, b"", 0.0)
+
+    assert proxy_refused(result(407, ""))
+    assert proxy_refused(result(401, 'Basic realm="Tinyproxy"'))
+    assert not proxy_refused(result(401, 'Basic realm="Members"'))
+    assert not proxy_refused(result(403, ""))
+
+
+async def test_a_session_retired_while_a_fetch_is_in_flight_is_not_stored_again() -> None:
+    release = asyncio.Event()
+
+    async def slow(request: web.Request) -> web.Response:
+        await release.wait()
+        response = web.Response(text="<html><body>ok</body></html>", content_type="text/html")
+        response.set_cookie("late", "1")
+        return response
+
+    async def blocked(request: web.Request) -> web.Response:
+        return web.Response(status=403, text="no")
+
+    app = web.Application()
+    app.add_routes([web.get("/slow", slow), web.get("/blocked", blocked)])
+    clock, slot = FakeClock(T0), Slot()
+    config = ProxySettings(tiers=[["direct"]], sessions_per_domain=1)
+    pool = ProxyPool(build_tiers([["direct"]]), MemoryProxyStates(), clock, cooldown=Cooldown(1, 1))
+    store = MemorySessionStore()
+    http = HttpFetcher(Settings(allow_private_addresses=True), clock=clock, follow_redirects=False)
+    fetcher = SessionFetcher(
+        http, pool, SessionPool(pool, store, slot, clock, config), clock, config
+    )
+    try:
+        async with serve(app) as base:
+            in_flight = asyncio.create_task(fetcher.fetch(request(f"{base}/slow")))
+            await asyncio.sleep(0.2)  # the slow fetch holds the domain's only session
+            (first,) = await store.crawl_sessions("127.0.0.1")
+            blocked_result = await fetcher.fetch(request(f"{base}/blocked"))
+            assert blocked_result.status == 403  # ...and that session is retired
+            release.set()
+            assert (await in_flight).status == 200
+    finally:
+        await fetcher.close()
+    assert first.id not in {s.id for s in await store.crawl_sessions("127.0.0.1")}
+
+
+def request(url: str) -> CrawlRequest:
+    return CrawlRequest(url, url, "127.0.0.1")
+
+
+async def test_only_the_call_that_quarantines_a_proxy_says_so() -> None:
+    clock, states = FakeClock(T0), MemoryProxyStates()
+    tiers = build_tiers([["http://127.0.0.1:8901"]])
+    one = ProxyPool(tiers, states, clock, cooldown=Cooldown(30, 60))
+    other = ProxyPool(tiers, states, clock, cooldown=Cooldown(30, 60))
+    (endpoint,) = tiers[0]
+    state, began = await one.penalize(endpoint, error=False, quarantine=True)
+    assert began
+    assert state.quarantined_until == T0 + 30
+    clock.advance(0.5)
+    again, began_again = await other.penalize(endpoint, error=False, quarantine=True)
+    assert not began_again  # the other process's answer arrived after the quarantine began
+    assert again.quarantined_until == T0 + 30
+    assert not await other.usable(endpoint.id)
