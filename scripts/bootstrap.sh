@@ -5,7 +5,8 @@
 #   scripts/bootstrap.sh --all    plus the distributed, dashboard and browser extras, Redis and
 #                                 PostgreSQL servers, Chromium (the browser fetcher and browser
 #                                 tests; never a downloaded browser), Prometheus and promtool
-#                                 (metrics tests), and test tools
+#                                 (metrics tests), docker-compose, iproute2 and systemd-analyze
+#                                 (deploy/ checks, multi-host test), and test tools
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +21,9 @@ if [ "$want_all" = 1 ]; then
     [ -x /usr/bin/tinyproxy ] || need+=(tinyproxy)  # the proxy pool tests (tests/fixtures/tinyproxy.py)
     [ -x /usr/bin/chromium ] || need+=(chromium)  # the browser fetcher and its tests, the dashboard's (Playwright)
     command -v prometheus >/dev/null && command -v promtool >/dev/null || need+=(prometheus)  # tests/e2e/test_prometheus.py
+    command -v docker-compose >/dev/null || need+=(docker-compose)  # deploy/compose.yaml is checked with `config`
+    command -v ip >/dev/null || need+=(iproute2)                      # tests/e2e/test_multihost.py: network namespaces
+    command -v systemd-analyze >/dev/null || need+=(systemd)          # deploy/systemd units: systemd-analyze verify
 fi
 if [ "${#need[@]}" -gt 0 ]; then
     echo "installing system packages: ${need[*]}"

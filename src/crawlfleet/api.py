@@ -149,7 +149,9 @@ class Crawl:
                 kind_limits={"browser": settings.browser_pages},
             )
             self._watch(runner.stop)
-            run = await runner.run(self.seeds, sitemaps=settings.follow_sitemaps)
+            run = await runner.run(
+                self.seeds, sitemaps=settings.follow_sitemaps, revisit=settings.revisit
+            )
             result = await read_result(
                 graph.frontier,
                 backends.attempts,

@@ -21,6 +21,10 @@ Names (all plain increments; ``<t>`` is an item type):
 ``items.stored.<t>``        items written to the sink
 ``items.invalid.<t>``       items kept as rejects (failed validation)
 ``items.duplicate.<t>``     items dropped as duplicates
+``fresh.unchanged``         revisits that found the page as it was (a 304 or the same body):
+                            not parsed
+``fresh.not_modified``      of those, the 304s
+``fresh.changed``           revisits of a known page with a new body (parsed)
 ==========================  ==============================================================
 """
 

@@ -212,12 +212,25 @@ class Item:
         return {"type": self.type, "key": self.key, **self.data}
 
 
+@dataclass(frozen=True, slots=True)
+class Revisit:
+    """What a parser asks for its page's next visit (yield it like an item).
+
+    ``priority`` raises the page's place in its queue when it is due again (its items matter
+    more); ``after_s`` replaces the interval of the crawl's recrawl rules for this visit.
+    """
+
+    priority: int = 0
+    after_s: float | None = None
+
+
 @dataclass(slots=True)
 class ParseResult:
-    """Items and links a parser got from one response."""
+    """Items and links a parser got from one response, and its ``Revisit`` wish if any."""
 
     items: list[Item] = field(default_factory=list)
     links: list[Link] = field(default_factory=list)
+    revisit: Revisit | None = None
 
 
 class Outcome(StrEnum):

@@ -24,6 +24,7 @@ from pydantic_settings.exceptions import SettingsError
 
 from crawlfleet.errors import ConfigError
 from crawlfleet.models import DEFAULT_MAX_CONTEXT_BYTES
+from crawlfleet.recrawl import Duration, RecrawlRule
 from crawlfleet.redisurl import url_problem
 
 DEFAULT_USER_AGENT = "crawlfleet/0.1 (+https://github.com/crawlfleet/crawlfleet)"
@@ -227,6 +228,21 @@ class Settings(BaseSettings):
         description="one crawl step; a longer one is cancelled and its request retried",
     )
 
+    # Freshness (recrawl.py): when a known URL is due again, and how a run revisits
+    recrawl_after: Duration | None = Field(
+        default=None, description="revisit every page this long after its visit (6h, 0s)"
+    )
+    recrawl_adaptive: bool = False
+    recrawl_min: Duration | None = None
+    recrawl_max: Duration | None = None
+    recrawl: list[RecrawlRule] = Field(
+        default_factory=list, description="per URL pattern or item type; the first match wins"
+    )
+    revisit: Literal["off", "pass", "continuous"] = Field(
+        default="off",
+        description="pass: fetch what is due once, then exit; continuous: keep fetching it",
+    )
+
     # Storage
     state_dir: Path = Path(".crawlfleet")
     output: Path | None = None
@@ -338,6 +354,23 @@ class Settings(BaseSettings):
                 f"ladder has {len(self.ladder)} rungs but block_max_level is "
                 f"{self.block_max_level}: shorten ladder or raise block_max_level"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _recrawl_rules_apply(self) -> Settings:
+        tuned = (
+            self.recrawl_adaptive or self.recrawl_min is not None or self.recrawl_max is not None
+        )
+        if tuned and self.recrawl_after is None:
+            raise ValueError("recrawl_adaptive, recrawl_min and recrawl_max need recrawl_after")
+        if self.revisit != "off" and self.recrawl_after is None and not self.recrawl:
+            raise ValueError(
+                "--recrawl and --continuous need recrawl_after or [[crawl.recrawl]] rules:"
+                " without them no page is ever due again"
+            )
+        if self.recrawl_after is not None:
+            RecrawlRule(pattern="", after=self.recrawl_after, min=self.recrawl_min,
+                        max=self.recrawl_max)  # fmt: skip
         return self
 
     @model_validator(mode="after")

@@ -27,9 +27,10 @@ from crawlfleet.pipeline.processors import default_processors
 from crawlfleet.pipeline.sinks.memory import MemorySink
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
+from crawlfleet.runtime.freshness import Freshness
 from crawlfleet.runtime.loop import ClaimLoop, LoopResult
 from crawlfleet.runtime.strategy import Strategies
-from crawlfleet.runtime.wiring import build_frontier
+from crawlfleet.runtime.wiring import build_frontier, recrawl_policy
 from crawlfleet.settings import Settings
 
 T0 = 1_000_000.0
@@ -180,7 +181,7 @@ def make_crawl(
     )
     admitter = Admitter(frontier, robots=robots, events=events, fetch_url=side_fetch, clock=clock)
     sink = MemorySink(clock=clock)
-    pipeline = Pipeline(default_processors(), sink, events=events, clock=clock)
+    pipeline = Pipeline(default_processors(), sink, events=events, clock=clock, tracker=sink)
     parts = CrawlerParts(
         frontier=frontier,
         admitter=admitter,
@@ -194,6 +195,7 @@ def make_crawl(
         max_retry_after_s=3600.0,
         parse_budget=parse_budget,
         strategies=Strategies(frontier, clock),
+        freshness=Freshness(frontier, recrawl_policy(config), clock),
     )
     return Crawl(Crawler(parts), frontier, admitter, events, sink, clock)
 

@@ -151,6 +151,9 @@ def test_dedupe_by_key_then_by_content() -> None:
     process = dedupe()
     process(Item("product", {"v": 1}, key="a"))
     with pytest.raises(DropItem, match="duplicate"):
+        process(Item("product", {"v": 1}, key="a"))
+    process(Item("product", {"v": 2}, key="a"))  # a new version (a revisit) passes
+    with pytest.raises(DropItem, match="duplicate"):
         process(Item("product", {"v": 2}, key="a"))
     process(Item("review", {"v": 1}, key="a"))  # another type
     process(Item("quote", {"text": "x"}))

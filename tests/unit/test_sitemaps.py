@@ -1,4 +1,4 @@
-"""sitemap_urls and default_sitemaps against a local aiohttp server."""
+"""sitemap_entries and default_sitemaps against a local aiohttp server."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from aiohttp import web
 from crawlfleet.clock import FakeClock
 from crawlfleet.errors import FetchError
 from crawlfleet.frontier.robots import FetchFn, RobotsCache
-from crawlfleet.frontier.sitemaps import default_sitemaps, sitemap_urls
+from crawlfleet.frontier.sitemaps import SitemapEntry, default_sitemaps, sitemap_entries
 from crawlfleet.models import FetchResult
 
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
@@ -96,8 +96,8 @@ async def fetch() -> AsyncIterator[FetchFn]:
         yield get
 
 
-async def collect(urls: AsyncIterator[str]) -> list[str]:
-    return [url async for url in urls]
+async def collect(entries: AsyncIterator[SitemapEntry]) -> list[str]:
+    return [entry.url async for entry in entries]
 
 
 async def test_index_gz_text_broken_and_missing(
@@ -138,7 +138,7 @@ async def test_index_gz_text_broken_and_missing(
     site.put("/deep.xml", urlset([f"{b}/deep/1"]))
 
     with caplog.at_level(logging.WARNING, logger="crawlfleet.frontier.sitemaps"):
-        urls = await collect(sitemap_urls(fetch, [f"{b}/sitemap_index.xml"]))
+        urls = await collect(sitemap_entries(fetch, [f"{b}/sitemap_index.xml"]))
 
     assert urls == [
         f"{b}/p/1",
@@ -163,9 +163,9 @@ async def test_depth_limit(site: Site, fetch: FetchFn) -> None:
     site.put("/b.xml", index([f"{b}/c.xml"]))
     site.put("/c.xml", urlset([f"{b}/deep"]))
     site.put("/pa.xml", urlset([f"{b}/shallow"]))
-    assert await collect(sitemap_urls(fetch, [f"{b}/a.xml"], max_depth=1)) == [f"{b}/shallow"]
+    assert await collect(sitemap_entries(fetch, [f"{b}/a.xml"], max_depth=1)) == [f"{b}/shallow"]
     assert site.hits["/c.xml"] == 0
-    assert await collect(sitemap_urls(fetch, [f"{b}/a.xml"], max_depth=2)) == [
+    assert await collect(sitemap_entries(fetch, [f"{b}/a.xml"], max_depth=2)) == [
         f"{b}/shallow",
         f"{b}/deep",
     ]
@@ -175,7 +175,7 @@ async def test_index_cycles_are_fetched_once(site: Site, fetch: FetchFn) -> None
     b = site.base
     site.put("/a.xml", index([f"{b}/b.xml"]))
     site.put("/b.xml", index([f"{b}/a.xml", f"{b}/b.xml"]))
-    assert await collect(sitemap_urls(fetch, [f"{b}/a.xml", f"{b}/a.xml"], max_depth=10)) == []
+    assert await collect(sitemap_entries(fetch, [f"{b}/a.xml", f"{b}/a.xml"], max_depth=10)) == []
     assert site.hits == Counter({"/a.xml": 1, "/b.xml": 1})
 
 
@@ -183,7 +183,7 @@ async def test_max_urls_stops_early(site: Site, fetch: FetchFn) -> None:
     b = site.base
     site.put("/one.xml", urlset([f"{b}/{i}" for i in range(100)]))
     site.put("/two.xml", urlset([f"{b}/x"]))
-    urls = await collect(sitemap_urls(fetch, [f"{b}/one.xml", f"{b}/two.xml"], max_urls=10))
+    urls = await collect(sitemap_entries(fetch, [f"{b}/one.xml", f"{b}/two.xml"], max_urls=10))
     assert urls == [f"{b}/{i}" for i in range(10)]
     assert site.hits["/two.xml"] == 0
 
@@ -191,7 +191,7 @@ async def test_max_urls_stops_early(site: Site, fetch: FetchFn) -> None:
 async def test_large_streamed_sitemap(site: Site, fetch: FetchFn) -> None:
     b = site.base
     site.put("/big.xml.gz", gzip.compress(urlset([f"{b}/item/{i}" for i in range(50_000)])))
-    urls = await collect(sitemap_urls(fetch, [f"{b}/big.xml.gz"]))
+    urls = await collect(sitemap_entries(fetch, [f"{b}/big.xml.gz"]))
     assert len(urls) == 50_000
     assert urls[-1] == f"{b}/item/49999"
 
@@ -202,7 +202,9 @@ async def test_entity_bomb_is_refused(
     site.put("/bomb.xml", BOMB)
     site.put("/ok.xml", urlset([f"{site.base}/fine"]))
     with caplog.at_level(logging.WARNING, logger="crawlfleet.frontier.sitemaps"):
-        urls = await collect(sitemap_urls(fetch, [f"{site.base}/bomb.xml", f"{site.base}/ok.xml"]))
+        urls = await collect(
+            sitemap_entries(fetch, [f"{site.base}/bomb.xml", f"{site.base}/ok.xml"])
+        )
     assert urls == [f"{site.base}/fine"]
     assert "DOCTYPE" in caplog.text
 
@@ -214,7 +216,7 @@ async def test_gzip_bomb_is_capped(
     site.put("/bad.xml.gz", b"\x1f\x8bnot really gzip")
     with caplog.at_level(logging.WARNING, logger="crawlfleet.frontier.sitemaps"):
         urls = await collect(
-            sitemap_urls(
+            sitemap_entries(
                 fetch, [f"{site.base}/zeros.xml.gz", f"{site.base}/bad.xml.gz"], max_bytes=1_000_000
             )
         )
@@ -226,14 +228,16 @@ async def test_gzip_bomb_is_capped(
 async def test_transparently_decompressed_gz_url(site: Site, fetch: FetchFn) -> None:
     body = gzip.compress(urlset([f"{site.base}/enc"]))
     site.put("/enc.xml.gz", body, **{"Content-Encoding": "gzip", "Content-Type": "text/xml"})
-    assert await collect(sitemap_urls(fetch, [f"{site.base}/enc.xml.gz"])) == [f"{site.base}/enc"]
+    assert await collect(sitemap_entries(fetch, [f"{site.base}/enc.xml.gz"])) == [
+        f"{site.base}/enc"
+    ]
 
 
 async def test_unreachable_sitemap_is_skipped(
     fetch: FetchFn, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.WARNING, logger="crawlfleet.frontier.sitemaps"):
-        assert await collect(sitemap_urls(fetch, ["http://127.0.0.1:9/sitemap.xml"])) == []
+        assert await collect(sitemap_entries(fetch, ["http://127.0.0.1:9/sitemap.xml"])) == []
     assert "fetch failed" in caplog.text
 
 
@@ -258,14 +262,14 @@ async def test_default_sitemaps_respects_robots(site: Site, fetch: FetchFn) -> N
 
 async def test_leading_blanks_and_bom_before_xml(site: Site, fetch: FetchFn) -> None:
     site.put("/blank.xml", b"\xef\xbb\xbf\n\n  " + urlset([f"{site.base}/ok"]))
-    assert await collect(sitemap_urls(fetch, [f"{site.base}/blank.xml"])) == [f"{site.base}/ok"]
+    assert await collect(sitemap_entries(fetch, [f"{site.base}/blank.xml"])) == [f"{site.base}/ok"]
 
 
 async def test_html_soft_404_gives_nothing(site: Site, fetch: FetchFn) -> None:
     site.put("/sitemap.xml", b"<!DOCTYPE html><html><body><a href='/x'>x</a></body></html>")
     site.put("/plain.xml", b"<html><body><loc>http://nope/</loc></body></html>")
     starts = [f"{site.base}/sitemap.xml", f"{site.base}/plain.xml"]
-    assert await collect(sitemap_urls(fetch, starts)) == []
+    assert await collect(sitemap_entries(fetch, starts)) == []
 
 
 # Child sitemaps are fetched like pages: in scope, allowed by robots.txt, paced per host.
@@ -290,7 +294,7 @@ async def test_child_sitemaps_out_of_scope_are_not_fetched(
     fetched: list[tuple[str, float]] = []
     with caplog.at_level(logging.WARNING, logger="crawlfleet.frontier.sitemaps"):
         urls = await collect(
-            sitemap_urls(
+            sitemap_entries(
                 recording(fetch, clock, fetched),
                 [f"{b}/index.xml"],
                 in_scope=lambda url: url.startswith(b),
@@ -313,7 +317,7 @@ async def test_child_sitemaps_disallowed_by_robots_are_not_fetched(
     clock = FakeClock()
     robots = RobotsCache(fetch, user_agent="crawlfleet/0.1", clock=clock, ttl_s=60, error_ttl_s=60)
     with caplog.at_level(logging.WARNING, logger="crawlfleet.frontier.sitemaps"):
-        urls = await collect(sitemap_urls(fetch, [f"{b}/index.xml"], robots=robots, clock=clock))
+        urls = await collect(sitemap_entries(fetch, [f"{b}/index.xml"], robots=robots, clock=clock))
     assert urls == [f"{b}/open"]
     assert site.hits["/private/secret.xml"] == 0
     assert "secret.xml: disallowed by robots.txt" in caplog.text
@@ -329,13 +333,13 @@ async def test_sitemap_fetches_keep_the_host_delay_and_crawl_delay(
     clock = FakeClock()
     fetched: list[tuple[str, float]] = []
     get = recording(fetch, clock, fetched)
-    await collect(sitemap_urls(get, [f"{b}/index.xml"], delay_s=5.0, clock=clock))
+    await collect(sitemap_entries(get, [f"{b}/index.xml"], delay_s=5.0, clock=clock))
     times = [at for _, at in fetched]
     assert [later - earlier for earlier, later in itertools.pairwise(times)] == [5.0, 5.0]
 
     site.put("/robots.txt", b"User-agent: *\nCrawl-delay: 7\n")
     robots = RobotsCache(fetch, user_agent="crawlfleet/0.1", clock=clock, ttl_s=60, error_ttl_s=60)
     fetched.clear()
-    await collect(sitemap_urls(get, [f"{b}/index.xml"], robots=robots, delay_s=5.0, clock=clock))
+    await collect(sitemap_entries(get, [f"{b}/index.xml"], robots=robots, delay_s=5.0, clock=clock))
     times = [at for _, at in fetched]
     assert [later - earlier for earlier, later in itertools.pairwise(times)] == [7.0, 7.0]

@@ -108,6 +108,12 @@ def crawl(
     ] = None,
     state: Annotated[Path | None, typer.Option(help="state directory")] = None,
     fresh: Annotated[bool, typer.Option(help="forget the saved state and start over")] = False,
+    recrawl: Annotated[
+        bool, typer.Option("--recrawl", help="fetch the known URLs that are due once, then exit")
+    ] = False,
+    continuous: Annotated[
+        bool, typer.Option("--continuous", help="keep running, fetching what becomes due")
+    ] = False,
     concurrency: Annotated[int | None, typer.Option()] = None,
     per_domain_concurrency: Annotated[int | None, typer.Option()] = None,
     delay: Annotated[
@@ -183,6 +189,10 @@ def crawl(
     """Crawl from SEEDS within their domains (or the config's allowed_domains)."""
     stack = contextlib.ExitStack()
     try:
+        if recrawl and continuous:
+            raise ConfigError("give --recrawl (one pass) or --continuous, not both")
+        if (recrawl or continuous) and fresh:
+            raise ConfigError("--fresh forgets the known URLs that --recrawl/--continuous revisit")
         settings = load_settings(
             config,
             output=output,
@@ -203,6 +213,7 @@ def crawl(
             accept_unsafe_redis=accept_unsafe_redis,
             http_cache_dir=http_cache,
             secrets_file=secrets,
+            revisit="continuous" if continuous else "pass" if recrawl else None,
         )
         if parsers:
             settings.parsers = [*settings.parsers, *(p.strip() for p in parsers.split(",") if p)]

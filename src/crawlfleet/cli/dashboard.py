@@ -51,10 +51,16 @@ def dashboard(
         Path | None, typer.Option("--state", help="state directory of an embedded crawl")
     ] = None,
     redis: Annotated[
-        str | None, typer.Option("--redis", help="Redis URL of the distributed crawls")
+        str | None,
+        typer.Option(
+            "--redis", envvar="CRAWLFLEET_REDIS_URL", help="Redis URL of the distributed crawls"
+        ),
     ] = None,
     postgres: Annotated[
-        str | None, typer.Option("--postgres", help="PostgreSQL DSN of their items and attempts")
+        str | None,
+        typer.Option(
+            "--postgres", envvar="CRAWLFLEET_POSTGRES_DSN", help="PostgreSQL DSN of their items"
+        ),
     ] = None,
     config: Annotated[Path | None, typer.Option(help="the crawl's config (TOML)")] = None,
     delay: Annotated[float | None, typer.Option(help="the crawl's --delay")] = None,

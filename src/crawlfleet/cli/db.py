@@ -18,7 +18,9 @@ err = Console(stderr=True)
 
 @db_app.command()
 def migrate(
-    postgres: Annotated[str, typer.Option("--postgres", help="PostgreSQL DSN")],
+    postgres: Annotated[
+        str, typer.Option("--postgres", envvar="CRAWLFLEET_POSTGRES_DSN", help="PostgreSQL DSN")
+    ],
 ) -> None:
     """Apply the migrations not applied yet (idempotent); prints what it applied."""
     from crawlfleet.pipeline.sinks.postgres_schema import migrate as apply_migrations

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 from pathlib import Path
 from typing import Annotated
 
@@ -11,8 +12,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from crawlfleet.cli.console import safe
+from crawlfleet.cli.console import fail, safe
 from crawlfleet.demosite import DemoSite
+from crawlfleet.demosite.roles import DEFAULT_ADDRESSES, ROLES
 
 DEFAULT_PORT = 8800
 
@@ -31,11 +33,50 @@ def register(app: typer.Typer) -> None:
         crawl_delay_s: Annotated[
             float, typer.Option(help="Crawl-delay announced by the slow-robots host.")
         ] = 2.0,
+        address: Annotated[
+            list[str] | None,
+            typer.Option(
+                help="ROLE=IP: serve ROLE on IP instead of its 127.0.0.x address (repeatable; "
+                "a site in a network namespace or container of its own)"
+            ),
+        ] = None,
     ) -> None:
         """Serve the demo site (shop, quotes, lab, ...) on loopback addresses until Ctrl-C."""
-        site = DemoSite(port=port, access_log_path=access_log, crawl_delay_s=crawl_delay_s)
+        try:
+            addresses = role_addresses(address or [])
+            site = DemoSite(
+                port=port,
+                addresses=addresses,
+                access_log_path=access_log,
+                crawl_delay_s=crawl_delay_s,
+            )
+        except ValueError as exc:
+            fail(str(exc))
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(_serve(site, Console()))
+
+
+def role_addresses(pairs: list[str]) -> dict[str, str]:
+    """Every role's address, ``["shop=10.0.0.4"]`` moving one; ``ValueError`` if bad.
+
+    Pages link across roles, so every role is served, the others on their loopback address.
+    """
+    addresses = dict(DEFAULT_ADDRESSES)
+    moved: set[str] = set()
+    for pair in pairs:
+        role, sep, ip = pair.partition("=")
+        try:
+            ipaddress.ip_address(ip.strip())
+        except ValueError:
+            raise ValueError(f"--address {pair!r}: write ROLE=IP (shop=127.0.0.2)") from None
+        role = role.strip()
+        if not sep or role in moved:
+            raise ValueError(f"--address {pair!r}: write each role once, as ROLE=IP")
+        if role not in addresses:
+            raise ValueError(f"--address {pair!r}: unknown role; roles: {', '.join(ROLES)}")
+        moved.add(role)
+        addresses[role] = ip.strip()
+    return addresses
 
 
 async def _serve(site: DemoSite, console: Console) -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 import typer
 
 from crawlfleet.cli import (
+    changes,
     crawl,
     dashboard,
     db,
@@ -19,6 +22,9 @@ from crawlfleet.cli import (
     status,
     worker,
 )
+from crawlfleet.cli.console import fail
+from crawlfleet.envfiles import load_env_files
+from crawlfleet.errors import ConfigError
 
 app = typer.Typer(
     name="crawlfleet",
@@ -27,7 +33,19 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+
+
+@app.callback()
+def _secret_files() -> None:
+    """Read the secrets given as ``CRAWLFLEET_*_FILE`` (``envfiles.py``) before any command."""
+    try:
+        load_env_files(os.environ)
+    except ConfigError as exc:
+        fail(exc)
+
+
 app.command()(crawl.crawl)
+changes.register(app)
 dlq.register(app)
 demo.register(app)
 demo_site.register(app)

@@ -144,4 +144,12 @@ def summary(result: CrawlResult) -> Group:
             f"{rate:.1f} responses/s"
         )
     )
+    unchanged, changed = s.get("fresh.unchanged"), s.get("fresh.changed")
+    if unchanged or changed:
+        parts.append(
+            Text(
+                f"revisits: {unchanged} unchanged ({s.get('fresh.not_modified')} answered 304),"
+                f" {changed} changed"
+            )
+        )
     return Group(*parts)

@@ -6,14 +6,17 @@ Celery, Redis and psycopg are imported when the command runs, so the embedded in
 
 from __future__ import annotations
 
+import asyncio
 import os
-from typing import Annotated
+import socket
+import time
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
 
 from crawlfleet.cli.console import fail, safe
-from crawlfleet.errors import CrawlfleetError
+from crawlfleet.errors import ConfigError, CrawlfleetError
 from crawlfleet.monitoring.metric_snapshot import DEFAULT_BIND
 from crawlfleet.settings import check_redis_url, load_settings
 
@@ -43,8 +46,14 @@ def celery_argv(queues: tuple[str, ...], loglevel: str, extra: list[str]) -> lis
 
 def worker(
     ctx: typer.Context,
-    redis: Annotated[str, typer.Option("--redis", help="Redis URL of the crawls' frontier")],
-    postgres: Annotated[str, typer.Option("--postgres", help="PostgreSQL DSN for items")],
+    redis: Annotated[
+        str,
+        typer.Option("--redis", envvar="CRAWLFLEET_REDIS_URL", help="Redis URL of the frontier"),
+    ],
+    postgres: Annotated[
+        str | None,
+        typer.Option("--postgres", envvar="CRAWLFLEET_POSTGRES_DSN", help="PostgreSQL DSN"),
+    ] = None,
     queues: Annotated[str, typer.Option(help="queues to serve, comma-separated")] = "http",
     concurrency: Annotated[int, typer.Option(min=1, help="pages in flight")] = 16,
     broker: Annotated[
@@ -73,6 +82,13 @@ def worker(
     metrics_bind: Annotated[
         str, typer.Option(envvar="CRAWLFLEET_METRICS_BIND", help="address /metrics binds to")
     ] = DEFAULT_BIND,
+    health: Annotated[
+        bool,
+        typer.Option(
+            "--health",
+            help="probe: exit 0 if a worker of this host sent a heartbeat within 30 s, else 1",
+        ),
+    ] = False,
 ) -> None:
     """Run a worker; extra arguments are passed to ``celery worker``.
 
@@ -83,9 +99,12 @@ def worker(
     from crawlfleet.runtime.backends import extra_missing
     from crawlfleet.runtime.kinds import check_queues
 
+    if health:
+        probe_health(redis)
     try:
         from crawlfleet.runtime.celery.app import TaskLimits, check_broker, make_app
         from crawlfleet.runtime.celery.executor import WorkerConfig, WorkerRuntime, check_backends
+        from crawlfleet.runtime.celery.health import add_idle_heartbeat
         from crawlfleet.runtime.celery.tasks import register as register_tasks
     except ImportError as exc:
         fail(extra_missing(exc), err)
@@ -95,6 +114,8 @@ def worker(
     try:
         check_queues(chosen, load_settings().browser_executable)
         load_parsers(allowed, use_entry_points=False)  # one line if one cannot be imported
+        if postgres is None:
+            raise ConfigError("missing --postgres (or CRAWLFLEET_POSTGRES_DSN[_FILE])")
         config = WorkerConfig(
             check_redis_url(redis),
             postgres,
@@ -119,12 +140,30 @@ def worker(
         err.print(f"metrics at {safe(server.url)}", soft_wrap=True)
     runtime = WorkerRuntime(config, metrics=metrics)
     register_tasks(app, runtime)
+    add_idle_heartbeat(app, runtime)
     try:
         app.worker_main(celery_argv(chosen, loglevel, list(ctx.args)))
     finally:
         runtime.shutdown()
         if server is not None:
             server.close()
+
+
+def probe_health(redis: str) -> NoReturn:
+    """Exit 0 with one line if a worker of this host has a fresh heartbeat, else 1 with why."""
+    try:
+        from crawlfleet.runtime.celery.health import host_health
+    except ImportError as exc:
+        from crawlfleet.runtime.backends import extra_missing
+
+        fail(extra_missing(exc), err)
+    try:
+        url = check_redis_url(redis)
+    except ConfigError as exc:
+        fail(exc, err)
+    ok, why = asyncio.run(host_health(url, socket.gethostname(), time.time()))
+    (Console() if ok else err).print(safe(why), soft_wrap=True)
+    raise typer.Exit(0 if ok else 1)
 
 
 def register(app: typer.Typer) -> None:

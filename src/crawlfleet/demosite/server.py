@@ -9,6 +9,7 @@ from pathlib import Path
 from aiohttp import web
 
 from crawlfleet.demosite.accesslog import AccessLog, AccessRecord
+from crawlfleet.demosite.catalogue import CatalogueEdits, conditional
 from crawlfleet.demosite.guarded import Guarded, GuardRules
 from crawlfleet.demosite.hazards import FlakyCounters, Hazards
 from crawlfleet.demosite.jsapp import JsApp
@@ -45,7 +46,8 @@ class DemoSite:
 
     ``port`` 0 picks a port that is free on all the addresses. ``access_log_path``, when set,
     receives every access record as a JSON line too. ``crawl_delay_s`` is the Crawl-delay of
-    the slow-robots role; ``guard`` the rules of the guarded role (``guarded.py``).
+    the slow-robots role; ``guard`` the rules of the guarded role (``guarded.py``). ``edits``
+    change the shop's catalogue while it runs.
     """
 
     def __init__(
@@ -66,6 +68,7 @@ class DemoSite:
         self._flaky = FlakyCounters()
         self._crawl_delay_s = crawl_delay_s
         self._guard = guard
+        self.edits = CatalogueEdits()
         self._runners: list[web.AppRunner] = []
 
     @property
@@ -126,10 +129,13 @@ class DemoSite:
         self._flaky.reset()
 
     def _build_app(self, role: str) -> web.Application:
-        app = web.Application(middlewares=[self._access_log.middleware(role)])
+        middlewares = [self._access_log.middleware(role)]
+        if role == SHOP:
+            middlewares.append(conditional())
+        app = web.Application(middlewares=middlewares)
         app.on_response_prepare.append(self._access_log.on_response_prepare)
         if role == SHOP:
-            app.add_routes(Shop(self.url).routes())
+            app.add_routes(Shop(self.url, self.edits).routes())
             app.add_routes(ShopApi().routes())
             app.add_routes(ShopSearch().routes())
             app.add_routes(ShopAisles().routes())

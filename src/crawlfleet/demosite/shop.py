@@ -6,6 +6,7 @@ from html import escape
 
 from aiohttp import web
 
+from crawlfleet.demosite.catalogue import CatalogueEdits
 from crawlfleet.demosite.pages import html_response, link, page, robots_response
 from crawlfleet.demosite.roles import LAB, UrlFor
 from crawlfleet.demosite.shop_data import (
@@ -24,10 +25,14 @@ ROBOTS_TXT = "User-agent: *\nDisallow: /accounts/\n"
 
 
 class Shop:
-    """Request handlers of the shop; ``url_for`` makes the footer link to the lab host."""
+    """Request handlers of the shop; ``url_for`` makes the footer link to the lab host.
 
-    def __init__(self, url_for: UrlFor) -> None:
+    ``edits`` are the catalogue's changes made while the site runs (prices, removals).
+    """
+
+    def __init__(self, url_for: UrlFor, edits: CatalogueEdits | None = None) -> None:
         self._url_for = url_for
+        self._edits = edits if edits is not None else CatalogueEdits()
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -55,6 +60,7 @@ class Shop:
         products = products_on_page(number)
         if not products:
             raise web.HTTPNotFound()
+        products = self._edits.listed(products)
         pager = []
         if number > 1:
             pager.append(f'<li class="previous">{link(f"page-{number - 1}.html", "previous")}</li>')
@@ -72,15 +78,13 @@ class Shop:
         category = slugs.get(request.match_info["category"])
         if category is None:
             raise web.HTTPNotFound()
-        body = f"<h1>{escape(category)}</h1>\n{self._pods(products_in(category), '../../')}"
+        listed = self._edits.listed(products_in(category))
+        body = f"<h1>{escape(category)}</h1>\n{self._pods(listed, '../../')}"
         return self._render(category, body)
 
     async def product(self, request: web.Request) -> web.Response:
-        product_id = int(request.match_info["product_id"])
-        if not 1 <= product_id <= len(PRODUCTS):
-            raise web.HTTPNotFound()
-        product = PRODUCTS[product_id - 1]
-        if request.match_info["slug"] != product.slug:
+        product = self._edits.product(int(request.match_info["product_id"]))
+        if product is None or request.match_info["slug"] != product.slug:
             raise web.HTTPNotFound()
         return self._render(product.name, _product_detail(product))
 

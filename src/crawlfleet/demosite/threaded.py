@@ -9,6 +9,7 @@ from pathlib import Path
 from types import TracebackType
 
 from crawlfleet.demosite.accesslog import AccessRecord
+from crawlfleet.demosite.catalogue import CatalogueEdits
 from crawlfleet.demosite.guarded import GuardRules
 from crawlfleet.demosite.server import DemoSite
 
@@ -78,6 +79,11 @@ class ThreadedDemoSite:
 
     def clear_log(self) -> None:
         self.site.clear_log()
+
+    @property
+    def edits(self) -> CatalogueEdits:
+        """The shop's catalogue changes (safe to make from any thread)."""
+        return self.site.edits
 
     def reset_flaky(self) -> None:
         self.site.reset_flaky()

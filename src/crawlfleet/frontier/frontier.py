@@ -23,6 +23,7 @@ from crawlfleet.frontier.protocols import (
     Ended,
     QueueStore,
     Report,
+    Visit,
 )
 from crawlfleet.frontier.scope import Scope
 from crawlfleet.models import (
@@ -37,6 +38,8 @@ from crawlfleet.models import (
 from crawlfleet.settings import DomainOverride
 from crawlfleet.urls import UrlRules, fingerprint, request_fingerprint
 
+REVISIT_BATCH = 10_000
+"""Due known URLs queued again per store call (bounds the memory of one call)."""
 MAX_CRAWL_DELAY_S = 60.0
 """A robots ``Crawl-delay`` above this is read as this (a typo must not stop a crawl)."""
 
@@ -289,6 +292,35 @@ class Frontier:
 
     async def ack_attempts(self, count: int) -> None:
         await self._store.ack_attempts(count)
+
+    async def remember(self, request: CrawlRequest, visit: Visit) -> None:
+        """See ``QueueStore.remember``."""
+        await self._store.remember(request, visit)
+
+    async def visit(self, fingerprint: str) -> Visit | None:
+        return await self._store.visit(fingerprint)
+
+    async def revisit(self, now: float) -> int:
+        """Queue every known URL due by ``now`` again (``QueueStore.revisit``, in batches of
+        ``REVISIT_BATCH``: each batch clears the due times it looked at, so this ends)."""
+        total = 0
+        while True:
+            total += await self._store.revisit(now, REVISIT_BATCH)
+            due = await self._store.next_visit_at()
+            if due is None or due > now:
+                return total
+
+    async def next_visit_at(self) -> float | None:
+        return await self._store.next_visit_at()
+
+    async def expedite(self, request: CrawlRequest, modified_at: float, now: float) -> bool:
+        """Make a known URL due at ``now`` when its sitemap ``<lastmod>`` (``modified_at``) is
+        after its last visit; whether it was moved up."""
+        visit = await self._store.visit(request.fingerprint)
+        if visit is None or modified_at <= visit.visited_at or visit.next_at <= now:
+            return False
+        await self._store.remember(request, replace(visit, next_at=now))
+        return True
 
     async def dead_letters(self, limit: int = 100, offset: int = 0) -> list[DeadLetter]:
         return await self._store.dead_letters(limit, offset)

@@ -31,6 +31,7 @@ from crawlfleet.frontier.protocols import (
     DomainView,
     Ended,
     Report,
+    Visit,
 )
 from crawlfleet.models import Attempt, CrawlRequest, DeadLetter, Lease, QueueCounts
 
@@ -75,6 +76,8 @@ class MemoryQueueStore:
         self._crawl_counters: Counters = {}
         self._started_at: float | None = None
         self._attempts: deque[Attempt] = deque()
+        self._visits: dict[str, Visit] = {}
+        self._due_visits: list[tuple[float, str]] = []
 
     async def add(self, requests: Sequence[CrawlRequest], budget: Budget) -> int:
         admitted = 0
@@ -188,6 +191,8 @@ class MemoryQueueStore:
         entry.state = _State.DONE
         entry.errors.clear()
         self._counts[_State.DONE] += 1
+        if report.visit is not None:
+            await self.remember(entry.request, report.visit)
         return self._record(domain, report, default)
 
     async def retry(
@@ -315,6 +320,41 @@ class MemoryQueueStore:
     async def ack_attempts(self, count: int) -> None:
         for _ in range(min(count, len(self._attempts))):
             self._attempts.popleft()
+
+    async def remember(self, request: CrawlRequest, visit: Visit) -> None:
+        self._visits[request.fingerprint] = visit
+        if visit.next_at != float("inf"):
+            heapq.heappush(self._due_visits, (visit.next_at, request.fingerprint))
+
+    async def visit(self, fingerprint: str) -> Visit | None:
+        return self._visits.get(fingerprint)
+
+    async def revisit(self, now: float, limit: int) -> int:
+        moved = 0
+        heap = self._due_visits
+        while heap and heap[0][0] <= now and moved < limit:
+            at, fp = heapq.heappop(heap)
+            visit = self._visits.get(fp)
+            if visit is None or visit.next_at != at:
+                continue  # a later remember replaced this due time
+            self._visits[fp] = replace(visit, next_at=float("inf"))
+            entry = self._entries.get(fp)
+            if entry is None or entry.state is not _State.DONE:
+                continue
+            self._counts[_State.DONE] -= 1
+            entry.request = replace(entry.request, attempt=0, priority=visit.priority)
+            self._push(entry, 0.0)
+            moved += 1
+        return moved
+
+    async def next_visit_at(self) -> float | None:
+        heap = self._due_visits
+        while heap:
+            at, fp = heap[0]
+            if self._visits[fp].next_at == at:
+                return at
+            heapq.heappop(heap)
+        return None
 
     def _dead_entries(self, fingerprints: Sequence[str] | None) -> list[_Entry]:
         chosen = self._dead if fingerprints is None else self._dead.intersection(fingerprints)

@@ -20,6 +20,10 @@ A ``QueueStore`` keeps, for one crawl:
   last Retry-After block, and the fetch strategy slot. Only the store changes it, in the
   same atomic step as the lease change that caused it, so every process sees one policy and
   nothing a process did not read (a robots ``Crawl-delay``) is ever written back over,
+- **known URLs** (``Visit``): for a request that completed, the validators of its last 200
+  (ETag, Last-Modified), its content hash and when it is due again. ``revisit`` moves a
+  done request whose time has come back to its queue; the seen filter is not touched, so
+  discovery of a known URL still admits nothing (decision 0014),
 - **statistics**: the counters of ``crawlfleet.counters``, per crawl and per domain, and the
   **attempt log** rows, both added in the same atomic step as the lease end they describe.
 
@@ -107,7 +111,10 @@ class Report:
     ``counters`` are added to the crawl's and the domain's statistics beside those of
     ``crawlfleet.counters.for_attempt(attempt)`` (which the store derives itself): items
     stored, invalid or duplicate by type. ``block_until`` > 0 keeps the domain quiet until
-    then (a Retry-After), recorded with ``reason``.
+    then (a Retry-After), recorded with ``reason``. ``visit``, given to ``complete``, becomes
+    what is known of the request's URL (``remember``'s rule) in the same atomic step (the
+    Redis store writes it just before the lease end, by its own script: a lease no longer
+    current may then still record it, which the URL's next visit overwrites).
     """
 
     attempt: Attempt
@@ -115,6 +122,7 @@ class Report:
     reason: str = ""
     counters: Mapping[str, float] = field(default_factory=dict)
     block_until: float = 0.0
+    visit: Visit | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +171,34 @@ class DomainView:
     queued: int
     in_flight: int
     stats: CrawlStats
+
+
+@dataclass(frozen=True, slots=True)
+class Visit:
+    """What the frontier keeps about a fetched URL for its next visit.
+
+    ``etag`` and ``last_modified`` are the validators of its last 200 ("" when it sent
+    none), ``content_hash`` the hex SHA-256 of that body; ``interval_s`` is the interval
+    that led to ``next_at`` (epoch s; ``inf``: never due again), ``priority`` the queue
+    priority of the revisit; ``item_types`` the types its last parse yielded (for the
+    recrawl rules of an unchanged page, which is not parsed), ``visited_at`` when the visit
+    was made (epoch s; a sitemap ``<lastmod>`` after it makes the URL due at once).
+    """
+
+    etag: str = ""
+    last_modified: str = ""
+    content_hash: str = ""
+    interval_s: float = float("inf")
+    next_at: float = float("inf")
+    priority: int = 0
+    item_types: tuple[str, ...] = ()
+    visited_at: float = 0.0
+
+    def to_dict(self) -> dict[str, object]:
+        return {"etag": self.etag, "last_modified": self.last_modified,
+                "content_hash": self.content_hash, "interval_s": self.interval_s,
+                "next_at": self.next_at, "priority": self.priority,
+                "item_types": list(self.item_types), "visited_at": self.visited_at}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,6 +346,32 @@ class QueueStore(Protocol):
 
     async def ack_attempts(self, count: int) -> None:
         """Forget the ``count`` oldest pending attempts (copied)."""
+        ...
+
+    async def remember(self, request: CrawlRequest, visit: Visit) -> None:
+        """Keep ``visit`` as what is known of ``request``'s URL (replacing the last one).
+
+        Written before the lease ends, so a crash in between only repeats the visit. The
+        URL is due again at ``visit.next_at`` (never when infinite) once its request is done.
+        """
+        ...
+
+    async def visit(self, fingerprint: str) -> Visit | None:
+        """What is known of a fetched URL; None before its first ``remember``."""
+        ...
+
+    async def revisit(self, now: float, limit: int) -> int:
+        """Queue again up to ``limit`` done requests whose ``next_at <= now``, earliest first.
+
+        Each goes back to its lane with ``attempt`` 0 and its visit's priority, and stays
+        known; its due time is cleared until its next ``remember``. A due URL whose request
+        is queued, leased or dead is left alone (its due time is cleared too). Budgets are
+        not charged: a revisit admits nothing new. Returns how many were queued.
+        """
+        ...
+
+    async def next_visit_at(self) -> float | None:
+        """The earliest due time among known URLs (maybe past), or None when none is due ever."""
         ...
 
     async def dead_letters(self, limit: int = 100, offset: int = 0) -> list[DeadLetter]:

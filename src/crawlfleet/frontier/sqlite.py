@@ -39,6 +39,7 @@ from crawlfleet.frontier.protocols import (
     DomainView,
     Ended,
     Report,
+    Visit,
 )
 from crawlfleet.models import Attempt, CrawlRequest, DeadLetter, Lease, QueueCounts
 
@@ -203,6 +204,8 @@ class SqliteQueueStore:
         with self._transaction() as db:
             if db.execute(sql, (*params, *parsed)).rowcount != 1:
                 return Ended(False), state
+            if report.visit is not None and sql == q.COMPLETE:
+                db.execute(q.REMEMBER, (parsed[0], *rows.visit_row(report.visit)))
             db.execute(q.INSERT_ATTEMPT, rows.attempt_row(report.attempt))
             db.execute(
                 q.END_LEASE_DOMAIN,
@@ -363,6 +366,33 @@ class SqliteQueueStore:
 
     async def ack_attempts(self, count: int) -> None:
         """Nothing to forget: no attempt is ever pending (``pending_attempts``)."""
+
+    async def remember(self, request: CrawlRequest, visit: Visit) -> None:
+        self._execute(q.REMEMBER, (request.fingerprint, *rows.visit_row(visit)))
+
+    async def visit(self, fingerprint: str) -> Visit | None:
+        row = self._db.execute(q.VISIT, (fingerprint,)).fetchone()
+        return None if row is None else rows.visit(row)
+
+    async def revisit(self, now: float, limit: int) -> int:
+        if limit <= 0:
+            return 0
+        per_lane: dict[tuple[str, str], int] = {}
+        with self._transaction() as db:
+            for fp, priority, state, domain, kind in db.execute(q.DUE, (now, limit)).fetchall():
+                db.execute(q.CLEAR_DUE, (fp,))
+                if state == q.DONE and db.execute(q.REQUEUE_DONE, (priority, fp)).rowcount:
+                    per_lane[(domain, kind)] = per_lane.get((domain, kind), 0) + 1
+        for (name, kind), count in per_lane.items():
+            self._schedule.enqueued(self._schedule.get(name), kind, count)
+        moved = sum(per_lane.values())
+        self._counts[q.DONE] -= moved
+        self._counts[q.QUEUED] += moved
+        return moved
+
+    async def next_visit_at(self) -> float | None:
+        value: float | None = self._db.execute(q.NEXT_VISIT).fetchone()[0]
+        return value
 
     async def dead_letters(self, limit: int = 100, offset: int = 0) -> list[DeadLetter]:
         found = self._db.execute(q.DEAD_LETTERS, (limit, offset)).fetchall()

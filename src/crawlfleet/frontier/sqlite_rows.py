@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from crawlfleet.frontier.policy import PolicyRecord
-from crawlfleet.frontier.protocols import DelaySource
+from crawlfleet.frontier.protocols import DelaySource, Visit
 from crawlfleet.frontier.sqlite_schema import REQUEST_COLUMN_COUNT
 from crawlfleet.models import Attempt, CrawlRequest, DeadLetter
 
@@ -86,3 +86,23 @@ def parse_token(token: str) -> tuple[str, int] | None:
 
 def json_or_null(fingerprints: Sequence[str] | None) -> str | None:
     return None if fingerprints is None else json.dumps(list(fingerprints))
+
+
+def visit_row(v: Visit) -> tuple[Any, ...]:
+    """The ``known`` columns after ``fp`` of a visit (an infinite time is NULL)."""
+    return (v.etag, v.last_modified, v.content_hash, _finite(v.interval_s), _finite(v.next_at),
+            v.priority, json.dumps(list(v.item_types)), v.visited_at)  # fmt: skip
+
+
+def visit(row: Sequence[Any]) -> Visit:
+    """A visit from a ``VISIT`` row."""
+    etag, last_modified, content_hash, interval_s, next_at, priority, item_types, at = row
+    inf = float("inf")
+    return Visit(etag, last_modified, content_hash,
+                 inf if interval_s is None else interval_s,
+                 inf if next_at is None else next_at, priority,
+                 tuple(json.loads(item_types)), at)  # fmt: skip
+
+
+def _finite(value: float) -> float | None:
+    return value if value != float("inf") else None

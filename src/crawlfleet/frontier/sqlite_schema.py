@@ -22,6 +22,10 @@ Tables::
                status, bytes, latency_s, retry, at, error, fetcher, detail, session_id,
                proxy_id, tier, screenshot (the columns
                ``monitoring.attempt_log.SqliteAttemptLog`` reads)
+    known      one row per fetched URL (``protocols.Visit``), by fp: etag, last_modified,
+               content_hash (of its last 200), interval_s, next_at (epoch s; NULL: not
+               due again until its next visit is recorded), priority (of its revisit),
+               item_types (JSON list: the types its last parse yielded), visited_at (epoch s)
 
 ``state``: 0 queued, 1 leased, 2 done, 3 dead, 4 seen only (a purged dead letter; schema 1
 also used it for ``mark_seen``). Partial indexes keep each hot query on a small index:
@@ -30,7 +34,8 @@ letters by death time.
 
 Schema versions (``PRAGMA user_version``): 1 had no lanes, policy record, counters, meta,
 nor the attempt columns fetcher and detail (the attempt log created its own table); 2 had
-no request payload (data, method, body, headers). ``open_queue_db`` migrates an older file
+no request payload (data, method, body, headers); 3 had no ``known`` table (added by
+its own step, ``KNOWN_SCHEMA``). ``open_queue_db`` migrates an older file
 in place: a version 1 file keeps a stored delay as the base delay with source ``config``;
 requests stored before version 3 read as GETs without context, body or headers; version 3
 had no attempt columns session_id, proxy_id, tier (``ROUTE_COLUMNS``) and screenshot (NULL
@@ -120,10 +125,27 @@ SCHEMA = (
     "CREATE INDEX IF NOT EXISTS attempts_url ON attempts (url, id)",
 )
 
-# Version 4: the crawl session, proxy id and tier of each attempt (runtime/proxy_link.py) and
+# Version 4 adds these columns: the crawl session, proxy id and tier of each attempt (runtime/proxy_link.py) and
 # the browser fetcher's screenshot of a failed page.
 ROUTE_COLUMNS = ("session_id TEXT", "proxy_id TEXT", "tier INTEGER")
 SCREENSHOT_COLUMN = "screenshot TEXT"
+
+# Version 4 also adds the known URLs and their next visit (decision 0014).
+KNOWN_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS known (
+    fp TEXT PRIMARY KEY,
+    etag TEXT NOT NULL DEFAULT '',
+    last_modified TEXT NOT NULL DEFAULT '',
+    content_hash TEXT NOT NULL DEFAULT '',
+    interval_s REAL,
+    next_at REAL,
+    priority INTEGER NOT NULL DEFAULT 0,
+    item_types TEXT NOT NULL DEFAULT '[]',
+    visited_at REAL NOT NULL DEFAULT 0
+) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS known_due ON known (next_at) WHERE next_at IS NOT NULL",
+)
+
 # Columns an older file lacks, by table (the attempt log's table may predate the store's).
 ADDED_COLUMNS = {
     "requests": (
@@ -267,6 +289,27 @@ LOAD_QUEUED = (
 )
 LOAD_LEASED = "SELECT domain, count(*) FROM requests WHERE state = 1 GROUP BY domain"
 
+REMEMBER = (
+    "INSERT OR REPLACE INTO known (fp, etag, last_modified, content_hash, interval_s, next_at,"
+    " priority, item_types, visited_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+VISIT = (
+    "SELECT etag, last_modified, content_hash, interval_s, next_at, priority, item_types,"
+    " visited_at FROM known"
+    " WHERE fp = ?"
+)
+# Due known URLs (?1 = now, ?2 = limit), earliest first, with their request's state.
+DUE = (
+    "SELECT k.fp, k.priority, r.state, r.domain, r.fetcher FROM known k"
+    " JOIN requests r ON r.fp = k.fp WHERE k.next_at <= ?1 ORDER BY k.next_at LIMIT ?2"
+)
+CLEAR_DUE = "UPDATE known SET next_at = NULL WHERE fp = ?"
+REQUEUE_DONE = (
+    "UPDATE requests SET state = 0, attempt = 0, not_before = 0, priority = ?, errors = '[]'"
+    " WHERE fp = ? AND state = 2"
+)
+NEXT_VISIT = "SELECT min(next_at) FROM known WHERE next_at IS NOT NULL"
+
 
 class FileLock:
     """An exclusive ``flock`` on ``<path>.lock``, held until ``release``."""
@@ -309,6 +352,8 @@ def _create(db: sqlite3.Connection, version: int) -> None:
         for table, added in ADDED_COLUMNS.items():
             _add_columns(db, table, added)
         for statement in SCHEMA:
+            db.execute(statement)
+        for statement in KNOWN_SCHEMA:
             db.execute(statement)
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from crawlfleet.models import FetchResult, Item, Link, ParseResult
+from crawlfleet.models import FetchResult, Item, Link, ParseResult, Revisit
 from crawlfleet.parsing.protocols import Parser
 from crawlfleet.parsing.response import Response
 from crawlfleet.patterns import Pattern, compile_pattern
@@ -41,7 +41,7 @@ MARK = "__crawlfleet_parser__"
 PluginFunction = Callable[[Response], Any]
 ContextOf = Mapping[str, Any] | Callable[[Response], Mapping[str, Any]]
 
-__all__ = ["Contract", "Follow", "Link", "parser"]
+__all__ = ["Contract", "Follow", "Link", "Revisit", "parser"]
 
 
 def compile_regex(pattern: str, what: str) -> Pattern:
@@ -233,10 +233,12 @@ class PluginParser:
                 parsed.links.append(replace(value, url=page.urljoin(value.url)))
             elif isinstance(value, str):
                 parsed.links.append(Link(page.urljoin(value)))
+            elif isinstance(value, Revisit):
+                parsed.revisit = value
             else:
                 raise TypeError(
                     f"parser {self.name!r} produced a {type(value).__name__}; "
-                    "expected Item, dict, Link or str"
+                    "expected Item, dict, Link, str or Revisit"
                 )
         parsed.links = unique(parsed.links + followed(page, self.follow))
         return parsed

@@ -19,8 +19,9 @@ from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.errors import DropItem
 from crawlfleet.models import Item
 from crawlfleet.monitoring.events import EventBus, ItemDropped, ItemInvalid, ItemsStored
+from crawlfleet.pipeline.hashing import item_key
 from crawlfleet.pipeline.processors import DUPLICATE, InvalidItem, StatefulProcessor
-from crawlfleet.pipeline.protocols import Processor, Sink
+from crawlfleet.pipeline.protocols import PageTracker, Processor, Sink
 from crawlfleet.pipeline.quality import DataQuality
 from crawlfleet.pipeline.rejects import Reject, RejectStore
 
@@ -44,7 +45,9 @@ class Pipeline:
 
     ``batch_size`` caps the items per ``sink.write`` call. Items a processor refuses with
     ``InvalidItem``, or whose data is not JSON-serializable, go to ``rejects`` (when given)
-    and are counted as invalid; other ``DropItem`` reasons are counted as drops.
+    and are counted as invalid; other ``DropItem`` reasons are counted as drops. With a
+    ``tracker`` (the sink's ``PageTracker``), a page's stored and duplicate items are
+    recorded as what it yields, after they are stored.
     """
 
     def __init__(
@@ -57,6 +60,7 @@ class Pipeline:
         rejects: RejectStore | None = None,
         quality: DataQuality | None = None,
         clock: Clock | None = None,
+        tracker: PageTracker | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
@@ -67,15 +71,23 @@ class Pipeline:
         self._batch_size = batch_size
         self._rejects = rejects
         self._clock = clock if clock is not None else SystemClock()
+        self._tracker = tracker
 
     async def process(
-        self, items: Sequence[Item], domain: str, *, fetched_at: float | None = None
+        self,
+        items: Sequence[Item],
+        domain: str,
+        *,
+        fetched_at: float | None = None,
+        page: str | None = None,
     ) -> PipelineOutcome:
         """Processes and stores one page's items; ``domain`` is the page's politeness key.
 
         ``fetched_at`` (epoch seconds) is when the page was fetched: the version the sinks
         keep the newest of, given to every item that has none after the processors.
+        ``page`` (the request's URL) is the page they came from, for the change feed.
         """
+        yielded: list[tuple[str, str]] = []
         accepted: list[Item] = []
         dropped: Counter[str] = Counter()
         drops: list[ItemDropped] = []
@@ -92,6 +104,8 @@ class Pipeline:
                     rejects.append(self._reject(item, str(exc)))
                 except DropItem as exc:
                     reason = str(exc) or type(exc).__name__
+                    if reason == DUPLICATE:
+                        yielded.append((item.type, item_key(item)))
                     dropped[reason] += 1
                     drops.append(ItemDropped(item.type, reason, item.url, domain))
                 else:
@@ -100,6 +114,9 @@ class Pipeline:
                 await self._rejects.add(rejects)
             for start in range(0, len(accepted), self._batch_size):
                 await self._sink.write(accepted[start : start + self._batch_size])
+            if self._tracker is not None and page is not None:
+                yielded += [(item.type, item_key(item)) for item in accepted]
+                await self._tracker.page_items(page, sorted(set(yielded)))
         except BaseException:
             for processor in self.processors:
                 if isinstance(processor, StatefulProcessor):
@@ -116,6 +133,16 @@ class Pipeline:
         return PipelineOutcome(
             len(accepted), dict(dropped), len(rejects), _by_type(accepted, drops, rejects)
         )
+
+    async def unchanged(self, page: str) -> None:
+        """The page is as at its last visit: its items are seen again (``PageTracker``)."""
+        if self._tracker is not None:
+            await self._tracker.page_unchanged(page)
+
+    async def gone(self, page: str) -> None:
+        """The page is gone (404, 410): the items only it yielded are ``gone``."""
+        if self._tracker is not None:
+            await self._tracker.page_items(page, [])
 
     async def close(self) -> None:
         """Closes the sink (the rejects store belongs to whoever made it)."""

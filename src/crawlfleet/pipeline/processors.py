@@ -22,7 +22,7 @@ import pydantic
 from crawlfleet.errors import DropItem
 from crawlfleet.models import Item
 from crawlfleet.pipeline.dates import DEFAULT_FORMATS, to_iso
-from crawlfleet.pipeline.hashing import item_key
+from crawlfleet.pipeline.hashing import content_hash, item_key
 from crawlfleet.pipeline.prices import Price, parse_price
 from crawlfleet.pipeline.protocols import Processor
 from crawlfleet.pipeline.text import NUL
@@ -163,28 +163,33 @@ class StatefulProcessor(Protocol):
 
 
 class Dedupe:
-    """Drops an item whose (type, key) was seen before, the key being its content hash if unset.
+    """Drops an item whose (type, key) was seen before with the same content, the key being
+    its content hash if unset.
 
-    Remembers the ``max_keys`` most recently seen identities; older ones are forgotten, so a
-    very old duplicate passes (the sinks upsert by key, so it is stored once anyway). Put it
-    last: ``forget`` recognises a keyless item by the content it has after every processor.
+    An item seen again with other content passes: a recrawl (``--continuous``) found a new
+    version of it. Remembers the ``max_keys`` most recently seen identities; older ones are
+    forgotten, so a very old duplicate passes (the sinks upsert by key, so it is stored once
+    anyway). Put it last: ``forget`` recognises a keyless item by the content it has after
+    every processor.
     """
 
     def __init__(self, *, max_keys: int = 1_000_000) -> None:
         if max_keys < 1:
             raise ValueError("max_keys must be >= 1")
         self._max_keys = max_keys
-        self._seen: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._seen: OrderedDict[tuple[str, str], str] = OrderedDict()
 
     def __call__(self, item: Item) -> Item:
         try:
             identity = (item.type, item_key(item))
+            version = content_hash(item.data)
         except TypeError as exc:  # orjson.JSONEncodeError: no content hash without JSON
             raise InvalidItem(f"not JSON-serializable: {exc}") from None
-        if identity in self._seen:
+        if self._seen.get(identity) == version:
             self._seen.move_to_end(identity)
             raise DropItem(DUPLICATE)
-        self._seen[identity] = None
+        self._seen[identity] = version
+        self._seen.move_to_end(identity)
         if len(self._seen) > self._max_keys:
             self._seen.popitem(last=False)
         return item

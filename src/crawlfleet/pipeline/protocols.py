@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from crawlfleet.models import Item
 
@@ -27,3 +27,26 @@ class Sink(Protocol):
     async def write(self, items: Sequence[Item]) -> None: ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class PageTracker(Protocol):
+    """Keeps which items each page yields, for the change feed (``pipeline/changes.py``).
+
+    The upserting sinks (SQLite, PostgreSQL) record ``new`` and ``changed`` items in their
+    ``write``; this port adds what ``write`` cannot see. ``page`` is the canonical URL of
+    the page's request.
+    """
+
+    async def page_items(self, page: str, keys: Sequence[tuple[str, str]]) -> None:
+        """The page now yields exactly these (item type, item key).
+
+        An item it yielded at its last visit and no longer yields, and that no other page
+        yields, is recorded ``gone``; a page answering 404 or 410 yields ``[]``.
+        """
+        ...
+
+    async def page_unchanged(self, page: str) -> None:
+        """The page is as at its last visit (a 304, or the same body): its items' ``last_seen``
+        moves to now."""
+        ...

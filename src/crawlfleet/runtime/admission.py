@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from crawlfleet.clock import Clock
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.robots import FetchFn, RobotsCache, origin_of
-from crawlfleet.frontier.sitemaps import default_sitemaps, sitemap_urls
+from crawlfleet.frontier.sitemaps import SitemapEntry, default_sitemaps, sitemap_entries
 from crawlfleet.models import CrawlRequest, Link
 from crawlfleet.monitoring.events import EventBus, LinksAdded
 
@@ -54,7 +54,11 @@ class Admitter:
         return await self.admit(urls, None)
 
     async def seed_sitemaps(self, seeds: Iterable[str]) -> int:
-        """Offer the URLs of the seeds' sitemaps (robots.txt ``Sitemap:`` and /sitemap.xml)."""
+        """Offer the URLs of the seeds' sitemaps (robots.txt ``Sitemap:`` and /sitemap.xml).
+
+        A known URL whose ``<lastmod>`` is after its last visit is due at once
+        (``Frontier.expedite``).
+        """
         origins = {origin_of(seed): seed for seed in seeds if not seed.startswith("file:")}
         admitted = 0
         for origin, seed in origins.items():
@@ -62,8 +66,8 @@ class Admitter:
                 start = await default_sitemaps(self._robots, seed)
             else:
                 start = [f"{origin}/sitemap.xml"]
-            batch: list[str] = []
-            found = sitemap_urls(
+            batch: list[SitemapEntry] = []
+            found = sitemap_entries(
                 self._fetch_url,
                 start,
                 in_scope=self._in_scope,
@@ -71,12 +75,23 @@ class Admitter:
                 delay_s=self._frontier.default_policy.delay_s,
                 clock=self._clock,
             )
-            async for url in found:
-                batch.append(url)
+            async for entry in found:
+                batch.append(entry)
                 if len(batch) >= SITEMAP_BATCH:
-                    admitted += await self.admit(batch, None)
+                    admitted += await self._admit_entries(batch)
                     batch = []
-            admitted += await self.admit(batch, None)
+            admitted += await self._admit_entries(batch)
+        return admitted
+
+    async def _admit_entries(self, entries: list[SitemapEntry]) -> int:
+        admitted = await self.admit([entry.url for entry in entries], None)
+        now = self._clock.now()
+        for entry in entries:
+            if entry.lastmod is None:
+                continue
+            requests, _rejected = self._frontier.requests_for([entry.url], None)
+            for request in requests:
+                await self._frontier.expedite(request, entry.lastmod, now)
         return admitted
 
     def _in_scope(self, url: str) -> bool:

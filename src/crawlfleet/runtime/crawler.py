@@ -26,7 +26,7 @@ from crawlfleet.fetchers.protocols import Fetcher
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.ladder import BROWSER
 from crawlfleet.frontier.politeness import StatusClass, classify, judge, retry_after_block
-from crawlfleet.frontier.protocols import Ended, Report, Signal
+from crawlfleet.frontier.protocols import Ended, Report, Signal, Visit
 from crawlfleet.frontier.robots import RobotsCache
 from crawlfleet.models import Attempt, FetchResult, Lease, Outcome, Route
 from crawlfleet.monitoring.events import (
@@ -42,6 +42,7 @@ from crawlfleet.parsing.budget import ParseBudget
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.pipeline import Pipeline, PipelineOutcome
 from crawlfleet.runtime.admission import Admitter
+from crawlfleet.runtime.freshness import GONE_STATUSES, NOT_MODIFIED, Freshness, conditional
 from crawlfleet.runtime.login import LoginFailed
 from crawlfleet.runtime.strategy import Strategies, fetcher_kind
 from crawlfleet.settings import MAX_STEP_S
@@ -58,9 +59,10 @@ class CrawlerParts:
 
     ``fetchers`` holds one fetcher per kind this process serves; a request of another kind is
     a bug of the claim (``ClaimLoop`` claims only these kinds). ``max_step_s`` bounds one
-    step (the ``ClaimLoop``'s watchdog). ``strategies``: the domains' strategy slots, which
-    may fetch an ``http`` request with the ``impersonate`` or the ``browser`` fetcher (None:
-    every request is fetched with its own kind).
+    step (the ``ClaimLoop``'s watchdog). ``freshness`` sends a known URL's validators and
+    remembers each visit (``runtime/freshness.py``). ``strategies``: the domains' strategy
+    slots, which may fetch an ``http`` request with the ``impersonate`` or the ``browser``
+    fetcher (None: every request is fetched with its own kind).
     """
 
     frontier: Frontier
@@ -74,6 +76,7 @@ class CrawlerParts:
     worker: str
     max_retry_after_s: float
     parse_budget: ParseBudget
+    freshness: Freshness
     max_step_s: float = MAX_STEP_S
     strategies: Strategies | None = None
 
@@ -91,6 +94,7 @@ class _Step:
     kind: str = ""
     """The fetcher kind that fetched (``""``: the request's own)."""
     screenshot: str | None = None
+    visit: Visit | None = None
 
 
 class Crawler:
@@ -137,9 +141,10 @@ class Crawler:
             if not decision.allowed:
                 await self._skip(lease, decision.reason or "disallowed by robots.txt")
                 return
+        visit = await p.freshness.known(request)
         started = p.clock.now()
         try:
-            result = await fetcher.fetch(request)
+            result = await fetcher.fetch(conditional(request, visit))
         except Dropped as exc:  # a hook's refusal is the page's outcome, not a fault
             await self._skip(lease, str(exc))
             return
@@ -150,7 +155,7 @@ class Crawler:
             step = _Step(lease, started, route=exc.route, kind=kind, screenshot=exc.screenshot)
             await self._fail(step, str(exc), retry=exc.transient)
             return
-        await self._fetched(_Step(lease, started, result, kind=kind), result)
+        await self._fetched(_Step(lease, started, result, kind=kind, visit=visit), result)
 
     async def abandon(self, lease: Lease, started: float, error: str) -> None:
         """Record a step stopped from outside (the watchdog): retried later, or buried."""
@@ -161,6 +166,13 @@ class Crawler:
         lease = fetched.lease
         signal, why = judge(result)
         step = replace(fetched, signal=signal, reason=why)
+        visit = step.visit
+        if p.freshness.unchanged(result, visit):
+            await self._unchanged(step, result)
+            return
+        if result.status == NOT_MODIFIED:  # never parsed: there is no page in a 304
+            await self._complete(step, Outcome.FAILED, "HTTP 304 to a request without validators")
+            return
         kind = classify(result)
         if kind is StatusClass.RETRY_AFTER:
             now = p.clock.now()
@@ -186,7 +198,11 @@ class Crawler:
             await self._fail(step, f"HTTP {result.status}")
             return
         if kind is StatusClass.FINAL:
-            await self._complete(step, Outcome.FAILED, f"HTTP {result.status}")
+            gone = visit is not None and result.status in GONE_STATUSES
+            if gone:
+                await p.pipeline.gone(lease.request.url)
+            again = None if gone else p.freshness.again(visit)
+            await self._complete(step, Outcome.FAILED, f"HTTP {result.status}", visit=again)
             return
         if kind is StatusClass.REDIRECT:
             await self._redirected(step, result)
@@ -205,14 +221,34 @@ class Crawler:
             detail = traceback.format_exc()
             p.events.emit(ParseFailed(request.url, name, error, detail))
             await self._complete(
-                step, Outcome.PARSE_ERROR, f"parser {name!r}: {error}", detail=detail
+                step,
+                Outcome.PARSE_ERROR,
+                f"parser {name!r}: {error}",
+                detail=detail,
+                visit=p.freshness.again(step.visit),
             )
             return
         await p.admitter.admit(parsed.links, request)
         outcome = await p.pipeline.process(
-            parsed.items, request.domain, fetched_at=result.fetched_at
+            parsed.items, request.domain, fetched_at=result.fetched_at, page=request.url
         )
-        await self._complete(step, Outcome.OK, None, counters=item_counters(outcome))
+        counters = item_counters(outcome)
+        if step.visit is not None:
+            counters["fresh.changed"] = 1
+        known = p.freshness.next_visit(request, result, step.visit, parsed)
+        await self._complete(step, Outcome.OK, None, counters=counters, visit=known)
+
+    async def _unchanged(self, step: _Step, result: FetchResult) -> None:
+        """A revisit found the page as it was: no parse; its items (if any) are seen again."""
+        p = self.parts
+        request = step.lease.request
+        if step.visit is not None and step.visit.item_types:
+            await p.pipeline.unchanged(request.url)
+        counters = {"fresh.unchanged": 1.0}
+        if result.status == NOT_MODIFIED:
+            counters["fresh.not_modified"] = 1.0
+        known = p.freshness.next_visit(request, result, step.visit, None)
+        await self._complete(step, Outcome.OK, None, counters=counters, visit=known)
 
     async def _redirected(self, step: _Step, result: FetchResult) -> None:
         """Queue the Location like a link: the seen filter makes its page fetched once."""
@@ -238,9 +274,10 @@ class Crawler:
         *,
         detail: str | None = None,
         counters: Mapping[str, float] | None = None,
+        visit: Visit | None = None,
     ) -> None:
         attempt = self._attempt(step, outcome, error, detail)
-        report = Report(attempt, step.signal, step.reason, counters or {})
+        report = Report(attempt, step.signal, step.reason, counters or {}, visit=visit)
         self._ended(attempt, await self.parts.frontier.complete(step.lease, report))
 
     async def _fail(

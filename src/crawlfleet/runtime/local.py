@@ -6,6 +6,11 @@ claiming and lets in-flight steps finish for up to ``grace_s``; anything cancell
 lease in the state file and comes back on the next run. With a ``control``
 (``runtime/control.py``: ``FileControl`` of the state directory) the runner claims nothing
 while the crawl is paused, lets the steps in flight finish, and goes on when it is resumed.
+
+``revisit``: ``pass`` first queues the known URLs that are due (``Frontier.revisit``), then
+runs to the end as above; ``continuous`` never ends by itself: when nothing is pending it
+waits for the next known URL to be due (at most ``IDLE_WAIT_S`` at a time, so a stop or
+work added by ``crawlfleet add`` is seen) and queues what is due.
 """
 
 from __future__ import annotations
@@ -24,6 +29,9 @@ from crawlfleet.runtime.crawler import Crawler
 from crawlfleet.runtime.loop import ClaimLoop
 
 log = logging.getLogger(__name__)
+
+IDLE_WAIT_S = 1.0
+"""Longest sleep of a continuous crawl with nothing pending."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +84,9 @@ class LocalRunner:
         self._paused = False
         self.stop = asyncio.Event()
 
-    async def run(self, seeds: Sequence[str], *, sitemaps: bool = False) -> RunResult:
+    async def run(
+        self, seeds: Sequence[str], *, sitemaps: bool = False, revisit: str = "off"
+    ) -> RunResult:
         frontier = self._frontier
         admitter = self._crawler.parts.admitter
         await frontier.reap(float("inf"))
@@ -84,20 +94,41 @@ class LocalRunner:
         await admitter.seed(seeds)
         if sitemaps:
             await admitter.seed_sitemaps(seeds)
+        if revisit != "off":
+            log.info("%d known URLs due again", await frontier.revisit(self._clock.now()))
         self._events.emit(CrawlStarted(self._crawl_id, len(seeds), self._clock.now()))
-        await self._loop.run(
-            stop=self.stop,
-            until_empty=True,
-            stop_on_error=True,
-            grace_s=self._grace_s,
-            on_tick=self._tick,
-            hold=self._hold,
-        )
+        while True:
+            await self._loop.run(
+                stop=self.stop,
+                until_empty=True,
+                stop_on_error=True,
+                grace_s=self._grace_s,
+                on_tick=self._tick,
+                hold=self._hold,
+            )
+            if revisit != "continuous" or self.stop.is_set():
+                break
+            await self._until_due()
         counts = await frontier.counts()
-        reason = "complete" if counts.pending == 0 else "interrupted"
+        done = counts.pending == 0 and revisit != "continuous"  # continuous: only a stop ends it
+        reason = "complete" if done else "interrupted"
         await self._tick()
         self._events.emit(CrawlFinished(self._crawl_id, counts, self._clock.now(), reason))
         return RunResult(reason, counts)
+
+    async def _until_due(self) -> None:
+        """Wait (a stop ends it) until a known URL is due or work is queued; queue what is due."""
+        while not self.stop.is_set():
+            now = self._clock.now()
+            if await self._frontier.revisit(now) or (await self._frontier.counts()).pending:
+                return
+            due = await self._frontier.next_visit_at()
+            wait_s = IDLE_WAIT_S if due is None else min(IDLE_WAIT_S, max(0.0, due - now))
+            await self._tick()
+            try:
+                await asyncio.wait_for(self.stop.wait(), timeout=wait_s)
+            except TimeoutError:
+                continue
 
     async def _tick(self) -> None:
         self._events.emit(QueueSampled(await self._frontier.counts(), self._clock.now()))

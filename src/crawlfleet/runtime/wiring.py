@@ -32,13 +32,16 @@ from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.custom import FanOutSink, load_processors, load_sinks
 from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.pipeline.processors import default_processors
+from crawlfleet.pipeline.protocols import PageTracker
 from crawlfleet.proxies.endpoints import load_tiers
 from crawlfleet.proxies.pool import ProxyPool
+from crawlfleet.recrawl import RecrawlPolicy, RecrawlRule
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.backends import Backends, open_store
 from crawlfleet.runtime.browser_lane import browser_lane, build_browser
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
 from crawlfleet.runtime.fetch_chain import cached, hooked, login_link, session_link
+from crawlfleet.runtime.freshness import Freshness
 from crawlfleet.runtime.kinds import (
     BASE_KINDS,
     IMPERSONATE,
@@ -87,6 +90,20 @@ def domain_policy(settings: Settings) -> DomainPolicy:
             ladder=rungs,
         ),
     )
+
+
+def recrawl_policy(settings: Settings) -> RecrawlPolicy:
+    """The crawl's recrawl rules; its own ``recrawl_after`` is the rule of every other page."""
+    default = None
+    if settings.recrawl_after is not None:
+        default = RecrawlRule(
+            pattern="",
+            after=settings.recrawl_after,
+            adaptive=settings.recrawl_adaptive,
+            min=settings.recrawl_min,
+            max=settings.recrawl_max,
+        )
+    return RecrawlPolicy(settings.recrawl, default)
 
 
 def build_frontier(
@@ -274,7 +291,10 @@ async def build_crawl(
         sink = FanOutSink(sink, own_sinks)
         stack.push_async_callback(sink.close)
     processors = default_processors(registry.schemas(), load_processors(settings.processors))
-    pipeline = Pipeline(processors, sink, events=events, clock=clock, rejects=rejects)
+    tracker = backends.sink if isinstance(backends.sink, PageTracker) else None
+    pipeline = Pipeline(
+        processors, sink, events=events, clock=clock, rejects=rejects, tracker=tracker
+    )
     parts = CrawlerParts(
         frontier=frontier,
         admitter=Admitter(frontier, robots=robots, events=events, fetch_url=fetch_url, clock=clock),
@@ -289,6 +309,7 @@ async def build_crawl(
         max_step_s=settings.max_step_s,
         parse_budget=budget,
         strategies=Strategies(frontier, clock),
+        freshness=Freshness(frontier, recrawl_policy(settings), clock),
     )
     return CrawlGraph(Crawler(parts), frontier, stack, proxies, pool_figures)
 

@@ -83,6 +83,13 @@ key                             type    contents
 ``{p}:control``                 STRING  what the operator asked (``runtime/control.py``):
                                         ``paused`` or ``cancelled``; absent = running.
                                         Read by the dispatcher and workers, never by a script
+``{p}:known``                   HASH    fingerprint -> JSON ``{"request": <request JSON>,
+                                        "visit": <protocols.Visit as JSON>}`` of every
+                                        URL fetched (``remember``); its request is kept
+                                        here since ``req`` forgets done requests
+``{p}:revisit``                 ZSET    fingerprint -> when the known URL is due again
+                                        (epoch s); ``revisit`` moves due done requests back
+                                        to their lanes and removes them from here
 ``{p}:partitions``              STRING  the crawl's frontier partition count P, set by its
                                         first open (``crawl_store.py``), in the crawl's own
                                         prefix; an open asking for another count is refused
@@ -135,6 +142,8 @@ FIXED_KEYS = (
     "sessions",
     "jars",
     "proxies",
+    "known",
+    "revisit",
     "partitions",
     "budget",
 )

@@ -11,8 +11,9 @@ span domains fan out:
 - ``claim`` visits the partitions in turn from a start that moves by one every call (and
   starts at a random one in each process), asking each for what the previous ones did not
   give: every partition gets the first pick equally often;
-- ``counts``, ``stats``, ``reap``, ``next_ready_at``, ``domains`` and ``dead_letters`` read
-  every partition and sum or merge; ``requeue_dead`` and ``purge_dead`` of given
+- ``counts``, ``stats``, ``reap``, ``next_ready_at``, ``next_visit_at``, ``domains`` and
+  ``dead_letters`` read every partition and sum or merge; ``revisit`` takes the partitions
+  with the earliest due URL first; ``visit``, ``requeue_dead`` and ``purge_dead`` of given
   fingerprints ask every partition (a fingerprint does not name its domain);
 - ``pending_attempts`` merges the partitions' oldest attempts by time (equal times: in
   partition order) and ``ack_attempts`` trims each by what the last read took from it.
@@ -50,6 +51,7 @@ from crawlfleet.frontier.protocols import (
     DomainView,
     Ended,
     Report,
+    Visit,
 )
 from crawlfleet.frontier.redis.connection import RedisClient
 from crawlfleet.frontier.redis.keys import CrawlKeys
@@ -285,6 +287,30 @@ class PartitionedQueueStore:
         await asyncio.gather(
             *(self._inner[i].ack_attempts(n) for i, n in enumerate(taken) if n > 0)
         )
+
+    async def remember(self, request: CrawlRequest, visit: Visit) -> None:
+        await self._of(request.domain).remember(request, visit)
+
+    async def visit(self, fingerprint: str) -> Visit | None:
+        found = await asyncio.gather(*(p.visit(fingerprint) for p in self._inner))
+        return next((one for one in found if one is not None), None)
+
+    async def revisit(self, now: float, limit: int) -> int:
+        """The partitions whose earliest due URL is earliest go first, each up to what the
+        previous ones left of ``limit``."""
+        due = await asyncio.gather(*(p.next_visit_at() for p in self._inner))
+        order = sorted((at, index) for index, at in enumerate(due) if at is not None and at <= now)
+        moved = 0
+        for _, index in order:
+            if moved >= limit:
+                break
+            moved += await self._inner[index].revisit(now, limit - moved)
+        return moved
+
+    async def next_visit_at(self) -> float | None:
+        due = await asyncio.gather(*(p.next_visit_at() for p in self._inner))
+        known = [at for at in due if at is not None]
+        return min(known) if known else None
 
     async def dead_letters(self, limit: int = 100, offset: int = 0) -> list[DeadLetter]:
         if limit <= 0:

@@ -37,6 +37,7 @@ from crawlfleet.frontier.protocols import (
     DomainView,
     Ended,
     Report,
+    Visit,
 )
 from crawlfleet.frontier.redis.bloom import SHARD_BITS, SHARD_BYTES, BloomGeometry
 from crawlfleet.frontier.redis.connection import RedisClient, connect, store_retry
@@ -261,6 +262,8 @@ class RedisQueueStore:
         ]
 
     async def complete(self, lease: Lease, report: Report, default: DomainPolicy) -> Ended:
+        if report.visit is not None:
+            await self.remember(lease.request, report.visit)
         return await self._finish(lease, report, default, "complete", 0.0, "", "")
 
     async def retry(
@@ -395,6 +398,37 @@ class RedisQueueStore:
         if count > 0:
             with self._guard():
                 await self._client.ltrim(self._keys.key("attempts"), count, -1)
+
+    async def remember(self, request: CrawlRequest, visit: Visit) -> None:
+        again = dataclasses.replace(request, attempt=0, priority=visit.priority)
+        known = orjson.dumps({"request": dumps(again), "visit": visit.to_dict()}).decode()
+        await self._run("remember", request.fingerprint, known, repr(float(visit.next_at)))
+
+    async def visit(self, fingerprint: str) -> Visit | None:
+        with self._guard():
+            raw = await self._client.hget(self._keys.key("known"), fingerprint)
+        if raw is None:
+            return None
+        fields = orjson.loads(raw)["visit"]
+        for name in ("interval_s", "next_at"):  # JSON has no infinity: null
+            fields[name] = float("inf") if fields[name] is None else float(fields[name])
+        fields["item_types"] = tuple(fields["item_types"])
+        return Visit(**fields)
+
+    async def revisit(self, now: float, limit: int) -> int:
+        total = 0
+        while total < limit:
+            batch = min(BATCH, limit - total)
+            moved, scanned = await self._run("revisit", repr(float(now)), batch)
+            total += int(moved)
+            if int(scanned) < batch:
+                break
+        return total
+
+    async def next_visit_at(self) -> float | None:
+        with self._guard():
+            first = await self._client.zrange(self._keys.key("revisit"), 0, 0, withscores=True)
+        return float(first[0][1]) if first else None
 
     async def dead_letters(self, limit: int = 100, offset: int = 0) -> list[DeadLetter]:
         flat = await self._run("dead_letters", max(0, offset), limit)

@@ -7,6 +7,8 @@ row is identified by (crawl_id, item_type, item_key); a batch is reduced by
 the content hash in byte order); ``last_seen`` and ``fetched_at`` move, and ``data``,
 ``content_hash`` and ``last_changed`` change only when the content hash changed. Times are
 stored to the microsecond. ``PostgresRejects`` keeps invalid items in ``item_rejects``.
+Each write records its ``new`` and ``changed`` items in ``item_changes`` in its transaction,
+and the sink is the ``PageTracker`` recording ``gone`` items (``postgres_changes``).
 
 A write that fails (server down, connection lost) raises ``StateError`` and the caller keeps
 the batch; the next write reconnects. The schema comes from ``postgres_schema.migrate``.
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import psycopg
 
@@ -24,6 +26,7 @@ from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.errors import StateError
 from crawlfleet.models import Item
 from crawlfleet.pipeline.rejects import Reject, reject_row
+from crawlfleet.pipeline.sinks import postgres_changes
 from crawlfleet.pipeline.sinks.stored import batch_rows
 from crawlfleet.redact import redact
 
@@ -40,6 +43,7 @@ ON CONFLICT (crawl_id, item_type, item_key) DO UPDATE SET
     content_hash = excluded.content_hash
 WHERE (excluded.fetched_at, excluded.content_hash COLLATE "C")
       >= (i.fetched_at, i.content_hash COLLATE "C")
+RETURNING (xmax = 0) AS inserted
 """
 
 INSERT_REJECT = """
@@ -82,6 +86,17 @@ class _Connection:
                 await conn.close()
                 raise self.error(exc) from None
 
+    async def run(self, work: Callable[[postgres_changes.Cursor], Awaitable[None]]) -> None:
+        """Runs ``work`` with a cursor, in one transaction."""
+        async with self.lock:
+            conn = await self.connect()
+            try:
+                async with conn.transaction(), conn.cursor() as cur:
+                    await work(cur)
+            except psycopg.Error as exc:
+                await conn.close()
+                raise self.error(exc) from None
+
     async def close(self) -> None:
         if self._conn is not None:
             await self._conn.close()
@@ -110,7 +125,8 @@ class PostgresSink:
     async def write(self, items: Sequence[Item]) -> None:
         now_s = self._clock.now()
         now = timestamp(now_s)
-        rows = [
+        batch = batch_rows(items, now_s)
+        params = [
             (
                 self._crawl_id,
                 r.item_type,
@@ -122,10 +138,25 @@ class PostgresSink:
                 now,
                 now,
             )
-            for r in batch_rows(items, now_s)
+            for r in batch
         ]
-        if rows:
-            await self._db.run_many(UPSERT, rows)
+        if params:
+            crawl_id = self._crawl_id
+            await self._db.run(
+                lambda cur: postgres_changes.upsert_with_changes(
+                    cur, UPSERT, crawl_id, batch, params, now
+                )
+            )
+
+    async def page_items(self, page: str, keys: Sequence[tuple[str, str]]) -> None:
+        now = timestamp(self._clock.now())
+        crawl_id = self._crawl_id
+        await self._db.run(lambda cur: postgres_changes.page_items(cur, crawl_id, page, keys, now))
+
+    async def page_unchanged(self, page: str) -> None:
+        now = timestamp(self._clock.now())
+        crawl_id = self._crawl_id
+        await self._db.run(lambda cur: postgres_changes.page_unchanged(cur, crawl_id, page, now))
 
     async def close(self) -> None:
         await self._db.close()

@@ -9,6 +9,9 @@ Tables:
 - ``attempts``: one row per fetch attempt (URL, worker, outcome, status, bytes, latency, error,
   fetcher kind, detail, crawl session id, proxy id, proxy tier, screenshot), unique on
   (crawl_id, fingerprint, retry, at).
+- ``item_changes(id, crawl_id, at, item_type, item_key, change, diff jsonb)``: the change
+  feed (``pipeline/changes.py``), and ``page_items(crawl_id, page, item_type, item_key)``:
+  what each page yielded at its last parse.
 - ``schema_migrations``: which migrations ran.
 
 ``migrate`` is idempotent and safe to run from several processes at once (an advisory lock).
@@ -96,6 +99,27 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE attempts ADD COLUMN proxy_id text;
     ALTER TABLE attempts ADD COLUMN tier integer;
     ALTER TABLE attempts ADD COLUMN screenshot text;
+    """,
+    # 5: the change feed and what each page yields (decision 0014).
+    """
+    CREATE TABLE item_changes (
+        id        bigserial   PRIMARY KEY,
+        crawl_id  text        NOT NULL,
+        at        timestamptz NOT NULL,
+        item_type text        NOT NULL,
+        item_key  text        NOT NULL,
+        change    text        NOT NULL,
+        diff      jsonb
+    );
+    CREATE INDEX item_changes_at ON item_changes (crawl_id, at);
+    CREATE TABLE page_items (
+        crawl_id  text NOT NULL,
+        page      text NOT NULL,
+        item_type text NOT NULL,
+        item_key  text NOT NULL,
+        PRIMARY KEY (crawl_id, page, item_type, item_key)
+    );
+    CREATE INDEX page_items_item ON page_items (crawl_id, item_type, item_key);
     """,
 )
 

@@ -19,6 +19,9 @@ it, with ``data`` as JSONB in PostgreSQL):
   content hash differs do ``data``, ``content_hash`` and ``last_changed = now`` change;
   ``first_seen`` never does. So an unchanged item keeps its first ``data``, volatile fields
   included.
+- Each insert and each change of content appends a ``new`` / ``changed`` row to the change
+  feed (``changes``) in the same transaction; the sink is also the ``PageTracker`` that
+  records ``gone`` items (``sqlite_changes``, ``pipeline/changes.py``).
 
 The file runs in WAL mode with ``synchronous=NORMAL``: a committed batch survives a crash of
 the process (not necessarily a power cut of the machine). Every failure to open or write the
@@ -41,7 +44,7 @@ from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.errors import StateError
 from crawlfleet.models import Item
 from crawlfleet.pipeline.rejects import Reject, reject_row
-from crawlfleet.pipeline.sinks import sqlite_schema
+from crawlfleet.pipeline.sinks import sqlite_changes, sqlite_schema
 from crawlfleet.pipeline.sinks.stored import StoredItem, batch_rows
 
 UPSERT = """
@@ -108,6 +111,7 @@ class SqliteSink:
         rows = batch_rows(items, now)
         if not rows:
             return
+        crawl_id = self.crawl_id
         params = [
             (
                 self.crawl_id,
@@ -122,7 +126,32 @@ class SqliteSink:
             )
             for r in rows
         ]
-        await self._run(lambda: self._transaction(UPSERT, params))
+
+        def upsert() -> None:
+            with sqlitedb.write(self._connection) as db:
+                changes = sqlite_changes.changes_of(db, crawl_id, rows, now)
+                db.executemany(UPSERT, params)
+                db.executemany(sqlite_changes.INSERT_CHANGE, changes)
+
+        await self._run(upsert)
+
+    async def page_items(self, page: str, keys: Sequence[tuple[str, str]]) -> None:
+        now = self._clock.now()
+
+        def record() -> None:
+            with sqlitedb.write(self._connection) as db:
+                sqlite_changes.page_items(db, self.crawl_id, page, keys, now)
+
+        await self._run(record)
+
+    async def page_unchanged(self, page: str) -> None:
+        now = self._clock.now()
+
+        def touch() -> None:
+            with sqlitedb.write(self._connection) as db:
+                sqlite_changes.page_unchanged(db, self.crawl_id, page, now)
+
+        await self._run(touch)
 
     async def add(self, rejects: Sequence[Reject]) -> None:
         """Stores invalid items in the ``rejects`` table, in one transaction."""

@@ -1,16 +1,21 @@
 """The items file's schema (``<state_dir>/items.sqlite``) and its migration from older files.
 
-Tables (version 2, kept in ``PRAGMA user_version``)::
+Tables (version 3, kept in ``PRAGMA user_version``)::
 
     items(crawl_id TEXT, item_type TEXT, item_key TEXT, data TEXT (JSON object),
           content_hash TEXT, fetched_at REAL, first_seen REAL, last_seen REAL,
           last_changed REAL, PRIMARY KEY (crawl_id, item_type, item_key))
     rejects(id INTEGER PRIMARY KEY, crawl_id TEXT, item_type TEXT, item_key TEXT NULL,
             url TEXT, reason TEXT, data TEXT (JSON object), at REAL)
+    changes(id INTEGER PRIMARY KEY, crawl_id TEXT, at REAL, item_type TEXT, item_key TEXT,
+            change TEXT (new | changed | gone), diff TEXT NULL (JSON, ``pipeline/changes.py``))
+    page_items(crawl_id TEXT, page TEXT (canonical URL), item_type TEXT, item_key TEXT):
+            what each page yielded at its last parse (``PageTracker``)
 
 Version 1 (user_version 0, before crawl ids) keyed items by (item_type, item_key) alone and
 had no ``fetched_at``: ``prepare`` gives its rows to the crawl that opens the file, with
-``fetched_at = last_seen``. A file of a newer version is refused.
+``fetched_at = last_seen``. Version 2 had no ``changes`` nor ``page_items`` (a separate
+step, ``CHANGE_TABLES``). A file of a newer version is refused.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from pathlib import Path
 
 from crawlfleet.errors import StateError
 
-VERSION = 2
+VERSION = 3
 
 CREATE_ITEMS = """
 CREATE TABLE IF NOT EXISTS items (
@@ -50,6 +55,28 @@ CREATE TABLE IF NOT EXISTS rejects (
 )
 """
 
+# Version 3: the change feed (decision 0014).
+CHANGE_TABLES = (
+    """CREATE TABLE IF NOT EXISTS changes (
+    id INTEGER PRIMARY KEY,
+    crawl_id TEXT NOT NULL,
+    at REAL NOT NULL,
+    item_type TEXT NOT NULL,
+    item_key TEXT NOT NULL,
+    change TEXT NOT NULL,
+    diff TEXT
+)""",
+    "CREATE INDEX IF NOT EXISTS changes_at ON changes (crawl_id, at)",
+    """CREATE TABLE IF NOT EXISTS page_items (
+    crawl_id TEXT NOT NULL,
+    page TEXT NOT NULL,
+    item_type TEXT NOT NULL,
+    item_key TEXT NOT NULL,
+    PRIMARY KEY (crawl_id, page, item_type, item_key)
+) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS page_items_item ON page_items (crawl_id, item_type, item_key)",
+)
+
 FROM_VERSION_1 = (
     "ALTER TABLE items RENAME TO items_v1",
     CREATE_ITEMS,
@@ -73,6 +100,8 @@ def prepare(db: sqlite3.Connection, path: Path, crawl_id: str) -> None:
                     db.execute(statement, (crawl_id,) if "?" in statement else ())
             db.execute(CREATE_ITEMS)
             db.execute(CREATE_REJECTS)
+            for statement in CHANGE_TABLES:
+                db.execute(statement)
             db.execute(f"PRAGMA user_version = {VERSION}")
     except BaseException:
         db.execute("ROLLBACK")

@@ -11,6 +11,10 @@ loops until nothing is queued or leased:
    a few tasks of this crawl waiting in the broker, so every crawl with a dispatcher gets its
    share of a shared pool.
 
+A recrawl (``revisit = "pass"``, ``--recrawl``) first queues the known URLs that are due
+(``Frontier.revisit``) and ends as above; a continuous crawl (``"continuous"``) queues what
+becomes due at every tick and runs until it is stopped or cancelled.
+
 The frontier decides what is due; the dispatcher never schedules a URL itself, and it writes
 no item: it opens no sink and builds no crawl step.
 
@@ -213,16 +217,21 @@ class Dispatcher:
         await crawl.admitter.seed(seeds)
         if settings.follow_sitemaps:
             await crawl.admitter.seed_sitemaps(seeds)
+        if settings.revisit != "off":
+            revisited = await frontier.revisit(self._clock.now())
+            log.info("%d known URLs due again", revisited)
         counts = await self._loop()
         await self._drain_attempts()
         cancelled = self._state is RunState.CANCELLED
-        if cancelled or not counts.pending:
+        complete = counts.pending == 0 and settings.revisit != "continuous"
+        if cancelled or complete:
             await crawl.client.srem(ACTIVE_CRAWLS, self.crawl_id)
         if cancelled:
             return RunResult("cancelled", counts)
-        return RunResult("complete" if counts.pending == 0 else "interrupted", counts)
+        return RunResult("complete" if complete else "interrupted", counts)
 
     async def _loop(self) -> QueueCounts:
+        continuous = self._crawl.definition.settings.revisit == "continuous"
         last_sample = 0.0
         outage_since: float | None = None
         counts = QueueCounts(0, 0, 0, 0, 0)
@@ -253,7 +262,7 @@ class Dispatcher:
                 await self._wait(0.5)
                 continue
             outage_since = None
-            if counts.pending == 0 or self._state is RunState.CANCELLED:
+            if (counts.pending == 0 and not continuous) or self._state is RunState.CANCELLED:
                 return counts
             await self._wait(TICK_S)
         return counts
@@ -265,8 +274,10 @@ class Dispatcher:
         if reaped:
             log.info("%d expired leases counted as failed attempts", reaped)
         await crawl.copier.copy()
-        counts = await crawl.frontier.counts()
         self._state = await self._control.state()
+        if crawl.definition.settings.revisit == "continuous" and self._state is RunState.RUNNING:
+            await crawl.frontier.revisit(now)
+        counts = await crawl.frontier.counts()
         if counts.pending and self._state is RunState.RUNNING:
             await crawl.client.sadd(ACTIVE_CRAWLS, self.crawl_id)
             for queue, publisher in crawl.publishers.items():

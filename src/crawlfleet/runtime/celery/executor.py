@@ -17,6 +17,7 @@ The worker's heartbeat (``crawlfleet:workers``, ``definition.py``) is written be
 batch and every ``BEAT_EVERY_S`` while it runs, with the steps in flight now and the pages
 (steps that recorded an outcome) this process ran since it started: one ``HSET`` of the
 worker's own field, written by that worker only, so the dashboard reads a consistent pair.
+Between tasks ``beat`` writes it too (every 10 s, ``health.py``), so an idle worker is live.
 """
 
 from __future__ import annotations
@@ -142,12 +143,17 @@ class WorkerRuntime:
     _loop: asyncio.AbstractEventLoop | None = None
     _redis: RedisClient | None = None
     _crawls: dict[str, _Crawl] = field(default_factory=dict)
+    _last_crawl: str = ""
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on this process's persistent event loop."""
         if self._loop is None:
             self._loop = asyncio.new_event_loop()
         return self._loop.run_until_complete(coro)
+
+    def beat(self) -> None:
+        """Write the heartbeat now, naming the last crawl served (between tasks only)."""
+        self.run(self._heartbeat(self._last_crawl))
 
     def shutdown(self) -> None:
         """Close every connection and the loop (worker shutdown)."""
@@ -198,6 +204,7 @@ class WorkerRuntime:
             if state is RunState.CANCELLED:
                 await self._drop(crawl)
             return result
+        self._last_crawl = crawl_id
         await self._heartbeat(crawl_id)
         await self._run_leases(crawl, max_leases, result, control)
         if self.metrics is not None:

@@ -1,0 +1,85 @@
+"""``crawlfleet changes``: a crawl's change feed (new, changed, gone items) as JSON lines.
+
+``--state DIR`` reads an embedded crawl's items file; ``--postgres DSN --crawl-id ID`` a
+distributed crawl's ``item_changes``. ``--since`` takes the times ``export --since`` takes.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterator
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import orjson
+import typer
+
+from crawlfleet.cli.console import fail
+from crawlfleet.errors import ConfigError, CrawlfleetError
+from crawlfleet.pipeline.changes import Change, sqlite_changes
+from crawlfleet.pipeline.export import since_epoch
+from crawlfleet.runtime.backends import extra_missing, state_paths
+
+
+class ChangesFormat(StrEnum):
+    jsonl = "jsonl"
+
+
+def changes(
+    state: Annotated[
+        Path | None,
+        typer.Option("--state", help="state directory of an embedded crawl [default: .crawlfleet]"),
+    ] = None,
+    postgres: Annotated[
+        str | None, typer.Option("--postgres", help="PostgreSQL DSN of a distributed crawl")
+    ] = None,
+    crawl_id: Annotated[
+        str | None,
+        typer.Option("--crawl-id", help="the crawl (needed with --postgres)"),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since", help="changes from then on: ISO-8601 (UTC if no zone) or an age (2h, 3d)"
+        ),
+    ] = None,
+    item_type: Annotated[str | None, typer.Option("--type", help="only items of this type")] = None,
+    fmt: Annotated[ChangesFormat, typer.Option("--format")] = ChangesFormat.jsonl,
+) -> None:
+    """Print each item change (new, changed with old and new values, gone), oldest first."""
+    try:
+        after = since_epoch(since, time.time()) if since is not None else 0.0
+        if postgres is not None:
+            if state is not None:
+                raise ConfigError("give --state DIR (embedded) or --postgres DSN, not both")
+            if crawl_id is None:
+                raise ConfigError("--postgres needs --crawl-id ID: the crawl whose changes to show")
+            found = _from_postgres(postgres, crawl_id, after, item_type)
+        else:
+            _, items_file = state_paths(state or Path(".crawlfleet"))
+            found = sqlite_changes(items_file, crawl_id=crawl_id, since=after, item_type=item_type)
+        out = sys.stdout.buffer
+        for change in found:
+            out.write(orjson.dumps(change.to_dict()) + b"\n")
+        out.flush()
+    except BrokenPipeError:  # the reader stopped (| head): nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (CrawlfleetError, OSError) as exc:
+        fail(exc)
+
+
+def _from_postgres(
+    dsn: str, crawl_id: str, since: float, item_type: str | None
+) -> Iterator[Change]:
+    try:
+        from crawlfleet.pipeline.sinks.postgres_changes import postgres_changes
+    except ImportError as exc:
+        raise extra_missing(exc) from None
+    return postgres_changes(dsn, crawl_id=crawl_id, since=since, item_type=item_type)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("changes")(changes)

@@ -1,0 +1,114 @@
+"""The change feed of the PostgreSQL item store: statements run inside the sink's transactions,
+and the reader behind ``crawlfleet changes --postgres``.
+
+A write locks the stored versions of its rows first (one ``SELECT … FOR UPDATE`` for the
+batch, in (type, key) order, as the upsert takes them), so two workers writing one key
+record one change each in the order their writes apply; the upsert (pipelined,
+``RETURNING (xmax = 0)``) tells an insert from an update, so a key two workers insert at
+once is ``new`` once. Three round trips per batch, whatever its size.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import orjson
+import psycopg
+from psycopg.types.json import Jsonb
+
+from crawlfleet.errors import StateError
+from crawlfleet.pipeline.changes import CHANGED, GONE, NEW, Change, diff
+from crawlfleet.pipeline.sinks.stored import Row
+from crawlfleet.redact import redact
+
+LOCK_OLD = (
+    "SELECT item_type, item_key, data, content_hash FROM items WHERE crawl_id = %s"
+    " AND (item_type, item_key) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"
+    " ORDER BY item_type, item_key FOR UPDATE"
+)
+INSERT_CHANGE = (
+    "INSERT INTO item_changes (crawl_id, at, item_type, item_key, change, diff)"
+    " VALUES (%s, %s, %s, %s, %s, %s)"
+)
+PAGE_KEYS = "SELECT item_type, item_key FROM page_items WHERE crawl_id = %s AND page = %s"
+FORGET_PAGE = "DELETE FROM page_items WHERE crawl_id = %s AND page = %s"
+ADD_PAGE_ITEM = (
+    "INSERT INTO page_items (crawl_id, page, item_type, item_key) VALUES (%s, %s, %s, %s)"
+    " ON CONFLICT DO NOTHING"
+)
+YIELDED_ELSEWHERE = (
+    "SELECT 1 FROM page_items WHERE crawl_id = %s AND item_type = %s AND item_key = %s LIMIT 1"
+)
+TOUCH_PAGE = (
+    "UPDATE items i SET last_seen = %s FROM page_items p WHERE p.crawl_id = %s AND p.page = %s"
+    " AND i.crawl_id = p.crawl_id AND i.item_type = p.item_type AND i.item_key = p.item_key"
+)
+READ = (
+    "SELECT at, item_type, item_key, change, diff FROM item_changes WHERE crawl_id = %s"
+    " AND at >= %s AND (%s::text IS NULL OR item_type = %s) ORDER BY at, id"
+)
+
+Cursor = psycopg.AsyncCursor[tuple[Any, ...]]
+
+
+async def upsert_with_changes(
+    cur: Cursor,
+    upsert: str,
+    crawl_id: str,
+    rows: Sequence[Row],
+    params: Sequence[tuple[object, ...]],
+    now: dt.datetime,
+) -> None:
+    """Upsert ``rows`` (``params`` are their upsert parameters) and record their changes."""
+    types = [row.item_type for row in rows]
+    keys = [row.item_key for row in rows]
+    await cur.execute(LOCK_OLD, (crawl_id, types, keys))
+    old = {(str(t), str(k)): (data, str(h)) for t, k, data, h in await cur.fetchall()}
+    await cur.executemany(upsert, params, returning=True)
+    changes: list[tuple[object, ...]] = []
+    for row in rows:
+        applied = await cur.fetchone()
+        stored = old.get((row.item_type, row.item_key))
+        if applied is not None and applied[0]:
+            changes.append((crawl_id, now, row.item_type, row.item_key, NEW, None))
+        elif applied is not None and stored is not None and stored[1] != row.content_hash:
+            fields = Jsonb(diff(stored[0], orjson.loads(row.data_json)))
+            changes.append((crawl_id, now, row.item_type, row.item_key, CHANGED, fields))
+        cur.nextset()
+    if changes:
+        await cur.executemany(INSERT_CHANGE, changes)
+
+
+async def page_items(
+    cur: Cursor, crawl_id: str, page: str, keys: Sequence[tuple[str, str]], now: dt.datetime
+) -> None:
+    """Record what ``page`` yields now; its items yielded nowhere any more are ``gone``."""
+    await cur.execute(PAGE_KEYS, (crawl_id, page))
+    before = {(str(t), str(k)) for t, k in await cur.fetchall()}
+    await cur.execute(FORGET_PAGE, (crawl_id, page))
+    if keys:
+        await cur.executemany(ADD_PAGE_ITEM, [(crawl_id, page, t, k) for t, k in keys])
+    for item_type, item_key in sorted(before - set(keys)):
+        await cur.execute(YIELDED_ELSEWHERE, (crawl_id, item_type, item_key))
+        if await cur.fetchone() is None:
+            await cur.execute(INSERT_CHANGE, (crawl_id, now, item_type, item_key, GONE, None))
+
+
+async def page_unchanged(cur: Cursor, crawl_id: str, page: str, now: dt.datetime) -> None:
+    await cur.execute(TOUCH_PAGE, (now, crawl_id, page))
+
+
+def postgres_changes(
+    dsn: str, *, crawl_id: str, since: float, item_type: str | None
+) -> Iterator[Change]:
+    """The crawl's change feed, oldest first."""
+    after = dt.datetime.fromtimestamp(since, dt.UTC)
+    try:
+        with psycopg.connect(dsn, connect_timeout=10) as conn, conn.cursor(name="changes") as cur:
+            cur.execute(READ, (crawl_id, after, item_type, item_type))
+            for at, kind, key, change, fields in cur:
+                yield Change(at.timestamp(), kind, key, change, fields)
+    except psycopg.Error as exc:
+        raise StateError(redact(f"PostgreSQL at {dsn}: {exc}".strip(), dsn)) from None

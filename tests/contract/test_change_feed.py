@@ -1,0 +1,124 @@
+"""The change feed of every upserting sink (memory, SQLite, PostgreSQL): new, changed with a
+field-level diff, gone; unchanged pages seen again; an older fetch changes nothing."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from crawlfleet.clock import FakeClock
+from crawlfleet.models import Item
+from crawlfleet.pipeline.changes import CHANGED, GONE, NEW, Change, sqlite_changes
+from crawlfleet.pipeline.sinks.memory import MemorySink
+from crawlfleet.pipeline.sinks.sqlite import SqliteSink
+from tests.contract.test_sinks import CRAWL, Harness, memory_harness, postgres_harness, sqlite_rows
+
+PAGE = "https://shop.test/p/1"
+
+
+@dataclass
+class Feed:
+    sink: Any
+    changes: Callable[[], Awaitable[list[Change]]]
+    last_seen: Callable[[], Awaitable[list[float]]]
+
+
+@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def feed(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Feed]:
+    clock = FakeClock(1000.0)
+    request.node.clock = clock
+    harness: Harness
+    if request.param == "memory":
+        harness = memory_harness()
+        sink: Any = await harness.open(clock, CRAWL)
+
+        async def changes() -> list[Change]:
+            assert isinstance(sink, MemorySink)
+            return list(sink.changes)
+
+    elif request.param == "sqlite":
+        path = tmp_path / "items.sqlite"
+        sink = await SqliteSink.open(path, crawl_id=CRAWL, clock=clock)
+
+        async def changes() -> list[Change]:
+            return list(sqlite_changes(path, crawl_id=CRAWL, since=0.0, item_type=None))
+
+        async def sqlite_seen() -> list[float]:
+            return [row[4] for row in sqlite_rows(path)]
+
+        yield Feed(sink, changes, sqlite_seen)
+        await sink.close()
+        return
+    else:
+        harness = postgres_harness(request)
+        sink = await harness.open(clock, CRAWL)
+        reader = pytest.importorskip("crawlfleet.pipeline.sinks.postgres_changes")
+        dsn = request.getfixturevalue("postgres_dsn")
+
+        async def changes() -> list[Change]:
+            return list(reader.postgres_changes(dsn, crawl_id=CRAWL, since=0.0, item_type=None))
+
+    async def seen() -> list[float]:
+        return [row[4] for row in await harness.rows()]
+
+    yield Feed(sink, changes, seen)
+    await sink.close()
+
+
+def product(key: str, price: str, at: float, **more: Any) -> Item:
+    return Item("product", {"price": price, **more}, key=key, url=PAGE, fetched_at=at)
+
+
+async def test_new_changed_and_unchanged(feed: Feed, request: pytest.FixtureRequest) -> None:
+    clock: FakeClock = request.node.clock
+    await feed.sink.write([product("1", "£1", 1000.0), product("2", "£2", 1000.0)])
+    clock.advance(10)
+    await feed.sink.write([product("1", "£1", 1010.0), product("2", "£3", 1010.0, fetched_at=5)])
+    got = await feed.changes()
+    assert [(c.item_key, c.change, c.at) for c in got] == [
+        ("1", NEW, 1000.0),
+        ("2", NEW, 1000.0),
+        ("2", CHANGED, 1010.0),
+    ]
+    assert got[2].diff == {"price": {"old": "£2", "new": "£3"}}  # fetched_at is volatile
+
+
+async def test_an_older_fetch_records_no_change(feed: Feed, request: pytest.FixtureRequest) -> None:
+    clock: FakeClock = request.node.clock
+    await feed.sink.write([product("1", "£1", 1000.0)])
+    clock.advance(10)
+    await feed.sink.write([product("1", "£9", 900.0)])  # a late write of an older fetch
+    assert [c.change for c in await feed.changes()] == [NEW]
+
+
+async def test_items_a_page_no_longer_yields_are_gone(
+    feed: Feed, request: pytest.FixtureRequest
+) -> None:
+    clock: FakeClock = request.node.clock
+    await feed.sink.write([product("1", "£1", 1000.0), product("2", "£2", 1000.0)])
+    await feed.sink.page_items(PAGE, [("product", "1"), ("product", "2")])
+    await feed.sink.page_items("https://shop.test/list", [("product", "2")])
+    clock.advance(10)
+    await feed.sink.page_items(PAGE, [("product", "2")])  # 1 gone; 2 still yielded
+    clock.advance(10)
+    await feed.sink.page_items("https://shop.test/list", [])  # 2 still on PAGE
+    clock.advance(10)
+    await feed.sink.page_items(PAGE, [])  # a 404: 2 is yielded nowhere now
+    gone = [(c.item_key, c.at) for c in await feed.changes() if c.change == GONE]
+    assert gone == [("1", 1010.0), ("2", 1030.0)]
+
+
+async def test_an_unchanged_page_moves_last_seen(
+    feed: Feed, request: pytest.FixtureRequest
+) -> None:
+    clock: FakeClock = request.node.clock
+    await feed.sink.write([product("1", "£1", 1000.0)])
+    await feed.sink.page_items(PAGE, [("product", "1")])
+    clock.advance(60)
+    await feed.sink.page_unchanged(PAGE)
+    assert await feed.last_seen() == [pytest.approx(1060.0)]
+    assert [c.change for c in await feed.changes()] == [NEW]
