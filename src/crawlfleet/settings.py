@@ -145,7 +145,7 @@ class Settings(BaseSettings):
         description="longest Retry-After honoured; a longer one parks the domain this long",
     )
     lease_s: float = Field(
-        default=5.0, gt=0, description="renewed every third of it while the step runs (0019)"
+        default=10.0, gt=0, description="renewed every third of it while the step runs (0019)"
     )
     max_step_s: float = Field(
         default=MAX_STEP_S,
