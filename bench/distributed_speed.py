@@ -437,6 +437,7 @@ def start_services(site: Path, manifest: dict[str, Any]) -> Services:
     bindir = _bindir()
     if bindir is None:
         raise SystemExit("PostgreSQL binaries not found")
+    shutil.rmtree(WORK / "redis", ignore_errors=True)  # no AOF of an earlier run to load
     redis_server = RedisServer(WORK / "redis", extra_args=("--appendfsync", "everysec"))
     postgres = PostgresServer(bindir)
     nginx = NginxServer(site, WORK / "nginx", list(manifest["hosts"]), manifest["port"])
