@@ -5,11 +5,12 @@ a sink is slow); a lease that expires meanwhile is reaped and its page handed to
 worker and fetched twice. The ``ClaimLoop`` holds the lease of each step it runs here and
 renews all of them together every ``lease_s / 3``, from the wake-ups it already has: one
 timer and one round of store calls per loop rather than a sleeping task per step, and
-nothing to cancel when a step ends. A round renews its leases one after another: run all
-at once, 64 renewals on top of 64 steps' own calls overflowed the Redis client's pool of 100
-connections ("Too many connections") and leases expired under a live worker. A lease is thus renewed at most a third of its length
-after it was claimed or last renewed, so one renewal can fail (a Redis hiccup) and the next
-still comes in time. The loop's watchdog (``max_step_s``) stops renewal from keeping a stuck
+nothing to cancel when a step ends. A round renews its leases one after another (run all at
+once, 64 renewals on top of 64 steps' own calls overflowed the Redis client's pool of 100
+connections, "Too many connections", and leases expired under a live worker) and stops at
+the first store error. A lease is thus renewed at most a third of its length after it was
+claimed or last renewed, so one round can fail (a Redis hiccup) and the next still comes in
+time. The loop's watchdog (``max_step_s``) stops renewal from keeping a stuck
 step's lease forever.
 """
 
@@ -64,17 +65,15 @@ class LeaseRenewer:
         self._due_at = now + self.every_s
         leases = list(self._held.values())
         lost: list[Lease] = []
-        failed: list[StateError] = []
-        for lease in leases:  # one after another: a round never needs more than one connection
+        for index, lease in enumerate(leases):  # one after another: one connection a round
             try:
                 current = await self._frontier.renew(lease, now)
-            except StateError as exc:
-                failed.append(exc)
-                continue
+            except StateError as exc:  # the rest would fail too: the next round tries them all
+                left = len(leases) - index
+                log.warning("%d of %d leases not renewed: %s", left, len(leases), exc)
+                break
             if not current:
                 lost.append(lease)
                 if self._held.pop(lease.token, None) is not None:
                     log.debug("lease of %s lost: no longer current", lease.request.url)
-        if failed:
-            log.warning("%d of %d leases not renewed: %s", len(failed), len(leases), failed[0])
         return lost
