@@ -18,9 +18,10 @@ Per run: pages/s (responses in nginx's log / wall seconds), CPU seconds of the w
 ``/proc``), CPU ms per page, peak RSS of each worker process, Redis commands per page
 (``INFO commandstats``), expired leases (attempts ``lease expired`` in PostgreSQL: false
 expiries without kills; with kills, the leases the killed workers held), and the
-access-log check of ``verify.py`` (every expected path once,
-nothing disallowed, every product stored; with kills, refetches up to the expired leases). Wall time of scrapy-redis ends at its last
-response (its processes then idle ``--idle-s`` before they close), which favours it.
+access-log check of ``verify.py`` (every expected path once, nothing disallowed, every
+product stored; with kills, refetches up to the expired leases). Wall time of scrapy-redis
+ends at its last response (its processes then idle ``--idle-s`` before they close), which
+favours it.
 
     .venv/bin/python bench/distributed_speed.py --pages 4000
 """
@@ -444,9 +445,10 @@ def start_services(site: Path, manifest: dict[str, Any]) -> Services:
     redis_server.start()
     postgres.init()
     nginx.start()
-    assert redis_server._process is not None  # started just now
+    with redis.Redis.from_url(redis_server.url) as client:
+        redis_pid = int(client.info("server")["process_id"])
     postmaster = int((postgres.data / "postmaster.pid").read_text().split()[0])
-    return Services(redis_server, postgres, nginx, redis_server._process.pid, postmaster)
+    return Services(redis_server, postgres, nginx, redis_pid, postmaster)
 
 
 def main() -> None:
