@@ -220,7 +220,9 @@ class Settings(BaseSettings):
         gt=0,
         description="longest Retry-After honoured; a longer one parks the domain this long",
     )
-    lease_s: float = Field(default=120.0, gt=0)
+    lease_s: float = Field(
+        default=10.0, gt=0, description="renewed every third of it while the step runs (0019)"
+    )
     max_step_s: float = Field(
         default=MAX_STEP_S,
         gt=0,

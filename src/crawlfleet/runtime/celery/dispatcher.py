@@ -79,9 +79,9 @@ log = logging.getLogger(__name__)
 BROKER_ENV = "CRAWLFLEET_BROKER_URL"
 """Names the Celery broker when it is not the crawl's Redis (e.g. ``amqp://...``)."""
 
-TICK_S = 0.1
+TICK_S = 0.5
 SAMPLE_EVERY_S = 0.5
-LEASES_PER_TASK = 64
+LEASES_PER_TASK = 1024
 MIN_WAITING_TASKS = 2
 OUTAGE_LIMIT_S = 120.0  # give up when Redis or the broker stay unreachable this long
 
