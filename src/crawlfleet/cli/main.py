@@ -16,6 +16,7 @@ from crawlfleet.cli import (
     parsers,
     shell,
     status,
+    vacuum,
     worker,
 )
 
@@ -38,3 +39,4 @@ status.register(app)
 db.register(app)
 dashboard.register(app)
 ops.register(app)
+vacuum.register(app)

@@ -28,6 +28,7 @@ from crawlfleet.errors import StateError
 from crawlfleet.frontier import domains, policy
 from crawlfleet.frontier import sqlite_rows as rows
 from crawlfleet.frontier import sqlite_schema as q
+from crawlfleet.frontier.sqlite_retention import NEWEST, AttemptRetention
 from crawlfleet.frontier.accounting import expired_attempt, expired_counters, report_counters
 from crawlfleet.frontier.domains import DomainSchedule, DomainState
 from crawlfleet.frontier.policy import PolicyRecord
@@ -44,12 +45,24 @@ from crawlfleet.models import Attempt, CrawlRequest, DeadLetter, Lease, QueueCou
 
 
 class SqliteQueueStore:
-    """``QueueStore`` in one SQLite file; use ``await SqliteQueueStore.open(path)``."""
+    """``QueueStore`` in one SQLite file; use ``await SqliteQueueStore.open(path)``.
 
-    def __init__(self, path: Path, db: sqlite3.Connection, lock: q.FileLock) -> None:
+    ``keep_attempts``: the attempt log keeps its newest rows, this many (``sqlite_retention``;
+    None keeps every row).
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        db: sqlite3.Connection,
+        lock: q.FileLock,
+        *,
+        keep_attempts: int | None = None,
+    ) -> None:
         self.path = path
         self._db = db
         self._lock = lock
+        self._retention = AttemptRetention(keep_attempts)
         self._schedule = DomainSchedule(self._earliest)
         self._counts = dict.fromkeys((q.QUEUED, q.LEASED, q.DONE, q.DEAD, q.SEEN), 0)
         self._admitted = 0
@@ -57,14 +70,14 @@ class SqliteQueueStore:
         self._load()
 
     @classmethod
-    async def open(cls, path: Path) -> SqliteQueueStore:
+    async def open(cls, path: Path, *, keep_attempts: int | None = None) -> SqliteQueueStore:
         """Open (creating or migrating if needed) the state file.
 
         StateError if the file is corrupt, foreign, of a newer schema or locked.
         """
         db, lock = q.open_queue_db(path)
         try:
-            return cls(path, db, lock)
+            return cls(path, db, lock, keep_attempts=keep_attempts)
         except sqlite3.Error as exc:
             db.close()
             lock.release()
@@ -203,7 +216,8 @@ class SqliteQueueStore:
         with self._transaction() as db:
             if db.execute(sql, (*params, *parsed)).rowcount != 1:
                 return Ended(False), state
-            db.execute(q.INSERT_ATTEMPT, rows.attempt_row(report.attempt))
+            written = db.execute(q.INSERT_ATTEMPT, rows.attempt_row(report.attempt))
+            self._retention.written(db, written.lastrowid)
             db.execute(
                 q.END_LEASE_DOMAIN,
                 (ready_at, record.level, record.window, record.streak, record.cooldown_until,
@@ -260,6 +274,7 @@ class SqliteQueueStore:
             db.execute(q.REAP, params)
             attempts = [expired_attempt(r, r.attempt >= max_retries, at) for r, at in expired]
             db.executemany(q.INSERT_ATTEMPT, [rows.attempt_row(a) for a in attempts])
+            self._retention.written(db, db.execute(NEWEST).fetchone()[0], len(attempts))
             counted: dict[str, Counters] = {}
             for attempt in attempts:
                 found = counted.get(attempt.domain)
