@@ -143,7 +143,9 @@ def run_once(
         f"{others_cpu_s:.1f} CPU s used by nginx and other processes meanwhile"
         f"\n{'':12}{'OK' if verdict.ok else 'CHECK FAILED'}: {verdict.summary()}"
         + "".join(f"\n{'':14}{e}" for e in verdict.examples)
-        + "".join(f"\n{'':12}state on disk: {name} {size / 1e6:.1f} MB" for name, size in disk.items()),
+        + "".join(
+            f"\n{'':12}state on disk: {name} {size / 1e6:.1f} MB" for name, size in disk.items()
+        ),
         flush=True,
     )
     return result

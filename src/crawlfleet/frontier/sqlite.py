@@ -28,7 +28,6 @@ from crawlfleet.errors import StateError
 from crawlfleet.frontier import domains, policy
 from crawlfleet.frontier import sqlite_rows as rows
 from crawlfleet.frontier import sqlite_schema as q
-from crawlfleet.frontier.sqlite_retention import NEWEST, AttemptRetention
 from crawlfleet.frontier.accounting import expired_attempt, expired_counters, report_counters
 from crawlfleet.frontier.domains import DomainSchedule, DomainState
 from crawlfleet.frontier.policy import PolicyRecord
@@ -41,6 +40,7 @@ from crawlfleet.frontier.protocols import (
     Ended,
     Report,
 )
+from crawlfleet.frontier.sqlite_retention import NEWEST, AttemptRetention
 from crawlfleet.models import Attempt, CrawlRequest, DeadLetter, Lease, QueueCounts
 
 
