@@ -40,6 +40,7 @@ from crawlfleet.frontier.protocols import (
     Ended,
     Report,
 )
+from crawlfleet.frontier.sqlite_known import KnownFingerprints
 from crawlfleet.frontier.sqlite_retention import NEWEST, AttemptRetention
 from crawlfleet.models import Attempt, CrawlRequest, DeadLetter, Lease, QueueCounts
 
@@ -63,6 +64,7 @@ class SqliteQueueStore:
         self._db = db
         self._lock = lock
         self._retention = AttemptRetention(keep_attempts)
+        self._known = KnownFingerprints()
         self._schedule = DomainSchedule(self._earliest)
         self._counts = dict.fromkeys((q.QUEUED, q.LEASED, q.DONE, q.DEAD, q.SEEN), 0)
         self._admitted = 0
@@ -128,9 +130,14 @@ class SqliteQueueStore:
         if not requests:
             return 0
         schedule = self._schedule
+        prefilter = self._known
         with self._transaction() as db:
-            fps = json.dumps([r.fingerprint for r in requests])
-            taken = {row[0] for row in db.execute(q.FIND_SEEN, (fps,))}
+            taken = {r.fingerprint for r in requests if prefilter.seen(r.fingerprint)}
+            unknown = [r.fingerprint for r in requests if r.fingerprint not in taken]
+            if unknown:
+                found = db.execute(q.FIND_SEEN, (json.dumps(unknown),))
+                taken.update(row[0] for row in found)
+            prefilter.add(taken)
             total = self._admitted
             per_domain: dict[str, int] = {}
             per_lane: dict[tuple[str, str], int] = {}
@@ -156,6 +163,7 @@ class SqliteQueueStore:
                 return 0
             db.executemany(q.INSERT_QUEUED, new_rows)
             db.executemany(q.SET_ADMITTED, per_domain.items())
+        prefilter.add(row[0] for row in new_rows)
         for name, admitted in per_domain.items():
             schedule.get(name).admitted = admitted
         for (name, kind), count in per_lane.items():
