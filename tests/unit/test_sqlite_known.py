@@ -16,7 +16,7 @@ def test_the_prefilter_keeps_the_most_recently_offered_within_its_capacity() -> 
     known.add(["d"])
     assert len(known) == 3
     assert not known.seen("b")  # the least recently offered went
-    assert known.seen("a") and known.seen("c") and known.seen("d")
+    assert all(known.seen(fp) for fp in "acd")
 
 
 async def test_links_seen_again_are_answered_without_probing_the_table(tmp_path: Path) -> None:
