@@ -16,6 +16,7 @@ import argparse
 import json
 import shutil
 import signal
+import sqlite3
 import statistics
 import sys
 from dataclasses import asdict, dataclass
@@ -44,6 +45,7 @@ class RunResult:
     usage: ProcessUsage
     verdict: Verdict
     others_cpu_s: float  # CPU the rest of the machine (nginx included) used during the run
+    state_bytes: dict[str, int]  # crawlfleet's state directory on disk, by file and table
 
     @property
     def pages_per_s(self) -> float:
@@ -55,22 +57,48 @@ class RunResult:
         return self.verdict.fetched_expected / self.usage.wall_s
 
     @property
+    def state_mb(self) -> float:
+        """The state directory's files (database, WAL) in MB; 0 for Scrapy."""
+        files = (".sqlite", ".sqlite-wal", ".sqlite-shm")
+        return sum(size for name, size in self.state_bytes.items() if name.endswith(files)) / 1e6
+
+    @property
     def cpu_ms_per_page(self) -> float:
         return 1000 * self.usage.cpu_s / max(1, self.verdict.responses)
 
 
-def ensure_site(site: Path, pages: int, hosts: int, port: int) -> dict[str, Any]:
+def ensure_site(
+    site: Path, pages: int, hosts: int, port: int, *, small: bool = False
+) -> dict[str, Any]:
     """The manifest of the site under ``site``, regenerating it when its shape differs."""
     manifest_file = site / "manifest.json"
     if manifest_file.exists():
         manifest: dict[str, Any] = json.loads(manifest_file.read_text())
         total = sum(len(h["ok"]) for h in manifest["hosts"].values())
         shape_ok = manifest["port"] == port and len(manifest["hosts"]) == hosts
+        shape_ok = shape_ok and manifest.get("small_pages", False) == small
         if shape_ok and abs(total - pages) <= pages // 50 + 10:
             return manifest
         shutil.rmtree(site)
     print(f"generating {pages} pages on {hosts} hosts under {site} ...", flush=True)
-    return gen_site.generate(site, pages, hosts, port, seed=1)
+    return gen_site.generate(site, pages, hosts, port, seed=1, small=small)
+
+
+def state_bytes(state_dir: Path) -> dict[str, int]:
+    """Bytes on disk of a crawl's state directory: per file, then per table or index."""
+    found: dict[str, int] = {}
+    for file in sorted(state_dir.glob("*.sqlite*")) if state_dir.is_dir() else []:
+        found[file.name] = file.stat().st_size
+        if file.suffix != ".sqlite":
+            continue
+        db = sqlite3.connect(file.resolve().as_uri() + "?mode=ro", uri=True)
+        try:
+            query = "SELECT name, sum(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC"
+            for name, size in db.execute(query):
+                found[f"{file.stem}.{name}"] = size
+        finally:
+            db.close()
+    return found
 
 
 def command(tool: str, seeds: list[str], run_dir: Path, parsers: Path | None) -> list[str]:
@@ -102,8 +130,9 @@ def run_once(
     others_cpu_s = busy_cpu_s() - busy_before_s - usage.cpu_s
     shutil.copy(nginx.access_log, run_dir / "access.log")
     verdict = verify(manifest, read_log(nginx.access_log), run_dir / "items.jsonl")
-    result = RunResult(tool, run, usage, verdict, others_cpu_s)
-    record = {"tool": tool, "run": run, "others_cpu_s": others_cpu_s}
+    disk = state_bytes(run_dir / "state")
+    result = RunResult(tool, run, usage, verdict, others_cpu_s, disk)
+    record = {"tool": tool, "run": run, "others_cpu_s": others_cpu_s, "state_bytes": disk}
     record |= {"usage": asdict(usage), "verdict": asdict(verdict)}
     (run_dir / "result.json").write_text(json.dumps(record, indent=1))
     status = "TIMED OUT" if usage.timed_out else f"exit {usage.exit_code}"
@@ -113,7 +142,10 @@ def run_once(
         f"({result.cpu_ms_per_page:.2f} ms/page), peak RSS {usage.peak_rss_mb:.0f} MB, {status}, "
         f"{others_cpu_s:.1f} CPU s used by nginx and other processes meanwhile"
         f"\n{'':12}{'OK' if verdict.ok else 'CHECK FAILED'}: {verdict.summary()}"
-        + "".join(f"\n{'':14}{e}" for e in verdict.examples),
+        + "".join(f"\n{'':14}{e}" for e in verdict.examples)
+        + "".join(
+            f"\n{'':12}state on disk: {name} {size / 1e6:.1f} MB" for name, size in disk.items()
+        ),
         flush=True,
     )
     return result
@@ -140,6 +172,7 @@ def table(results: list[RunResult], tools: list[str]) -> str:
         ("CPU s", "usage.cpu_s", "{:.1f}", ""),
         ("responses", "verdict.responses", "{:.0f}", ""),
         ("CPU s used meanwhile by nginx + others", "others_cpu_s", "{:.1f}", ""),
+        ("state on disk MB (crawlfleet)", "state_mb", "{:.0f}", ""),
     ]
     both = set(TOOLS) <= set(tools)
     head = "| metric (median of runs) | " + " | ".join(tools)
@@ -175,6 +208,7 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=4)
     parser.add_argument("--port", type=int, default=18411)
     parser.add_argument("--site", type=Path, default=WORK / "site", help="regenerated if unfit")
+    parser.add_argument("--small-pages", action="store_true", help="2-3 KB product pages")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--timeout-s", type=float, default=900.0, help="per crawl run")
     parser.add_argument("--tools", nargs="+", choices=TOOLS, default=list(TOOLS))
@@ -189,7 +223,7 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so nginx is stopped on the way out
     machine = describe_machine()  # before the runs: the commit they measure
     site = args.site
-    manifest = ensure_site(site, args.pages, args.hosts, args.port)
+    manifest = ensure_site(site, args.pages, args.hosts, args.port, small=args.small_pages)
     results: list[RunResult] = []
     with NginxServer(site, WORK / "nginx", list(manifest["hosts"]), args.port) as nginx:
         for run in range(1, args.runs + 1):

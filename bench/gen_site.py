@@ -1,7 +1,8 @@
 """Generate the benchmark's static shop site: several hosts, deterministic from a seed.
 
 Each host ``127.0.0.1N`` is a shop: a home page, an about page, paginated category listings
-(20 products each) and product pages of 10-30 KB. Pages carry ~30 links, most to pages already
+(20 products each) and product pages of 10-30 KB (``--small-pages``: 2-3 KB, the same links
+and markup with a shorter description, so that 1,000,000 pages fit on a disk: ~3 GB). Pages carry ~30 links, most to pages already
 seen (navigation, pagination, related products, other hosts), some to redirects
 (``/r/<id>``, answered by nginx with a 301 to ``/p/<id>.html``), some to 404s
 (``/missing/<n>.html``) and some to ``/private/``, which robots.txt disallows.
@@ -189,7 +190,7 @@ def words(rng: random.Random, n: int) -> str:
     return " ".join(rng.choices(WORDS, k=n))
 
 
-def render_page(rng: random.Random, plan: HostPlan, path: str) -> str:
+def render_page(rng: random.Random, plan: HostPlan, path: str, *, small: bool = False) -> str:
     links = plan.pages[path]
     head = (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -199,6 +200,8 @@ def render_page(rng: random.Random, plan: HostPlan, path: str) -> str:
     if path.startswith("/p/"):
         product_id = path[3:-5]
         description_words = rng.randint(1_300, 4_200)  # ~7 bytes a word: 10-30 KB pages
+        if small:
+            description_words //= 30  # 45-140 words: 2-3 KB pages
         body = (
             f'<article class="product" data-product_id="{product_id}">\n'
             f'<h1 class="name">{words(rng, 3).title()} {product_id}</h1>\n'
@@ -210,7 +213,7 @@ def render_page(rng: random.Random, plan: HostPlan, path: str) -> str:
     else:
         body = (
             f"<main><h1>{escape(link_text(path)).title()}</h1>\n"
-            f"<p>{words(rng, rng.randint(150, 400))}</p>\n"
+            f"<p>{words(rng, rng.randint(150, 400) // (30 if small else 1))}</p>\n"
             f'<ul class="listing">{render_links(links[10:])}</ul></main>\n'
         )
     return head + body + "<footer>static benchmark site</footer></body></html>\n"
@@ -242,15 +245,17 @@ def check_reachable(plans: dict[str, HostPlan], port: int) -> None:
             raise SystemExit(f"{ip}: {len(unreached)} pages unreachable, e.g. {unreached[:3]}")
 
 
-def write_site(out: Path, plans: dict[str, HostPlan], port: int, seed: int) -> dict[str, Any]:
-    manifest: dict[str, Any] = {"port": port, "seed": seed, "hosts": {}}
+def write_site(
+    out: Path, plans: dict[str, HostPlan], port: int, seed: int, *, small: bool = False
+) -> dict[str, Any]:
+    manifest: dict[str, Any] = {"port": port, "seed": seed, "small_pages": small, "hosts": {}}
     for ip, plan in plans.items():
         rng = random.Random(f"{seed}-{ip}-text")
         root = out / ip
         for path in plan.pages:
             file = root / ("index.html" if path == "/" else path.lstrip("/"))
             file.parent.mkdir(parents=True, exist_ok=True)
-            file.write_text(render_page(rng, plan, path), encoding="utf-8")
+            file.write_text(render_page(rng, plan, path, small=small), encoding="utf-8")
         (root / "robots.txt").write_text(ROBOTS_TXT, encoding="ascii")
         manifest["hosts"][ip] = {
             "ok": sorted(plan.pages),
@@ -264,14 +269,16 @@ def write_site(out: Path, plans: dict[str, HostPlan], port: int, seed: int) -> d
     return manifest
 
 
-def generate(out: Path, pages: int, n_hosts: int, port: int, seed: int) -> dict[str, Any]:
+def generate(
+    out: Path, pages: int, n_hosts: int, port: int, seed: int, *, small: bool = False
+) -> dict[str, Any]:
     """Write the site under ``out/<ip>/`` and return its manifest."""
     rng = random.Random(seed)
     hosts = [host_ip(i) for i in range(n_hosts)]
     per_host = max(len(CATEGORIES) * 3, pages // n_hosts)
     plans = {hosts[i]: plan_host(rng, i, hosts, port, per_host) for i in range(n_hosts)}
     check_reachable(plans, port)
-    return write_site(out, plans, port, seed)
+    return write_site(out, plans, port, seed, small=small)
 
 
 def main() -> None:
@@ -281,8 +288,11 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=4, choices=range(2, 10))
     parser.add_argument("--port", type=int, default=18411)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--small-pages", action="store_true", help="2-3 KB product pages")
     args = parser.parse_args()
-    manifest = generate(args.out, args.pages, args.hosts, args.port, args.seed)
+    manifest = generate(
+        args.out, args.pages, args.hosts, args.port, args.seed, small=args.small_pages
+    )
     hosts = manifest["hosts"]
     total = sum(len(h["ok"]) for h in hosts.values())
     print(f"wrote {total} pages on {len(hosts)} hosts under {args.out}")

@@ -49,6 +49,8 @@ MAX_STEP_S = 300.0
 """The default bound on one crawl step (the watchdog of ``runtime/loop.py``)."""
 STEP_TIMEOUTS = 3
 """Fetch timeouts one step may spend in turn: its robots.txt, its page, its links' robots."""
+DEFAULT_ATTEMPT_LOG_MAX_ROWS = 200_000
+"""Attempts an embedded crawl's log keeps by default (~35 MB; ``frontier/sqlite_retention.py``)."""
 
 
 class DomainOverride(BaseModel):
@@ -248,6 +250,11 @@ class Settings(BaseSettings):
     # Storage
     state_dir: Path = Path(".crawlfleet")
     output: Path | None = None
+    attempt_log_max_rows: int | None = Field(
+        default=DEFAULT_ATTEMPT_LOG_MAX_ROWS,
+        ge=1_000,
+        description="newest attempts an embedded crawl's attempt log keeps (None: all)",
+    )
 
     # Developer loop (fetchers/cache.py, runtime/fetch_chain.py, pipeline/custom.py)
     http_cache_dir: Path | None = Field(

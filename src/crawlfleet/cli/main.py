@@ -20,6 +20,7 @@ from crawlfleet.cli import (
     proxies,
     shell,
     status,
+    vacuum,
     worker,
 )
 from crawlfleet.cli.console import fail
@@ -58,3 +59,4 @@ db.register(app)
 dashboard.register(app)
 ops.register(app)
 proxies.register(app)
+vacuum.register(app)

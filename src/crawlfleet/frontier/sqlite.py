@@ -41,16 +41,31 @@ from crawlfleet.frontier.protocols import (
     Report,
     Visit,
 )
+from crawlfleet.frontier.sqlite_known import KnownFingerprints
+from crawlfleet.frontier.sqlite_retention import NEWEST, AttemptRetention
 from crawlfleet.models import Attempt, CrawlRequest, DeadLetter, Lease, QueueCounts
 
 
 class SqliteQueueStore:
-    """``QueueStore`` in one SQLite file; use ``await SqliteQueueStore.open(path)``."""
+    """``QueueStore`` in one SQLite file; use ``await SqliteQueueStore.open(path)``.
 
-    def __init__(self, path: Path, db: sqlite3.Connection, lock: q.FileLock) -> None:
+    ``keep_attempts``: the attempt log keeps its newest rows, this many (``sqlite_retention``;
+    None keeps every row).
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        db: sqlite3.Connection,
+        lock: q.FileLock,
+        *,
+        keep_attempts: int | None = None,
+    ) -> None:
         self.path = path
         self._db = db
         self._lock = lock
+        self._retention = AttemptRetention(keep_attempts)
+        self._known = KnownFingerprints()
         self._schedule = DomainSchedule(self._earliest)
         self._counts = dict.fromkeys((q.QUEUED, q.LEASED, q.DONE, q.DEAD, q.SEEN), 0)
         self._admitted = 0
@@ -58,14 +73,14 @@ class SqliteQueueStore:
         self._load()
 
     @classmethod
-    async def open(cls, path: Path) -> SqliteQueueStore:
+    async def open(cls, path: Path, *, keep_attempts: int | None = None) -> SqliteQueueStore:
         """Open (creating or migrating if needed) the state file.
 
         StateError if the file is corrupt, foreign, of a newer schema or locked.
         """
         db, lock = q.open_queue_db(path)
         try:
-            return cls(path, db, lock)
+            return cls(path, db, lock, keep_attempts=keep_attempts)
         except sqlite3.Error as exc:
             db.close()
             lock.release()
@@ -116,9 +131,14 @@ class SqliteQueueStore:
         if not requests:
             return 0
         schedule = self._schedule
+        prefilter = self._known
         with self._transaction() as db:
-            fps = json.dumps([r.fingerprint for r in requests])
-            taken = {row[0] for row in db.execute(q.FIND_SEEN, (fps,))}
+            taken = {r.fingerprint for r in requests if prefilter.seen(r.fingerprint)}
+            unknown = [r.fingerprint for r in requests if r.fingerprint not in taken]
+            if unknown:
+                found = db.execute(q.FIND_SEEN, (json.dumps(unknown),))
+                taken.update(row[0] for row in found)
+            prefilter.add(taken)
             total = self._admitted
             per_domain: dict[str, int] = {}
             per_lane: dict[tuple[str, str], int] = {}
@@ -144,6 +164,7 @@ class SqliteQueueStore:
                 return 0
             db.executemany(q.INSERT_QUEUED, new_rows)
             db.executemany(q.SET_ADMITTED, per_domain.items())
+        prefilter.add(row[0] for row in new_rows)
         for name, admitted in per_domain.items():
             schedule.get(name).admitted = admitted
         for (name, kind), count in per_lane.items():
@@ -206,7 +227,8 @@ class SqliteQueueStore:
                 return Ended(False), state
             if report.visit is not None and sql == q.COMPLETE:
                 db.execute(q.REMEMBER, (parsed[0], *rows.visit_row(report.visit)))
-            db.execute(q.INSERT_ATTEMPT, rows.attempt_row(report.attempt))
+            written = db.execute(q.INSERT_ATTEMPT, rows.attempt_row(report.attempt))
+            self._retention.written(db, written.lastrowid)
             db.execute(
                 q.END_LEASE_DOMAIN,
                 (ready_at, record.level, record.window, record.streak, record.cooldown_until,
@@ -278,6 +300,7 @@ class SqliteQueueStore:
             db.execute(q.REAP, params)
             attempts = [expired_attempt(r, r.attempt >= max_retries, at) for r, at in expired]
             db.executemany(q.INSERT_ATTEMPT, [rows.attempt_row(a) for a in attempts])
+            self._retention.written(db, db.execute(NEWEST).fetchone()[0], len(attempts))
             counted: dict[str, Counters] = {}
             for attempt in attempts:
                 found = counted.get(attempt.domain)

@@ -30,6 +30,10 @@ from crawlfleet.pipeline.text import NUL
 DUPLICATE = "duplicate"
 """The drop reason of ``dedupe``."""
 
+DEDUPE_KEYS = 100_000
+"""Identities ``dedupe`` remembers by default: ~22 MB (1,000,000 took ~225 MB, the largest
+thing a long crawl held; docs/decisions/0017)."""
+
 
 class InvalidItem(DropItem):
     """The item's data is wrong; the pipeline keeps it as a reject with this reason."""
@@ -173,7 +177,7 @@ class Dedupe:
     every processor.
     """
 
-    def __init__(self, *, max_keys: int = 1_000_000) -> None:
+    def __init__(self, *, max_keys: int = DEDUPE_KEYS) -> None:
         if max_keys < 1:
             raise ValueError("max_keys must be >= 1")
         self._max_keys = max_keys
@@ -199,7 +203,7 @@ class Dedupe:
             self._seen.pop((item.type, item_key(item)), None)
 
 
-def dedupe(*, max_keys: int = 1_000_000) -> Dedupe:
+def dedupe(*, max_keys: int = DEDUPE_KEYS) -> Dedupe:
     """A ``Dedupe`` processor remembering at most ``max_keys`` identities."""
     return Dedupe(max_keys=max_keys)
 

@@ -116,7 +116,7 @@ async def open_embedded(
     held = StateDir.open(settings.state_dir, crawl_identity(settings, seeds), fresh=fresh)
     stack.callback(held.release)
     state_file, items_file = state_paths(settings.state_dir)
-    store = await SqliteQueueStore.open(state_file)
+    store = await SqliteQueueStore.open(state_file, keep_attempts=settings.attempt_log_max_rows)
     stack.push_async_callback(store.close)
     attempts = await SqliteAttemptLog.open(state_file)
     stack.push_async_callback(attempts.close)

@@ -1,0 +1,61 @@
+"""The canonicalization's fast path gives what the full canonicalization gives, or steps aside."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from crawlfleet.errors import BadUrl
+from crawlfleet.urls import UrlRules, already_canonical
+
+HOSTS = ("a.test", "127.0.0.11", "x-y.example.com", "a..b", "-a.test", "a.test.", "0.0.0.0",
+         "xn--bcher-kva.test", "1.2.3", ".", "A.test", "b\u00fccher.test")  # fmt: skip
+PORTS = ("", ":80", ":443", ":8080", ":18411", ":0", ":00080", ":99999", ":65535", ":65536", ":1")
+PATH_CHARACTERS = "abcXYZ019._~-/%?#@:;=+ "
+
+
+def slow(url: str) -> str:
+    """The full canonicalization (the fast path bypassed)."""
+    try:
+        return UrlRules().full_canonical(url)
+    except BadUrl:
+        return "BadUrl"
+
+
+def random_urls(count: int) -> list[str]:
+    rng = random.Random(15)
+    urls = []
+    for _ in range(count):
+        path = "/" + "".join(rng.choice(PATH_CHARACTERS) for _ in range(rng.randrange(20)))
+        scheme = rng.choice(("http", "https", "HTTP", "ftp"))
+        urls.append(f"{scheme}://{rng.choice(HOSTS)}{rng.choice(PORTS)}{path}")
+    return urls
+
+
+def test_every_url_the_fast_path_takes_is_its_own_full_canonical_form() -> None:
+    urls = random_urls(30_000)
+    taken = [url for url in urls if already_canonical(url)]
+    assert len(taken) > 500  # the generator reaches the fast path
+    assert [url for url in taken if slow(url) != url] == []
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://a.test:80/x",  # default port: dropped
+        "https://a.test:443/x",
+        "http://a.test:00080/x",  # leading zeros: the port is normalized
+        "http://a.test:99999/x",  # out of range: BadUrl
+        "http://a.test/./x",  # dot segments: removed
+        "http://a.test/a/../x",
+        "http://A.test/x",  # upper-case host: lowered
+        "http://a.test/x?b=1&a=2",  # query: sorted
+        "http://a.test/x#top",  # fragment: dropped
+        "http://a.test/%7ex",  # percent-encoding: normalized
+        "http://user:pw@a.test/x",  # userinfo: dropped
+        "http://a.test",  # no path: "/"
+    ],
+)
+def test_the_fast_path_steps_aside_for_what_canonicalization_changes(url: str) -> None:
+    assert not already_canonical(url)
