@@ -28,12 +28,13 @@ from crawlfleet.fetchers.cache import (
     cache_policy,
 )
 from crawlfleet.fetchers.hooks import HookedFetcher, load_hooks
+from crawlfleet.fetchers.http import HttpFetcher
 from crawlfleet.fetchers.profiles import profile
-from crawlfleet.fetchers.protocols import Fetcher, ViaFetcher
+from crawlfleet.fetchers.protocols import Fetcher, Via, ViaFetcher
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.politeness import StatusClass, classify, judge
 from crawlfleet.frontier.protocols import Signal
-from crawlfleet.models import FetchResult
+from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.parsing.login import load_logins
 from crawlfleet.proxies.endpoints import load_tiers
 from crawlfleet.proxies.pool import ProxyPool
@@ -43,7 +44,8 @@ from crawlfleet.runtime.login import LoginFetcher, check_logins, open_session_st
 from crawlfleet.runtime.proxy_link import SessionFetcher
 from crawlfleet.runtime.session_pool import SessionPool
 from crawlfleet.secretsfile import SiteSecrets
-from crawlfleet.settings import Settings
+from crawlfleet.settings import ProxySettings, Settings
+from crawlfleet.urls import UrlRules
 
 F = TypeVar("F", bound=Fetcher)
 
@@ -123,17 +125,35 @@ def proxy_pool(settings: Settings, clock: Clock, states: ProxyStateStore) -> Pro
     )
 
 
+class SessionLink:
+    """Puts a ``ViaFetcher`` behind the crawl's sessions; every fetcher it wraps (HTTP,
+    impersonate, browser) shares one proxy pool and one session pool."""
+
+    def __init__(
+        self, pool: ProxyPool, sessions: SessionPool, clock: Clock, settings: ProxySettings
+    ) -> None:
+        self.pool = pool
+        self._sessions = sessions
+        self._clock = clock
+        self._settings = settings
+
+    def __call__(self, fetcher: ViaFetcher, *, own_jar: bool = False) -> SessionFetcher:
+        """``fetcher`` through the sessions; ``own_jar``: it keeps the jar itself (browser)."""
+        return SessionFetcher(
+            fetcher, self.pool, self._sessions, self._clock, self._settings, own_jar=own_jar
+        )
+
+
 async def session_link(
     settings: Settings, clock: Clock, stack: AsyncExitStack, frontier: Frontier
-) -> tuple[Callable[[ViaFetcher], Fetcher], ProxyPool | None]:
-    """What sends an HTTP fetcher's requests through crawl sessions, and the proxy pool
-    (no proxies: nothing, None).
+) -> SessionLink | None:
+    """What sends a fetcher's requests through crawl sessions (None without proxies).
 
     ``ConfigError`` for a bad tier or proxies file, before anything is fetched.
     """
     config = settings.proxies
     if config is None:
-        return (lambda fetcher: fetcher), None
+        return None
     load_tiers(config.tiers, config.file)  # a bad config fails before any store is opened
     for name in config.profiles:
         profile(name)
@@ -143,4 +163,29 @@ async def session_link(
     await pool.register()
     stack.push_async_callback(pool.flush)  # before the stores close (the stack runs LIFO)
     taken = SessionPool(pool, sessions, FrontierStrategy(frontier), clock, config)
-    return (lambda fetcher: SessionFetcher(fetcher, pool, taken, clock, config)), pool
+    return SessionLink(pool, taken, clock, config)
+
+
+class SessionSideFetcher:
+    """robots.txt and sitemap reads through a crawl session of their domain: its proxy and
+    header profile (not its jar), so a site reachable only through the crawl's proxies is
+    reachable for them too. What they get is not judged (a robots.txt 403 means "allow all",
+    RFC 9309 §2.3.1.3, not a ban of the session); a ``TruncatingFetcher``."""
+
+    def __init__(self, http: HttpFetcher, link: SessionLink, rules: UrlRules) -> None:
+        self._http = http
+        self._sessions = link(http)
+        self._rules = rules
+
+    async def fetch(
+        self, request: CrawlRequest, *, truncate_at_bytes: int | None = None
+    ) -> FetchResult:
+        domain = request.domain or self._rules.politeness_key(request.url)
+        identity = await self._sessions.identity(domain)
+        via = Via(identity.proxy, identity.proxy_auth, identity.headers)
+        result = await self._http.fetch(request, via=via, truncate_at_bytes=truncate_at_bytes)
+        result.route = identity.route
+        return result
+
+    async def close(self) -> None:
+        await self._http.close()

@@ -12,6 +12,11 @@ A recycled browser finishes the pages it holds before it is closed; a crashed on
 
 Chromium is launched lazily, by the first page: a process that never fetches with the
 browser never starts one.
+
+A page asked for a crawl session (``page(identity)``, with ``[crawl.proxies]``) gets that
+session's own context instead (its proxy, User-Agent: ``identity.py``), recycled after
+``context_pages`` pages like the shared ones; at most ``pages`` session contexts are kept, the
+least recently used idle one closed to make room (each costs a renderer: decision 0012).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -30,8 +35,9 @@ from urllib.parse import urljoin
 from playwright.async_api import Browser, BrowserContext, Page, Playwright, Route, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
-from crawlfleet.errors import FetchError
+from crawlfleet.errors import BrowserFault
 from crawlfleet.fetchers.browser.guard import RequestGuard
+from crawlfleet.fetchers.browser.identity import BrowserIdentity
 from crawlfleet.fetchers.browser.launch import CHROMIUM_FLAGS, MARKER_FLAG
 from crawlfleet.fetchers.browser.memory import tree_pids, tree_rss_bytes
 
@@ -135,6 +141,9 @@ class BrowserPool:
             self._free.put_nowait(Slot(index))
         self._sessions: list[_Context | None] = [None] * max(1, min(limits.sessions, limits.pages))
         self._rotating = [asyncio.Lock() for _ in self._sessions]
+        self._keyed: OrderedDict[str, _Context] = OrderedDict()
+        """Crawl session id -> its context, least recently used first."""
+        self._keying = asyncio.Lock()
         self._slot_of: dict[Page, Slot] = {}
         self._lock = asyncio.Lock()
         self._playwright: Playwright | None = None
@@ -149,11 +158,12 @@ class BrowserPool:
         return [] if self._current is None else tree_pids(self._current.marker)
 
     @asynccontextmanager
-    async def page(self) -> AsyncIterator[LeasedPage]:
-        """The page of a free slot (its context's, reused page after page) for one fetch.
+    async def page(self, identity: BrowserIdentity | None = None) -> AsyncIterator[LeasedPage]:
+        """The page of a free slot (its context's, reused page after page) for one fetch;
+        in ``identity``'s own context when given (a crawl session's).
 
         A block that raises leaves the page closed (the next fetch of the slot gets a new
-        one). ``FetchError`` (transient) when no browser can be launched or the context is
+        one). ``BrowserFault`` (transient) when no browser can be launched or the context is
         gone.
         """
         slot = await self._free.get()
@@ -164,7 +174,7 @@ class BrowserPool:
             browser = await self._browser()
             browser.in_use += 1
             self.stats.in_use += 1
-            page = await self._page_of(slot, browser)
+            page = await self._page_of(slot, browser, identity)
             held = slot.context
             self.stats.pages += 1
             yield LeasedPage(page, slot)
@@ -187,22 +197,17 @@ class BrowserPool:
         if slot.context is not None:
             slot.context.retired = True
             self._sessions = [None if c is slot.context else c for c in self._sessions]
+            self._keyed = OrderedDict(
+                (k, c) for k, c in self._keyed.items() if c is not slot.context
+            )
 
-    async def _page_of(self, slot: Slot, browser: _Browser) -> Page:
-        session = slot.index % len(self._sessions)
-        async with self._rotating[session]:  # one new context per session, not one per slot
-            current = self._sessions[session]
-            if (
-                current is not None
-                and current.owner is browser
-                and not current.retired
-                and current.pages >= self.limits.context_pages
-            ):
-                current.retired = True
-                self._release(current, 0)
-            if current is None or current.owner is not browser or current.retired:
-                current = _Context(await self._new_context(browser), browser)
-                self._sessions[session] = current
+    async def _page_of(
+        self, slot: Slot, browser: _Browser, identity: BrowserIdentity | None
+    ) -> Page:
+        if identity is None:
+            current = await self._shared_context(slot, browser)
+        else:
+            current = await self._session_context(browser, identity)
         if slot.page is not None and (slot.context is not current or slot.page.is_closed()):
             await self._drop_page(slot)
         current.pages += 1
@@ -217,9 +222,56 @@ class BrowserPool:
             self.forget(slot)
             self._release(current)
             slot.context = None
-            raise FetchError(f"browser context lost: {_first_line(exc)}") from None
+            raise BrowserFault(f"browser context lost: {_first_line(exc)}") from None
         self._slot_of[slot.page] = slot
         return slot.page
+
+    async def _shared_context(self, slot: Slot, browser: _Browser) -> _Context:
+        session = slot.index % len(self._sessions)
+        async with self._rotating[session]:  # one new context per session, not one per slot
+            current = self._sessions[session]
+            if (
+                current is not None
+                and current.owner is browser
+                and not current.retired
+                and current.pages >= self.limits.context_pages
+            ):
+                current.retired = True
+                self._release(current, 0)
+            if current is None or current.owner is not browser or current.retired:
+                current = _Context(await self._new_context(browser), browser)
+                self._sessions[session] = current
+        return current
+
+    async def _session_context(self, browser: _Browser, identity: BrowserIdentity) -> _Context:
+        """The context of crawl session ``identity`` (opened, or renewed when it is due)."""
+        async with self._keying:
+            current = self._keyed.get(identity.id)
+            if current is not None and not current.retired and current.owner is browser:
+                if current.pages < self.limits.context_pages:
+                    self._keyed.move_to_end(identity.id)
+                    return current
+                current.retired = True
+                self._release(current, 0)
+            self._keyed.pop(identity.id, None)
+            self._make_room(browser)
+            current = _Context(await self._new_context(browser, identity), browser)
+            self._keyed[identity.id] = current
+            return current
+
+    def _make_room(self, browser: _Browser) -> None:
+        """Close idle session contexts (stale ones first, then the least recently used)
+        until fewer than ``pages`` are kept."""
+        for key, context in list(self._keyed.items()):
+            if context.retired or context.owner is not browser:
+                del self._keyed[key]
+        for key, context in list(self._keyed.items()):
+            if len(self._keyed) < self.limits.pages:
+                return
+            if context.in_use == 0:
+                context.retired = True
+                self._release(context, 0)
+                del self._keyed[key]
 
     async def _drop_page(self, slot: Slot) -> None:
         page, slot.page = slot.page, None
@@ -233,15 +285,18 @@ class BrowserPool:
         if context.retired and context.in_use == 0 and context.owner.browser.is_connected():
             self._background(context.context.close())
 
-    async def _new_context(self, browser: _Browser) -> BrowserContext:
+    async def _new_context(
+        self, browser: _Browser, identity: BrowserIdentity | None = None
+    ) -> BrowserContext:
+        options = (
+            {"user_agent": browser.user_agent} if identity is None else identity.context_options()
+        )
         try:
-            context = await browser.browser.new_context(
-                user_agent=browser.user_agent, service_workers="block"
-            )
+            context = await browser.browser.new_context(service_workers="block", **options)
             if self._guard.active:
                 await context.route("**/*", self._route)
         except PlaywrightError as exc:
-            raise FetchError(f"cannot open a browser context: {_first_line(exc)}") from None
+            raise BrowserFault(f"cannot open a browser context: {_first_line(exc)}") from None
         return context
 
     async def _route(self, route: Route) -> None:
@@ -281,7 +336,7 @@ class BrowserPool:
         """The browser new pages go to; launches or recycles one when it is due."""
         async with self._lock:
             if self._closed:
-                raise FetchError("the browser pool is closed", transient=True)
+                raise BrowserFault("the browser pool is closed", transient=True)
             current = self._current
             reason = await self._recycle_reason(current)
             if reason is None and current is not None:
@@ -330,7 +385,7 @@ class BrowserPool:
             version = await session.send("Browser.getVersion")
             await session.detach()
         except PlaywrightError as exc:
-            raise FetchError(f"cannot launch {self.executable}: {_first_line(exc)}") from None
+            raise BrowserFault(f"cannot launch {self.executable}: {_first_line(exc)}") from None
         agent = str(version["userAgent"])
         if self._token:
             agent = f"{agent} {self._token}"
