@@ -99,27 +99,32 @@ async def test_the_browser_fetches_through_the_sessions_proxies_ua_and_jar(
             assert PASSWORD.encode() not in path.read_bytes(), path
 
 
-async def test_robots_txt_goes_through_a_proxy_of_the_crawl(
+async def test_robots_txt_goes_through_a_proxy_of_the_crawl_past_a_dead_one(
     site: ThreadedDemoSite, tmp_path: Path, proxies: ProxyFarm
 ) -> None:
     proxy = proxies.start("127.0.1.43", auth=("crawler", PASSWORD))
+    closed = proxies.closed()
     settings = Settings(
         seeds=[site.url("jsapp", "/")],
         allow_private_addresses=True,
         state_dir=tmp_path / "state",
-        proxies=ProxySettings(tiers=[[proxy.url]], profiles=[PROFILE]),
+        proxies=ProxySettings(tiers=[[closed, proxy.url]], profiles=[PROFILE]),
     )
     clock = SystemClock()
     async with AsyncExitStack() as stack:
         frontier = build_frontier(settings, MemoryQueueStore(), settings.seeds)
         link = await session_link(settings, clock, stack, frontier)
+        assert link is not None
         robots, fetch_url = build_robots(settings, clock, stack, Credentials(), link)
         assert robots is not None
-        await robots.check(site.url("jsapp", "/list/1"))
+        decision = await robots.check(site.url("jsapp", "/list/1"))
         sitemap = await fetch_url(site.url("jsapp", "/sitemap.xml"))
+        closed_usable = await link.pool.usable(build_tiers([[closed]])[0][0].id)
+    assert (decision.allowed, decision.unavailable) == (True, False)
     assert sitemap.route is not None
     seen = [(r.path, r.client, r.user_agent) for r in site.log if r.role == "jsapp"]
     assert seen == [
         ("/robots.txt", "127.0.1.43", user_agent(PROFILE)),
         ("/sitemap.xml", "127.0.1.43", user_agent(PROFILE)),
     ]
+    assert not closed_usable  # the rotation tried it first; the read went on past it

@@ -28,13 +28,12 @@ from crawlfleet.fetchers.cache import (
     cache_policy,
 )
 from crawlfleet.fetchers.hooks import HookedFetcher, load_hooks
-from crawlfleet.fetchers.http import HttpFetcher
 from crawlfleet.fetchers.profiles import profile
-from crawlfleet.fetchers.protocols import Fetcher, Via, ViaFetcher
+from crawlfleet.fetchers.protocols import Fetcher, ViaFetcher
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.politeness import StatusClass, classify, judge
 from crawlfleet.frontier.protocols import Signal
-from crawlfleet.models import CrawlRequest, FetchResult
+from crawlfleet.models import FetchResult
 from crawlfleet.parsing.login import load_logins
 from crawlfleet.proxies.endpoints import load_tiers
 from crawlfleet.proxies.pool import ProxyPool
@@ -45,7 +44,6 @@ from crawlfleet.runtime.proxy_link import SessionFetcher
 from crawlfleet.runtime.session_pool import SessionPool
 from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.settings import ProxySettings, Settings
-from crawlfleet.urls import UrlRules
 
 F = TypeVar("F", bound=Fetcher)
 
@@ -164,28 +162,3 @@ async def session_link(
     stack.push_async_callback(pool.flush)  # before the stores close (the stack runs LIFO)
     taken = SessionPool(pool, sessions, FrontierStrategy(frontier), clock, config)
     return SessionLink(pool, taken, clock, config)
-
-
-class SessionSideFetcher:
-    """robots.txt and sitemap reads through a crawl session of their domain: its proxy and
-    header profile (not its jar), so a site reachable only through the crawl's proxies is
-    reachable for them too. What they get is not judged (a robots.txt 403 means "allow all",
-    RFC 9309 §2.3.1.3, not a ban of the session); a ``TruncatingFetcher``."""
-
-    def __init__(self, http: HttpFetcher, link: SessionLink, rules: UrlRules) -> None:
-        self._http = http
-        self._sessions = link(http)
-        self._rules = rules
-
-    async def fetch(
-        self, request: CrawlRequest, *, truncate_at_bytes: int | None = None
-    ) -> FetchResult:
-        domain = request.domain or self._rules.politeness_key(request.url)
-        identity = await self._sessions.identity(domain)
-        via = Via(identity.proxy, identity.proxy_auth, identity.headers)
-        result = await self._http.fetch(request, via=via, truncate_at_bytes=truncate_at_bytes)
-        result.route = identity.route
-        return result
-
-    async def close(self) -> None:
-        await self._http.close()

@@ -42,7 +42,6 @@ from crawlfleet.runtime.browser_lane import browser_lane, build_browser
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
 from crawlfleet.runtime.fetch_chain import (
     SessionLink,
-    SessionSideFetcher,
     cached,
     hooked,
     login_link,
@@ -59,6 +58,7 @@ from crawlfleet.runtime.kinds import (
     servable_kinds,
 )
 from crawlfleet.runtime.routing import Router
+from crawlfleet.runtime.side_fetch import SessionSideFetcher
 from crawlfleet.runtime.strategy import Strategies
 from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.settings import Settings
