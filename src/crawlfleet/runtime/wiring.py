@@ -223,7 +223,7 @@ def build_robots(
     return robots, fetch_url
 
 
-def build_admitter(
+async def build_admitter(
     settings: Settings,
     frontier: Frontier,
     *,
@@ -231,8 +231,10 @@ def build_admitter(
     clock: Clock,
     stack: AsyncExitStack,
 ) -> Admitter:
-    """What seeds a crawl without fetchers, parsers or sinks (the dispatcher)."""
-    robots, fetch_url = build_robots(settings, clock, stack, Credentials())
+    """What seeds a crawl without fetchers, parsers or sinks (the dispatcher, ``add``);
+    robots.txt and sitemaps through the crawl's sessions when it has proxies."""
+    link = await session_link(settings, clock, stack, frontier)
+    robots, fetch_url = build_robots(settings, clock, stack, Credentials(), link)
     return Admitter(frontier, robots=robots, events=events, fetch_url=fetch_url, clock=clock)
 
 
