@@ -136,9 +136,8 @@ class BrowserPool:
         self.stats = PoolStats()
         self._guard = guard
         self._token = user_agent_token
-        self._free: asyncio.Queue[Slot] = asyncio.Queue()
-        for index in range(limits.pages):
-            self._free.put_nowait(Slot(index))
+        self._free = [Slot(index) for index in range(limits.pages)]
+        self._slots = asyncio.Semaphore(limits.pages)
         self._sessions: list[_Context | None] = [None] * max(1, min(limits.sessions, limits.pages))
         self._rotating = [asyncio.Lock() for _ in self._sessions]
         self._keyed: OrderedDict[str, _Context] = OrderedDict()
@@ -166,7 +165,8 @@ class BrowserPool:
         one). ``BrowserFault`` (transient) when no browser can be launched or the context is
         gone.
         """
-        slot = await self._free.get()
+        await self._slots.acquire()
+        slot = self._free_slot(identity)
         browser: _Browser | None = None
         held: _Context | None = None
         failed = True
@@ -190,7 +190,24 @@ class BrowserPool:
                 self.stats.in_use -= 1
                 if browser.retired and browser.in_use == 0:
                     await _quietly(browser.browser.close())
-            self._free.put_nowait(slot)
+            self._free.append(slot)
+            self._slots.release()
+
+    def _free_slot(self, identity: BrowserIdentity | None) -> Slot:
+        """A free slot: for a session, one whose page is in its context, else an empty one,
+        else the least recently freed; without, one with a page, else an empty one. A page
+        reused costs a navigation, a new one ~5 (decision 0012)."""
+        own = self._keyed.get(identity.id) if identity is not None else None
+        if own is not None:
+            wanted = [slot for slot in self._free if slot.context is own]
+        elif identity is None:
+            wanted = [slot for slot in self._free if slot.page is not None]
+        else:
+            wanted = []
+        empty = [slot for slot in self._free if slot.page is None]
+        chosen = (wanted or empty or self._free)[0]
+        self._free.remove(chosen)
+        return chosen
 
     def forget(self, slot: Slot) -> None:
         """Retire the slot's context (its page crashed or lost it): the next is fresh."""
