@@ -35,7 +35,8 @@ from crawlfleet.demosite.jsapp import JS_ITEMS, JS_LISTS
 from crawlfleet.fetchers.browser.fetcher import BrowserFetcher
 from crawlfleet.fetchers.browser.guard import RequestGuard
 from crawlfleet.fetchers.browser.memory import tree_rss_bytes
-from crawlfleet.fetchers.browser.pool import BrowserPool, PoolLimits
+from crawlfleet.fetchers.browser.pool import BrowserPool
+from crawlfleet.fetchers.browser.slots import PoolLimits
 from crawlfleet.fetchers.profiles import profile
 from crawlfleet.fetchers.protocols import Via
 from crawlfleet.models import CrawlRequest

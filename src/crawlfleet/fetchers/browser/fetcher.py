@@ -28,7 +28,8 @@ from playwright.async_api import TimeoutError as PlaywrightTimeout
 from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.errors import BrowserFault, FetchError, ForbiddenAddress, TooLarge
 from crawlfleet.fetchers.browser.identity import BrowserIdentity, load_jar, read_jar
-from crawlfleet.fetchers.browser.pool import BrowserPool, LeasedPage
+from crawlfleet.fetchers.browser.pool import BrowserPool
+from crawlfleet.fetchers.browser.slots import LeasedPage
 from crawlfleet.fetchers.browser.wait import WaitRule
 from crawlfleet.fetchers.protocols import Via
 from crawlfleet.models import CrawlRequest, FetchResult

@@ -25,14 +25,13 @@ import asyncio
 import logging
 import time
 import uuid
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urljoin
 
-from playwright.async_api import Browser, BrowserContext, Page, Playwright, Route, async_playwright
+from playwright.async_api import BrowserContext, Page, Playwright, Route, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
 from crawlfleet.errors import BrowserFault
@@ -40,80 +39,16 @@ from crawlfleet.fetchers.browser.guard import RequestGuard
 from crawlfleet.fetchers.browser.identity import BrowserIdentity
 from crawlfleet.fetchers.browser.launch import CHROMIUM_FLAGS, MARKER_FLAG
 from crawlfleet.fetchers.browser.memory import tree_pids, tree_rss_bytes
+from crawlfleet.fetchers.browser.slots import (
+    LaunchedBrowser,
+    LeasedPage,
+    PoolContext,
+    PoolLimits,
+    PoolStats,
+    Slot,
+)
 
 log = logging.getLogger(__name__)
-
-RESTART_REASONS = ("start", "pages", "memory", "crash")
-"""Why a browser was launched: the first page, the page limit, the memory cap, a crash."""
-
-
-@dataclass(frozen=True, slots=True)
-class PoolLimits:
-    """How many pages run at once and when contexts and the browser are recycled."""
-
-    pages: int = 4
-    sessions: int = 1
-    context_pages: int = 50
-    browser_pages: int = 1000
-    memory_cap_bytes: int = 2 * 1024**3
-    memory_check_s: float = 1.0
-
-
-@dataclass(slots=True)
-class PoolStats:
-    """What a pool did: pages opened, browsers launched by reason, memory at the last check."""
-
-    pages: int = 0
-    launches: Counter[str] = field(default_factory=Counter)
-    rss_bytes: int = 0
-    in_use: int = 0
-
-
-@dataclass(eq=False, slots=True)
-class _Browser:
-    """One launched Chromium and what it served."""
-
-    browser: Browser
-    marker: str
-    user_agent: str
-    served: int = 0
-    in_use: int = 0
-    retired: bool = False
-
-
-@dataclass(eq=False, slots=True)
-class _Context:
-    """A browser context (one session: cookies, cache), the pages it ran and runs."""
-
-    context: BrowserContext
-    owner: _Browser
-    pages: int = 0
-    in_use: int = 0
-    retired: bool = False
-
-
-@dataclass(eq=False, slots=True)
-class Slot:
-    """One page slot: its page, navigated fetch after fetch, and what the guard refused it.
-
-    The slot's session is ``index % sessions``: its page lives in that session's context.
-    """
-
-    index: int
-    page: Page | None = None
-    """The slot's page, reused while its context is its session's (a new page costs ~5
-    navigations, decision 0012)."""
-    context: _Context | None = None
-    refused: dict[str, str] = field(default_factory=dict)
-    """URL -> why the guard aborted it, for the fetch in this slot."""
-
-
-@dataclass(frozen=True, slots=True)
-class LeasedPage:
-    """A page of the pool, with its slot (the guard's refusals for this page)."""
-
-    page: Page
-    slot: Slot
 
 
 class BrowserPool:
@@ -138,15 +73,17 @@ class BrowserPool:
         self._token = user_agent_token
         self._free = [Slot(index) for index in range(limits.pages)]
         self._slots = asyncio.Semaphore(limits.pages)
-        self._sessions: list[_Context | None] = [None] * max(1, min(limits.sessions, limits.pages))
+        self._sessions: list[PoolContext | None] = [None] * max(
+            1, min(limits.sessions, limits.pages)
+        )
         self._rotating = [asyncio.Lock() for _ in self._sessions]
-        self._keyed: OrderedDict[str, _Context] = OrderedDict()
+        self._keyed: OrderedDict[str, PoolContext] = OrderedDict()
         """Crawl session id -> its context, least recently used first."""
         self._keying = asyncio.Lock()
         self._slot_of: dict[Page, Slot] = {}
         self._lock = asyncio.Lock()
         self._playwright: Playwright | None = None
-        self._current: _Browser | None = None
+        self._current: LaunchedBrowser | None = None
         self._checked_at = 0.0
         self._closed = False
         self._closing: set[asyncio.Task[None]] = set()
@@ -167,8 +104,8 @@ class BrowserPool:
         """
         await self._slots.acquire()
         slot = self._free_slot(identity)
-        browser: _Browser | None = None
-        held: _Context | None = None
+        browser: LaunchedBrowser | None = None
+        held: PoolContext | None = None
         failed = True
         try:
             browser = await self._browser()
@@ -219,7 +156,7 @@ class BrowserPool:
             )
 
     async def _page_of(
-        self, slot: Slot, browser: _Browser, identity: BrowserIdentity | None
+        self, slot: Slot, browser: LaunchedBrowser, identity: BrowserIdentity | None
     ) -> Page:
         if identity is None:
             current = await self._shared_context(slot, browser)
@@ -243,7 +180,7 @@ class BrowserPool:
         self._slot_of[slot.page] = slot
         return slot.page
 
-    async def _shared_context(self, slot: Slot, browser: _Browser) -> _Context:
+    async def _shared_context(self, slot: Slot, browser: LaunchedBrowser) -> PoolContext:
         session = slot.index % len(self._sessions)
         async with self._rotating[session]:  # one new context per session, not one per slot
             current = self._sessions[session]
@@ -256,11 +193,13 @@ class BrowserPool:
                 current.retired = True
                 self._release(current, 0)
             if current is None or current.owner is not browser or current.retired:
-                current = _Context(await self._new_context(browser), browser)
+                current = PoolContext(await self._new_context(browser), browser)
                 self._sessions[session] = current
         return current
 
-    async def _session_context(self, browser: _Browser, identity: BrowserIdentity) -> _Context:
+    async def _session_context(
+        self, browser: LaunchedBrowser, identity: BrowserIdentity
+    ) -> PoolContext:
         """The context of crawl session ``identity`` (opened, or renewed when it is due)."""
         async with self._keying:
             current = self._keyed.get(identity.id)
@@ -272,11 +211,11 @@ class BrowserPool:
                 self._release(current, 0)
             self._keyed.pop(identity.id, None)
             self._make_room(browser)
-            current = _Context(await self._new_context(browser, identity), browser)
+            current = PoolContext(await self._new_context(browser, identity), browser)
             self._keyed[identity.id] = current
             return current
 
-    def _make_room(self, browser: _Browser) -> None:
+    def _make_room(self, browser: LaunchedBrowser) -> None:
         """Close idle session contexts (stale ones first, then the least recently used)
         until fewer than ``pages`` are kept."""
         for key, context in list(self._keyed.items()):
@@ -296,14 +235,14 @@ class BrowserPool:
             self._slot_of.pop(page, None)
             await _quietly(page.close())
 
-    def _release(self, context: _Context, pages: int = 1) -> None:
+    def _release(self, context: PoolContext, pages: int = 1) -> None:
         """``pages`` of ``context`` ended; a retired context is closed with its last one."""
         context.in_use -= pages
         if context.retired and context.in_use == 0 and context.owner.browser.is_connected():
             self._background(context.context.close())
 
     async def _new_context(
-        self, browser: _Browser, identity: BrowserIdentity | None = None
+        self, browser: LaunchedBrowser, identity: BrowserIdentity | None = None
     ) -> BrowserContext:
         options = (
             {"user_agent": browser.user_agent} if identity is None else identity.context_options()
@@ -349,7 +288,7 @@ class BrowserPool:
                 return
         await route.fulfill(response=response)
 
-    async def _browser(self) -> _Browser:
+    async def _browser(self) -> LaunchedBrowser:
         """The browser new pages go to; launches or recycles one when it is due."""
         async with self._lock:
             if self._closed:
@@ -363,7 +302,7 @@ class BrowserPool:
             self._current = await self._launch(reason or "start")
             return self._current
 
-    async def _recycle_reason(self, current: _Browser | None) -> str | None:
+    async def _recycle_reason(self, current: LaunchedBrowser | None) -> str | None:
         if current is None:
             return "start"
         if not current.browser.is_connected():
@@ -378,7 +317,7 @@ class BrowserPool:
                 return "memory"
         return None
 
-    def _retire(self, browser: _Browser) -> None:
+    def _retire(self, browser: LaunchedBrowser) -> None:
         browser.retired = True
         if browser.in_use == 0:
             self._background(browser.browser.close())
@@ -389,7 +328,7 @@ class BrowserPool:
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
 
-    async def _launch(self, reason: str) -> _Browser:
+    async def _launch(self, reason: str) -> LaunchedBrowser:
         marker = uuid.uuid4().hex
         try:
             if self._playwright is None:
@@ -409,7 +348,7 @@ class BrowserPool:
         self.stats.launches[reason] += 1
         if reason != "start":
             log.warning("browser relaunched (%s)", reason)
-        return _Browser(browser, marker, agent)
+        return LaunchedBrowser(browser, marker, agent)
 
     async def close(self) -> None:
         """Close the browser and Playwright's driver; pages still open fail."""
