@@ -4,7 +4,8 @@ Starts a private redis-server on a free loopback port (never the shared one), in
 fingerprints through ``RedisQueueStore.add`` (requests of 5,000 domains), batched
 and several batches in flight, once with ``dedup="exact"`` and once with ``dedup="bloom"``
 (capacity N), then prints ``MEMORY USAGE`` of the keys (the SET; every Bloom shard) scaled to
-1M URLs, the measured Bloom false-positive rate on fresh fingerprints, and whether the Bloom
+1M URLs, the growth of Redis' ``used_memory`` (everything the crawl keeps for 1M queued and
+seen URLs: requests, lanes, domains, seen filter), the measured Bloom false-positive rate on fresh fingerprints, and whether the Bloom
 filter meets its target: at most ``TARGET_MB_PER_1M`` (decimal MB) per 1M URLs at 1 %.
 
     .venv/bin/python bench/redis_memory.py              # 1,000,000 fingerprints, 1% error
@@ -91,7 +92,8 @@ async def bench(url: str, count: int, error_rate: float) -> None:
     fps = fingerprints(count, "seen")
     per_million = 1_000_000 / count
     print(f"{count:,} fingerprints, Bloom error rate {error_rate:.2%}")
-    print(f"{'path':<8}{'keys':>6}{'insert s':>10}{'MiB/1M':>10}{'MB/1M':>10}{'seen':>12}")
+    head = f"{'path':<8}{'keys':>6}{'insert s':>10}{'MiB/1M':>10}{'MB/1M':>10}{'seen':>12}"
+    print(f"{head}{'all MB/1M':>12}")
     bloom_mb = 0.0
     for dedup in ("exact", "bloom"):
         prefix = f"bench-{dedup}"
@@ -102,15 +104,17 @@ async def bench(url: str, count: int, error_rate: float) -> None:
             if dedup == "exact"
             else [keys.bloom_shard(i) for i in range(geometry.shards)]
         )
+        before_b = int((await client.info("memory"))["used_memory"])
         started = time.perf_counter()
         store = await insert(url, prefix, dedup, fps, error_rate)
         elapsed_s = time.perf_counter() - started
         used_b = sum([int(await client.memory_usage(n, samples=0) or 0) for n in names])
         used = used_b * per_million
         seen = (await store.counts()).seen
+        grown_b = int((await client.info("memory"))["used_memory"]) - before_b
         print(
             f"{dedup:<8}{len(names):>6}{elapsed_s:>10.1f}{used / 2**20:>10.2f}{used / 1e6:>10.2f}"
-            f"{seen:>12,}"
+            f"{seen:>12,}{grown_b * per_million / 1e6:>12.1f}"
         )
         if dedup == "bloom":
             bloom_mb = used / 1e6

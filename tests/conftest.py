@@ -3,6 +3,7 @@
 pytest_plugins = [
     "tests.fixtures.testsite",
     "tests.fixtures.redis_server",
+    "tests.fixtures.redis_cluster",
     "tests.fixtures.postgres_server",
     "tests.fixtures.tinyproxy",
 ]

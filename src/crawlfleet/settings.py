@@ -12,7 +12,6 @@ import tomllib
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, Literal, get_args
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
@@ -26,6 +25,7 @@ from pydantic_settings.exceptions import SettingsError
 from crawlfleet.errors import ConfigError
 from crawlfleet.models import DEFAULT_MAX_CONTEXT_BYTES
 from crawlfleet.recrawl import Duration, RecrawlRule
+from crawlfleet.redisurl import url_problem
 
 DEFAULT_USER_AGENT = "crawlfleet/0.1 (+https://github.com/crawlfleet/crawlfleet)"
 DEFAULT_STRIP_PARAMS = (
@@ -220,7 +220,9 @@ class Settings(BaseSettings):
         gt=0,
         description="longest Retry-After honoured; a longer one parks the domain this long",
     )
-    lease_s: float = Field(default=120.0, gt=0)
+    lease_s: float = Field(
+        default=10.0, gt=0, description="renewed every third of it while the step runs (0019)"
+    )
     max_step_s: float = Field(
         default=MAX_STEP_S,
         gt=0,
@@ -280,6 +282,13 @@ class Settings(BaseSettings):
     dedup: Literal["exact", "bloom"] = "exact"
     bloom_capacity: int = Field(default=10_000_000, ge=1_000)
     bloom_error_rate: float = Field(default=0.01, gt=0, lt=1)
+    frontier_partitions: int | None = Field(
+        default=None,
+        ge=1,
+        le=4096,
+        description="Redis frontier partitions, fixed when the crawl is created (default: 1,"
+        " or the count the crawl was created with)",
+    )
     accept_unsafe_redis: bool = Field(
         default=False,
         description="crawl on a Redis without AOF, with eviction, or open without a password",
@@ -415,15 +424,9 @@ def wait_rule_problem(rule: str) -> str | None:
 
 
 def redis_url_problem(url: str) -> str | None:
-    """Why ``url`` cannot be a Redis URL (bad port, scheme), or None; never echoes it."""
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018  (raises ValueError on a bad port)
-    except ValueError as exc:
-        return f"not a usable URL ({exc})"
-    if parts.scheme not in ("redis", "rediss", "unix"):
-        return "must start with redis://, rediss:// or unix://"
-    return None
+    """Why ``url`` cannot be a Redis URL (bad port, scheme, cluster nodes), or None; never
+    echoes it (``redisurl.py``)."""
+    return url_problem(url)
 
 
 def check_redis_url(url: str, option: str = "--redis") -> str:

@@ -43,9 +43,12 @@ async def end_one_of_each(store: QueueStore) -> None:
     await store.add([req("1"), req("2"), req("1", "b.test"), req("1", "c.test")], NO_BUDGET)
     leases = sorted(await claim(store, limit=4), key=lambda lease: lease.request.url)
     done, retried, dead, lost = leases
-    assert await complete(store, done, counters={"items.stored.product": 2})
-    assert await retry(store, retried, T0 + 5, "HTTP 429", signal=Signal.BLOCK, reason="429")
-    assert await bury(store, dead, "HTTP 500", T0)
+    # One second apart: a partitioned store orders attempts of its partitions by time only.
+    assert await complete(store, done, T0 + 1, counters={"items.stored.product": 2})
+    assert await retry(
+        store, retried, T0 + 5, "HTTP 429", T0 + 2, signal=Signal.BLOCK, reason="429"
+    )
+    assert await bury(store, dead, "HTTP 500", T0 + 3)
     assert await store.reap(T0 + 100, 0) == 1
     assert lost.request.domain == "c.test"
 

@@ -3,7 +3,9 @@ dispatcher never reaps it and the page is fetched once.
 
 The page links to a host whose robots.txt never answers: admission reads it (step 1 of the
 data flow) for longer than the lease, inside the page's step. Before renewal the dispatcher
-reaped the lease after ``lease_s``, and the page was fetched a second time.
+reaped the lease after ``lease_s``, and the page was fetched a second time. And a page whose
+server takes several lease lengths to answer, among fast pages on a live worker, is fetched
+once: what lets leases be seconds long (decision 0019).
 """
 
 from __future__ import annotations
@@ -98,3 +100,63 @@ async def test_a_page_whose_step_outlasts_its_lease_is_fetched_once(
         attempts = db.execute("SELECT url, outcome, error FROM attempts ORDER BY id").fetchall()
     assert (f"{page}/", "ok", None) in attempts, attempts
     assert all(error != LEASE_EXPIRED for _url, _outcome, error in attempts), attempts
+
+
+SLOW_S = 3 * LEASE_S + 0.5  # the slow page's answer comes after three lease lengths
+
+
+def slow_site(log: list[str]) -> web.Application:
+    """``/`` links to ``/slow`` (answers after ``SLOW_S``) and to 20 fast pages."""
+
+    async def home(request: web.Request) -> web.Response:
+        log.append(request.path)
+        links = "".join(f'<a href="/fast/{n}">{n}</a>' for n in range(20))
+        body = f'<html><title>home</title><a href="/slow">slow</a>{links}</html>'
+        return web.Response(text=body, content_type="text/html")
+
+    async def page(request: web.Request) -> web.Response:
+        log.append(request.path)
+        if request.path == "/slow":
+            await asyncio.sleep(SLOW_S)
+        return web.Response(text="<html><title>page</title></html>", content_type="text/html")
+
+    async def robots(request: web.Request) -> web.Response:
+        return web.Response(text="User-agent: *\nAllow: /\n")
+
+    app = web.Application()
+    app.add_routes(
+        [
+            web.get("/", home),
+            web.get("/robots.txt", robots),
+            web.get("/slow", page),
+            web.get("/fast/{n}", page),
+        ]
+    )
+    return app
+
+
+async def test_a_page_slower_than_three_leases_on_a_live_worker_is_fetched_once(
+    redis_url: str, postgres_dsn: str, workers: Workers
+) -> None:
+    settings = {"CRAWLFLEET_LEASE_S": str(LEASE_S), "CRAWLFLEET_MAX_RETRIES": "1"}
+    workers.start(redis_url, postgres_dsn, concurrency=4)
+    log: list[str] = []
+    async with serve(slow_site(log), PAGE_HOST) as site:
+        args = ["--redis", redis_url, "--postgres", postgres_dsn, "--crawl-id", "slow", *FAST]
+        dispatcher = await asyncio.create_subprocess_exec(
+            CRAWLFLEET,
+            "crawl",
+            f"{site}/",
+            *args,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            env={**os.environ, **settings},
+        )
+        output, _ = await asyncio.wait_for(dispatcher.communicate(), timeout=60)
+    text = output.decode(errors="replace")
+
+    assert log.count("/slow") == 1, (log, text)
+    assert len(log) == 22, (log, text)  # home, slow and the 20 fast pages, each once
+    with psycopg.connect(postgres_dsn) as db:
+        errors = db.execute("SELECT error FROM attempts WHERE crawl_id = 'slow'").fetchall()
+    assert (LEASE_EXPIRED,) not in errors, errors

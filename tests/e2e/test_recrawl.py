@@ -192,6 +192,7 @@ def test_a_continuous_crawl_revisits_what_becomes_due_until_ctrl_c(
     assert set(home[1:]) == {304}  # revisits of an unchanged page, never parsed again
     assert len({path for path, _ in pages(shop)}) == 3  # the budget's 3 pages, over and over
     shop.clear_log()
+    time.sleep(1.2)  # recrawl_after: every page visited before Ctrl-C is due again
     crawl(shop, tmp_path, toml, "--recrawl", "--max-pages", "3")  # the state resumes
     assert {status for _, status in pages(shop)} == {304}
 

@@ -192,3 +192,15 @@ async def test_concurrent_pages_of_one_process_share_a_sink_and_a_reject_store(
     await sink.close()
     await rejects.close()
     assert len(rows(postgres_dsn)) == 20
+
+
+async def test_writes_that_wait_for_the_connection_are_committed_together(
+    postgres_dsn: str,
+) -> None:
+    migrate(postgres_dsn)
+    sink = await PostgresSink.open(postgres_dsn, crawl_id="c1")
+    await asyncio.gather(*(sink.write([Item("page", {"n": n}, key=str(n))]) for n in range(20)))
+    await sink.close()
+    with psycopg.connect(postgres_dsn) as conn:
+        row = conn.execute("SELECT count(*), count(DISTINCT xmin::text) FROM items").fetchone()
+    assert row == (20, 2)  # the first write alone, then the 19 that queued behind it

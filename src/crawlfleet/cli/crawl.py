@@ -139,6 +139,14 @@ def crawl(
         str | None, typer.Option("--postgres", help="PostgreSQL DSN for items")
     ] = None,
     crawl_id: Annotated[str | None, typer.Option(help="name of a distributed crawl")] = None,
+    partitions: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            max=4096,
+            help="frontier partitions of a new distributed crawl (spread over a Redis Cluster)",
+        ),
+    ] = None,
     accept_unsafe_redis: Annotated[
         bool | None,
         typer.Option(
@@ -201,6 +209,7 @@ def crawl(
             redis_url=redis,
             postgres_dsn=postgres,
             crawl_id=crawl_id,
+            frontier_partitions=partitions,
             accept_unsafe_redis=accept_unsafe_redis,
             http_cache_dir=http_cache,
             secrets_file=secrets,
@@ -208,6 +217,8 @@ def crawl(
         )
         if parsers:
             settings.parsers = [*settings.parsers, *(p.strip() for p in parsers.split(",") if p)]
+        if settings.frontier_partitions is not None and settings.redis_url is None:
+            raise ConfigError("--partitions splits a distributed frontier: give --redis URL too")
         metrics = None
         if metrics_port is not None:
             from crawlfleet.monitoring.metrics import Metrics

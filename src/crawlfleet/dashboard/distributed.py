@@ -21,7 +21,6 @@ import time
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
 
-from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from crawlfleet.dashboard.crawl_frontier import CrawlFrontier
@@ -35,6 +34,7 @@ from crawlfleet.dashboard.sources import (
 from crawlfleet.dashboard.workers import WorkerRates
 from crawlfleet.errors import ConfigError, StateError
 from crawlfleet.frontier.frontier import Frontier
+from crawlfleet.frontier.redis.connection import RedisClient
 from crawlfleet.models import Attempt, QueueCounts
 from crawlfleet.monitoring.deadletters import purge_class, requeue_class
 from crawlfleet.monitoring.postgres_reader import PostgresReader
@@ -63,7 +63,7 @@ class DistributedSource:
         self._redis_url = redis_url
         self._dsn = postgres_dsn
         self._stack: AsyncExitStack | None = None
-        self._client: Redis | None = None
+        self._client: RedisClient | None = None
         self._postgres: PostgresReader | None = None
         self._frontiers: dict[str, CrawlFrontier] = {}
         self._rates = WorkerRates()
@@ -173,7 +173,7 @@ class DistributedSource:
             self._stack = AsyncExitStack()
         return self._stack
 
-    def _redis(self) -> Redis:
+    def _redis(self) -> RedisClient:
         if self._client is None:
             client = connect(self._redis_url)
             self._opened().push_async_callback(client.aclose)

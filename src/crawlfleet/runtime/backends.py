@@ -41,6 +41,7 @@ from crawlfleet.pipeline.export import ITEMS_FILE
 from crawlfleet.pipeline.protocols import Sink
 from crawlfleet.pipeline.rejects import RejectStore
 from crawlfleet.proxies.protocols import ProxyStateStore
+from crawlfleet.redact import redact
 from crawlfleet.sessions.protocols import CrawlSessionStore
 from crawlfleet.settings import Settings
 
@@ -54,8 +55,15 @@ STATE_FILE = "state.sqlite"
 
 
 def frontier_prefix(crawl_id: str) -> str:
-    """The Redis key prefix of a crawl's frontier: ``crawlfleet:{<crawl_id>}`` (hash-tagged)."""
+    """The Redis key prefix of a crawl's own slot: ``crawlfleet:{<crawl_id>}`` (hash-tagged):
+    its whole frontier, or with several partitions its crawl-wide keys
+    (``frontier/redis/routing.py``)."""
     return f"crawlfleet:{{{crawl_id}}}"
+
+
+def partition_pattern(crawl_id: str) -> str:
+    """A SCAN ``MATCH`` pattern for every key of a partitioned crawl's partitions."""
+    return f"crawlfleet:{{{crawl_id}:*"
 
 
 def state_paths(state_dir: Path) -> tuple[Path, Path]:
@@ -181,15 +189,32 @@ async def open_postgres_reader(dsn: str, stack: AsyncExitStack) -> PostgresReade
 
 async def check_redis(redis_url: str, *, accept_unsafe: bool) -> None:
     """``StateError`` (one line) for a Redis that can lose or evict a crawl, or is open to
-    anyone; what could not be checked, or was accepted, is logged as a warning."""
+    anyone; what could not be checked, or was accepted, is logged as a warning. On a Redis
+    Cluster every node (primaries and replicas) is checked: a replica promoted by a failover
+    must keep the crawl as well as its primary did."""
     from redis.asyncio import Redis
+    from redis.exceptions import RedisError
 
+    from crawlfleet.frontier.redis.connection import connect, node_clients
     from crawlfleet.frontier.redis.safety import check_redis_safety
 
-    client = Redis.from_url(redis_url, socket_connect_timeout=5)
     try:
-        for warning in await check_redis_safety(client, accept_unsafe=accept_unsafe):
-            log.warning("%s", warning)
+        client = connect(redis_url, socket_connect_timeout=5)
+    except ValueError as exc:
+        raise StateError(f"bad Redis URL {redact(redis_url)}: {exc}") from None
+    try:
+        try:
+            nodes = [client] if isinstance(client, Redis) else await node_clients(client)
+        except RedisError as exc:
+            raise StateError(one_line(f"Redis at {redact(redis_url)}: {exc}")) from None
+        try:
+            for node in nodes:
+                for warning in await check_redis_safety(node, accept_unsafe=accept_unsafe):
+                    log.warning("%s", warning)
+        finally:
+            for node in nodes:
+                if node is not client:
+                    await node.aclose()
     finally:
         await client.aclose()
 
@@ -201,14 +226,15 @@ def _dsn(settings: Settings) -> str:
 
 
 async def _redis_store(settings: Settings, stack: AsyncExitStack) -> QueueStore:
-    from crawlfleet.frontier.redis.queue import RedisQueueStore
+    from crawlfleet.frontier.redis.crawl_store import open_crawl_store
 
     if settings.redis_url is None:
         raise ConfigError("no Redis URL given (--redis)")
     try:
-        store = await RedisQueueStore.open(
+        store = await open_crawl_store(
             settings.redis_url,
-            frontier_prefix(settings.crawl_id),
+            settings.crawl_id,
+            partitions=settings.frontier_partitions,
             dedup=settings.dedup,
             bloom_capacity=settings.bloom_capacity,
             bloom_error_rate=settings.bloom_error_rate,

@@ -34,7 +34,7 @@ from crawlfleet.settings import Settings
 from crawlfleet.statedir import PAUSE_FILE
 
 if TYPE_CHECKING:
-    from redis.asyncio import Redis
+    from crawlfleet.frontier.redis.connection import RedisClient
 
 
 class RunState(StrEnum):
@@ -87,7 +87,7 @@ def control_key(crawl_id: str) -> str:
 class RedisControl:
     """A distributed crawl's control, read through a client the caller owns."""
 
-    def __init__(self, client: Redis, crawl_id: str) -> None:
+    def __init__(self, client: RedisClient, crawl_id: str) -> None:
         self._client = client
         self._key = control_key(crawl_id)
 
@@ -212,7 +212,7 @@ def _check_embedded(state_dir: Path) -> None:
         raise StateError(f"no crawl state in {state_dir} (expected {state_file})")
 
 
-async def _check_distributed(client: Redis, settings: Settings) -> None:
+async def _check_distributed(client: RedisClient, settings: Settings) -> None:
     from crawlfleet.runtime.celery.definition import definition_key
 
     if not await client.exists(definition_key(settings.crawl_id)):
@@ -222,13 +222,14 @@ async def _check_distributed(client: Redis, settings: Settings) -> None:
 
 
 @asynccontextmanager
-async def _redis(settings: Settings) -> AsyncIterator[Redis]:
+async def _redis(settings: Settings) -> AsyncIterator[RedisClient]:
     """A short-lived client of the crawl's Redis; a Redis error becomes a one-line ``StateError``."""
-    from redis.asyncio import Redis
     from redis.exceptions import RedisError
 
+    from crawlfleet.frontier.redis.connection import connect
+
     url = settings.redis_url or ""
-    client = Redis.from_url(url, decode_responses=True, socket_connect_timeout=5)
+    client = connect(url, decode_responses=True, socket_connect_timeout=5)
     try:
         yield client
     except RedisError as exc:

@@ -4,16 +4,18 @@ A step can outlast its lease for good reasons (its links' new hosts answer robot
 a sink is slow); a lease that expires meanwhile is reaped and its page handed to another
 worker and fetched twice. The ``ClaimLoop`` holds the lease of each step it runs here and
 renews all of them together every ``lease_s / 3``, from the wake-ups it already has: one
-timer and one batch of store calls per loop rather than a sleeping task per step, and
-nothing to cancel when a step ends. A lease is thus renewed at most a third of its length
-after it was claimed or last renewed, so one renewal can fail (a Redis hiccup) and the next
-still comes in time. The loop's watchdog (``max_step_s``) stops renewal from keeping a stuck
+timer and one round of store calls per loop rather than a sleeping task per step, and
+nothing to cancel when a step ends. A round renews its leases one after another (run all at
+once, 64 renewals on top of 64 steps' own calls overflowed the Redis client's pool of 100
+connections, "Too many connections", and leases expired under a live worker) and stops at
+the first store error. A lease is thus renewed at most a third of its length after it was
+claimed or last renewed, so one round can fail (a Redis hiccup) and the next still comes in
+time. The loop's watchdog (``max_step_s``) stops renewal from keeping a stuck
 step's lease forever.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from crawlfleet.clock import Clock
@@ -62,19 +64,16 @@ class LeaseRenewer:
             return []
         self._due_at = now + self.every_s
         leases = list(self._held.values())
-        renewals = (self._frontier.renew(lease, now) for lease in leases)
-        replies = await asyncio.gather(*renewals, return_exceptions=True)
         lost: list[Lease] = []
-        failed: list[StateError] = []
-        for lease, reply in zip(leases, replies, strict=True):
-            if isinstance(reply, StateError):
-                failed.append(reply)
-            elif isinstance(reply, BaseException):
-                raise reply
-            elif not reply:
+        for index, lease in enumerate(leases):  # one after another: one connection a round
+            try:
+                current = await self._frontier.renew(lease, now)
+            except StateError as exc:  # the rest would fail too: the next round tries them all
+                left = len(leases) - index
+                log.warning("%d of %d leases not renewed: %s", left, len(leases), exc)
+                break
+            if not current:
                 lost.append(lease)
                 if self._held.pop(lease.token, None) is not None:
                     log.debug("lease of %s lost: no longer current", lease.request.url)
-        if failed:
-            log.warning("%d of %d leases not renewed: %s", len(failed), len(leases), failed[0])
         return lost

@@ -10,10 +10,10 @@ import secrets
 from collections.abc import Mapping
 
 import orjson
-from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from crawlfleet.errors import StateError
+from crawlfleet.frontier.redis.connection import RedisClient, connect
 from crawlfleet.frontier.redis.keys import CrawlKeys
 from crawlfleet.redact import redact
 from crawlfleet.sessions.protocols import CrawlSession, StoredSession
@@ -22,14 +22,14 @@ from crawlfleet.sessions.protocols import CrawlSession, StoredSession
 class RedisSessionStore:
     """A ``SessionStore`` in one hash: login domain -> ``{"cookies": {...}, "version": ...}``."""
 
-    def __init__(self, client: Redis, prefix: str) -> None:
+    def __init__(self, client: RedisClient, prefix: str) -> None:
         self._client = client
         self._key = CrawlKeys(prefix).key("sessions")
         self._jars = CrawlKeys(prefix).key("jars")
 
     @classmethod
     def open(cls, url: str, prefix: str) -> RedisSessionStore:
-        return cls(Redis.from_url(url, socket_connect_timeout=5), prefix)
+        return cls(connect(url, socket_connect_timeout=5), prefix)
 
     async def load(self, domain: str) -> StoredSession | None:
         try:

@@ -5,6 +5,14 @@ All keys live under the crawl's prefix ``{p}:``, which carries a Redis Cluster h
 of a crawl hashes to one slot and each Lua script stays single-slot on a cluster. Several
 crawls share one Redis.
 
+A crawl created with P > 1 frontier partitions (``partitioned.py``) has P such frontiers,
+prefixes ``crawlfleet:{<crawl_id>:<i>}`` for i in 0..P-1, each in its own slot, holding the
+domains ``partition_of`` routes to it; its own prefix ``crawlfleet:{<crawl_id>}`` then holds
+only the crawl-wide keys ``partitions``, ``epoch``, ``budget``, ``control``, ``sessions``,
+``jars`` and ``proxies``.
+A one-partition crawl keeps everything under ``crawlfleet:{<crawl_id>}`` (and ``budget`` is
+not used: ``counts.admitted`` is the budget).
+
 ==============================  ======  =======================================================
 key                             type    contents
 ==============================  ======  =======================================================
@@ -82,6 +90,12 @@ key                             type    contents
 ``{p}:revisit``                 ZSET    fingerprint -> when the known URL is due again
                                         (epoch s); ``revisit`` moves due done requests back
                                         to their lanes and removes them from here
+``{p}:partitions``              STRING  the crawl's frontier partition count P, set by its
+                                        first open (``crawl_store.py``), in the crawl's own
+                                        prefix; an open asking for another count is refused
+``{p}:budget``                  STRING  admissions reserved against ``max_total`` over every
+                                        partition (P > 1 only, crawl's own prefix,
+                                        ``reserve.lua``)
 ``{p}:sessions``                HASH    login domain -> JSON ``{"cookies": {name: value},
                                         "version": token}``: the cookie jar of its last login
                                         (``crawlfleet.sessions.redis``), never logged
@@ -130,6 +144,8 @@ FIXED_KEYS = (
     "proxies",
     "known",
     "revisit",
+    "partitions",
+    "budget",
 )
 FAMILIES = ("bloom", "q", "delayed", "ready", "domain", "dstats")
 """Names of key families: ``{p}:<family>:<suffix>``; the bare name is never a key itself."""

@@ -21,9 +21,8 @@ from contextlib import contextmanager
 from typing import Any, Literal
 
 import orjson
-from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialBackoff, NoBackoff
+from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -41,6 +40,7 @@ from crawlfleet.frontier.protocols import (
     Visit,
 )
 from crawlfleet.frontier.redis.bloom import SHARD_BITS, SHARD_BYTES, BloomGeometry
+from crawlfleet.frontier.redis.connection import RedisClient, connect, store_retry
 from crawlfleet.frontier.redis.keys import CrawlKeys
 from crawlfleet.frontier.redis.scripts import Scripts
 from crawlfleet.frontier.redis.views import (
@@ -71,13 +71,20 @@ class RedisQueueStore:
     """Request lanes, seen filter, leases, DLQ, domain policy and statistics, in Redis."""
 
     def __init__(
-        self, client: Redis, keys: CrawlKeys, bloom: BloomGeometry | None, where: str
+        self,
+        client: RedisClient,
+        keys: CrawlKeys,
+        bloom: BloomGeometry | None,
+        where: str,
+        *,
+        owns_client: bool = True,
     ) -> None:
-        """Use ``open``; this binds an already checked client."""
+        """Use ``open`` or ``attach``; this binds an already checked client."""
         self._client = client
         self._keys = keys
         self._bloom = bloom
         self._where = where
+        self._owns_client = owns_client
         self._scripts = Scripts(client, keys)
         self._epoch = uuid.uuid4().hex
 
@@ -93,11 +100,39 @@ class RedisQueueStore:
     ) -> RedisQueueStore:
         """Connect, create the crawl or check its stored settings, and size the Bloom bitmap.
 
-        ``prefix`` should carry a hash tag (``crawlfleet:{<crawl_id>}``, see ``keys.py``).
-        Raises ``StateError`` when Redis is unreachable (the message shows the URL without
-        its password) or when ``prefix`` was created with other dedup settings, and
+        ``url`` names one server or a Redis Cluster (``connection.py``). ``prefix`` should
+        carry a hash tag (``crawlfleet:{<crawl_id>}``, see ``keys.py``). Raises
+        ``StateError`` when Redis is unreachable (the message shows the URL without its
+        password) or when ``prefix`` was created with other dedup settings, and
         ``FrontierLost`` when the crawl exists without its epoch or counts.
         """
+        client = await open_client(url)
+        try:
+            return await cls.attach(
+                client,
+                prefix,
+                redact(url),
+                dedup=dedup,
+                bloom_capacity=bloom_capacity,
+                bloom_error_rate=bloom_error_rate,
+            )
+        except BaseException:
+            await client.aclose()
+            raise
+
+    @classmethod
+    async def attach(
+        cls,
+        client: RedisClient,
+        prefix: str,
+        where: str,
+        *,
+        dedup: Literal["exact", "bloom"] = "exact",
+        bloom_capacity: int = 10_000_000,
+        bloom_error_rate: float = 0.01,
+        owns_client: bool = True,
+    ) -> RedisQueueStore:
+        """``open`` on a client from ``open_client``; ``close`` closes it if ``owns_client``."""
         if not prefix or any(ch.isspace() for ch in prefix):
             raise ValueError(f"bad Redis key prefix {prefix!r}")
         bloom = (
@@ -105,26 +140,9 @@ class RedisQueueStore:
             if dedup == "bloom"
             else None
         )
-        where = redact(url)
-        retry = Retry(ExponentialBackoff(cap=0.25, base=0.01), retries=8)
-        try:
-            client = Redis.from_url(
-                url,
-                decode_responses=True,
-                retry=retry,
-                retry_on_error=[RedisConnectionError, RedisTimeoutError],
-                socket_connect_timeout=5,
-            )
-        except ValueError as exc:
-            raise StateError(f"bad Redis URL {where}: {exc}") from None
-        store = cls(client, CrawlKeys(prefix), bloom, where)
-        try:
-            with store._guard():
-                await _ping_once(url)
-                await store._open_crawl(dedup)
-        except StateError:
-            await client.aclose()
-            raise
+        store = cls(client, CrawlKeys(prefix), bloom, where, owns_client=owns_client)
+        with store._guard():
+            await store._open_crawl(dedup)
         if bloom is not None:
             log.info(
                 "Bloom seen filter for %r: %d bits in %d shards, %d hashes, %.1f MB in Redis",
@@ -304,16 +322,26 @@ class RedisQueueStore:
         await self._run("set_strategy", domain, orjson.dumps(dict(strategy)).decode())
 
     async def domain(self, domain: str, default: DomainPolicy) -> DomainView:
-        return (await self._views([domain], default))[0]
+        return (await self.views([domain], default))[0]
 
     async def domains(self, default: DomainPolicy, limit: int = 100) -> list[DomainView]:
+        names = [name for name, _ in await self.most_admitted(limit)]
+        return await self.views(names, default)
+
+    async def most_admitted(self, limit: int) -> list[tuple[str, int]]:
+        """The ``limit`` domains of ``domains``, most admitted first, with their admissions."""
         if limit <= 0:
             return []
         with self._guard():
-            names = await self._client.zrange(self._keys.key("admitted"), 0, limit - 1)
-        return await self._views([str(name) for name in names], default)
+            rows: list[Any] = await self._client.zrange(
+                self._keys.key("admitted"), 0, limit - 1, withscores=True
+            )
+        return [(str(row[0]), -int(row[1])) for row in rows]
 
-    async def _views(self, names: list[str], default: DomainPolicy) -> list[DomainView]:
+    async def views(self, names: list[str], default: DomainPolicy) -> list[DomainView]:
+        """The ``DomainView`` of each of ``names``, in order."""
+        if not names:
+            return []
         with self._guard():
             async with self._client.pipeline(transaction=True) as pipe:
                 for name in names:
@@ -449,16 +477,32 @@ class RedisQueueStore:
         return int(await self._run("purge_dead", *fingerprints))
 
     async def close(self) -> None:
-        await self._client.aclose()
+        if self._owns_client:
+            await self._client.aclose()
 
 
-async def _ping_once(url: str) -> None:
-    """PING without retries, so an unreachable Redis fails ``open`` at once."""
-    probe = Redis.from_url(url, retry=Retry(NoBackoff(), retries=0), socket_connect_timeout=5)
+async def open_client(url: str) -> RedisClient:
+    """A client for ``url`` (one server or a cluster) that retries connection errors
+    (``store_retry``); ``StateError`` (password redacted) when the URL is bad or nothing
+    answers a first PING, which is not retried."""
+    where = redact(url)
+    try:
+        probe = connect(url, retry=Retry(NoBackoff(), retries=0), socket_connect_timeout=5)
+    except ValueError as exc:
+        raise StateError(f"bad Redis URL {where}: {exc}") from None
     try:
         await probe.ping()
+    except RedisError as exc:
+        raise StateError(f"Redis at {where} failed: {exc}") from exc
     finally:
         await probe.aclose()
+    return connect(
+        url,
+        decode_responses=True,
+        retry=store_retry(url),
+        retry_on_error=[RedisConnectionError, RedisTimeoutError],
+        socket_connect_timeout=5,
+    )
 
 
 def _kind(kind: str) -> str:

@@ -18,9 +18,9 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from typing import Any
 
-from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 
+from crawlfleet.frontier.redis.connection import RedisClient
 from crawlfleet.frontier.redis.keys import NAMES, CrawlKeys
 
 _KEY_LINE = re.compile(r"^-- KEYS\[(\d+)\] (\w+)\s*$", re.MULTILINE)
@@ -111,7 +111,7 @@ def _uses(body: str, lib_keys: dict[str, set[str]]) -> set[str]:
 class Scripts:
     """The frontier's scripts bound to one client and one crawl's keys."""
 
-    def __init__(self, client: Redis, keys: CrawlKeys) -> None:
+    def __init__(self, client: RedisClient, keys: CrawlKeys) -> None:
         self._bound: dict[str, tuple[AsyncScript, list[str]]] = {
             name: (client.register_script(src.text), [keys.key(k) for k in src.key_names])
             for name, src in read_sources().items()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 import orjson
@@ -109,13 +110,19 @@ def reap_counter_args() -> list[Arg]:
 
 
 _NESTED = ("data", "headers")
+_FIELDS = tuple(f.name for f in dataclasses.fields(CrawlRequest))
 """Request fields stored as JSON text inside the request's JSON: the scripts decode and
 re-encode a request (``reap.lua``), and cjson would turn an empty list of the context into
 an object and round floats to 14 digits; a string passes through unchanged."""
 
 
 def dumps(request: CrawlRequest) -> str:
-    fields = request.to_dict()
+    """The request as stored: ``to_dict``'s JSON with ``data`` and ``headers`` as JSON strings.
+
+    Built field by field: ``dataclasses.asdict`` (``to_dict``) deep-copies, and a worker
+    serializes every link of every page (most of them already seen) through here.
+    """
+    fields = {name: getattr(request, name) for name in _FIELDS}
     for name in _NESTED:
         fields[name] = orjson.dumps(fields[name]).decode()
     return orjson.dumps(fields).decode()

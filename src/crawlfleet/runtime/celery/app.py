@@ -16,6 +16,7 @@ from kombu.entity import Exchange, Queue
 
 from crawlfleet.errors import ConfigError, StateError
 from crawlfleet.redact import redact
+from crawlfleet.redisurl import is_cluster_url
 
 TASK_NAME = "crawlfleet.crawl_batch"
 QUEUES = ("http", "browser")
@@ -109,6 +110,11 @@ def check_broker(broker_url: str, timeout_s: float = BROKER_CHECK_S) -> None:
     needs) cannot be imported; ``StateError`` if the broker cannot be reached. One line each,
     without the password.
     """
+    if is_cluster_url(broker_url):
+        raise ConfigError(
+            "Celery's Redis transport cannot use a Redis Cluster: give the broker as a plain "
+            "Redis or RabbitMQ URL (--broker redis://HOST:PORT/1 or amqp://...)"
+        )
     try:
         where = redact(broker_url)
         conn = Connection(  # type: ignore[no-untyped-call]

@@ -6,13 +6,14 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 
 import orjson
-from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from crawlfleet.errors import StateError
 from crawlfleet.frontier.frontier import Frontier
+from crawlfleet.frontier.redis.connection import RedisClient
+from crawlfleet.frontier.redis.connection import connect as connect_url
 from crawlfleet.redact import redact
-from crawlfleet.runtime.backends import frontier_prefix, one_line
+from crawlfleet.runtime.backends import frontier_prefix, one_line, partition_pattern
 from crawlfleet.runtime.celery.definition import (
     ACTIVE_CRAWLS,
     ROOT,
@@ -46,15 +47,15 @@ def _count(value: object) -> int | None:
     return None if value is None else int(str(value))
 
 
-def connect(redis_url: str) -> Redis:
+def connect(redis_url: str) -> RedisClient:
     """A client for the runtime's own keys (the frontier has its own)."""
     try:
-        return Redis.from_url(redis_url, decode_responses=True, socket_connect_timeout=5)
+        return connect_url(redis_url, decode_responses=True, socket_connect_timeout=5)
     except ValueError as exc:
         raise StateError(f"bad Redis URL {redact(redis_url)}: {exc}") from None
 
 
-async def read_definition(client: Redis, crawl_id: str) -> CrawlDefinition | None:
+async def read_definition(client: RedisClient, crawl_id: str) -> CrawlDefinition | None:
     raw = await client.get(definition_key(crawl_id))
     return None if raw is None else CrawlDefinition.from_json(raw)
 
@@ -77,7 +78,7 @@ async def open_crawl_frontier(redis_url: str, crawl_id: str, stack: AsyncExitSta
     return await open_frontier(settings, stack, definition.seeds)
 
 
-async def list_crawls(client: Redis) -> tuple[list[str], set[str]]:
+async def list_crawls(client: RedisClient) -> tuple[list[str], set[str]]:
     """Every crawl id with a definition, sorted, and the ids being dispatched now."""
     suffix = ":definition"
     ids = [
@@ -88,12 +89,13 @@ async def list_crawls(client: Redis) -> tuple[list[str], set[str]]:
     return sorted(ids), active
 
 
-async def delete_crawl(client: Redis, crawl_id: str) -> int:
+async def delete_crawl(client: RedisClient, crawl_id: str) -> int:
     """Delete every key of a crawl (SCAN + UNLINK under its prefixes); how many."""
     deleted = 0
-    for prefix in (crawl_prefix(crawl_id), frontier_prefix(crawl_id)):
+    patterns = (f"{crawl_prefix(crawl_id)}:*", f"{frontier_prefix(crawl_id)}:*")
+    for pattern in (*patterns, partition_pattern(crawl_id)):
         batch: list[str] = []
-        async for key in client.scan_iter(match=f"{prefix}:*", count=SCAN_COUNT):
+        async for key in client.scan_iter(match=pattern, count=SCAN_COUNT):
             batch.append(key)
             if len(batch) >= SCAN_COUNT:
                 deleted += int(await client.unlink(*batch))
@@ -104,7 +106,7 @@ async def delete_crawl(client: Redis, crawl_id: str) -> int:
     return deleted
 
 
-async def worker_beats(client: Redis) -> list[WorkerBeat]:
+async def worker_beats(client: RedisClient) -> list[WorkerBeat]:
     """Every worker that ever sent a heartbeat, most recent first."""
     beats = []
     for name, raw in (await client.hgetall(WORKERS)).items():
@@ -125,6 +127,6 @@ async def worker_beats(client: Redis) -> list[WorkerBeat]:
     return sorted(beats, key=lambda b: -b.seen_at)
 
 
-async def live_workers(client: Redis, now: float) -> int:
+async def live_workers(client: RedisClient, now: float) -> int:
     """Workers whose heartbeat is recent."""
     return sum(now - beat.seen_at < WORKER_SEEN_S for beat in await worker_beats(client))

@@ -35,13 +35,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 
-from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from crawlfleet.clock import Clock
 from crawlfleet.errors import ConfigError, FrontierLost, StateError
 from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.frontier.frontier import Frontier
+from crawlfleet.frontier.redis.connection import RedisClient
 from crawlfleet.models import QueueCounts
 from crawlfleet.monitoring.attempt_copier import AttemptCopier
 from crawlfleet.monitoring.attempt_log import AttemptReader
@@ -54,6 +54,7 @@ from crawlfleet.runtime.celery.app import check_broker, make_app
 from crawlfleet.runtime.celery.crawls import (
     WORKER_SEEN_S,
     WorkerBeat,
+    connect,
     delete_crawl,
     worker_beats,
 )
@@ -78,9 +79,9 @@ log = logging.getLogger(__name__)
 BROKER_ENV = "CRAWLFLEET_BROKER_URL"
 """Names the Celery broker when it is not the crawl's Redis (e.g. ``amqp://...``)."""
 
-TICK_S = 0.1
+TICK_S = 0.5
 SAMPLE_EVERY_S = 0.5
-LEASES_PER_TASK = 64
+LEASES_PER_TASK = 1024
 MIN_WAITING_TASKS = 2
 OUTAGE_LIMIT_S = 120.0  # give up when Redis or the broker stay unreachable this long
 
@@ -90,7 +91,7 @@ class DispatchedCrawl:
     """The open connections of a crawl being dispatched."""
 
     definition: CrawlDefinition
-    client: Redis
+    client: RedisClient
     frontier: Frontier
     admitter: Admitter
     attempts: AttemptReader
@@ -146,7 +147,7 @@ async def open_crawl(
     broker = broker_url or os.environ.get(BROKER_ENV) or redis_url
     await asyncio.to_thread(check_broker, broker)  # before anything is stored
     crawl_id = settings.crawl_id
-    client = Redis.from_url(redis_url, decode_responses=True, socket_connect_timeout=5)
+    client = connect(redis_url)
     stack.push_async_callback(client.aclose)
     if fresh:  # before the store is opened: opening creates the crawl's frontier keys
         try:
@@ -237,6 +238,11 @@ class Dispatcher:
         while not self.stop.is_set():
             try:
                 counts = await self._tick()
+                now = self._clock.now()
+                if now - last_sample >= SAMPLE_EVERY_S or counts.pending == 0:
+                    last_sample = now
+                    if self._on_tick is not None:
+                        await self._on_tick()  # reads the store: an outage is retried too
             except FrontierLost:
                 raise  # nothing to wait for: the crawl's state is gone (wiped or restarted)
             except (StateError, RedisError, OSError, ConnectionError) as exc:
@@ -256,11 +262,6 @@ class Dispatcher:
                 await self._wait(0.5)
                 continue
             outage_since = None
-            now = self._clock.now()
-            if now - last_sample >= SAMPLE_EVERY_S or counts.pending == 0:
-                last_sample = now
-                if self._on_tick is not None:
-                    await self._on_tick()
             if (counts.pending == 0 and not continuous) or self._state is RunState.CANCELLED:
                 return counts
             await self._wait(TICK_S)

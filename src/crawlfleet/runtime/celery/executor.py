@@ -31,15 +31,13 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import orjson
-from redis.asyncio import Redis
-from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from crawlfleet.clock import SystemClock
 from crawlfleet.errors import ConfigError, FrontierLost, StateError
+from crawlfleet.frontier.redis.connection import RedisClient, connect, store_retry
 from crawlfleet.monitoring.events import EventBus
 from crawlfleet.monitoring.metrics import Metrics
 from crawlfleet.pipeline.sinks.postgres_schema import migrate
@@ -84,7 +82,7 @@ def check_backends(config: WorkerConfig) -> None:
     """
 
     async def ping() -> None:
-        client = Redis.from_url(config.redis_url, socket_connect_timeout=5)
+        client = connect(config.redis_url, socket_connect_timeout=5)
         try:
             await client.ping()
         finally:
@@ -143,7 +141,7 @@ class WorkerRuntime:
     pages: int = 0
     """Steps this process ran to an outcome, every crawl and batch (its heartbeat's ``pages``)."""
     _loop: asyncio.AbstractEventLoop | None = None
-    _redis: Redis | None = None
+    _redis: RedisClient | None = None
     _crawls: dict[str, _Crawl] = field(default_factory=dict)
     _last_crawl: str = ""
 
@@ -172,12 +170,12 @@ class WorkerRuntime:
             await self._redis.aclose()
             self._redis = None
 
-    def _client(self) -> Redis:
+    def _client(self) -> RedisClient:
         if self._redis is None:
-            self._redis = Redis.from_url(
+            self._redis = connect(
                 self.config.redis_url,
                 socket_connect_timeout=5,
-                retry=Retry(ExponentialBackoff(cap=0.25, base=0.01), retries=8),
+                retry=store_retry(self.config.redis_url),
                 retry_on_error=[RedisConnectionError, RedisTimeoutError],
             )
         return self._redis
