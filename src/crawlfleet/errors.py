@@ -7,7 +7,9 @@
     ├── BadUrl                 a URL cannot be parsed, or its scheme is not http(s)/file
     ├── FetchError             one fetch attempt failed; ``transient`` says if a retry may help
     │   ├── TooLarge           the body passed the size limit (declared, read or decompressed)
-    │   └── ForbiddenAddress   the host resolves to a private/loopback address we may not fetch
+    │   ├── ForbiddenAddress   the host resolves to a private/loopback address we may not fetch
+    │   └── BrowserFault       the browser itself failed (crash, launch, pool closed): no
+    │                          fault of the site or of the proxy the page went through
     ├── ParseError             a fetched page could not be parsed
     │   └── ParseBudgetExceeded  nested too deep, or parsing passed its deadline (parsing.budget)
     └── DropItem               a pipeline processor refuses an item; carries the reason
@@ -78,6 +80,13 @@ class ForbiddenAddress(FetchError):
     """The host resolves to a private, loopback or link-local address and that is not allowed."""
 
     transient = False
+
+
+class BrowserFault(FetchError):
+    """The browser failed on this side (a crash, a lost context, no launch, a closed pool).
+
+    Transient; not held against the crawl session's proxy (``runtime/proxy_link.py``).
+    """
 
 
 class ParseError(CrawlfleetError):

@@ -162,6 +162,9 @@ class FetchResult:
     route: Route | None = None
     screenshot: str | None = None
     """A picture of a failed page (status >= 400) the browser fetcher saved, if asked to."""
+    cookies: dict[str, str] | None = None
+    """The crawl session's cookie jar after the fetch, from a fetcher that keeps the jar
+    itself (the browser: cookies its pages set by header or by script); None otherwise."""
 
     @property
     def content_type(self) -> str:

@@ -188,7 +188,7 @@ async def test_a_closed_a_hanging_and_a_refusing_proxy_are_quarantined(
         missing = pages_ok(site.log, 10)
         clients = {r.client for r in site.log}
     assert (complete, dead, missing) == (True, 0, set())
-    assert clients <= {"127.0.1.7", "127.0.1.8", "127.0.0.1"}  # robots.txt goes direct
+    assert clients <= {"127.0.1.7", "127.0.1.8"}  # robots.txt too goes through the proxies
     with sqlite3.connect(tmp_path / "state" / "state.sqlite") as db:
         faults = dict(db.execute("SELECT label, errors FROM proxies WHERE strikes > 0").fetchall())
     assert set(faults) == {url.rsplit("@", 1)[-1].removeprefix("http://") for url in bad}

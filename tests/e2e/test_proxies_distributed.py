@@ -58,6 +58,9 @@ def test_a_proxy_banned_through_one_worker_is_avoided_by_the_other(
     )  # fmt: skip
     assert result.returncode == 0, result.stdout
     assert pages_ok(site.log, PAGES) == set()
+    robots_clients = {r.client for r in site.log if r.path == "/robots.txt"}
+    assert robots_clients
+    assert robots_clients <= {BANNED, "127.0.1.11", "127.0.1.12"}  # the dispatcher's too
 
     banned_id = build_tiers([[banned.url]])[0][0].id
     with psycopg.connect(postgres_dsn) as conn:

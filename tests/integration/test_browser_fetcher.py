@@ -21,7 +21,8 @@ from crawlfleet.errors import FetchError, ForbiddenAddress
 from crawlfleet.fetchers.addresses import IPAddress, parse_ip
 from crawlfleet.fetchers.browser.fetcher import BrowserFetcher
 from crawlfleet.fetchers.browser.guard import RequestGuard
-from crawlfleet.fetchers.browser.pool import BrowserPool, PoolLimits
+from crawlfleet.fetchers.browser.pool import BrowserPool
+from crawlfleet.fetchers.browser.slots import PoolLimits
 from crawlfleet.fetchers.http import HttpFetcher
 from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.parsing.response import Response

@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 
+import pytest
 from aiohttp import web
 
 from crawlfleet.clock import FakeClock
+from crawlfleet.errors import BrowserFault, FetchError
 from crawlfleet.fetchers.http import HttpFetcher
 from crawlfleet.fetchers.profiles import PROFILES
+from crawlfleet.fetchers.protocols import Via
 from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.proxies.endpoints import build_tiers
 from crawlfleet.proxies.memory import MemoryProxyStates
@@ -138,3 +141,60 @@ async def test_only_the_call_that_quarantines_a_proxy_says_so() -> None:
     assert not began_again  # the other process's answer arrived after the quarantine began
     assert again.quarantined_until == T0 + 30
     assert not await other.usable(endpoint.id)
+
+
+class BrowserTwin:
+    """A ``ViaFetcher`` keeping the jar itself, as the browser does: records what it was
+    given, answers with a cookie its page set, or fails as the browser may."""
+
+    def __init__(self, fault: Exception | None = None) -> None:
+        self.fault = fault
+        self.sent: list[tuple[CrawlRequest, Via | None]] = []
+
+    async def fetch(self, request: CrawlRequest, *, via: Via | None = None) -> FetchResult:
+        self.sent.append((request, via))
+        if self.fault is not None:
+            raise self.fault
+        jar = {**(via.cookies if via is not None else {}), "set_by_script": "1"}
+        body = b"<html><body>ok</body></html>"
+        result = FetchResult(request.url, request.url, 200, {}, body, 0.01, fetcher="browser")
+        result.cookies = jar
+        return result
+
+    async def close(self) -> None:
+        return None
+
+
+def browser_link(twin: BrowserTwin, tiers: list[list[str]]) -> tuple[SessionFetcher, ProxyPool]:
+    clock, config = FakeClock(T0), ProxySettings(tiers=tiers, sessions_per_domain=1)
+    pool = ProxyPool(build_tiers(tiers), MemoryProxyStates(), clock, cooldown=Cooldown(30, 60))
+    sessions = SessionPool(pool, MemorySessionStore(), Slot(), clock, config)
+    return SessionFetcher(twin, pool, sessions, clock, config, own_jar=True), pool
+
+
+async def test_a_fetcher_keeping_its_jar_gets_it_in_via_and_hands_it_back() -> None:
+    twin = BrowserTwin()
+    fetcher, _ = browser_link(twin, [[f"http://u:{SECRET}@127.0.0.1:8903"]])
+    first = await fetcher.fetch(request("http://127.0.0.1/a"))
+    await fetcher.fetch(request("http://127.0.0.1/b"))
+    (_, via_a), (sent_b, via_b) = twin.sent
+    assert via_a is not None
+    assert via_b is not None
+    assert first.route is not None
+    assert (via_a.proxy, via_a.proxy_auth) == ("http://127.0.0.1:8903", ("u", SECRET))
+    assert via_a.session == via_b.session == first.route.session_id
+    assert dict(via_a.cookies) == {}
+    assert dict(via_b.cookies) == {"set_by_script": "1"}  # kept from the first page
+    assert "Cookie" not in sent_b.headers  # the jar goes in via, not as a header
+
+
+async def test_a_browser_crash_through_a_proxy_does_not_quarantine_it() -> None:
+    twin = BrowserTwin(BrowserFault("browser page crashed or closed"))
+    fetcher, pool = browser_link(twin, [["http://127.0.0.1:8904"]])
+    with pytest.raises(BrowserFault):
+        await fetcher.fetch(request("http://127.0.0.1/a"))
+    assert await pool.usable(pool.tiers[0][0].id)
+    twin.fault = FetchError("net::ERR_PROXY_CONNECTION_FAILED")
+    with pytest.raises(FetchError):
+        await fetcher.fetch(request("http://127.0.0.1/b"))
+    assert not await pool.usable(pool.tiers[0][0].id)

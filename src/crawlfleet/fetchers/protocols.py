@@ -30,11 +30,16 @@ class Via:
 
     ``proxy`` is an ``http://host:port`` URL without userinfo (None: direct), ``proxy_auth``
     its Basic credentials; ``headers`` replace the fetcher's own profile, in their order.
+    ``session`` (the crawl session's id) and ``cookies`` (its jar) are for a fetcher that
+    keeps state per session itself (the browser: a context per session); an HTTP fetcher
+    gets the jar as the request's ``Cookie`` header instead.
     """
 
     proxy: str | None = None
     proxy_auth: tuple[str, str] | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+    session: str | None = None
+    cookies: Mapping[str, str] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         return f"Via(proxy={self.proxy!r})"

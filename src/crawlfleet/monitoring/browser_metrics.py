@@ -21,7 +21,7 @@ LAUNCH_REASONS = ("start", "pages", "memory", "crash")
 
 
 class PoolFigures(Protocol):
-    """What a browser pool counts (``fetchers.browser.pool.PoolStats``)."""
+    """What a browser pool counts (``fetchers.browser.slots.PoolStats``)."""
 
     pages: int
     rss_bytes: int

@@ -30,7 +30,8 @@ def build_browser(settings: Settings, clock: Clock, router: Router) -> BrowserFe
     """The crawl's ``BrowserFetcher`` over a new (not yet launched) ``BrowserPool``."""
     from crawlfleet.fetchers.browser.fetcher import BrowserFetcher
     from crawlfleet.fetchers.browser.guard import RequestGuard
-    from crawlfleet.fetchers.browser.pool import BrowserPool, PoolLimits
+    from crawlfleet.fetchers.browser.pool import BrowserPool
+    from crawlfleet.fetchers.browser.slots import PoolLimits
 
     forbidden = None if settings.allow_private_addresses else is_forbidden_address
     pool = BrowserPool(

@@ -195,7 +195,7 @@ async def add_urls(settings: Settings, urls: list[str], *, clock: Clock | None =
             raise StateError(f"crawl {crawl_id!r} was cancelled; start it over with crawl --fresh")
         own = definition.settings.model_copy(update={"redis_url": redis_url})
         frontier = build_frontier(own, (await open_store(own, stack)).store, list(definition.seeds))
-        admitter = build_admitter(
+        admitter = await build_admitter(
             own, frontier, events=EventBus(), clock=clock or SystemClock(), stack=stack
         )
         requests, rejected = frontier.requests_for(urls, None)

@@ -43,7 +43,7 @@ from crawlfleet.runtime.login import LoginFetcher, check_logins, open_session_st
 from crawlfleet.runtime.proxy_link import SessionFetcher
 from crawlfleet.runtime.session_pool import SessionPool
 from crawlfleet.secretsfile import SiteSecrets
-from crawlfleet.settings import Settings
+from crawlfleet.settings import ProxySettings, Settings
 
 F = TypeVar("F", bound=Fetcher)
 
@@ -123,17 +123,35 @@ def proxy_pool(settings: Settings, clock: Clock, states: ProxyStateStore) -> Pro
     )
 
 
+class SessionLink:
+    """Puts a ``ViaFetcher`` behind the crawl's sessions; every fetcher it wraps (HTTP,
+    impersonate, browser) shares one proxy pool and one session pool."""
+
+    def __init__(
+        self, pool: ProxyPool, sessions: SessionPool, clock: Clock, settings: ProxySettings
+    ) -> None:
+        self.pool = pool
+        self._sessions = sessions
+        self._clock = clock
+        self._settings = settings
+
+    def __call__(self, fetcher: ViaFetcher, *, own_jar: bool = False) -> SessionFetcher:
+        """``fetcher`` through the sessions; ``own_jar``: it keeps the jar itself (browser)."""
+        return SessionFetcher(
+            fetcher, self.pool, self._sessions, self._clock, self._settings, own_jar=own_jar
+        )
+
+
 async def session_link(
     settings: Settings, clock: Clock, stack: AsyncExitStack, frontier: Frontier
-) -> tuple[Callable[[ViaFetcher], Fetcher], ProxyPool | None]:
-    """What sends an HTTP fetcher's requests through crawl sessions, and the proxy pool
-    (no proxies: nothing, None).
+) -> SessionLink | None:
+    """What sends a fetcher's requests through crawl sessions (None without proxies).
 
     ``ConfigError`` for a bad tier or proxies file, before anything is fetched.
     """
     config = settings.proxies
     if config is None:
-        return (lambda fetcher: fetcher), None
+        return None
     load_tiers(config.tiers, config.file)  # a bad config fails before any store is opened
     for name in config.profiles:
         profile(name)
@@ -143,4 +161,4 @@ async def session_link(
     await pool.register()
     stack.push_async_callback(pool.flush)  # before the stores close (the stack runs LIFO)
     taken = SessionPool(pool, sessions, FrontierStrategy(frontier), clock, config)
-    return (lambda fetcher: SessionFetcher(fetcher, pool, taken, clock, config)), pool
+    return SessionLink(pool, taken, clock, config)

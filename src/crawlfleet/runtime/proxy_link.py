@@ -10,11 +10,17 @@ What a fetch tells (all changes go to the shared ``ProxyPool`` state):
   proxy is quarantined when the block is its own: another proxy succeeded on the domain in
   the last ``ATTRIBUTION_WINDOW_S``, or ``ban_after`` blocks in a row came through it. Then the
   request is tried at once through another session (at most ``MAX_SESSION_TRIES`` in all);
-- a ``FetchError`` through a proxy (refused, reset, a timeout: the proxy hangs) or a refused
-  proxy login (``proxy_refused``) is the proxy's fault: quarantined, session retired, the
+- a ``FetchError`` through a proxy (refused, reset, a timeout: the proxy hangs; not a
+  ``BrowserFault``, the browser's own crash) or a refused proxy login (``proxy_refused``) is
+  the proxy's fault: quarantined, session retired, the
   error goes up (retried later);
 - a redirect to the same URL that sets a cookie (a cookie challenge) is followed once with
   the session's jar; every ``Set-Cookie`` is kept in the jar.
+
+The browser goes through the same link (``own_jar=True``): it gets the session's id, proxy,
+profile and jar in ``Via`` (a browser context per session) and hands the jar back after the
+page (``FetchResult.cookies``: cookies set by header or by script), so HTTP and browser
+fetches of a session share one jar; blocks and proxy faults are judged as above.
 
 Proxies appear by id only: never a URL with credentials in a log line, an error or the
 attempt log.
@@ -28,7 +34,7 @@ from dataclasses import dataclass, replace
 from urllib.parse import urljoin
 
 from crawlfleet.clock import Clock
-from crawlfleet.errors import FetchError, ForbiddenAddress, TooLarge
+from crawlfleet.errors import BrowserFault, FetchError, ForbiddenAddress, TooLarge
 from crawlfleet.fetchers.http import REDIRECT_STATUSES
 from crawlfleet.fetchers.profiles import profile
 from crawlfleet.fetchers.protocols import Via, ViaFetcher
@@ -81,8 +87,11 @@ class SessionFetcher:
         sessions: SessionPool,
         clock: Clock,
         settings: ProxySettings,
+        *,
+        own_jar: bool = False,
     ) -> None:
         self._http = http
+        self._own_jar = own_jar
         self._pool = pool
         self._sessions = sessions
         self._clock = clock
@@ -125,7 +134,9 @@ class SessionFetcher:
             result = await self._send(request, session, endpoint)
         except FetchError as exc:
             exc.route = route
-            if not endpoint.is_direct and not isinstance(exc, TooLarge | ForbiddenAddress):
+            if not endpoint.is_direct and not isinstance(
+                exc, TooLarge | ForbiddenAddress | BrowserFault
+            ):
                 await self._proxy_fault(session, endpoint, _first_line(exc))
             raise
         result.route = route
@@ -148,7 +159,12 @@ class SessionFetcher:
     ) -> FetchResult:
         """Fetch with the session's headers and jar; follow a cookie challenge once."""
         headers = profile(session.profile).as_dict()
-        via = Via(endpoint.url, endpoint.auth, headers)
+        via = Via(endpoint.url, endpoint.auth, headers, session.id, dict(session.cookies))
+        if self._own_jar:
+            result = await self._http.fetch(request, via=via)
+            if result.cookies is not None:
+                await self._keep_jar(session, result.cookies)
+            return result
         result = await self._http.fetch(_with_jar(request, session), via=via)
         session = await self._keep_cookies(session, result)
         location = result.headers.get("location")
@@ -172,9 +188,12 @@ class SessionFetcher:
                 jar.pop(name, None)
             else:
                 jar[name] = value
-        if jar == dict(session.cookies):
+        return await self._keep_jar(session, jar)
+
+    async def _keep_jar(self, session: CrawlSession, jar: Mapping[str, str]) -> CrawlSession:
+        if dict(jar) == dict(session.cookies):
             return session
-        kept = replace(session, cookies=jar)
+        kept = replace(session, cookies=dict(jar))
         await self._sessions.keep(kept)
         return kept
 

@@ -40,7 +40,13 @@ from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.backends import Backends, open_store
 from crawlfleet.runtime.browser_lane import browser_lane, build_browser
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
-from crawlfleet.runtime.fetch_chain import cached, hooked, login_link, session_link
+from crawlfleet.runtime.fetch_chain import (
+    SessionLink,
+    cached,
+    hooked,
+    login_link,
+    session_link,
+)
 from crawlfleet.runtime.freshness import Freshness
 from crawlfleet.runtime.kinds import (
     BASE_KINDS,
@@ -52,6 +58,7 @@ from crawlfleet.runtime.kinds import (
     servable_kinds,
 )
 from crawlfleet.runtime.routing import Router
+from crawlfleet.runtime.side_fetch import SessionSideFetcher
 from crawlfleet.runtime.strategy import Strategies
 from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.settings import Settings
@@ -187,13 +194,21 @@ def robots_fetch(
 
 
 def build_robots(
-    settings: Settings, clock: Clock, stack: AsyncExitStack, credentials: Credentials
+    settings: Settings,
+    clock: Clock,
+    stack: AsyncExitStack,
+    credentials: Credentials,
+    link: SessionLink | None = None,
 ) -> tuple[RobotsCache | None, FetchFn]:
     """The robots.txt cache (None when robots are not obeyed) and the side fetch it and the
-    sitemap reader use (redirects followed)."""
-    side_fetcher = cached(
-        HttpFetcher(settings, clock=clock, credentials=credentials), settings, clock
-    )
+    sitemap reader use (redirects followed; through a session of the URL's domain when the
+    crawl has proxies: ``link``)."""
+    http = HttpFetcher(settings, clock=clock, credentials=credentials)
+    side: TruncatingFetcher = http
+    if link is not None:
+        rules = UrlRules(settings.strip_query_params, settings.politeness_key)
+        side = SessionSideFetcher(http, link, rules)
+    side_fetcher = cached(side, settings, clock)
     stack.push_async_callback(side_fetcher.close)
     fetch_url = robots_fetch(side_fetcher)
     if not settings.obey_robots:
@@ -208,7 +223,7 @@ def build_robots(
     return robots, fetch_url
 
 
-def build_admitter(
+async def build_admitter(
     settings: Settings,
     frontier: Frontier,
     *,
@@ -216,8 +231,10 @@ def build_admitter(
     clock: Clock,
     stack: AsyncExitStack,
 ) -> Admitter:
-    """What seeds a crawl without fetchers, parsers or sinks (the dispatcher)."""
-    robots, fetch_url = build_robots(settings, clock, stack, Credentials())
+    """What seeds a crawl without fetchers, parsers or sinks (the dispatcher, ``add``);
+    robots.txt and sitemaps through the crawl's sessions when it has proxies."""
+    link = await session_link(settings, clock, stack, frontier)
+    robots, fetch_url = build_robots(settings, clock, stack, Credentials(), link)
     return Admitter(frontier, robots=robots, events=events, fetch_url=fetch_url, clock=clock)
 
 
@@ -268,8 +285,8 @@ async def build_crawl(
     secrets.add_basic_auth(credentials, seeds)
     logged_in = await login_link(settings, clock, stack, secrets)
     frontier = build_frontier(settings, store, seeds, router)
-    routed, proxies = await session_link(settings, clock, stack, frontier)
-    fetchers = build_fetchers(settings, clock, credentials, logged_in, routed)
+    link = await session_link(settings, clock, stack, frontier)
+    fetchers = build_fetchers(settings, clock, credentials, logged_in, link or _direct)
     for fetcher in fetchers.values():
         stack.push_async_callback(fetcher.close)
     pool_figures: PoolFigures | None = None
@@ -278,14 +295,14 @@ async def build_crawl(
         pool_figures = browser.pool.stats
         stack.push_async_callback(browser.close)
         fetchers["browser"] = browser_lane(
-            browser,
+            browser if link is None else link(browser, own_jar=True),
             fetchers["http"],
             router=router,
             registry=registry,
             budget=budget,
             frontier=frontier,
         )
-    robots, fetch_url = build_robots(settings, clock, stack, credentials)
+    robots, fetch_url = build_robots(settings, clock, stack, credentials, link)
     own_sinks = load_sinks(settings.sinks, settings)
     if own_sinks:
         sink = FanOutSink(sink, own_sinks)
@@ -311,7 +328,13 @@ async def build_crawl(
         strategies=Strategies(frontier, clock),
         freshness=Freshness(frontier, recrawl_policy(settings), clock),
     )
+    proxies = link.pool if link is not None else None
     return CrawlGraph(Crawler(parts), frontier, stack, proxies, pool_figures)
+
+
+def _direct(fetcher: ViaFetcher) -> Fetcher:
+    """A fetcher without crawl sessions (no ``[crawl.proxies]``): itself."""
+    return fetcher
 
 
 def browser_wanted(

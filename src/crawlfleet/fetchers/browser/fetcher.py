@@ -6,6 +6,10 @@ the body is the DOM serialized after the wait rule, UTF-8 encoded, for an HTML d
 the bytes as sent for anything else. A timeout, a crashed page or browser, and a network
 error are transient ``FetchError``s (retried, then dead-lettered); a page or redirect to a
 refused address is a ``ForbiddenAddress``; a method other than GET is refused.
+
+A ``ViaFetcher``: sent through a crawl session (``via``, with ``[crawl.proxies]``), the page
+runs in the session's context (its proxy and User-Agent), starts with the session's cookies
+and returns the jar it ends with in ``FetchResult.cookies``.
 """
 
 from __future__ import annotations
@@ -22,9 +26,12 @@ from playwright.async_api import Response as PageResponse
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from crawlfleet.clock import Clock, SystemClock
-from crawlfleet.errors import FetchError, ForbiddenAddress, TooLarge
-from crawlfleet.fetchers.browser.pool import BrowserPool, LeasedPage
+from crawlfleet.errors import BrowserFault, FetchError, ForbiddenAddress, TooLarge
+from crawlfleet.fetchers.browser.identity import BrowserIdentity, load_jar, read_jar
+from crawlfleet.fetchers.browser.pool import BrowserPool
+from crawlfleet.fetchers.browser.slots import LeasedPage
 from crawlfleet.fetchers.browser.wait import WaitRule
+from crawlfleet.fetchers.protocols import Via
 from crawlfleet.models import CrawlRequest, FetchResult
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -71,7 +78,7 @@ class BrowserFetcher:
         self._clock = clock or SystemClock()
         self._screenshots = screenshots
 
-    async def fetch(self, request: CrawlRequest) -> FetchResult:
+    async def fetch(self, request: CrawlRequest, *, via: Via | None = None) -> FetchResult:
         if request.method != "GET" or request.body:
             raise FetchError(
                 f"{request.url}: the browser fetcher loads GET pages only, not {request.method}",
@@ -79,9 +86,10 @@ class BrowserFetcher:
             )
         rule = WaitRule.parse(self._wait_for(request.url))
         started = time.perf_counter()
-        async with self.pool.page() as leased:
+        identity = BrowserIdentity.from_via(via) if via is not None else None
+        async with self.pool.page(identity) as leased:
             try:
-                result = await self._render(leased, request, rule, started)
+                result = await self._render(leased, request, rule, started, identity)
             except FetchError as exc:
                 exc.screenshot = await self._screenshot(leased.page, request)
                 raise
@@ -90,9 +98,15 @@ class BrowserFetcher:
             return result
 
     async def _render(
-        self, leased: LeasedPage, request: CrawlRequest, rule: WaitRule, started: float
+        self,
+        leased: LeasedPage,
+        request: CrawlRequest,
+        rule: WaitRule,
+        started: float,
+        identity: BrowserIdentity | None,
     ) -> FetchResult:
         page = leased.page
+        jar: dict[str, str] | None = None
         navigations: list[PageResponse] = []
 
         def on_response(response: PageResponse) -> None:
@@ -104,6 +118,8 @@ class BrowserFetcher:
         try:
             if request.headers:
                 await page.set_extra_http_headers(dict(request.headers))
+            if identity is not None:
+                await load_jar(page.context, request.url, identity.cookies)
             first = await page.goto(request.url, wait_until=rule.event, timeout=_ms(deadline))
             if rule.selector is not None:
                 await _wait_for_selector(page, rule.selector, deadline)
@@ -112,6 +128,8 @@ class BrowserFetcher:
                 raise FetchError(f"{request.url}: the page made no navigation")
             body, headers = await self._body(page, last, deadline)
             redirects = _redirects(navigations, last)
+            if identity is not None:
+                jar = await read_jar(page.context, request.url)
         except (PlaywrightTimeout, TimeoutError):
             raise FetchError(
                 f"timeout rendering {request.url} after {self._timeout_s:g}s (wait {rule})"
@@ -135,6 +153,7 @@ class BrowserFetcher:
             fetcher="browser",
             fetched_at=self._clock.now(),
             request=request,
+            cookies=jar,
         )
 
     async def _body(
@@ -164,7 +183,7 @@ class BrowserFetcher:
             return ForbiddenAddress(f"{url}: {refused[0]}")
         if any(word in message.lower() for word in _CRASHED):
             self.pool.forget(leased.slot)
-            return FetchError(f"{url}: browser page crashed or closed ({message})")
+            return BrowserFault(f"{url}: browser page crashed or closed ({message})")
         return FetchError(f"{url}: {message}")
 
     async def _screenshot(self, page: Page, request: CrawlRequest) -> str | None:

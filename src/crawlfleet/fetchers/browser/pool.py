@@ -12,6 +12,11 @@ A recycled browser finishes the pages it holds before it is closed; a crashed on
 
 Chromium is launched lazily, by the first page: a process that never fetches with the
 browser never starts one.
+
+A page asked for a crawl session (``page(identity)``, with ``[crawl.proxies]``) gets that
+session's own context instead (its proxy, User-Agent: ``identity.py``), recycled after
+``context_pages`` pages like the shared ones; at most ``pages`` session contexts are kept, the
+least recently used idle one closed to make room (each costs a renderer: decision 0012).
 """
 
 from __future__ import annotations
@@ -20,94 +25,30 @@ import asyncio
 import logging
 import time
 import uuid
-from collections import Counter
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urljoin
 
-from playwright.async_api import Browser, BrowserContext, Page, Playwright, Route, async_playwright
+from playwright.async_api import BrowserContext, Page, Playwright, Route, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
-from crawlfleet.errors import FetchError
+from crawlfleet.errors import BrowserFault
 from crawlfleet.fetchers.browser.guard import RequestGuard
+from crawlfleet.fetchers.browser.identity import BrowserIdentity
 from crawlfleet.fetchers.browser.launch import CHROMIUM_FLAGS, MARKER_FLAG
 from crawlfleet.fetchers.browser.memory import tree_pids, tree_rss_bytes
+from crawlfleet.fetchers.browser.slots import (
+    LaunchedBrowser,
+    LeasedPage,
+    PoolContext,
+    PoolLimits,
+    PoolStats,
+    Slot,
+)
 
 log = logging.getLogger(__name__)
-
-RESTART_REASONS = ("start", "pages", "memory", "crash")
-"""Why a browser was launched: the first page, the page limit, the memory cap, a crash."""
-
-
-@dataclass(frozen=True, slots=True)
-class PoolLimits:
-    """How many pages run at once and when contexts and the browser are recycled."""
-
-    pages: int = 4
-    sessions: int = 1
-    context_pages: int = 50
-    browser_pages: int = 1000
-    memory_cap_bytes: int = 2 * 1024**3
-    memory_check_s: float = 1.0
-
-
-@dataclass(slots=True)
-class PoolStats:
-    """What a pool did: pages opened, browsers launched by reason, memory at the last check."""
-
-    pages: int = 0
-    launches: Counter[str] = field(default_factory=Counter)
-    rss_bytes: int = 0
-    in_use: int = 0
-
-
-@dataclass(eq=False, slots=True)
-class _Browser:
-    """One launched Chromium and what it served."""
-
-    browser: Browser
-    marker: str
-    user_agent: str
-    served: int = 0
-    in_use: int = 0
-    retired: bool = False
-
-
-@dataclass(eq=False, slots=True)
-class _Context:
-    """A browser context (one session: cookies, cache), the pages it ran and runs."""
-
-    context: BrowserContext
-    owner: _Browser
-    pages: int = 0
-    in_use: int = 0
-    retired: bool = False
-
-
-@dataclass(eq=False, slots=True)
-class Slot:
-    """One page slot: its page, navigated fetch after fetch, and what the guard refused it.
-
-    The slot's session is ``index % sessions``: its page lives in that session's context.
-    """
-
-    index: int
-    page: Page | None = None
-    """The slot's page, reused while its context is its session's (a new page costs ~5
-    navigations, decision 0012)."""
-    context: _Context | None = None
-    refused: dict[str, str] = field(default_factory=dict)
-    """URL -> why the guard aborted it, for the fetch in this slot."""
-
-
-@dataclass(frozen=True, slots=True)
-class LeasedPage:
-    """A page of the pool, with its slot (the guard's refusals for this page)."""
-
-    page: Page
-    slot: Slot
 
 
 class BrowserPool:
@@ -130,15 +71,19 @@ class BrowserPool:
         self.stats = PoolStats()
         self._guard = guard
         self._token = user_agent_token
-        self._free: asyncio.Queue[Slot] = asyncio.Queue()
-        for index in range(limits.pages):
-            self._free.put_nowait(Slot(index))
-        self._sessions: list[_Context | None] = [None] * max(1, min(limits.sessions, limits.pages))
+        self._free = [Slot(index) for index in range(limits.pages)]
+        self._slots = asyncio.Semaphore(limits.pages)
+        self._sessions: list[PoolContext | None] = [None] * max(
+            1, min(limits.sessions, limits.pages)
+        )
         self._rotating = [asyncio.Lock() for _ in self._sessions]
+        self._keyed: OrderedDict[str, PoolContext] = OrderedDict()
+        """Crawl session id -> its context, least recently used first."""
+        self._keying = asyncio.Lock()
         self._slot_of: dict[Page, Slot] = {}
         self._lock = asyncio.Lock()
         self._playwright: Playwright | None = None
-        self._current: _Browser | None = None
+        self._current: LaunchedBrowser | None = None
         self._checked_at = 0.0
         self._closed = False
         self._closing: set[asyncio.Task[None]] = set()
@@ -149,22 +94,24 @@ class BrowserPool:
         return [] if self._current is None else tree_pids(self._current.marker)
 
     @asynccontextmanager
-    async def page(self) -> AsyncIterator[LeasedPage]:
-        """The page of a free slot (its context's, reused page after page) for one fetch.
+    async def page(self, identity: BrowserIdentity | None = None) -> AsyncIterator[LeasedPage]:
+        """The page of a free slot (its context's, reused page after page) for one fetch;
+        in ``identity``'s own context when given (a crawl session's).
 
         A block that raises leaves the page closed (the next fetch of the slot gets a new
-        one). ``FetchError`` (transient) when no browser can be launched or the context is
+        one). ``BrowserFault`` (transient) when no browser can be launched or the context is
         gone.
         """
-        slot = await self._free.get()
-        browser: _Browser | None = None
-        held: _Context | None = None
+        await self._slots.acquire()
+        slot = self._free_slot(identity)
+        browser: LaunchedBrowser | None = None
+        held: PoolContext | None = None
         failed = True
         try:
             browser = await self._browser()
             browser.in_use += 1
             self.stats.in_use += 1
-            page = await self._page_of(slot, browser)
+            page = await self._page_of(slot, browser, identity)
             held = slot.context
             self.stats.pages += 1
             yield LeasedPage(page, slot)
@@ -180,29 +127,41 @@ class BrowserPool:
                 self.stats.in_use -= 1
                 if browser.retired and browser.in_use == 0:
                     await _quietly(browser.browser.close())
-            self._free.put_nowait(slot)
+            self._free.append(slot)
+            self._slots.release()
+
+    def _free_slot(self, identity: BrowserIdentity | None) -> Slot:
+        """A free slot: for a session, one whose page is in its context, else an empty one,
+        else the least recently freed; without, one with a page, else an empty one. A page
+        reused costs a navigation, a new one ~5 (decision 0012)."""
+        own = self._keyed.get(identity.id) if identity is not None else None
+        if own is not None:
+            wanted = [slot for slot in self._free if slot.context is own]
+        elif identity is None:
+            wanted = [slot for slot in self._free if slot.page is not None]
+        else:
+            wanted = []
+        empty = [slot for slot in self._free if slot.page is None]
+        chosen = (wanted or empty or self._free)[0]
+        self._free.remove(chosen)
+        return chosen
 
     def forget(self, slot: Slot) -> None:
         """Retire the slot's context (its page crashed or lost it): the next is fresh."""
         if slot.context is not None:
             slot.context.retired = True
             self._sessions = [None if c is slot.context else c for c in self._sessions]
+            self._keyed = OrderedDict(
+                (k, c) for k, c in self._keyed.items() if c is not slot.context
+            )
 
-    async def _page_of(self, slot: Slot, browser: _Browser) -> Page:
-        session = slot.index % len(self._sessions)
-        async with self._rotating[session]:  # one new context per session, not one per slot
-            current = self._sessions[session]
-            if (
-                current is not None
-                and current.owner is browser
-                and not current.retired
-                and current.pages >= self.limits.context_pages
-            ):
-                current.retired = True
-                self._release(current, 0)
-            if current is None or current.owner is not browser or current.retired:
-                current = _Context(await self._new_context(browser), browser)
-                self._sessions[session] = current
+    async def _page_of(
+        self, slot: Slot, browser: LaunchedBrowser, identity: BrowserIdentity | None
+    ) -> Page:
+        if identity is None:
+            current = await self._shared_context(slot, browser)
+        else:
+            current = await self._session_context(browser, identity)
         if slot.page is not None and (slot.context is not current or slot.page.is_closed()):
             await self._drop_page(slot)
         current.pages += 1
@@ -217,9 +176,58 @@ class BrowserPool:
             self.forget(slot)
             self._release(current)
             slot.context = None
-            raise FetchError(f"browser context lost: {_first_line(exc)}") from None
+            raise BrowserFault(f"browser context lost: {_first_line(exc)}") from None
         self._slot_of[slot.page] = slot
         return slot.page
+
+    async def _shared_context(self, slot: Slot, browser: LaunchedBrowser) -> PoolContext:
+        session = slot.index % len(self._sessions)
+        async with self._rotating[session]:  # one new context per session, not one per slot
+            current = self._sessions[session]
+            if (
+                current is not None
+                and current.owner is browser
+                and not current.retired
+                and current.pages >= self.limits.context_pages
+            ):
+                current.retired = True
+                self._release(current, 0)
+            if current is None or current.owner is not browser or current.retired:
+                current = PoolContext(await self._new_context(browser), browser)
+                self._sessions[session] = current
+        return current
+
+    async def _session_context(
+        self, browser: LaunchedBrowser, identity: BrowserIdentity
+    ) -> PoolContext:
+        """The context of crawl session ``identity`` (opened, or renewed when it is due)."""
+        async with self._keying:
+            current = self._keyed.get(identity.id)
+            if current is not None and not current.retired and current.owner is browser:
+                if current.pages < self.limits.context_pages:
+                    self._keyed.move_to_end(identity.id)
+                    return current
+                current.retired = True
+                self._release(current, 0)
+            self._keyed.pop(identity.id, None)
+            self._make_room(browser)
+            current = PoolContext(await self._new_context(browser, identity), browser)
+            self._keyed[identity.id] = current
+            return current
+
+    def _make_room(self, browser: LaunchedBrowser) -> None:
+        """Close idle session contexts (stale ones first, then the least recently used)
+        until fewer than ``pages`` are kept."""
+        for key, context in list(self._keyed.items()):
+            if context.retired or context.owner is not browser:
+                del self._keyed[key]
+        for key, context in list(self._keyed.items()):
+            if len(self._keyed) < self.limits.pages:
+                return
+            if context.in_use == 0:
+                context.retired = True
+                self._release(context, 0)
+                del self._keyed[key]
 
     async def _drop_page(self, slot: Slot) -> None:
         page, slot.page = slot.page, None
@@ -227,21 +235,24 @@ class BrowserPool:
             self._slot_of.pop(page, None)
             await _quietly(page.close())
 
-    def _release(self, context: _Context, pages: int = 1) -> None:
+    def _release(self, context: PoolContext, pages: int = 1) -> None:
         """``pages`` of ``context`` ended; a retired context is closed with its last one."""
         context.in_use -= pages
         if context.retired and context.in_use == 0 and context.owner.browser.is_connected():
             self._background(context.context.close())
 
-    async def _new_context(self, browser: _Browser) -> BrowserContext:
+    async def _new_context(
+        self, browser: LaunchedBrowser, identity: BrowserIdentity | None = None
+    ) -> BrowserContext:
+        options = (
+            {"user_agent": browser.user_agent} if identity is None else identity.context_options()
+        )
         try:
-            context = await browser.browser.new_context(
-                user_agent=browser.user_agent, service_workers="block"
-            )
+            context = await browser.browser.new_context(service_workers="block", **options)
             if self._guard.active:
                 await context.route("**/*", self._route)
         except PlaywrightError as exc:
-            raise FetchError(f"cannot open a browser context: {_first_line(exc)}") from None
+            raise BrowserFault(f"cannot open a browser context: {_first_line(exc)}") from None
         return context
 
     async def _route(self, route: Route) -> None:
@@ -277,11 +288,11 @@ class BrowserPool:
                 return
         await route.fulfill(response=response)
 
-    async def _browser(self) -> _Browser:
+    async def _browser(self) -> LaunchedBrowser:
         """The browser new pages go to; launches or recycles one when it is due."""
         async with self._lock:
             if self._closed:
-                raise FetchError("the browser pool is closed", transient=True)
+                raise BrowserFault("the browser pool is closed", transient=True)
             current = self._current
             reason = await self._recycle_reason(current)
             if reason is None and current is not None:
@@ -291,7 +302,7 @@ class BrowserPool:
             self._current = await self._launch(reason or "start")
             return self._current
 
-    async def _recycle_reason(self, current: _Browser | None) -> str | None:
+    async def _recycle_reason(self, current: LaunchedBrowser | None) -> str | None:
         if current is None:
             return "start"
         if not current.browser.is_connected():
@@ -306,7 +317,7 @@ class BrowserPool:
                 return "memory"
         return None
 
-    def _retire(self, browser: _Browser) -> None:
+    def _retire(self, browser: LaunchedBrowser) -> None:
         browser.retired = True
         if browser.in_use == 0:
             self._background(browser.browser.close())
@@ -317,7 +328,7 @@ class BrowserPool:
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
 
-    async def _launch(self, reason: str) -> _Browser:
+    async def _launch(self, reason: str) -> LaunchedBrowser:
         marker = uuid.uuid4().hex
         try:
             if self._playwright is None:
@@ -330,14 +341,14 @@ class BrowserPool:
             version = await session.send("Browser.getVersion")
             await session.detach()
         except PlaywrightError as exc:
-            raise FetchError(f"cannot launch {self.executable}: {_first_line(exc)}") from None
+            raise BrowserFault(f"cannot launch {self.executable}: {_first_line(exc)}") from None
         agent = str(version["userAgent"])
         if self._token:
             agent = f"{agent} {self._token}"
         self.stats.launches[reason] += 1
         if reason != "start":
             log.warning("browser relaunched (%s)", reason)
-        return _Browser(browser, marker, agent)
+        return LaunchedBrowser(browser, marker, agent)
 
     async def close(self) -> None:
         """Close the browser and Playwright's driver; pages still open fail."""

@@ -170,7 +170,7 @@ async def open_crawl(
     frontier = build_frontier(
         settings, backends.store, seeds, Router.for_settings(registry, settings)
     )
-    admitter = build_admitter(settings, frontier, events=EventBus(), clock=clock, stack=stack)
+    admitter = await build_admitter(settings, frontier, events=EventBus(), clock=clock, stack=stack)
     app = make_app(broker)
     publishers = {}
     for queue in QUEUES:
