@@ -21,7 +21,8 @@ from crawlfleet.models import CrawlRequest, FetchResult, Item, Link, ParseResult
 from crawlfleet.monitoring.stats import Sample
 from crawlfleet.monitoring.summary import CrawlResult
 from crawlfleet.parsing import Contract, Follow, Response, parser
-from crawlfleet.settings import Settings, load_settings
+from crawlfleet.settings import Settings
+from crawlfleet.settings_loading import load_settings
 
 __version__ = "0.1.0"
 

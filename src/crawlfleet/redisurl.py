@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from urllib.parse import SplitResult, urlsplit
 
+from crawlfleet.errors import ConfigError
+
 CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 SCHEMES = ("redis", "rediss", "unix", *CLUSTER_SCHEMES)
 
@@ -48,3 +50,11 @@ def cluster_nodes(parts: SplitResult) -> list[tuple[str, int]]:
             raise ValueError(f"{item!r} is not host:port")
         nodes.append((one.hostname, one.port))
     return nodes
+
+
+def check_redis_url(url: str, option: str = "--redis") -> str:
+    """``url`` if it can be a Redis URL; else a ``ConfigError`` naming ``option``."""
+    problem = url_problem(url)
+    if problem is not None:
+        raise ConfigError(f"bad {option}: {problem}")
+    return url

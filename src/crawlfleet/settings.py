@@ -1,31 +1,35 @@
 """One typed settings object for a crawl, validated at start-up.
 
 Sources, lowest priority first: defaults < TOML file (``--config``) < ``CRAWLFLEET_*``
-environment variables < CLI flags. ``load_settings`` turns every validation failure into a
-one-line ``ConfigError`` naming the key (a value is never echoed: it may be a secret). Every
-float must be finite (``--delay inf`` is refused).
+environment variables < CLI flags. ``settings_loading.load_settings`` turns every validation
+failure into a one-line ``ConfigError`` naming the key (a value is never echoed: it may be a
+secret). Every float must be finite (``--delay inf`` is refused).
+
+Here: the keys, their types, defaults and bounds. Elsewhere: the checks beyond a key's
+bounds and the rules between keys (``settings_checks.py``), the nested tables
+(``settings_domains.py``: ``[crawl.domains]``, ``settings_proxies.py``: ``[crawl.proxies]``),
+the browser's types (``settings_browser.py``) and the recrawl rules (``recrawl.py``).
 """
 
 from __future__ import annotations
 
-import tomllib
-from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, model_validator
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
-from pydantic_settings.exceptions import SettingsError
 
-from crawlfleet.errors import ConfigError
 from crawlfleet.models import DEFAULT_MAX_CONTEXT_BYTES
 from crawlfleet.recrawl import Duration, RecrawlRule
-from crawlfleet.redisurl import url_problem
+from crawlfleet.settings_browser import DEFAULT_BLOCKED, ResourceType, WaitRuleText
+from crawlfleet.settings_checks import OutputPath, RedisUrlText, check_agreement
+from crawlfleet.settings_domains import DomainOverrides
+from crawlfleet.settings_proxies import ProxySettings
 
 DEFAULT_USER_AGENT = "crawlfleet/0.1 (+https://github.com/crawlfleet/crawlfleet)"
 DEFAULT_STRIP_PARAMS = (
@@ -41,57 +45,11 @@ DEFAULT_STRIP_PARAMS = (
 
 Rung = Literal["slow", "session", "tier", "impersonate", "browser"]
 """A rung of the strategy ladder (``frontier/ladder.py``)."""
-ResourceType = Literal["image", "font", "media", "stylesheet"]
-"""Resource types a browser page may be kept from loading (``browser_block``)."""
-DEFAULT_BLOCKED: tuple[ResourceType, ...] = ("image", "font", "media")
 
 MAX_STEP_S = 300.0
 """The default bound on one crawl step (the watchdog of ``runtime/loop.py``)."""
-STEP_TIMEOUTS = 3
-"""Fetch timeouts one step may spend in turn: its robots.txt, its page, its links' robots."""
 DEFAULT_ATTEMPT_LOG_MAX_ROWS = 200_000
 """Attempts an embedded crawl's log keeps by default (~35 MB; ``frontier/sqlite_retention.py``)."""
-
-
-class DomainOverride(BaseModel):
-    """Per-domain politeness from the config (``[crawl.domains."example.com"]``).
-
-    Replaces the crawl's ``delay_s`` / ``per_domain_concurrency`` for that domain; a robots
-    ``Crawl-delay`` never replaces an overridden delay.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    delay_s: float | None = Field(default=None, ge=0, allow_inf_nan=False)
-    concurrency: int | None = Field(default=None, ge=1, le=1_000)
-    fetcher: Literal["http", "browser", "auto"] | None = None
-    """The fetcher of the domain's pages that no follow rule or parser names."""
-
-
-class ProxySettings(BaseModel):
-    """The proxy pool and crawl sessions (``[crawl.proxies]``, or ``CRAWLFLEET_PROXIES`` as JSON).
-
-    ``tiers``: lists of ``http://[user:pass@]host:port`` or ``"direct"``, tried in order
-    (``proxies/endpoints.py``); ``file``: a proxies file instead (one URL per line, ``---``
-    between tiers). ``rotation`` picks the proxy of a new session within its tier.
-    ``sessions_per_domain`` crawl sessions (proxy + header profile + cookie jar) per domain.
-    A proxy is quarantined ``cooldown_s`` x 2^(strikes - 1), at most ``max_cooldown_s``;
-    ``ban_after`` blocks in a row through one proxy quarantine it even when no other proxy
-    succeeded on the domain. ``max_wait_s``: longest a step waits for a quarantined last tier.
-    ``profiles``: header profile names to draw from (empty: all, ``fetchers/profiles.py``).
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    tiers: list[list[str]] = Field(default_factory=list)
-    file: Path | None = None
-    rotation: Literal["round_robin", "least_recently_used"] = "round_robin"
-    sessions_per_domain: int = Field(default=4, ge=1, le=1_000)
-    cooldown_s: float = Field(default=30.0, gt=0, allow_inf_nan=False)
-    max_cooldown_s: float = Field(default=1800.0, gt=0, allow_inf_nan=False)
-    ban_after: int = Field(default=2, ge=1, le=100)
-    max_wait_s: float = Field(default=60.0, gt=0, allow_inf_nan=False)
-    profiles: list[str] = Field(default_factory=list)
 
 
 class Settings(BaseSettings):
@@ -143,7 +101,7 @@ class Settings(BaseSettings):
     robots_ttl_s: float = Field(default=3600.0, gt=0)
     robots_error_ttl_s: float = Field(default=600.0, gt=0)
     user_agent: str = Field(default=DEFAULT_USER_AGENT, min_length=1)
-    domains: dict[str, DomainOverride] = Field(
+    domains: DomainOverrides = Field(
         default_factory=dict, description="per-domain delay_s / concurrency, keyed by host"
     )
 
@@ -193,7 +151,7 @@ class Settings(BaseSettings):
         default_factory=lambda: list(DEFAULT_BLOCKED),
         description="resource types a page may not load",
     )
-    browser_wait: str = Field(
+    browser_wait: WaitRuleText = Field(
         default="load",
         description="load, domcontentloaded, networkidle, or a CSS selector (css:SELECTOR)",
     )
@@ -249,7 +207,7 @@ class Settings(BaseSettings):
 
     # Storage
     state_dir: Path = Path(".crawlfleet")
-    output: Path | None = None
+    output: OutputPath | None = None
     attempt_log_max_rows: int | None = Field(
         default=DEFAULT_ATTEMPT_LOG_MAX_ROWS,
         ge=1_000,
@@ -283,7 +241,7 @@ class Settings(BaseSettings):
     )
 
     # Distributed runtime
-    redis_url: str | None = None
+    redis_url: RedisUrlText | None = None
     postgres_dsn: str | None = None
     crawl_id: str = Field(default="default", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
     dedup: Literal["exact", "bloom"] = "exact"
@@ -301,99 +259,9 @@ class Settings(BaseSettings):
         description="crawl on a Redis without AOF, with eviction, or open without a password",
     )
 
-    @field_validator("output")
-    @classmethod
-    def _known_output_format(cls, value: Path | None) -> Path | None:
-        if value is not None and value.suffix.lower() not in (
-            ".jsonl",
-            ".json",
-            ".csv",
-            ".sqlite",
-            ".db",
-            ".parquet",
-        ):
-            raise ValueError("must end in .jsonl, .json, .csv, .parquet or .sqlite")
-        if (
-            value is not None
-            and value.suffix.lower() == ".parquet"
-            and find_spec("pyarrow") is None
-        ):
-            raise ValueError("Parquet needs pyarrow: pip install 'crawlfleet[parquet]'")
-        return value
-
-    @field_validator("domains")
-    @classmethod
-    def _domain_keys_are_hosts(cls, value: dict[str, DomainOverride]) -> dict[str, DomainOverride]:
-        hosts: dict[str, DomainOverride] = {}
-        for key, override in value.items():
-            host = key.strip().lower().rstrip(".")
-            if not host or any(c in host for c in "/:@ ") or "*" in host:
-                raise ValueError(f"{key!r} is not a host name (write example.com)")
-            if host in hosts:
-                raise ValueError(f"{key!r} is given twice")
-            hosts[host] = override
-        return hosts
-
-    @field_validator("browser_wait")
-    @classmethod
-    def _known_wait_rule(cls, value: str) -> str:
-        problem = wait_rule_problem(value)
-        if problem is not None:
-            raise ValueError(problem)
-        return value
-
-    @field_validator("redis_url")
-    @classmethod
-    def _usable_redis_url(cls, value: str | None) -> str | None:
-        problem = redis_url_problem(value) if value is not None else None
-        if problem is not None:
-            raise ValueError(problem)
-        return value
-
     @model_validator(mode="after")
-    def _timeouts_consistent(self) -> Settings:
-        if self.total_timeout_s < self.connect_timeout_s:
-            raise ValueError("total_timeout_s must be >= connect_timeout_s")
-        if self.block_min_samples > self.block_window:
-            raise ValueError("block_min_samples must be <= block_window")
-        if self.proxies is not None and self.proxies.max_wait_s > self.max_step_s / 2:
-            raise ValueError("proxies.max_wait_s must be <= max_step_s / 2")
-        if len(self.ladder) > self.block_max_level:
-            raise ValueError(
-                f"ladder has {len(self.ladder)} rungs but block_max_level is "
-                f"{self.block_max_level}: shorten ladder or raise block_max_level"
-            )
-        return self
-
-    @model_validator(mode="after")
-    def _recrawl_rules_apply(self) -> Settings:
-        tuned = (
-            self.recrawl_adaptive or self.recrawl_min is not None or self.recrawl_max is not None
-        )
-        if tuned and self.recrawl_after is None:
-            raise ValueError("recrawl_adaptive, recrawl_min and recrawl_max need recrawl_after")
-        if self.revisit != "off" and self.recrawl_after is None and not self.recrawl:
-            raise ValueError(
-                "--recrawl and --continuous need recrawl_after or [[crawl.recrawl]] rules:"
-                " without them no page is ever due again"
-            )
-        if self.recrawl_after is not None:
-            RecrawlRule(pattern="", after=self.recrawl_after, min=self.recrawl_min,
-                        max=self.recrawl_max)  # fmt: skip
-        return self
-
-    @model_validator(mode="after")
-    def _a_step_fits_its_bound(self) -> Settings:
-        least_s = STEP_TIMEOUTS * self.total_timeout_s + self.max_parse_s
-        browser_extra_s = max(0.0, self.page_timeout_s - self.total_timeout_s)
-        least_s += browser_extra_s
-        browser = " + (browser_timeout_s - total_timeout_s)" if browser_extra_s else ""
-        if self.max_step_s < least_s:
-            raise ValueError(
-                f"max_step_s ({self.max_step_s:g}) must be >= {STEP_TIMEOUTS} x total_timeout_s"
-                f" + max_parse_s{browser} ({least_s:g}): a step may read robots.txt, fetch its"
-                " page, parse it and read the robots.txt of its links' new hosts"
-            )
+    def _keys_agree(self) -> Settings:
+        check_agreement(self)
         return self
 
     @property
@@ -417,76 +285,3 @@ class Settings(BaseSettings):
             env_settings,
             InitSettingsSource(settings_cls, toml),
         )
-
-
-WAIT_EVENTS = ("load", "domcontentloaded", "networkidle")
-CSS_PREFIX = "css:"
-
-
-def wait_rule_problem(rule: str) -> str | None:
-    """Why ``rule`` is not a browser wait rule (an event, or ``css:SELECTOR``), or None."""
-    if rule in WAIT_EVENTS or (rule.startswith(CSS_PREFIX) and rule[len(CSS_PREFIX) :].strip()):
-        return None
-    return f"wait rule {rule!r} is not one of {', '.join(WAIT_EVENTS)} or css:SELECTOR"
-
-
-def redis_url_problem(url: str) -> str | None:
-    """Why ``url`` cannot be a Redis URL (bad port, scheme, cluster nodes), or None; never
-    echoes it (``redisurl.py``)."""
-    return url_problem(url)
-
-
-def check_redis_url(url: str, option: str = "--redis") -> str:
-    """``url`` if it can be a Redis URL; else a ``ConfigError`` naming ``option``."""
-    problem = redis_url_problem(url)
-    if problem is not None:
-        raise ConfigError(f"bad {option}: {problem}")
-    return url
-
-
-def read_toml(path: Path) -> dict[str, Any]:
-    """The settings in a TOML file (a ``[crawl]`` table or top-level keys)."""
-    try:
-        with path.open("rb") as handle:
-            data = tomllib.load(handle)
-    except FileNotFoundError:
-        raise ConfigError(f"config file not found: {path}") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
-    crawl = data.get("crawl", data)
-    if not isinstance(crawl, dict):
-        raise ConfigError(f"config file {path}: [crawl] must be a table")
-    return crawl
-
-
-def load_settings(config: Path | None = None, **cli: Any) -> Settings:
-    """Build the settings from the file, the environment and the CLI flags (``None`` = unset)."""
-    flags = {key: value for key, value in cli.items() if value is not None}
-    toml = read_toml(config) if config is not None else {}
-    try:
-        return Settings(**{"_toml": toml, **flags})
-    except ValidationError as exc:
-        raise ConfigError(describe_validation_error(exc, config)) from None
-    except SettingsError as exc:
-        raise ConfigError(describe_settings_error(exc)) from None
-
-
-def describe_validation_error(exc: ValidationError, config: Path | None) -> str:
-    """One line naming the first bad key and why."""
-    first = exc.errors()[0]
-    key = ".".join(str(part) for part in first["loc"]) or "settings"
-    where = f" (in {config} or CRAWLFLEET_{key.upper()} or a flag)" if config else ""
-    if first["type"] == "extra_forbidden":
-        return f"unknown setting {key!r}{where}"
-    return f"bad setting {key!r}{where}: {first['msg']}"
-
-
-def describe_settings_error(exc: SettingsError) -> str:
-    """One line for an environment variable pydantic-settings could not read (bad JSON)."""
-    text = str(exc)
-    field = text.split('"')[1] if text.count('"') >= 2 else "settings"
-    cause = exc.__cause__
-    why = f": {cause}" if isinstance(cause, ValueError) else ""
-    return f"bad setting {field!r} in CRAWLFLEET_{field.upper()}: not valid JSON{why}"

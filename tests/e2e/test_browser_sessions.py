@@ -25,7 +25,8 @@ from crawlfleet.frontier.memory import MemoryQueueStore
 from crawlfleet.proxies.endpoints import build_tiers
 from crawlfleet.runtime.fetch_chain import session_link
 from crawlfleet.runtime.wiring import build_frontier, build_robots
-from crawlfleet.settings import ProxySettings, Settings
+from crawlfleet.settings import Settings
+from crawlfleet.settings_proxies import ProxySettings
 from tests.fixtures.tinyproxy import ProxyFarm
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -24,7 +24,8 @@ from crawlfleet.proxies.endpoints import build_tiers
 from crawlfleet.runtime.backends import Backends
 from crawlfleet.runtime.local import LocalRunner
 from crawlfleet.runtime.wiring import build_crawl
-from crawlfleet.settings import ProxySettings, Settings
+from crawlfleet.settings import Settings
+from crawlfleet.settings_proxies import ProxySettings
 from tests.fixtures.cli import run_cli
 from tests.fixtures.tinyproxy import ProxyFarm
 

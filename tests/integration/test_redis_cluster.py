@@ -23,9 +23,9 @@ from crawlfleet.frontier.redis.partitioned import PartitionedQueueStore
 from crawlfleet.frontier.redis.queue import RedisQueueStore
 from crawlfleet.frontier.redis.routing import crawl_prefix, partition_of, partition_prefix
 from crawlfleet.models import CrawlRequest
+from crawlfleet.redisurl import check_redis_url
 from crawlfleet.runtime.backends import check_redis, frontier_prefix, partition_pattern
 from crawlfleet.runtime.celery.app import check_broker
-from crawlfleet.settings import check_redis_url
 from tests.fixtures.redis_cluster import LocalCluster
 
 pytestmark = pytest.mark.redis

@@ -16,7 +16,7 @@ from crawlfleet.monitoring.events import (
     ParseFailed,
 )
 from crawlfleet.parsing.registry import ParserRegistry
-from crawlfleet.settings import DomainOverride
+from crawlfleet.settings_domains import DomainOverride
 from tests.unit.crawler_kit import (
     T0,
     Canned,

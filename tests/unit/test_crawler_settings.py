@@ -9,7 +9,8 @@ import pytest
 from crawlfleet.errors import ConfigError
 from crawlfleet.frontier.protocols import BlockRules, DomainPolicy
 from crawlfleet.runtime.wiring import domain_policy
-from crawlfleet.settings import DomainOverride, load_settings
+from crawlfleet.settings_domains import DomainOverride
+from crawlfleet.settings_loading import load_settings
 
 
 def config(tmp_path: Path, text: str) -> Path:

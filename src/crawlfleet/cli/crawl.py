@@ -23,7 +23,8 @@ from crawlfleet.cli.progress import LOG_EVERY_S, CrawlProgress, summary
 from crawlfleet.errors import ConfigError, CrawlfleetError
 from crawlfleet.monitoring.metric_snapshot import DEFAULT_BIND, DEFAULT_TOP_DOMAINS
 from crawlfleet.monitoring.summary import CANCELLED_EXIT, PARSE_ERROR_EXIT
-from crawlfleet.settings import Settings, load_settings
+from crawlfleet.settings import Settings
+from crawlfleet.settings_loading import load_settings
 
 if TYPE_CHECKING:
     from crawlfleet.monitoring.metrics import Metrics

@@ -25,7 +25,8 @@ from crawlfleet.dashboard.embedded import EmbeddedSource
 from crawlfleet.dashboard.sources import Source
 from crawlfleet.errors import ConfigError, CrawlfleetError
 from crawlfleet.monitoring.metrics import Metrics
-from crawlfleet.settings import check_redis_url, load_settings
+from crawlfleet.redisurl import check_redis_url
+from crawlfleet.settings_loading import load_settings
 
 TOKEN_ENV = "CRAWLFLEET_DASHBOARD_TOKEN"
 MIN_TOKEN_CHARS = 12

@@ -13,7 +13,7 @@ from crawlfleet.cli.console import fail, safe
 from crawlfleet.cli.crawl import run_crawl
 from crawlfleet.demosite import ThreadedDemoSite
 from crawlfleet.errors import CrawlfleetError
-from crawlfleet.settings import load_settings
+from crawlfleet.settings_loading import load_settings
 
 DEMO_ROLES = ("shop", "quotes", "lab")
 

@@ -26,7 +26,8 @@ from crawlfleet.models import CrawlRequest, FetchResult, ParseResult
 from crawlfleet.parsing.contracts import Fetch, check_contracts
 from crawlfleet.parsing.loader import load_parsers
 from crawlfleet.parsing.registry import ParserRegistry
-from crawlfleet.settings import Settings, load_settings
+from crawlfleet.settings import Settings
+from crawlfleet.settings_loading import load_settings
 from crawlfleet.urls import UrlRules, fingerprint
 
 ParsersOpt = Annotated[

@@ -25,8 +25,8 @@ from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.protocols import DomainView
 from crawlfleet.models import Outcome
 from crawlfleet.monitoring.summary import block_state, strategy_text
+from crawlfleet.redisurl import check_redis_url
 from crawlfleet.runtime.control import FileControl, RedisControl, RunState, crawl_state
-from crawlfleet.settings import check_redis_url
 
 out = Console()
 err = Console(stderr=True)

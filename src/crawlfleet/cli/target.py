@@ -17,7 +17,9 @@ from pydantic import ValidationError
 
 from crawlfleet.errors import ConfigError
 from crawlfleet.frontier.frontier import Frontier
-from crawlfleet.settings import Settings, check_redis_url, describe_validation_error
+from crawlfleet.redisurl import check_redis_url
+from crawlfleet.settings import Settings
+from crawlfleet.settings_loading import describe_validation_error
 
 DEFAULT_STATE = Path(".crawlfleet")
 

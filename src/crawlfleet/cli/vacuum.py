@@ -18,7 +18,7 @@ from crawlfleet.cli.console import fail, safe
 from crawlfleet.errors import CrawlfleetError
 from crawlfleet.frontier.sqlite_retention import table_bytes, vacuum
 from crawlfleet.runtime.backends import state_paths
-from crawlfleet.settings import load_settings
+from crawlfleet.settings_loading import load_settings
 
 out = Console()
 MB = 1_000_000

@@ -18,7 +18,8 @@ from rich.console import Console
 from crawlfleet.cli.console import fail, safe
 from crawlfleet.errors import ConfigError, CrawlfleetError
 from crawlfleet.monitoring.metric_snapshot import DEFAULT_BIND
-from crawlfleet.settings import check_redis_url, load_settings
+from crawlfleet.redisurl import check_redis_url
+from crawlfleet.settings_loading import load_settings
 
 err = Console(stderr=True)
 

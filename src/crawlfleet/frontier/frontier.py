@@ -35,7 +35,7 @@ from crawlfleet.models import (
     Outcome,
     QueueCounts,
 )
-from crawlfleet.settings import DomainOverride
+from crawlfleet.settings_domains import DomainOverride
 from crawlfleet.urls import UrlRules, fingerprint, request_fingerprint
 
 REVISIT_BATCH = 10_000

@@ -129,7 +129,7 @@ class ParserSpec:
     regex after ``re:``. ``source`` names where it was loaded from, for messages.
     ``fetcher`` fetches the pages it claims (``http``, ``browser``, ``auto``; None: a follow
     rule's, the domain's, else HTTP); ``wait`` is their browser wait rule
-    (``settings.wait_rule_problem``; None: the crawl's ``browser_wait``).
+    (``settings_browser.wait_rule_problem``; None: the crawl's ``browser_wait``).
     """
 
     name: str

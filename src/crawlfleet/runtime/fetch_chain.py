@@ -43,7 +43,8 @@ from crawlfleet.runtime.login import LoginFetcher, check_logins, open_session_st
 from crawlfleet.runtime.proxy_link import SessionFetcher
 from crawlfleet.runtime.session_pool import SessionPool
 from crawlfleet.secretsfile import SiteSecrets
-from crawlfleet.settings import ProxySettings, Settings
+from crawlfleet.settings import Settings
+from crawlfleet.settings_proxies import ProxySettings
 
 F = TypeVar("F", bound=Fetcher)
 

@@ -47,7 +47,7 @@ from crawlfleet.redact import redact
 from crawlfleet.runtime.login import cookie_header, set_cookies
 from crawlfleet.runtime.session_pool import SessionPool
 from crawlfleet.sessions.protocols import CrawlSession
-from crawlfleet.settings import ProxySettings
+from crawlfleet.settings_proxies import ProxySettings
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,9 @@ from urllib.parse import urlsplit
 
 from crawlfleet.errors import ConfigError
 from crawlfleet.parsing.registry import DEFAULT_NAME, ParserRegistry
-from crawlfleet.settings import DomainOverride, Settings, wait_rule_problem
+from crawlfleet.settings import Settings
+from crawlfleet.settings_browser import wait_rule_problem
+from crawlfleet.settings_domains import DomainOverride
 
 AUTO = "auto"
 AUTO_PREFIX = "auto:"
