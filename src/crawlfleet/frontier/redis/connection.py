@@ -11,8 +11,9 @@ URLs:
 
 Both clients offer the commands the frontier and the runtime use (scripts, single-slot
 transactions, ``SCAN`` over every node, multi-key ``UNLINK`` split by slot), so callers
-hold a ``RedisClient`` and need not know which one they got. ``node_clients`` gives one plain
-client per node, for what must run on every server (``safety.py``).
+hold a ``RedisClient`` and need not know which one they got. ``open_client`` gives the
+frontier's client, checked by a first PING; ``node_clients`` gives one plain client per node,
+for what must run on every server (``safety.py``).
 """
 
 from __future__ import annotations
@@ -23,8 +24,13 @@ from urllib.parse import urlsplit, urlunsplit
 from redis.asyncio import Redis, SSLConnection
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialBackoff
+from redis.backoff import ExponentialBackoff, NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from crawlfleet.errors import StateError
+from crawlfleet.redact import redact
 from crawlfleet.redisurl import CLUSTER_SCHEMES, cluster_nodes, is_cluster_url, url_problem
 
 RedisClient = Redis | RedisCluster
@@ -56,6 +62,30 @@ def connect(url: str, **options: Any) -> RedisClient:
     options.pop("retry_on_error", None)  # the cluster client retries on moved nodes itself
     seeds = [ClusterNode(host, port) for host, port in nodes[1:]]
     return RedisCluster.from_url(first, startup_nodes=seeds or None, **options)
+
+
+async def open_client(url: str) -> RedisClient:
+    """A client for ``url`` (one server or a cluster) that retries connection errors
+    (``store_retry``); ``StateError`` (password redacted) when the URL is bad or nothing
+    answers a first PING, which is not retried."""
+    where = redact(url)
+    try:
+        probe = connect(url, retry=Retry(NoBackoff(), retries=0), socket_connect_timeout=5)
+    except ValueError as exc:
+        raise StateError(f"bad Redis URL {where}: {exc}") from None
+    try:
+        await probe.ping()
+    except RedisError as exc:
+        raise StateError(f"Redis at {where} failed: {exc}") from exc
+    finally:
+        await probe.aclose()
+    return connect(
+        url,
+        decode_responses=True,
+        retry=store_retry(url),
+        retry_on_error=[RedisConnectionError, RedisTimeoutError],
+        socket_connect_timeout=5,
+    )
 
 
 async def node_clients(client: RedisCluster) -> list[Redis]:

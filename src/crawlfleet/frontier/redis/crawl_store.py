@@ -7,10 +7,10 @@ from typing import Literal
 from redis.exceptions import RedisError
 
 from crawlfleet.errors import StateError
-from crawlfleet.frontier.redis.connection import RedisClient
+from crawlfleet.frontier.redis.connection import RedisClient, open_client
 from crawlfleet.frontier.redis.keys import CrawlKeys
 from crawlfleet.frontier.redis.partitioned import PartitionedQueueStore
-from crawlfleet.frontier.redis.queue import RedisQueueStore, open_client
+from crawlfleet.frontier.redis.queue import RedisQueueStore
 from crawlfleet.frontier.redis.routing import crawl_prefix, partition_prefix
 from crawlfleet.redact import redact
 

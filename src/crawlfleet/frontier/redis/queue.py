@@ -2,33 +2,21 @@
 
 Every change is one Lua script (see ``keys.py`` for the data layout and ``lua/`` for the
 scripts), so it is atomic however many workers share the crawl; a lease end and everything
-it records (counters, attempt row, domain policy) is one script call. Connection errors are
-retried for about a second (a restarted Redis is reconnected to by itself); a script whose
-reply was lost may therefore run twice, which at worst hands out a lease that later expires,
-or answers False to a ``complete`` that took effect. Every script that writes, ``claim`` and
-``counts`` check the crawl's epoch first: a frontier that vanished while the crawl was open
-(FLUSHALL, a restart without persistence) raises ``FrontierLost`` instead of looking like a
-finished crawl. Any other Redis failure raises ``StateError``.
+it records (counters, attempt row, domain policy) is one script call. Here: the lanes, the
+leases and the domain policy. ``RedisQueueStore`` inherits how a crawl is opened, its
+scripts run and its failures read (``crawl.py``: ``open``, ``attach``, epoch, ``StateError``
+and ``FrontierLost``) and its records (``records.py``: counts, statistics, attempts, known
+URLs, dead letters).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import logging
-import uuid
-from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from typing import Any, Literal
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
 
 import orjson
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError, ResponseError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from crawlfleet.counters import CrawlStats
-from crawlfleet.errors import FrontierLost, StateError
 from crawlfleet.frontier.protocols import (
     LEASE_EXPIRED,
     Budget,
@@ -37,16 +25,12 @@ from crawlfleet.frontier.protocols import (
     DomainView,
     Ended,
     Report,
-    Visit,
 )
-from crawlfleet.frontier.redis.bloom import SHARD_BITS, SHARD_BYTES, BloomGeometry
-from crawlfleet.frontier.redis.connection import RedisClient, connect, store_retry
-from crawlfleet.frontier.redis.keys import CrawlKeys
-from crawlfleet.frontier.redis.scripts import Scripts
+from crawlfleet.frontier.redis.bloom import SHARD_BITS
+from crawlfleet.frontier.redis.crawl import BATCH
+from crawlfleet.frontier.redis.records import RedisRecords
 from crawlfleet.frontier.redis.views import (
     Arg,
-    counters_json,
-    crawl_stats,
     domain_view,
     dumps,
     loads,
@@ -54,162 +38,13 @@ from crawlfleet.frontier.redis.views import (
     reap_counter_args,
     report_args,
 )
-from crawlfleet.models import Attempt, CrawlRequest, DeadLetter, Lease, QueueCounts
-from crawlfleet.redact import redact
+from crawlfleet.models import CrawlRequest, Lease
 
-log = logging.getLogger(__name__)
-
-BATCH = 1000  # requests or fingerprints per script call, so no call blocks Redis for long
 PROMOTE_PER_CLAIM = 1000  # at least this many due retries move into their lanes per claim
-COUNT_FIELDS = ("queued", "leased", "done", "dead", "seen")
-LOST_MARK = "FRONTIER_LOST"  # how the scripts' error reply starts when the epoch is gone
-
-DeadAction = Callable[[list[str]], Awaitable[int]]
 
 
-class RedisQueueStore:
+class RedisQueueStore(RedisRecords):
     """Request lanes, seen filter, leases, DLQ, domain policy and statistics, in Redis."""
-
-    def __init__(
-        self,
-        client: RedisClient,
-        keys: CrawlKeys,
-        bloom: BloomGeometry | None,
-        where: str,
-        *,
-        owns_client: bool = True,
-    ) -> None:
-        """Use ``open`` or ``attach``; this binds an already checked client."""
-        self._client = client
-        self._keys = keys
-        self._bloom = bloom
-        self._where = where
-        self._owns_client = owns_client
-        self._scripts = Scripts(client, keys)
-        self._epoch = uuid.uuid4().hex
-
-    @classmethod
-    async def open(
-        cls,
-        url: str,
-        prefix: str,
-        *,
-        dedup: Literal["exact", "bloom"] = "exact",
-        bloom_capacity: int = 10_000_000,
-        bloom_error_rate: float = 0.01,
-    ) -> RedisQueueStore:
-        """Connect, create the crawl or check its stored settings, and size the Bloom bitmap.
-
-        ``url`` names one server or a Redis Cluster (``connection.py``). ``prefix`` should
-        carry a hash tag (``crawlfleet:{<crawl_id>}``, see ``keys.py``). Raises
-        ``StateError`` when Redis is unreachable (the message shows the URL without its
-        password) or when ``prefix`` was created with other dedup settings, and
-        ``FrontierLost`` when the crawl exists without its epoch or counts.
-        """
-        client = await open_client(url)
-        try:
-            return await cls.attach(
-                client,
-                prefix,
-                redact(url),
-                dedup=dedup,
-                bloom_capacity=bloom_capacity,
-                bloom_error_rate=bloom_error_rate,
-            )
-        except BaseException:
-            await client.aclose()
-            raise
-
-    @classmethod
-    async def attach(
-        cls,
-        client: RedisClient,
-        prefix: str,
-        where: str,
-        *,
-        dedup: Literal["exact", "bloom"] = "exact",
-        bloom_capacity: int = 10_000_000,
-        bloom_error_rate: float = 0.01,
-        owns_client: bool = True,
-    ) -> RedisQueueStore:
-        """``open`` on a client from ``open_client``; ``close`` closes it if ``owns_client``."""
-        if not prefix or any(ch.isspace() for ch in prefix):
-            raise ValueError(f"bad Redis key prefix {prefix!r}")
-        bloom = (
-            BloomGeometry.for_capacity(bloom_capacity, bloom_error_rate)
-            if dedup == "bloom"
-            else None
-        )
-        store = cls(client, CrawlKeys(prefix), bloom, where, owns_client=owns_client)
-        with store._guard():
-            await store._open_crawl(dedup)
-        if bloom is not None:
-            log.info(
-                "Bloom seen filter for %r: %d bits in %d shards, %d hashes, %.1f MB in Redis",
-                prefix,
-                bloom.bits,
-                bloom.shards,
-                bloom.hashes,
-                bloom.size_bytes / 1e6,
-            )
-        return store
-
-    @property
-    def epoch(self) -> str:
-        """The token the crawl's first open wrote; another value means another crawl."""
-        return self._epoch
-
-    @property
-    def keys(self) -> CrawlKeys:
-        return self._keys
-
-    async def _open_crawl(self, dedup: str) -> None:
-        bloom = self._bloom
-        wanted = {
-            "dedup": dedup,
-            "bloom_bits": str(bloom.bits if bloom else 0),
-            "bloom_hashes": str(bloom.hashes if bloom else 0),
-            "bloom_shard_bytes": str(SHARD_BYTES if bloom else 0),
-        }
-        flat = [item for pair in wanted.items() for item in pair]
-        epoch, *stored_flat = await self._scripts.run("open", self._epoch, *flat)
-        if not epoch:
-            raise FrontierLost(self._lost())
-        self._epoch = epoch
-        stored = dict(zip(stored_flat[::2], stored_flat[1::2], strict=True))
-        if stored != wanted:
-            raise StateError(
-                f"crawl {self._keys.prefix!r} in Redis at {self._where} was created with "
-                f"{stored}, not {wanted}: use another prefix (crawl id) or the same settings"
-            )
-        if bloom is not None:
-            zeros = b"\0" * SHARD_BYTES
-            async with self._client.pipeline(transaction=False) as pipe:
-                for index in range(bloom.shards):
-                    pipe.set(self._keys.bloom_shard(index), zeros, nx=True)
-                await pipe.execute()
-
-    def _lost(self) -> str:
-        return (
-            f"the frontier of crawl {self._keys.prefix!r} in Redis at {self._where} is gone "
-            "(flushed, evicted, or Redis restarted without persistence): what was queued "
-            "and done is unknown, so the crawl cannot go on or be reported complete"
-        )
-
-    @contextmanager
-    def _guard(self) -> Iterator[None]:
-        try:
-            yield
-        except ResponseError as exc:
-            if str(exc).startswith(LOST_MARK):
-                raise FrontierLost(self._lost()) from None
-            raise StateError(f"Redis at {self._where} failed: {exc}") from exc
-        except RedisError as exc:
-            raise StateError(f"Redis at {self._where} failed: {exc}") from exc
-
-    async def _run(self, name: str, *args: Arg) -> Any:
-        with self._guard():
-            return await self._scripts.run(name, self._epoch, *args)
 
     def _seen_args(self, fingerprint: str) -> list[int]:
         return self._bloom.positions(fingerprint) if self._bloom else []
@@ -359,150 +194,6 @@ class RedisQueueStore:
             return None
         raw = await self._run("next_ready_at", *wanted)
         return None if raw is None else max(float(raw), now)
-
-    async def counts(self) -> QueueCounts:
-        with self._guard():
-            async with self._client.pipeline(transaction=True) as pipe:
-                pipe.get(self._keys.key("epoch"))
-                pipe.hmget(self._keys.key("counts"), list(COUNT_FIELDS))
-                epoch, values = await pipe.execute()
-        if epoch != self._epoch or values[0] is None:
-            raise FrontierLost(self._lost())
-        queued, leased, done, dead, seen = (int(v) for v in values)
-        return QueueCounts(queued=queued, leased=leased, done=done, dead=dead, seen=seen)
-
-    async def start(self, now: float) -> None:
-        with self._guard():
-            await self._client.set(self._keys.key("started_at"), repr(float(now)), nx=True)
-
-    async def stats(self) -> CrawlStats:
-        with self._guard():
-            async with self._client.pipeline(transaction=True) as pipe:
-                pipe.hgetall(self._keys.key("stats"))
-                pipe.get(self._keys.key("started_at"))
-                counters, started_at = await pipe.execute()
-        return crawl_stats(counters, started_at)
-
-    async def add_counters(self, domain: str, counters: Mapping[str, float]) -> None:
-        if counters:
-            await self._run("add_counters", domain, counters_json(counters))
-
-    async def pending_attempts(self, limit: int) -> list[Attempt]:
-        if limit <= 0:
-            return []
-        with self._guard():
-            rows = await self._client.lrange(self._keys.key("attempts"), 0, limit - 1)
-        return [Attempt.from_dict(orjson.loads(row)) for row in rows]
-
-    async def ack_attempts(self, count: int) -> None:
-        if count > 0:
-            with self._guard():
-                await self._client.ltrim(self._keys.key("attempts"), count, -1)
-
-    async def remember(self, request: CrawlRequest, visit: Visit) -> None:
-        again = dataclasses.replace(request, attempt=0, priority=visit.priority)
-        known = orjson.dumps({"request": dumps(again), "visit": visit.to_dict()}).decode()
-        await self._run("remember", request.fingerprint, known, repr(float(visit.next_at)))
-
-    async def visit(self, fingerprint: str) -> Visit | None:
-        with self._guard():
-            raw = await self._client.hget(self._keys.key("known"), fingerprint)
-        if raw is None:
-            return None
-        fields = orjson.loads(raw)["visit"]
-        for name in ("interval_s", "next_at"):  # JSON has no infinity: null
-            fields[name] = float("inf") if fields[name] is None else float(fields[name])
-        fields["item_types"] = tuple(fields["item_types"])
-        return Visit(**fields)
-
-    async def revisit(self, now: float, limit: int) -> int:
-        total = 0
-        while total < limit:
-            batch = min(BATCH, limit - total)
-            moved, scanned = await self._run("revisit", repr(float(now)), batch)
-            total += int(moved)
-            if int(scanned) < batch:
-                break
-        return total
-
-    async def next_visit_at(self) -> float | None:
-        with self._guard():
-            first = await self._client.zrange(self._keys.key("revisit"), 0, 0, withscores=True)
-        return float(first[0][1]) if first else None
-
-    async def dead_letters(self, limit: int = 100, offset: int = 0) -> list[DeadLetter]:
-        flat = await self._run("dead_letters", max(0, offset), limit)
-        return [
-            DeadLetter(
-                request=loads(flat[i]),
-                errors=tuple(orjson.loads(flat[i + 1])),
-                died_at=float(flat[i + 2]),
-            )
-            for i in range(0, len(flat), 3)
-        ]
-
-    async def requeue_dead(self, fingerprints: Sequence[str] | None = None) -> int:
-        return await self._on_dead(fingerprints, self._requeue_batch)
-
-    async def purge_dead(self, fingerprints: Sequence[str] | None = None) -> int:
-        return await self._on_dead(fingerprints, self._purge_batch)
-
-    async def _on_dead(self, fingerprints: Sequence[str] | None, action: DeadAction) -> int:
-        """Apply ``action`` to the given dead letters in batches, or to all of them."""
-        total = 0
-        if fingerprints is not None:
-            for start in range(0, len(fingerprints), BATCH):
-                total += await action(list(fingerprints[start : start + BATCH]))
-            return total
-        while True:
-            with self._guard():
-                members = await self._client.zrange(self._keys.key("dead"), 0, BATCH - 1)
-            page = [str(member).partition(":")[2] for member in members]
-            done = await action(page) if page else 0
-            total += done
-            if done == 0:
-                return total
-
-    async def _requeue_batch(self, fingerprints: list[str]) -> int:
-        with self._guard():
-            stored = await self._client.hmget(self._keys.key("req"), fingerprints)
-        args: list[Arg] = []
-        for fp, raw in zip(fingerprints, stored, strict=True):
-            if raw is not None:
-                fresh = dataclasses.replace(loads(raw), attempt=0)
-                args += [fp, fresh.domain, fresh.fetcher, fresh.priority, dumps(fresh)]
-        return int(await self._run("requeue_dead", *args)) if args else 0
-
-    async def _purge_batch(self, fingerprints: list[str]) -> int:
-        return int(await self._run("purge_dead", *fingerprints))
-
-    async def close(self) -> None:
-        if self._owns_client:
-            await self._client.aclose()
-
-
-async def open_client(url: str) -> RedisClient:
-    """A client for ``url`` (one server or a cluster) that retries connection errors
-    (``store_retry``); ``StateError`` (password redacted) when the URL is bad or nothing
-    answers a first PING, which is not retried."""
-    where = redact(url)
-    try:
-        probe = connect(url, retry=Retry(NoBackoff(), retries=0), socket_connect_timeout=5)
-    except ValueError as exc:
-        raise StateError(f"bad Redis URL {where}: {exc}") from None
-    try:
-        await probe.ping()
-    except RedisError as exc:
-        raise StateError(f"Redis at {where} failed: {exc}") from exc
-    finally:
-        await probe.aclose()
-    return connect(
-        url,
-        decode_responses=True,
-        retry=store_retry(url),
-        retry_on_error=[RedisConnectionError, RedisTimeoutError],
-        socket_connect_timeout=5,
-    )
 
 
 def _kind(kind: str) -> str:
