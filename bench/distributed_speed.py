@@ -50,7 +50,7 @@ import psycopg
 import redis
 from crawl_bench import ensure_site
 from machine import busy_cpu_s, describe_machine
-from measure import run_measured
+from measure import descendants, high_water_mb, run_measured
 from nginx_server import NginxServer, read_log
 from verify import Verdict, verify
 
@@ -84,24 +84,6 @@ def proc_cpu_s(pid: int, *, children: bool = False) -> float:
     return ticks / TICKS
 
 
-def child_pids(pid: int) -> list[int]:
-    try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-    except OSError:
-        return []
-    return [int(p) for p in text.split()]
-
-
-def peak_rss_mb(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
 @dataclass
 class Services:
     redis: RedisServer
@@ -113,7 +95,7 @@ class Services:
     def cpu_s(self) -> tuple[float, float]:
         """CPU of redis-server, and of PostgreSQL (postmaster, live and reaped backends)."""
         pg = proc_cpu_s(self.postmaster_pid, children=True)
-        pg += sum(proc_cpu_s(p) for p in child_pids(self.postmaster_pid))
+        pg += sum(proc_cpu_s(p) for p in descendants(self.postmaster_pid)[1:])
         return proc_cpu_s(self.redis_pid, children=True), pg
 
 
@@ -185,7 +167,7 @@ class Worker:
 
     def sample(self) -> None:
         self.cpu_s = proc_cpu_s(self.process.pid) - self.start_cpu_s
-        self.rss_mb = peak_rss_mb(self.process.pid)
+        self.rss_mb = high_water_mb(self.process.pid)
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         self.sample()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -16,8 +17,11 @@ from pathlib import Path
 class ProcessUsage:
     """Wall time, CPU time and peak RSS of a process and every descendant it waited for.
 
-    ``peak_rss_mb`` is ``ru_maxrss`` from ``wait4``: the largest resident set of any single
-    process in the tree (not a sum), which for both crawlers is the crawler process itself.
+    ``peak_rss_mb`` is the largest ``VmHWM`` (the kernel's high-water mark of the resident
+    set) of any single process in the tree (not a sum), read from ``/proc`` while the tree
+    runs. Not ``ru_maxrss``: that one survives fork and exec, so a child of a bench process
+    that holds 2 GB would report 2 GB. A process that lives less than one sampling period
+    may be missed; the crawlers' own processes live for the whole run.
     """
 
     wall_s: float
@@ -54,20 +58,65 @@ def run_measured(
 
         timer = threading.Timer(timeout_s, expire)
         timer.start()
+        sampler = _PeakSampler(process.pid)
+        sampler.start()
         try:
             _, status, usage = os.wait4(process.pid, 0)
         finally:
             timer.cancel()
+            sampler.stop()
         wall_s = time.monotonic() - start
     process.returncode = os.waitstatus_to_exitcode(status)  # already reaped by wait4
     return ProcessUsage(
         wall_s=wall_s,
         user_s=usage.ru_utime,
         sys_s=usage.ru_stime,
-        peak_rss_mb=usage.ru_maxrss / 1024,  # Linux reports KiB
+        peak_rss_mb=sampler.peak_mb,
         exit_code=process.returncode,
         timed_out=timed_out.is_set(),
     )
+
+
+class _PeakSampler(threading.Thread):
+    """Reads ``VmHWM`` of a process and its descendants every ``period_s`` until stopped."""
+
+    def __init__(self, root: int, period_s: float = 0.05) -> None:
+        super().__init__(daemon=True)
+        self.root = root
+        self.period_s = period_s
+        self.peak_mb = 0.0
+        self._stopping = threading.Event()
+
+    def run(self) -> None:
+        while not self._stopping.wait(self.period_s):
+            for pid in descendants(self.root):
+                self.peak_mb = max(self.peak_mb, high_water_mb(pid))
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self.join()
+
+
+def descendants(root: int) -> list[int]:
+    """``root`` and every process below it, from ``/proc/PID/task/*/children``."""
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        for children in Path(f"/proc/{pid}/task").glob("*/children"):
+            with contextlib.suppress(OSError):
+                todo.extend(int(child) for child in children.read_text().split())
+    return found
+
+
+def high_water_mb(pid: int) -> float:
+    """The peak resident set of ``pid`` so far (``VmHWM``), 0 once it is gone."""
+    with contextlib.suppress(OSError):
+        status = Path(f"/proc/{pid}/status").read_text()
+        found = re.search(r"^VmHWM:\s+(\d+) kB", status, re.MULTILINE)
+        if found:
+            return int(found.group(1)) / 1024
+    return 0.0
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:
