@@ -7,8 +7,10 @@
 #   2. the embedded install: a fresh venv with only `.`; `crawlfleet crawl` into a state dir;
 #      `crawlfleet worker` and `crawl --redis` there fail in one line naming the extra, and
 #      so does a crawl whose parser names the browser fetcher (the browser extra)
+#   3. a browser host: a fresh venv with only `.[browser]`; the jsapp example (pages a script
+#      writes) crawled through Debian's Chromium must store every one of its 60 `js_item`s
 #
-# Both venvs live in a temp dir outside the source tree, built from one wheel of a copy of the
+# The venvs live in a temp dir outside the source tree, built from one wheel of a copy of the
 # tree (pip may use the machine's wheel cache and index). Both crawls must store the same items.
 # Every process started here is killed on exit. Usage: scripts/check_clean_install.sh
 # (PYTHON picks the interpreter; KEEP=1 keeps the temp dir for a post-mortem).
@@ -86,18 +88,24 @@ tar -C "$src" --exclude=./.venv --exclude=./.git --exclude=./build --exclude='*.
     fail "pip wheel"
 wheel=$(ls "$work"/dist/crawlfleet-*.whl)
 
-step "installing '[distributed]' and the bare package in two fresh venvs"
+step "installing '[distributed]', '[browser]' and the bare package in three fresh venvs"
 # venvs without pip of their own (ensurepip is the slowest step); the outer pip installs into them
 "$python" -m venv --without-pip "$work/venv-dist"
 "$python" -m venv --without-pip "$work/venv-embedded"
+"$python" -m venv --without-pip "$work/venv-browser"
 "$python" -m pip --python "$work/venv-dist/bin/python" install -q --no-compile \
     "crawlfleet[distributed] @ file://$wheel" >"$work/install-dist.log" 2>&1 &
 dist_install=$!
 pids+=("$dist_install")
+"$python" -m pip --python "$work/venv-browser/bin/python" install -q --no-compile \
+    "crawlfleet[browser] @ file://$wheel" >"$work/install-browser.log" 2>&1 &
+browser_install=$!
+pids+=("$browser_install")
 "$python" -m pip --python "$work/venv-embedded/bin/python" install -q --no-compile "$wheel" \
     >"$work/install-embedded.log" 2>&1 || fail "pip install of the bare package"
 wait "$dist_install" || fail "pip install of crawlfleet[distributed]"
-for venv in venv-dist venv-embedded; do
+wait "$browser_install" || fail "pip install of crawlfleet[browser]"
+for venv in venv-dist venv-embedded venv-browser; do
     if "$work/$venv/bin/python" -c "import pytest" 2>/dev/null; then
         fail "$venv has pytest: not a clean install"
     fi
@@ -147,6 +155,18 @@ COLUMNS=500 "$work/venv-embedded/bin/crawlfleet" crawl "http://127.0.0.14:$site_
 [ "$rc" = 2 ] && [ "$(grep -c . "$work/no-browser.log")" = 1 ] &&
     grep -q "pip install 'crawlfleet\[browser\]'" "$work/no-browser.log" ||
     fail "a browser crawl without the browser extra: exit $rc, not one line"
+
+step "browser crawl of the jsapp example from the '[browser]' install"
+[ -x /usr/bin/chromium ] || fail "/usr/bin/chromium not found (scripts/bootstrap.sh --all installs it)"
+"$work/venv-browser/bin/crawlfleet" crawl "http://127.0.0.14:$site_port/" \
+    --parsers "$src/examples/jsapp/parsers.py" --state "$work/browser-state" "${fast[@]}" \
+    </dev/null >"$work/browser.log" 2>&1 || fail "browser crawl exited $?"
+js_items=$("$work/venv-browser/bin/python" -c "
+import sqlite3, sys
+query = \"SELECT count(*) FROM items WHERE item_type = 'js_item'\"
+print(sqlite3.connect(sys.argv[1]).execute(query).fetchone()[0])
+" "$work/browser-state/items.sqlite")
+[ "$js_items" = 60 ] || fail "the browser crawl stored $js_items js_item items, not 60"
 
 # --- a private Redis and PostgreSQL
 redis_bin=$(command -v redis-server || echo /usr/bin/redis-server)
@@ -200,4 +220,4 @@ distributed_items=$("$pg_bin/psql" "$dsn" -tAc "SELECT count(*) FROM items") ||
 [ "$distributed_items" = "$embedded_items" ] ||
     fail "distributed crawl stored $distributed_items items, the embedded one $embedded_items"
 
-step "ok: both installs crawled $seed and stored $embedded_items items"
+step "ok: both installs crawled $seed and stored $embedded_items items; the browser install stored 60 js_items"

@@ -1,8 +1,8 @@
-"""The package installed as users install it crawls the demo site, embedded and distributed.
+"""The package installed as users install it crawls the demo site: embedded, distributed, browser.
 
 ``scripts/check_clean_install.sh`` builds fresh venvs outside the tree (``.[distributed]``
-only for a worker host, ``.`` for the embedded crawler) and runs both crawls with private
-Redis and PostgreSQL servers. A dependency that only the test tools bring in fails it.
+only for a worker host, ``.`` for the embedded crawler, ``.[browser]`` for a browser host)
+and runs the crawls with private Redis and PostgreSQL servers and Debian's Chromium. A dependency that only the test tools bring in fails it.
 """
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ CLEANUP_S = 30.0
 
 
 @pytest.mark.slow
+@pytest.mark.browser
 @pytest.mark.redis
 @pytest.mark.postgres
 @pytest.mark.timeout(SCRIPT_TIMEOUT_S + CLEANUP_S + 10)
-def test_a_clean_install_crawls_the_demo_site_embedded_and_distributed() -> None:
+def test_clean_installs_crawl_the_demo_site_embedded_distributed_and_in_a_browser() -> None:
     if shutil.which("python3") is None:
         pytest.skip("python3 not on PATH")
     script = subprocess.Popen(
