@@ -363,7 +363,7 @@ def open_queue_db(path: Path) -> tuple[sqlite3.Connection, FileLock]:
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(path)
     try:
-        db = sqlitedb.connect(path, "", what="state file")
+        db = sqlitedb.connect(path, "", what="state file", cache_mib=sqlitedb.STATE_CACHE_MIB)
         try:
             version = db.execute("PRAGMA user_version").fetchone()[0]
             if version not in (0, 1, 2, 3, SCHEMA_VERSION):

@@ -199,8 +199,7 @@ def _connect(
     except sqlite3.Error as exc:
         raise _state_error(path, exc) from exc
     try:
-        connection.execute("PRAGMA journal_mode=WAL")
-        connection.execute("PRAGMA synchronous=NORMAL")
+        sqlitedb.tune(connection, cache_mib=sqlitedb.ITEMS_CACHE_MIB)
         sqlite_schema.prepare(connection, path, crawl_id)
         if max_size_bytes is not None:
             page_size = connection.execute("PRAGMA page_size").fetchone()[0]
