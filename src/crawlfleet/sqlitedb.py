@@ -7,12 +7,16 @@ naming the file.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from crawlfleet.errors import StateError
+
+T = TypeVar("T")
 
 BUSY_TIMEOUT_S = 5.0
 # SQLite's own default page cache is 2 MiB. A large crawl's state probes and inserts random
@@ -72,3 +76,34 @@ def write(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
             db.execute("ROLLBACK")
         raise
     db.execute("COMMIT")
+
+
+class ThreadedConnection:
+    """A connection of its own to a state file whose calls run in a worker thread, one at a time.
+
+    For the small stores beside the queue store (proxy states, sessions): their writes are
+    short and rare, so one thread hop a call is cheap, and the event loop never waits on
+    SQLite's lock. ``run`` turns an ``sqlite3.Error`` into a ``StateError`` naming ``what``.
+    """
+
+    def __init__(self, db: sqlite3.Connection, what: str) -> None:
+        self._db = db
+        self._what = what
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    async def open(cls, path: Path, schema: str, *, what: str) -> ThreadedConnection:
+        db = await asyncio.to_thread(
+            connect, path, schema, what="state file", check_same_thread=False
+        )
+        return cls(db, f"{what} in {path}")
+
+    async def run(self, call: Callable[[sqlite3.Connection], T]) -> T:
+        async with self._lock:
+            try:
+                return await asyncio.to_thread(call, self._db)
+            except sqlite3.Error as exc:
+                raise StateError(f"{self._what}: {exc}") from None
+
+    async def close(self) -> None:
+        await self.run(sqlite3.Connection.close)

@@ -8,18 +8,13 @@ cannot lose each other's update.
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TypeVar
 
-from crawlfleet.errors import StateError
 from crawlfleet.proxies.protocols import Cooldown, ProxyState, penalized, succeeded
-from crawlfleet.sqlitedb import connect, write
-
-T = TypeVar("T")
+from crawlfleet.sqlitedb import ThreadedConnection, write
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS proxies (
@@ -43,30 +38,25 @@ _COLUMNS = (
 class SqliteProxyStates:
     """A ``ProxyStateStore`` in an SQLite file; every call runs in a worker thread."""
 
-    def __init__(self, db: sqlite3.Connection, path: Path) -> None:
+    def __init__(self, db: ThreadedConnection) -> None:
         self._db = db
-        self._path = path
-        self._lock = asyncio.Lock()
 
     @classmethod
     async def open(cls, path: Path) -> SqliteProxyStates:
-        db = await asyncio.to_thread(
-            connect, path, SCHEMA, what="state file", check_same_thread=False
-        )
-        return cls(db, path)
+        return cls(await ThreadedConnection.open(path, SCHEMA, what="proxy states"))
 
     async def register(self, proxy: str, tier: int, label: str) -> None:
         await self._change(proxy, lambda state: replace(state, tier=tier, label=label))
 
     async def all(self) -> list[ProxyState]:
-        rows = await self._run(
-            lambda: self._db.execute(f"SELECT {_COLUMNS} FROM proxies ORDER BY id").fetchall()
+        rows = await self._db.run(
+            lambda db: db.execute(f"SELECT {_COLUMNS} FROM proxies ORDER BY id").fetchall()
         )
         return [ProxyState(*row) for row in rows]
 
     async def load(self, ids: list[str]) -> Mapping[str, ProxyState]:
-        rows = await self._run(
-            lambda: self._db.execute(f"SELECT {_COLUMNS} FROM proxies").fetchall()
+        rows = await self._db.run(
+            lambda db: db.execute(f"SELECT {_COLUMNS} FROM proxies").fetchall()
         )
         found = {row[0]: ProxyState(*row) for row in rows}
         return {proxy: found.get(proxy, ProxyState(proxy)) for proxy in ids}
@@ -85,11 +75,11 @@ class SqliteProxyStates:
         )
 
     async def close(self) -> None:
-        await self._run(self._db.close)
+        await self._db.close()
 
     async def _change(self, proxy: str, rule: Callable[[ProxyState], ProxyState]) -> ProxyState:
-        def change() -> ProxyState:
-            with write(self._db) as db:
+        def change(connection: sqlite3.Connection) -> ProxyState:
+            with write(connection) as db:
                 row = db.execute(
                     f"SELECT {_COLUMNS} FROM proxies WHERE id = ?", (proxy,)
                 ).fetchone()
@@ -103,11 +93,4 @@ class SqliteProxyStates:
                 )  # fmt: skip
                 return state
 
-        return await self._run(change)
-
-    async def _run(self, call: Callable[[], T]) -> T:
-        async with self._lock:
-            try:
-                return await asyncio.to_thread(call)
-            except sqlite3.Error as exc:
-                raise StateError(f"proxy states in {self._path}: {exc}") from None
+        return await self._db.run(change)

@@ -7,20 +7,15 @@ them with the rest of the state.
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 import sqlite3
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TypeVar
 
 import orjson
 
-from crawlfleet.errors import StateError
 from crawlfleet.sessions.protocols import CrawlSession, StoredSession
-from crawlfleet.sqlitedb import connect, write
-
-T = TypeVar("T")
+from crawlfleet.sqlitedb import ThreadedConnection, write
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS login_sessions (
@@ -44,21 +39,16 @@ CREATE TABLE IF NOT EXISTS crawl_sessions (
 class SqliteSessionStore:
     """A ``SessionStore`` and ``CrawlSessionStore`` in an SQLite file; calls run in a thread."""
 
-    def __init__(self, db: sqlite3.Connection, path: Path) -> None:
+    def __init__(self, db: ThreadedConnection) -> None:
         self._db = db
-        self._path = path
-        self._lock = asyncio.Lock()
 
     @classmethod
     async def open(cls, path: Path) -> SqliteSessionStore:
-        db = await asyncio.to_thread(
-            connect, path, SCHEMA, what="state file", check_same_thread=False
-        )
-        return cls(db, path)
+        return cls(await ThreadedConnection.open(path, SCHEMA, what="session store"))
 
     async def load(self, domain: str) -> StoredSession | None:
-        row = await self._run(
-            lambda: self._db.execute(
+        row = await self._db.run(
+            lambda db: db.execute(
                 "SELECT cookies, version FROM login_sessions WHERE domain = ?", (domain,)
             ).fetchone()
         )
@@ -67,8 +57,8 @@ class SqliteSessionStore:
     async def save(self, domain: str, cookies: Mapping[str, str]) -> StoredSession:
         stored = StoredSession(dict(cookies), secrets.token_hex(8))
 
-        def upsert() -> None:
-            with write(self._db) as db:
+        def upsert(connection: sqlite3.Connection) -> None:
+            with write(connection) as db:
                 db.execute(
                     "INSERT INTO login_sessions (domain, cookies, version) VALUES (?, ?, ?)"
                     " ON CONFLICT (domain) DO UPDATE SET cookies = excluded.cookies,"
@@ -76,19 +66,19 @@ class SqliteSessionStore:
                     (domain, orjson.dumps(dict(cookies)).decode(), stored.version),
                 )
 
-        await self._run(upsert)
+        await self._db.run(upsert)
         return stored
 
     async def drop(self, domain: str) -> None:
-        def delete() -> None:
-            with write(self._db) as db:
+        def delete(connection: sqlite3.Connection) -> None:
+            with write(connection) as db:
                 db.execute("DELETE FROM login_sessions WHERE domain = ?", (domain,))
 
-        await self._run(delete)
+        await self._db.run(delete)
 
     async def crawl_sessions(self, domain: str) -> list[CrawlSession]:
-        rows = await self._run(
-            lambda: self._db.execute(
+        rows = await self._db.run(
+            lambda db: db.execute(
                 "SELECT id, domain, proxy, tier, profile, epoch, cookies FROM crawl_sessions"
                 " WHERE domain = ?",
                 (domain,),
@@ -103,8 +93,8 @@ class SqliteSessionStore:
         ]  # fmt: skip
 
     async def put(self, session: CrawlSession) -> None:
-        def upsert() -> None:
-            with write(self._db) as db:
+        def upsert(connection: sqlite3.Connection) -> None:
+            with write(connection) as db:
                 db.execute(
                     "INSERT OR REPLACE INTO crawl_sessions"
                     " (domain, id, proxy, tier, profile, epoch, cookies)"
@@ -113,23 +103,16 @@ class SqliteSessionStore:
                      session.epoch, orjson.dumps(dict(session.cookies)).decode()),
                 )  # fmt: skip
 
-        await self._run(upsert)
+        await self._db.run(upsert)
 
     async def retire(self, domain: str, session_id: str) -> None:
-        def delete() -> None:
-            with write(self._db) as db:
+        def delete(connection: sqlite3.Connection) -> None:
+            with write(connection) as db:
                 db.execute(
                     "DELETE FROM crawl_sessions WHERE domain = ? AND id = ?", (domain, session_id)
                 )
 
-        await self._run(delete)
+        await self._db.run(delete)
 
     async def close(self) -> None:
-        await self._run(self._db.close)
-
-    async def _run(self, call: Callable[[], T]) -> T:
-        async with self._lock:
-            try:
-                return await asyncio.to_thread(call)
-            except sqlite3.Error as exc:
-                raise StateError(f"session store in {self._path}: {exc}") from None
+        await self._db.close()
