@@ -48,5 +48,5 @@ async def test_seen_checks_of_a_large_state_read_no_pages_back(tmp_path: Path) -
         read = bytes_read() - before
     finally:
         await store.close()
-    
+
     assert read < 2_000_000, f"{read} bytes read for {len(again)} seen checks"
