@@ -65,8 +65,9 @@ def main() -> None:
     parser.add_argument("--timeout-s", type=float, default=600.0)
     parser.add_argument("--results", type=Path, default=BENCH / "RESULTS.md")
     parser.add_argument("--no-results", action="store_true", help="print only")
+    parser.add_argument("--site", type=Path, default=WORK / "site", help="a generated site")
     args = parser.parse_args()
-    site = WORK / "site"
+    site = args.site
     if not PY_SPY.exists() or not (site / "manifest.json").exists():
         sys.exit("needs py-spy in .venv and a generated site (run crawl_bench.py once)")
     manifest = json.loads((site / "manifest.json").read_text())
