@@ -182,12 +182,17 @@ class Worker:
 
 
 def run_distributed(
-    mode: str, run: int, args: argparse.Namespace, manifest: dict[str, Any], svc: Services
+    mode: str,
+    run: int,
+    args: argparse.Namespace,
+    manifest: dict[str, Any],
+    svc: Services,
+    tag: str = "",
 ) -> Run:
     n_workers = int(mode[-1])
     kills = KILLS if mode.startswith("kill") else 0
-    run_dir = fresh_dir(f"{mode}-{run}")
-    database = f"{mode}_{run}".replace("-", "_")
+    run_dir = fresh_dir(f"{mode}-{run}{tag}")
+    database = f"{mode}_{run}{tag}".replace("-", "_")
     svc.postgres.psql(f"CREATE DATABASE {database}")
     dsn = svc.postgres.dsn(database)
     workers = [Worker(run_dir, n, svc.redis.url, dsn) for n in range(n_workers)]
@@ -201,7 +206,7 @@ def run_distributed(
         spy_argv = [str(BIN / "py-spy"), "record", "--pid", str(workers[0].process.pid)]
         spy_argv += ["--rate", "200", "--format", "raw", "-o", str(run_dir / "worker-0.txt")]
         spy = subprocess.Popen(spy_argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    crawl_id = f"speed-{mode}-{run}"
+    crawl_id = f"speed-{mode}-{run}{tag}"
     argv = [str(CRAWLFLEET), "crawl", *manifest["seeds"], *FLAGS]
     argv += ["--redis", svc.redis.url, "--postgres", dsn, "--crawl-id", crawl_id, "--fresh"]
     if args.profile:
@@ -284,9 +289,9 @@ def lease_env(args: argparse.Namespace) -> dict[str, str]:
 
 
 def run_embedded(
-    run: int, args: argparse.Namespace, manifest: dict[str, Any], svc: Services
+    run: int, args: argparse.Namespace, manifest: dict[str, Any], svc: Services, tag: str = ""
 ) -> Run:
-    run_dir = fresh_dir(f"embedded-{run}")
+    run_dir = fresh_dir(f"embedded-{run}{tag}")
     argv = [str(CRAWLFLEET), "crawl", *manifest["seeds"], *FLAGS]
     argv += ["--state", str(run_dir / "state"), "--fresh", "-o", str(run_dir / "items.jsonl")]
     svc.nginx.clear_log()
@@ -302,11 +307,11 @@ def run_embedded(
 
 
 def run_scrapy_redis(
-    run: int, args: argparse.Namespace, manifest: dict[str, Any], svc: Services
+    run: int, args: argparse.Namespace, manifest: dict[str, Any], svc: Services, tag: str = ""
 ) -> Run:
-    run_dir = fresh_dir(f"scrapy-redis2-{run}")
+    run_dir = fresh_dir(f"scrapy-redis2-{run}{tag}")
     client = redis.Redis.from_url(svc.redis.url)
-    key = f"scrapyredis{run}"
+    key = f"scrapyredis{run}{tag}"
     client.delete(f"{key}:requests", f"{key}:dupefilter", f"{key}:start_urls")
     client.rpush(f"{key}:start_urls", *(json.dumps({"url": s}) for s in manifest["seeds"]))
     client.config_resetstat()
@@ -354,13 +359,20 @@ def fresh_dir(name: str) -> Path:
 
 
 def run_mode(
-    mode: str, run: int, args: argparse.Namespace, manifest: dict[str, Any], svc: Services
+    mode: str,
+    run: int,
+    args: argparse.Namespace,
+    manifest: dict[str, Any],
+    svc: Services,
+    tag: str = "",
 ) -> Run:
+    """One run of ``mode``; ``tag`` keeps apart the names (directory, database, crawl id)
+    of runs of several trees."""
     if mode == "embedded":
-        return run_embedded(run, args, manifest, svc)
+        return run_embedded(run, args, manifest, svc, tag)
     if mode == "scrapy-redis2":
-        return run_scrapy_redis(run, args, manifest, svc)
-    return run_distributed(mode, run, args, manifest, svc)
+        return run_scrapy_redis(run, args, manifest, svc, tag)
+    return run_distributed(mode, run, args, manifest, svc, tag)
 
 
 def describe(r: Run) -> str:
@@ -493,11 +505,12 @@ def main() -> None:
     runs: list[Run] = []
     try:
         for run in range(1, args.runs + 1):
-            for src in args.src:
+            for index, src in enumerate(args.src):
                 # every crawlfleet process of these runs imports this tree
                 os.environ["PYTHONPATH"] = os.pathsep.join([str(src), *inherited])
                 for mode in args.modes:
-                    result = run_mode(mode, run, args, manifest, svc)
+                    tag = f"-tree{index}" if len(args.src) > 1 else ""
+                    result = run_mode(mode, run, args, manifest, svc, tag)
                     if len(args.src) > 1:
                         result.tree = tree_label(src)
                     print(describe(result), flush=True)
