@@ -37,8 +37,9 @@ INSERT_CHANGE = (
     "INSERT INTO item_changes (crawl_id, at, item_type, item_key, change, diff)"
     " VALUES (%s, %s, %s, %s, %s, %s)"
 )
-PAGE_KEYS = "SELECT item_type, item_key FROM page_items WHERE crawl_id = %s AND page = %s"
-FORGET_PAGE = "DELETE FROM page_items WHERE crawl_id = %s AND page = %s"
+FORGET_PAGE = (
+    "DELETE FROM page_items WHERE crawl_id = %s AND page = %s RETURNING item_type, item_key"
+)
 ADD_PAGE_ITEM = (
     "INSERT INTO page_items (crawl_id, page, item_type, item_key) VALUES (%s, %s, %s, %s)"
     " ON CONFLICT DO NOTHING"
@@ -95,9 +96,8 @@ async def page_items(
     cur: Cursor, crawl_id: str, page: str, keys: Sequence[tuple[str, str]], now: dt.datetime
 ) -> None:
     """Record what ``page`` yields now; its items yielded nowhere any more are ``gone``."""
-    await cur.execute(PAGE_KEYS, (crawl_id, page))
+    await cur.execute(FORGET_PAGE, (crawl_id, page))  # what it yielded before, forgotten
     before = {(str(t), str(k)) for t, k in await cur.fetchall()}
-    await cur.execute(FORGET_PAGE, (crawl_id, page))
     if keys:
         await cur.executemany(ADD_PAGE_ITEM, [(crawl_id, page, t, k) for t, k in keys])
     for item_type, item_key in sorted(before - set(keys)):
