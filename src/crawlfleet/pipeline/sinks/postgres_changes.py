@@ -59,6 +59,18 @@ READ = (
 Cursor = psycopg.AsyncCursor[tuple[Any, ...]]
 
 
+async def run_rows(
+    cur: Cursor, statement: str, rows: Sequence[Sequence[object]], *, returning: bool = False
+) -> None:
+    """``executemany``, or ``execute`` for one row: psycopg runs ``executemany`` in pipeline
+    mode, ~105 µs of client CPU for one row against ~65 µs for ``execute``, and most pages
+    write one item (one lock, one upsert, one change, one page item)."""
+    if len(rows) == 1:
+        await cur.execute(statement, rows[0])
+    else:
+        await cur.executemany(statement, rows, returning=returning)
+
+
 async def upsert_with_changes(
     cur: Cursor,
     upsert: str,
@@ -70,14 +82,14 @@ async def upsert_with_changes(
     """Upsert ``rows`` (sorted by (type, key), one per key; ``params`` are their upsert
     parameters) and record their changes."""
     keys = [(crawl_id, row.item_type, row.item_key) for row in rows]
-    await cur.executemany(LOCK_OLD, keys, returning=True)
+    await run_rows(cur, LOCK_OLD, keys, returning=True)
     old: dict[tuple[str, str], tuple[Any, str]] = {}
     for row in rows:
         stored = await cur.fetchone()
         if stored is not None:
             old[(row.item_type, row.item_key)] = (stored[0], str(stored[1]))
         cur.nextset()
-    await cur.executemany(upsert, params, returning=True)
+    await run_rows(cur, upsert, params, returning=True)
     changes: list[tuple[object, ...]] = []
     for row in rows:
         applied = await cur.fetchone()
@@ -89,7 +101,7 @@ async def upsert_with_changes(
             changes.append((crawl_id, now, row.item_type, row.item_key, CHANGED, fields))
         cur.nextset()
     if changes:
-        await cur.executemany(INSERT_CHANGE, changes)
+        await run_rows(cur, INSERT_CHANGE, changes)
 
 
 async def page_items(
@@ -99,7 +111,7 @@ async def page_items(
     await cur.execute(FORGET_PAGE, (crawl_id, page))  # what it yielded before, forgotten
     before = {(str(t), str(k)) for t, k in await cur.fetchall()}
     if keys:
-        await cur.executemany(ADD_PAGE_ITEM, [(crawl_id, page, t, k) for t, k in keys])
+        await run_rows(cur, ADD_PAGE_ITEM, [(crawl_id, page, t, k) for t, k in keys])
     for item_type, item_key in sorted(before - set(keys)):
         await cur.execute(YIELDED_ELSEWHERE, (crawl_id, item_type, item_key))
         if await cur.fetchone() is None:
