@@ -24,6 +24,9 @@ ends at its last response (its processes then idle ``--idle-s`` before they clos
 favours it.
 
     .venv/bin/python bench/distributed_speed.py --pages 4000
+
+``--src A/src B/src`` compares trees (e.g. a worktree of main and a branch): each run runs
+every mode of A, then of B, so the machine's load falls on both alike; one table per tree.
 """
 
 from __future__ import annotations
