@@ -24,6 +24,9 @@ ends at its last response (its processes then idle ``--idle-s`` before they clos
 favours it.
 
     .venv/bin/python bench/distributed_speed.py --pages 4000
+
+``--src A/src B/src`` compares trees (e.g. a worktree of main and a branch): each run runs
+every mode of A, then of B, so the machine's load falls on both alike; one table per tree.
 """
 
 from __future__ import annotations
@@ -114,6 +117,7 @@ class Run:
     commands: dict[str, int] = field(default_factory=dict)
     redis_usec: int = 0
     dispatcher_cpu_s: float = 0.0
+    tree: str = ""  # which ``--src`` tree ran, when several are compared
 
     @property
     def ok(self) -> bool:
@@ -181,12 +185,17 @@ class Worker:
 
 
 def run_distributed(
-    mode: str, run: int, args: argparse.Namespace, manifest: dict[str, Any], svc: Services
+    mode: str,
+    run: int,
+    args: argparse.Namespace,
+    manifest: dict[str, Any],
+    svc: Services,
+    tag: str = "",
 ) -> Run:
     n_workers = int(mode[-1])
     kills = KILLS if mode.startswith("kill") else 0
-    run_dir = fresh_dir(f"{mode}-{run}")
-    database = f"{mode}_{run}".replace("-", "_")
+    run_dir = fresh_dir(f"{mode}-{run}{tag}")
+    database = f"{mode}_{run}{tag}".replace("-", "_")
     svc.postgres.psql(f"CREATE DATABASE {database}")
     dsn = svc.postgres.dsn(database)
     workers = [Worker(run_dir, n, svc.redis.url, dsn) for n in range(n_workers)]
@@ -200,7 +209,7 @@ def run_distributed(
         spy_argv = [str(BIN / "py-spy"), "record", "--pid", str(workers[0].process.pid)]
         spy_argv += ["--rate", "200", "--format", "raw", "-o", str(run_dir / "worker-0.txt")]
         spy = subprocess.Popen(spy_argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    crawl_id = f"speed-{mode}-{run}"
+    crawl_id = f"speed-{mode}-{run}{tag}"
     argv = [str(CRAWLFLEET), "crawl", *manifest["seeds"], *FLAGS]
     argv += ["--redis", svc.redis.url, "--postgres", dsn, "--crawl-id", crawl_id, "--fresh"]
     if args.profile:
@@ -283,9 +292,9 @@ def lease_env(args: argparse.Namespace) -> dict[str, str]:
 
 
 def run_embedded(
-    run: int, args: argparse.Namespace, manifest: dict[str, Any], svc: Services
+    run: int, args: argparse.Namespace, manifest: dict[str, Any], svc: Services, tag: str = ""
 ) -> Run:
-    run_dir = fresh_dir(f"embedded-{run}")
+    run_dir = fresh_dir(f"embedded-{run}{tag}")
     argv = [str(CRAWLFLEET), "crawl", *manifest["seeds"], *FLAGS]
     argv += ["--state", str(run_dir / "state"), "--fresh", "-o", str(run_dir / "items.jsonl")]
     svc.nginx.clear_log()
@@ -301,11 +310,11 @@ def run_embedded(
 
 
 def run_scrapy_redis(
-    run: int, args: argparse.Namespace, manifest: dict[str, Any], svc: Services
+    run: int, args: argparse.Namespace, manifest: dict[str, Any], svc: Services, tag: str = ""
 ) -> Run:
-    run_dir = fresh_dir(f"scrapy-redis2-{run}")
+    run_dir = fresh_dir(f"scrapy-redis2-{run}{tag}")
     client = redis.Redis.from_url(svc.redis.url)
-    key = f"scrapyredis{run}"
+    key = f"scrapyredis{run}{tag}"
     client.delete(f"{key}:requests", f"{key}:dupefilter", f"{key}:start_urls")
     client.rpush(f"{key}:start_urls", *(json.dumps({"url": s}) for s in manifest["seeds"]))
     client.config_resetstat()
@@ -353,20 +362,27 @@ def fresh_dir(name: str) -> Path:
 
 
 def run_mode(
-    mode: str, run: int, args: argparse.Namespace, manifest: dict[str, Any], svc: Services
+    mode: str,
+    run: int,
+    args: argparse.Namespace,
+    manifest: dict[str, Any],
+    svc: Services,
+    tag: str = "",
 ) -> Run:
+    """One run of ``mode``; ``tag`` keeps apart the names (directory, database, crawl id)
+    of runs of several trees."""
     if mode == "embedded":
-        return run_embedded(run, args, manifest, svc)
+        return run_embedded(run, args, manifest, svc, tag)
     if mode == "scrapy-redis2":
-        return run_scrapy_redis(run, args, manifest, svc)
-    return run_distributed(mode, run, args, manifest, svc)
+        return run_scrapy_redis(run, args, manifest, svc, tag)
+    return run_distributed(mode, run, args, manifest, svc, tag)
 
 
 def describe(r: Run) -> str:
     top = sorted(r.commands.items(), key=lambda kv: -kv[1])[:6]
     per_page = ", ".join(f"{k} {v / max(1, r.pages):.2f}" for k, v in top)
     text = (
-        f"{r.mode:13} run {r.run}: {r.pages} responses in {r.wall_s:.1f} s = "
+        f"{r.mode:13} run {r.run}{' of ' + r.tree if r.tree else ''}: {r.pages} responses in {r.wall_s:.1f} s = "
         f"{r.pages_per_s:.0f} pages/s; CPU {r.crawler_cpu_s:.1f} s crawler + "
         f"{r.redis_cpu_s:.1f} s Redis + {r.postgres_cpu_s:.1f} s PostgreSQL = "
         f"{r.cpu_ms_per_page:.2f} ms/page "
@@ -383,7 +399,16 @@ def describe(r: Run) -> str:
     return text + "".join(f"\n{'':18}{e}" for e in r.verdict.examples)
 
 
-def table(runs: list[Run], modes: list[str]) -> str:
+def table(all_runs: list[Run], modes: list[str]) -> str:
+    """One table per tree; ratios to that tree's embedded runs."""
+    trees = list(dict.fromkeys(r.tree for r in all_runs))
+    return "\n\n".join(
+        (f"{tree}:\n" if tree else "") + tree_table([r for r in all_runs if r.tree == tree], modes)
+        for tree in trees
+    )
+
+
+def tree_table(runs: list[Run], modes: list[str]) -> str:
     def med(mode: str, key: str) -> float:
         return statistics.median(float(getattr(r, key)) for r in runs if r.mode == mode)
 
@@ -416,6 +441,25 @@ def table(runs: list[Run], modes: list[str]) -> str:
     return "\n".join(lines)
 
 
+def tree_label(src: Path) -> str:
+    """A short name for a ``--src`` tree: its checkout's directory and commit."""
+    checkout = src.resolve().parent
+    done = subprocess.run(
+        ["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    dirty = subprocess.run(
+        ["git", "-C", str(checkout), "status", "--porcelain", "--untracked-files=no"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    commit = done.stdout.strip() or "?"
+    return f"{checkout.name}@{commit}{'+dirty' if dirty.stdout.strip() else ''}"
+
+
 def start_services(site: Path, manifest: dict[str, Any]) -> Services:
     bindir = _bindir()
     if bindir is None:
@@ -445,23 +489,35 @@ def main() -> None:
     parser.add_argument("--idle-s", type=int, default=3, help="scrapy-redis idle close")
     parser.add_argument("--timeout-s", type=float, default=900.0)
     parser.add_argument("--profile", action="store_true", help="py-spy the first worker")
-    parser.add_argument("--src", type=Path, default=REPO / "src", help="crawlfleet tree to run")
+    parser.add_argument(
+        "--src",
+        type=Path,
+        nargs="+",
+        default=[REPO / "src"],
+        help="crawlfleet tree(s) to run; with several, each run runs every mode of each tree "
+        "in turn (A/B alternately)",
+    )
     args = parser.parse_args()
     if "scrapy-redis2" in args.modes and not SCRAPY_PYTHON.exists():
         sys.exit(f"no Scrapy venv at {SCRAPY_PYTHON}; see bench/README.md")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    paths = [str(args.src), *filter(None, [os.environ.get("PYTHONPATH")])]
-    os.environ["PYTHONPATH"] = os.pathsep.join(paths)  # every crawlfleet process runs this tree
+    inherited = list(filter(None, [os.environ.get("PYTHONPATH")]))
     print(describe_machine(), flush=True)
     manifest = ensure_site(WORK / "site", args.pages, args.hosts, args.port)
     svc = start_services(WORK / "site", manifest)
     runs: list[Run] = []
     try:
         for run in range(1, args.runs + 1):
-            for mode in args.modes:
-                result = run_mode(mode, run, args, manifest, svc)
-                print(describe(result), flush=True)
-                runs.append(result)
+            for index, src in enumerate(args.src):
+                # every crawlfleet process of these runs imports this tree
+                os.environ["PYTHONPATH"] = os.pathsep.join([str(src), *inherited])
+                for mode in args.modes:
+                    tag = f"-tree{index}" if len(args.src) > 1 else ""
+                    result = run_mode(mode, run, args, manifest, svc, tag)
+                    if len(args.src) > 1:
+                        result.tree = tree_label(src)
+                    print(describe(result), flush=True)
+                    runs.append(result)
     finally:
         svc.nginx.stop()
         svc.postgres.destroy()

@@ -87,6 +87,22 @@ async def test_new_changed_and_unchanged(feed: Feed, request: pytest.FixtureRequ
     assert got[2].diff == {"price": {"old": "£2", "new": "£3"}}  # fetched_at is volatile
 
 
+async def test_a_page_of_one_item_records_its_change(
+    feed: Feed, request: pytest.FixtureRequest
+) -> None:
+    """One item a write (most pages): its stored version is read and compared as in a batch."""
+    clock: FakeClock = request.node.clock
+    await feed.sink.write([product("1", "£1", 1000.0)])
+    clock.advance(10)
+    await feed.sink.write([product("1", "£2", 1010.0)])
+    got = await feed.changes()
+    assert [(c.item_key, c.change, c.at) for c in got] == [
+        ("1", NEW, 1000.0),
+        ("1", CHANGED, 1010.0),
+    ]
+    assert got[1].diff == {"price": {"old": "£1", "new": "£2"}}
+
+
 async def test_an_older_fetch_records_no_change(feed: Feed, request: pytest.FixtureRequest) -> None:
     clock: FakeClock = request.node.clock
     await feed.sink.write([product("1", "£1", 1000.0)])

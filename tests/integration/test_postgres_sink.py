@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from decimal import Decimal
+from typing import Any
 
 import psycopg
 import pydantic
@@ -18,6 +19,7 @@ from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.pipeline.processors import default_processors
 from crawlfleet.pipeline.rejects import Reject
 from crawlfleet.pipeline.sinks.postgres import PostgresRejects, PostgresSink
+from crawlfleet.pipeline.sinks.postgres_changes import LOCK_OLD
 from crawlfleet.pipeline.sinks.postgres_schema import MIGRATIONS, migrate
 
 pytestmark = pytest.mark.postgres
@@ -35,6 +37,33 @@ def rows(dsn: str) -> list[tuple[object, ...]]:
 def test_migrate_is_idempotent(postgres_dsn: str) -> None:
     assert migrate(postgres_dsn) == list(range(1, len(MIGRATIONS) + 1))
     assert migrate(postgres_dsn) == []
+
+
+def scanned_rows(plan: dict[str, Any], relation: str) -> int:
+    """Rows the scans of ``relation`` in an ``EXPLAIN (ANALYZE, FORMAT JSON)`` plan returned."""
+    own = int(plan["Actual Rows"]) if plan.get("Relation Name") == relation else 0
+    return own + sum(scanned_rows(child, relation) for child in plan.get("Plans", []))
+
+
+def test_a_write_locks_its_rows_by_key_even_with_a_plan_made_for_an_empty_table(
+    postgres_dsn: str,
+) -> None:
+    """The plan PostgreSQL caches for a prepared statement (forced generic here) is made
+    once, often while the crawl has few rows: it must still read one row per key, not every
+    row of the crawl (which made each write slower as the crawl grew)."""
+    migrate(postgres_dsn)
+    numbered = LOCK_OLD.replace("%s", "$1", 1).replace("%s", "$2", 1).replace("%s", "$3", 1)
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute("SET plan_cache_mode = force_generic_plan")
+        conn.execute(f"PREPARE lock_old AS {numbered}")  # planned while the table is empty
+        conn.execute(
+            "INSERT INTO items (crawl_id, item_type, item_key, data, content_hash, fetched_at,"
+            " first_seen, last_seen, last_changed) SELECT 'c', 'product', 'k' || n, '{}',"
+            " 'h', now(), now(), now(), now() FROM generate_series(1, 500) AS n"
+        )
+        explain = "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE lock_old('c', 'product', 'k7')"
+        ((plans,),) = conn.execute(explain).fetchall()
+    assert scanned_rows(plans[0]["Plan"], "items") == 1
 
 
 async def test_upsert_moves_last_seen_and_changes_only_on_new_content(postgres_dsn: str) -> None:

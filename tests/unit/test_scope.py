@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from crawlfleet.frontier.scope import Scope, TrapLimits
@@ -72,3 +74,26 @@ def test_domains_and_patterns_still_apply() -> None:
     assert patterned.reason_to_skip(f"{SEED}private/x", 0) == "denied by pattern"
     assert patterned.reason_to_skip(f"{SEED}misc", 0) == "not allowed by pattern"
     assert patterned.reason_to_skip(f"{SEED}public/x", 0) is None
+
+
+def test_a_host_is_allowed_when_it_or_a_parent_domain_is_allowed() -> None:
+    allowed = ["example.com", ".b.test", "127.0.0.1", "file"]
+    sc = Scope(allowed_domains=allowed)
+    hosts = ["example.com", "shop.example.com", "a.b.c.example.com", "b.test", "x.b.test"]
+    hosts += ["127.0.0.1"]
+    assert all(sc.domain_allowed(host) for host in hosts)
+    refused = ["notexample.com", "example.com.evil", "com", "test", "ab.test", "0.0.1", "x"]
+    assert not any(sc.domain_allowed(host) for host in refused)
+    assert sc.domain_allowed("")  # file: URLs, since a seed is one
+    assert not Scope(allowed_domains=["example.com"]).domain_allowed("")
+
+
+def test_domain_matching_is_the_suffix_rule_on_generated_hosts() -> None:
+    """Equal to "the host, or it ends with '.' + an allowed domain" on every host of a grid."""
+    labels = ["a", "b", "ab", "com", "0", "1"]
+    allowed = ["b", "ab.com", "a.b", "1", "0.1"]
+    sc = Scope(allowed_domains=allowed)
+    hosts = [".".join(p) for n in range(1, 4) for p in itertools.product(labels, repeat=n)]
+    for host in hosts:
+        expected = any(host == d or host.endswith("." + d) for d in allowed)
+        assert sc.domain_allowed(host) is expected, host

@@ -74,7 +74,7 @@ class Scope:
         max_depth: int | None = None,
         traps: TrapLimits = DEFAULT_TRAP_LIMITS,
     ) -> None:
-        self._domains = tuple(sorted({d.lower().lstrip(".") for d in allowed_domains}))
+        self._domains = frozenset(d.lower().lstrip(".") for d in allowed_domains)
         self._allow = _compile(allow, "allow")
         self._deny = _compile(deny, "deny")
         self.max_depth = max_depth
@@ -100,9 +100,21 @@ class Scope:
         )
 
     def domain_allowed(self, host: str) -> bool:
+        """Whether ``host`` is an allowed domain or a subdomain of one.
+
+        Asked for every link: the host and each of its parents (``a.b.c``, ``b.c``, ``c``) are
+        looked up in a set, a few lookups whatever the number of allowed domains.
+        """
         if not host:
             return self._files
-        return any(host == d or host.endswith("." + d) for d in self._domains)
+        domains = self._domains
+        while True:
+            if host in domains:
+                return True
+            dot = host.find(".")
+            if dot < 0:
+                return False
+            host = host[dot + 1 :]
 
     def reason_to_skip(self, url: str, depth: int) -> str | None:
         """None when the URL is in scope, else a short reason."""

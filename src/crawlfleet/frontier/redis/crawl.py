@@ -7,7 +7,9 @@ therefore run twice, which at worst hands out a lease that later expires, or ans
 to a ``complete`` that took effect. Every script that writes, ``claim`` and ``counts`` check
 the crawl's epoch first: a frontier that vanished while the crawl was open (FLUSHALL, a
 restart without persistence) raises ``FrontierLost`` instead of looking like a finished
-crawl. Any other Redis failure raises ``StateError``.
+crawl; an ``add`` of requests that this store already saw seen sends nothing (the seen
+prefilter, ``RedisQueueStore.add``) and so writes nothing either: the store's next call meets
+the loss. Any other Redis failure raises ``StateError``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from crawlfleet.frontier.redis.connection import RedisClient, open_client
 from crawlfleet.frontier.redis.keys import CrawlKeys
 from crawlfleet.frontier.redis.scripts import Scripts
 from crawlfleet.frontier.redis.views import Arg
+from crawlfleet.frontier.sqlite_known import KNOWN_CAPACITY, KnownFingerprints
 from crawlfleet.redact import redact
 
 log = logging.getLogger(__name__)
@@ -45,6 +48,7 @@ class RedisCrawl:
         where: str,
         *,
         owns_client: bool = True,
+        prefilter_capacity: int = KNOWN_CAPACITY,
     ) -> None:
         """Use ``open`` or ``attach``; this binds an already checked client."""
         self._client = client
@@ -54,6 +58,10 @@ class RedisCrawl:
         self._owns_client = owns_client
         self._scripts = Scripts(client, keys)
         self._epoch = uuid.uuid4().hex
+        self._known = KnownFingerprints(prefilter_capacity)
+        """Fingerprints Redis answered seen (or admitted) to this store: the crawl's seen
+        filter never forgets one, and a store serves one epoch of one crawl, so ``add`` need
+        not send them again (~90 % of a page's links, once a crawl is under way)."""
 
     @classmethod
     async def open(
@@ -98,8 +106,12 @@ class RedisCrawl:
         bloom_capacity: int = 10_000_000,
         bloom_error_rate: float = 0.01,
         owns_client: bool = True,
+        prefilter_capacity: int = KNOWN_CAPACITY,
     ) -> Self:
-        """``open`` on a client from ``open_client``; ``close`` closes it if ``owns_client``."""
+        """``open`` on a client from ``open_client``; ``close`` closes it if ``owns_client``.
+
+        ``prefilter_capacity``: how many fingerprints known to be seen ``add`` keeps in memory.
+        """
         if not prefix or any(ch.isspace() for ch in prefix):
             raise ValueError(f"bad Redis key prefix {prefix!r}")
         bloom = (
@@ -107,7 +119,14 @@ class RedisCrawl:
             if dedup == "bloom"
             else None
         )
-        store = cls(client, CrawlKeys(prefix), bloom, where, owns_client=owns_client)
+        store = cls(
+            client,
+            CrawlKeys(prefix),
+            bloom,
+            where,
+            owns_client=owns_client,
+            prefilter_capacity=prefilter_capacity,
+        )
         with store._guard():
             await store._open_crawl(dedup)
         if bloom is not None:

@@ -12,6 +12,7 @@ from crawlfleet.frontier.redis.keys import CrawlKeys
 from crawlfleet.frontier.redis.partitioned import PartitionedQueueStore
 from crawlfleet.frontier.redis.queue import RedisQueueStore
 from crawlfleet.frontier.redis.routing import crawl_prefix, partition_prefix
+from crawlfleet.frontier.sqlite_known import KNOWN_CAPACITY
 from crawlfleet.redact import redact
 
 
@@ -29,7 +30,8 @@ async def open_crawl_store(
     ``partitions`` is used when the crawl is new (None: 1) and must match the stored count
     otherwise (None: whatever it is); a mismatch is a ``StateError``. One partition is a
     plain ``RedisQueueStore`` under ``crawl_prefix``. The Bloom capacity is split evenly over
-    the partitions (a crawl whose domains are very uneven needs a larger capacity).
+    the partitions (a crawl whose domains are very uneven needs a larger capacity), and so is
+    the capacity of the seen prefilter ``add`` keeps in memory.
     """
     where = redact(url)
     client = await open_client(url)
@@ -55,6 +57,7 @@ async def open_crawl_store(
                 bloom_capacity=capacity,
                 bloom_error_rate=bloom_error_rate,
                 owns_client=False,
+                prefilter_capacity=KNOWN_CAPACITY // count,  # the crawl's, split like Bloom's
             )
             for p in range(count)
         ]

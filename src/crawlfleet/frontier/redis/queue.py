@@ -55,18 +55,27 @@ class RedisQueueStore(RedisRecords):
         return [self._bloom.hashes, SHARD_BITS] if self._bloom else [0, 0]
 
     async def add(self, requests: Sequence[CrawlRequest], budget: Budget) -> int:
+        """``add``; a request this store already saw admitted or seen is not sent at all."""
         limits = (
             -1 if budget.max_total is None else budget.max_total,
             -1 if budget.max_per_domain is None else budget.max_per_domain,
         )
+        known = self._known
+        offered = [req for req in requests if not known.seen(req.fingerprint)]
         admitted = 0
-        for start in range(0, len(requests), BATCH):
+        for start in range(0, len(offered), BATCH):
+            batch = offered[start : start + BATCH]
             args: list[Arg] = [*self._seen_head, *limits]
-            for req in requests[start : start + BATCH]:
+            for req in batch:
                 kind = _kind(req.fetcher)
                 args += [req.fingerprint, req.domain, kind, req.priority, dumps(req)]
                 args += self._seen_args(req.fingerprint)
-            admitted += int(await self._run("add", *args))
+            got, *refused = await self._run("add", *args)
+            admitted += int(got)
+            # Seen now, except what the budget refused (places counted from 1): the seen
+            # filter never forgets a fingerprint of this epoch, so neither may the prefilter.
+            skip = {int(place) - 1 for place in refused}
+            known.add(req.fingerprint for n, req in enumerate(batch) if n not in skip)
         return admitted
 
     async def claim(

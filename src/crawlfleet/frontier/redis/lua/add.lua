@@ -1,5 +1,7 @@
--- Admit the requests never seen before, within the budget; returns how many were admitted.
--- A request refused by the budget is not marked seen. Each joins its (kind, domain) lane.
+-- Admit the requests never seen before, within the budget. Returns {admitted, then the place
+-- (1 = first) of each request the budget refused}: every other request is now seen, admitted
+-- or before. A request refused by the budget is not marked seen. Each joins its (kind, domain)
+-- lane.
 -- KEYS[1] epoch
 -- KEYS[2] seen
 -- KEYS[3] bloom
@@ -28,15 +30,23 @@ local max_total = tonumber(ARGV[4])
 local max_domain = tonumber(ARGV[5])
 local total = tonumber(redis.call('HGET', K.counts, 'admitted') or '0')
 local admitted = 0
+local refused = {}
+local place = 0
 local i = 6
 while i <= #ARGV do
+  place = place + 1
   local fp, domain, kind = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local priority, json = tonumber(ARGV[i + 3]), ARGV[i + 4]
   local at = i + 5
   i = at + nbits
-  if not is_seen(fp, at, nbits, shard_bits) and (max_total < 0 or total < max_total) then
-    local in_domain = -tonumber(redis.call('ZSCORE', K.admitted, domain) or '0')
-    if max_domain < 0 or in_domain < max_domain then
+  if not is_seen(fp, at, nbits, shard_bits) then
+    local fits = max_total < 0 or total < max_total
+    if fits and max_domain >= 0 then
+      fits = -tonumber(redis.call('ZSCORE', K.admitted, domain) or '0') < max_domain
+    end
+    if not fits then
+      table.insert(refused, place)
+    else
       set_seen(fp, at, nbits, shard_bits)
       redis.call('ZINCRBY', K.admitted, -1, domain)
       redis.call('HSET', K.req, fp, json)
@@ -51,4 +61,4 @@ if admitted > 0 then
   redis.call('HSET', K.counts, 'admitted', total)
   redis.call('HINCRBY', K.counts, 'queued', admitted)
 end
-return admitted
+return {admitted, unpack(refused)}
