@@ -73,6 +73,17 @@ def test_auto_becomes_the_lane_of_its_parser() -> None:
     assert route.kind("http://auto.test/x", None) == "auto:default"
 
 
+def test_a_crawl_naming_no_fetcher_routes_the_same_without_matching_parsers() -> None:
+    # No parser or domain names a fetcher: the router skips the parser match per link.
+    plain = Router(registry(plain_page), {"x.test": DomainOverride(delay_s=1.0)}, "load")
+    assert plain.kind("http://js.test/plain/1", None) == "http"
+    assert plain.kind("http://x.test/a", None) == "http"
+    assert plain.kind("http://js.test/plain/1", "browser") == "browser"
+    assert plain.kind("http://js.test/plain/1", "auto") == "auto:plain_page"
+    assert plain.kind("http://other.test/", "auto") == "auto:default"
+    assert plain.kind("file:///tmp/a.html", None) == "file"
+
+
 def test_wait_rules_come_from_the_parser_else_the_crawl() -> None:
     assert router().wait_for("http://js.test/app/1") == "css:.name"
     assert router().wait_for("http://js.test/plain/1") == "load"
