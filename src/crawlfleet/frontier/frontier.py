@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from crawlfleet.counters import CrawlStats
 from crawlfleet.errors import BadUrl, ConfigError
 from crawlfleet.frontier.learned import AUTO_PREFIX, lane_for
+from crawlfleet.frontier.offered import OfferedUrls
 from crawlfleet.frontier.politeness import backoff_s
 from crawlfleet.frontier.protocols import (
     Budget,
@@ -90,15 +91,40 @@ class Frontier:
         self.overrides: Mapping[str, DomainOverride] = overrides or {}
         self._rng = rng or random.Random()
         self._route = route or default_route
+        unlimited = budget.max_total is None and budget.max_per_domain is None
+        self._offered = OfferedUrls() if unlimited else None
 
     def requests_for(
         self, links: Iterable[Link | str], parent: CrawlRequest | None
     ) -> tuple[list[CrawlRequest], list[tuple[str, str]]]:
         """Canonical in-scope requests for the links, and (url, reason) for the rest."""
+        requests, rejected, _ = self._requests(links, parent, None)
+        return requests, rejected
+
+    def new_requests(
+        self, links: Iterable[Link | str], parent: CrawlRequest | None
+    ) -> tuple[list[CrawlRequest], int]:
+        """``requests_for``'s requests less those this frontier offered its store before
+        (the store would refuse them as seen, ``frontier/offered.py``), and how many
+        requests ``requests_for`` would have returned."""
+        depth = parent.depth + 1 if parent is not None else 0
+        max_depth = self.scope.max_depth
+        offered = self._offered if max_depth is None or depth <= max_depth else None
+        requests, _, known = self._requests(links, parent, offered)
+        return requests, len(requests) + known
+
+    def _requests(
+        self,
+        links: Iterable[Link | str],
+        parent: CrawlRequest | None,
+        offered: OfferedUrls | None,
+    ) -> tuple[list[CrawlRequest], list[tuple[str, str]], int]:
+        """The requests, the rejected links, and how many were skipped as ``offered``."""
         depth = parent.depth + 1 if parent is not None else 0
         parent_url = parent.url if parent is not None else None
         requests: list[CrawlRequest] = []
         rejected: list[tuple[str, str]] = []
+        known = 0
         canonical = self.rules.canonical
         reason_to_skip = self.scope.reason_to_skip
         for link in links:
@@ -108,6 +134,10 @@ class Frontier:
                 url = canonical(link.url)
             except BadUrl as exc:
                 rejected.append((link.url, str(exc)))
+                continue
+            # An offered URL was in scope (scope is fixed; ``new_requests`` checked the depth).
+            if offered is not None and not link.body and link.method == "GET" and offered.seen(url):
+                known += 1
                 continue
             reason = reason_to_skip(url, depth)
             if reason is not None:
@@ -128,7 +158,7 @@ class Frontier:
                     headers=dict(link.headers),
                 )
             )
-        return requests, rejected
+        return requests, rejected, known
 
     async def add(self, requests: Sequence[CrawlRequest]) -> int:
         """Admit the new requests within the budget; how many were admitted.
@@ -138,7 +168,10 @@ class Frontier:
         """
         if not requests:
             return 0
-        return await self._store.add(await self._learned_lanes(requests), self.budget)
+        admitted = await self._store.add(await self._learned_lanes(requests), self.budget)
+        if self._offered is not None:
+            self._offered.add(r.url for r in requests if r.method == "GET" and not r.body)
+        return admitted
 
     async def _learned_lanes(self, requests: Sequence[CrawlRequest]) -> Sequence[CrawlRequest]:
         if not any(r.fetcher.startswith(AUTO_PREFIX) for r in requests):

@@ -100,9 +100,9 @@ class Admitter:
 
     async def admit(self, links: Iterable[str | Link], parent: CrawlRequest | None) -> int:
         """Offer links found on ``parent`` (seeds when None); returns how many were new."""
-        requests, _rejected = self._frontier.requests_for(links, parent)
+        requests, offered = self._frontier.new_requests(links, parent)
         admitted = await self.add(requests)
-        self._events.emit(LinksAdded(offered=len(requests), admitted=admitted))
+        self._events.emit(LinksAdded(offered=offered, admitted=admitted))
         return admitted
 
     async def add(self, requests: list[CrawlRequest]) -> int:

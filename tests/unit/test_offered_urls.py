@@ -1,0 +1,69 @@
+"""The frontier skips links it already offered its store: same requests admitted, same counts."""
+
+from __future__ import annotations
+
+from crawlfleet.frontier.frontier import Frontier
+from crawlfleet.frontier.memory import MemoryQueueStore
+from crawlfleet.frontier.offered import OfferedUrls
+from crawlfleet.models import CrawlRequest, Link
+from crawlfleet.runtime.wiring import build_frontier
+from crawlfleet.settings import Settings
+
+SEED = "http://shop.test/"
+PAGE = CrawlRequest("http://shop.test/a", "fp", "shop.test", depth=1)
+
+
+def frontier(**settings: object) -> Frontier:
+    return build_frontier(Settings(**settings), MemoryQueueStore(), [SEED])  # type: ignore[arg-type]
+
+
+def links() -> list[Link | str]:
+    return [
+        "http://shop.test/b",
+        "HTTP://Shop.test:80/b#top",  # the same canonical URL
+        "http://shop.test/c",
+        "http://other.test/x",  # off-site
+        "mailto:someone@shop.test",  # not a URL to fetch
+        Link.post("http://shop.test/b", form={"q": "1"}),
+    ]
+
+
+async def test_links_offered_before_are_not_built_again_and_still_counted() -> None:
+    front = frontier()
+    first, offered = front.new_requests(links(), PAGE)
+    assert offered == len(first) == len(front.requests_for(links(), PAGE)[0]) == 4
+    assert await front.add(first) == 3  # /b, /c and the POST (its own fingerprint)
+    again, offered = front.new_requests([*links(), "http://shop.test/d"], PAGE)
+    # The POST is never skipped (its fingerprint is not its URL's); the store refuses it.
+    assert [r.url for r in again] == ["http://shop.test/b", "http://shop.test/d"]
+    assert again[0].method == "POST"
+    assert offered == 5
+    assert await front.add(again) == 1
+
+
+async def test_past_the_max_depth_nothing_is_offered() -> None:
+    front = frontier(max_depth=1)
+    await front.add(front.new_requests(links(), None)[0])
+    assert front.new_requests(links(), PAGE) == ([], 0)  # PAGE's links are at depth 2
+    assert front.requests_for(links(), PAGE)[0] == []
+
+
+async def test_with_a_budget_every_link_goes_to_the_store() -> None:
+    front = frontier(max_pages=1)
+    assert await front.add(front.new_requests(["http://shop.test/b"], None)[0]) == 1
+    refused, offered = front.new_requests(["http://shop.test/c"], None)
+    assert offered == 1
+    assert await front.add(refused) == 0  # refused by the budget, not marked seen
+    again, _ = front.new_requests(["http://shop.test/b", "http://shop.test/c"], None)
+    assert [r.url for r in again] == ["http://shop.test/b", "http://shop.test/c"]
+
+
+def test_the_memo_is_bounded_and_keeps_the_recently_offered() -> None:
+    memo = OfferedUrls(capacity=2)
+    memo.add(["a", "b"])
+    assert memo.seen("a")  # a is now the most recent
+    memo.add(["c"])
+    assert len(memo) == 2
+    assert not memo.seen("b")
+    assert memo.seen("a")
+    assert memo.seen("c")
