@@ -260,3 +260,25 @@ def test_a_challenge_marker_in_a_large_page_is_not_a_block() -> None:
     page += b"<p>text</p>" * 3000 + b"</body></html>"
     assert len(page) > MAX_CHALLENGE_BYTES
     assert judge(result(200, page)) == (Signal.SUCCESS, "")
+
+
+@pytest.mark.parametrize(
+    ("tag", "expected"),
+    [
+        (b'<script src="https://c.perimeterx.net/main.min.js">', "'perimeterx' CAPTCHA"),
+        (b'<script src="https://client-api.arkoselabs.com/v2/api.js">', "'arkoselabs' CAPTCHA"),
+        (b"<iframe src=https://x.test/funcaptcha/fc>", "'funcaptcha' CAPTCHA"),
+        (b'<script src="https://js.hcaptcha.com/1/api.js">', "'hcaptcha' CAPTCHA saying "),
+        (b'<div class="cf-turnstile">', "'cf-turnstile' CAPTCHA saying "),
+        (b"<script>window._cf_chl_opt={}</script>", "'_cf_chl_opt' script"),
+        (b'<a href="/x">x</a>', ""),
+    ],
+)
+def test_every_wall_vendor_and_widget_is_found_on_a_small_page(tag: bytes, expected: str) -> None:
+    page = b"<html><title>One moment</title><body>" + tag + b"<p>Are you a robot?</p></body>"
+    signal, reason = judge(result(200, page))
+    if not expected:
+        assert (signal, reason) == (Signal.SUCCESS, "")
+        return
+    assert signal is Signal.BLOCK
+    assert reason.startswith(f"challenge page (HTTP 200, {expected}")

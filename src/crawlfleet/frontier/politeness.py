@@ -190,17 +190,30 @@ def _challenge_reason(lowered: bytes) -> str:
         for marker in BAN_MARKERS:
             if marker.encode() in title.group(1):
                 return f"title says {marker!r}"
-    found = _CHALLENGE_SCRIPTS.search(lowered)
+    # Each regex runs only when a word all its matches contain is in the page: a substring
+    # test is ~100 times cheaper than the regex's search (run on every small 200 page).
+    found = _search(_CHALLENGE_SCRIPTS, lowered, (b"chl", b"challenge-platform"))
     if found is not None:
         return f"{found.group(0).decode()!r} script"
+    wall = _search(_BOT_WALL, lowered, (b"captcha", b"perimeterx", b"arkoselabs"))
+    widget = _search(_CAPTCHA_WIDGET, lowered, (b"captcha", b"turnstile"))
+    if wall is None and widget is None:
+        return ""
     few_links = len(_LINK.findall(lowered)) <= MAX_CHALLENGE_LINKS
-    wall = _BOT_WALL.search(lowered)
     if wall is not None and few_links:
         return f"{wall.group(1).decode()!r} CAPTCHA"
-    widget = _CAPTCHA_WIDGET.search(lowered)
     if widget is not None and few_links:
         for phrase in BOT_PHRASES:
             if phrase.encode() in lowered:
                 name = (widget.group(1) or widget.group(2)).decode()
                 return f"{name!r} CAPTCHA saying {phrase!r}"
     return ""
+
+
+def _search(
+    pattern: re.Pattern[bytes], lowered: bytes, needed: tuple[bytes, ...]
+) -> re.Match[bytes] | None:
+    """``pattern.search(lowered)``, skipped when no word of ``needed`` is in ``lowered``."""
+    if not any(word in lowered for word in needed):
+        return None
+    return pattern.search(lowered)
