@@ -313,6 +313,15 @@ async def test_while_held_nothing_is_claimed_and_the_step_in_flight_finishes() -
 async def test_in_flight_and_processed_are_read_on_each_tick_as_a_heartbeat_would() -> None:
     clock = FakeClock(T0)
     fetcher = CannedFetcher(clock, pages(A, 3, latency_s=1.0) | pages(B, 3, latency_s=2.5))
+    canned = fetcher.fetch
+    b_may_end = asyncio.Event()  # B's pages wait until all of A's are processed
+
+    async def held(request: CrawlRequest) -> FetchResult:
+        if request.domain == "b.test":
+            await b_may_end.wait()
+        return await canned(request)
+
+    fetcher.fetch = held  # type: ignore[method-assign]
     crawl = make_crawl(fetcher, seeds=[A, B], delay_s=0.0)
     await seed(crawl, *pages(A, 3), *pages(B, 3))
     loop = ClaimLoop(crawl.crawler, kinds=frozenset({"http"}), concurrency=2, clock=clock)
@@ -320,6 +329,8 @@ async def test_in_flight_and_processed_are_read_on_each_tick_as_a_heartbeat_woul
 
     async def tick() -> None:
         seen.append((loop.in_flight, loop.processed))
+        if loop.processed >= 3:
+            b_may_end.set()
 
     result = await loop.run(stop=asyncio.Event(), until_empty=True, on_tick=tick)
 

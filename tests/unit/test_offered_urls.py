@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.memory import MemoryQueueStore
-from crawlfleet.frontier.offered import OfferedUrls
+from crawlfleet.frontier.recent import RecentSet
 from crawlfleet.models import CrawlRequest, Link
 from crawlfleet.runtime.wiring import build_frontier
 from crawlfleet.settings import Settings
@@ -59,7 +59,7 @@ async def test_with_a_budget_every_link_goes_to_the_store() -> None:
 
 
 def test_the_memo_is_bounded_and_keeps_the_recently_offered() -> None:
-    memo = OfferedUrls(capacity=2)
+    memo = RecentSet(capacity=2)
     memo.add(["a", "b"])
     assert memo.seen("a")  # a is now the most recent
     memo.add(["c"])

@@ -8,13 +8,12 @@ the store through this class only: the store stays private.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from crawlfleet.counters import CrawlStats
-from crawlfleet.errors import BadUrl, ConfigError
+from crawlfleet.errors import ConfigError
 from crawlfleet.frontier.learned import AUTO_PREFIX, lane_for
-from crawlfleet.frontier.offered import OfferedUrls
 from crawlfleet.frontier.politeness import backoff_s
 from crawlfleet.frontier.protocols import (
     Budget,
@@ -25,6 +24,14 @@ from crawlfleet.frontier.protocols import (
     QueueStore,
     Report,
     Visit,
+)
+from crawlfleet.frontier.recent import OFFERED_CAPACITY, RecentSet
+from crawlfleet.frontier.requests import (
+    LinkRules,
+    Route,
+    build_requests,
+    default_route,
+    redirect_request,
 )
 from crawlfleet.frontier.scope import Scope
 from crawlfleet.models import (
@@ -37,20 +44,12 @@ from crawlfleet.models import (
     QueueCounts,
 )
 from crawlfleet.settings_domains import DomainOverride
-from crawlfleet.urls import UrlRules, fingerprint, request_fingerprint
+from crawlfleet.urls import UrlRules
 
 REVISIT_BATCH = 10_000
 """Due known URLs queued again per store call (bounds the memory of one call)."""
 MAX_CRAWL_DELAY_S = 60.0
 """A robots ``Crawl-delay`` above this is read as this (a typo must not stop a crawl)."""
-
-Route = Callable[[str, str | None], str]
-"""The fetcher kind of a new request: ``route(canonical URL, kind its link names or None)``."""
-
-
-def default_route(url: str, named: str | None) -> str:
-    """The link's kind, else ``file`` for ``file:`` URLs, else ``http``."""
-    return named or ("file" if url.startswith("file:") else "http")
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,75 +89,28 @@ class Frontier:
         self.max_redirects = max_redirects
         self.overrides: Mapping[str, DomainOverride] = overrides or {}
         self._rng = rng or random.Random()
-        self._route = route or default_route
+        self._rules_of_links = LinkRules(rules, scope, route or default_route)
         unlimited = budget.max_total is None and budget.max_per_domain is None
-        self._offered = OfferedUrls() if unlimited else None
+        self._offered = RecentSet(OFFERED_CAPACITY) if unlimited else None
 
     def requests_for(
         self, links: Iterable[Link | str], parent: CrawlRequest | None
     ) -> tuple[list[CrawlRequest], list[tuple[str, str]]]:
         """Canonical in-scope requests for the links, and (url, reason) for the rest."""
-        requests, rejected, _ = self._requests(links, parent, None)
+        requests, rejected, _ = build_requests(links, parent, self._rules_of_links, None)
         return requests, rejected
 
     def new_requests(
         self, links: Iterable[Link | str], parent: CrawlRequest | None
     ) -> tuple[list[CrawlRequest], int]:
         """``requests_for``'s requests less those this frontier offered its store before
-        (the store would refuse them as seen, ``frontier/offered.py``), and how many
+        (the store would refuse them as seen, ``frontier/recent.py``), and how many
         requests ``requests_for`` would have returned."""
         depth = parent.depth + 1 if parent is not None else 0
         max_depth = self.scope.max_depth
         offered = self._offered if max_depth is None or depth <= max_depth else None
-        requests, _, known = self._requests(links, parent, offered)
+        requests, _, known = build_requests(links, parent, self._rules_of_links, offered)
         return requests, len(requests) + known
-
-    def _requests(
-        self,
-        links: Iterable[Link | str],
-        parent: CrawlRequest | None,
-        offered: OfferedUrls | None,
-    ) -> tuple[list[CrawlRequest], list[tuple[str, str]], int]:
-        """The requests, the rejected links, and how many were skipped as ``offered``."""
-        depth = parent.depth + 1 if parent is not None else 0
-        parent_url = parent.url if parent is not None else None
-        requests: list[CrawlRequest] = []
-        rejected: list[tuple[str, str]] = []
-        known = 0
-        canonical = self.rules.canonical
-        reason_to_skip = self.scope.reason_to_skip
-        for link in links:
-            if isinstance(link, str):
-                link = Link(link)
-            try:
-                url = canonical(link.url)
-            except BadUrl as exc:
-                rejected.append((link.url, str(exc)))
-                continue
-            # An offered URL was in scope (scope is fixed; ``new_requests`` checked the depth).
-            if offered is not None and not link.body and link.method == "GET" and offered.seen(url):
-                known += 1
-                continue
-            reason = reason_to_skip(url, depth)
-            if reason is not None:
-                rejected.append((url, reason))
-                continue
-            requests.append(
-                CrawlRequest(
-                    url=url,
-                    fingerprint=request_fingerprint(url, link.method, link.body),
-                    domain=self.rules.politeness_key(url),
-                    depth=depth,
-                    priority=link.priority,
-                    fetcher=self._route(url, link.fetcher),
-                    parent=parent_url,
-                    data=dict(link.data),
-                    method=link.method,
-                    body=link.body,
-                    headers=dict(link.headers),
-                )
-            )
-        return requests, rejected, known
 
     async def add(self, requests: Sequence[CrawlRequest]) -> int:
         """Admit the new requests within the budget; how many were admitted.
@@ -196,32 +148,9 @@ class Frontier:
         await self._store.set_strategy(domain, strategy)
 
     def redirect(self, parent: CrawlRequest, location: str) -> CrawlRequest | str:
-        """The request a redirect leads to (same depth, one more hop), or why it is refused.
-
-        It keeps the parent's context and headers and is a GET (as browsers follow a 301,
-        302 or 303 after a POST; a 307 or 308 after a POST is followed as a GET too).
-        """
-        if parent.hops >= self.max_redirects:
-            return f"too many redirects ({parent.hops + 1})"
-        try:
-            url = self.rules.canonical(location)
-        except BadUrl as exc:
-            return f"bad redirect: {exc}"
-        reason = self.scope.reason_to_skip(url, parent.depth)
-        if reason is not None:
-            return f"redirect to {url} skipped: {reason}"
-        return CrawlRequest(
-            url=url,
-            fingerprint=fingerprint(url),
-            domain=self.rules.politeness_key(url),
-            depth=parent.depth,
-            priority=parent.priority,
-            fetcher=parent.fetcher,
-            parent=parent.url,
-            hops=parent.hops + 1,
-            data=parent.data,
-            headers=parent.headers,
-        )
+        """The request a redirect leads to (same depth, one more hop), or why it is refused
+        (``frontier/requests.py``)."""
+        return redirect_request(parent, location, self._rules_of_links, self.max_redirects)
 
     async def claim(self, limit: int, now: float, kinds: Collection[str]) -> list[Lease]:
         """Due leases of the fetcher ``kinds`` (see ``QueueStore.claim``)."""

@@ -41,7 +41,7 @@ from crawlfleet.frontier.protocols import (
     Report,
     Visit,
 )
-from crawlfleet.frontier.sqlite_known import KnownFingerprints
+from crawlfleet.frontier.recent import SEEN_PREFILTER_CAPACITY, RecentSet
 from crawlfleet.frontier.sqlite_retention import NEWEST, AttemptRetention
 from crawlfleet.models import Attempt, CrawlRequest, DeadLetter, Lease, QueueCounts
 
@@ -65,7 +65,7 @@ class SqliteQueueStore:
         self._db = db
         self._lock = lock
         self._retention = AttemptRetention(keep_attempts)
-        self._known = KnownFingerprints()
+        self._known = RecentSet(SEEN_PREFILTER_CAPACITY)
         self._schedule = DomainSchedule(self._earliest)
         self._counts = dict.fromkeys((q.QUEUED, q.LEASED, q.DONE, q.DEAD, q.SEEN), 0)
         self._admitted = 0

@@ -23,12 +23,12 @@ from typing import Any, Literal, Self
 from redis.exceptions import RedisError, ResponseError
 
 from crawlfleet.errors import FrontierLost, StateError
+from crawlfleet.frontier.recent import SEEN_PREFILTER_CAPACITY, RecentSet
 from crawlfleet.frontier.redis.bloom import SHARD_BYTES, BloomGeometry
 from crawlfleet.frontier.redis.connection import RedisClient, open_client
 from crawlfleet.frontier.redis.keys import CrawlKeys
 from crawlfleet.frontier.redis.scripts import Scripts
 from crawlfleet.frontier.redis.views import Arg
-from crawlfleet.frontier.sqlite_known import KNOWN_CAPACITY, KnownFingerprints
 from crawlfleet.redact import redact
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ class RedisCrawl:
         where: str,
         *,
         owns_client: bool = True,
-        prefilter_capacity: int = KNOWN_CAPACITY,
+        prefilter_capacity: int = SEEN_PREFILTER_CAPACITY,
     ) -> None:
         """Use ``open`` or ``attach``; this binds an already checked client."""
         self._client = client
@@ -58,7 +58,7 @@ class RedisCrawl:
         self._owns_client = owns_client
         self._scripts = Scripts(client, keys)
         self._epoch = uuid.uuid4().hex
-        self._known = KnownFingerprints(prefilter_capacity)
+        self._known = RecentSet(prefilter_capacity)
         """Fingerprints Redis answered seen (or admitted) to this store: the crawl's seen
         filter never forgets one, and a store serves one epoch of one crawl, so ``add`` need
         not send them again (~90 % of a page's links, once a crawl is under way)."""
@@ -106,7 +106,7 @@ class RedisCrawl:
         bloom_capacity: int = 10_000_000,
         bloom_error_rate: float = 0.01,
         owns_client: bool = True,
-        prefilter_capacity: int = KNOWN_CAPACITY,
+        prefilter_capacity: int = SEEN_PREFILTER_CAPACITY,
     ) -> Self:
         """``open`` on a client from ``open_client``; ``close`` closes it if ``owns_client``.
 

@@ -7,12 +7,12 @@ from typing import Literal
 from redis.exceptions import RedisError
 
 from crawlfleet.errors import StateError
+from crawlfleet.frontier.recent import SEEN_PREFILTER_CAPACITY
 from crawlfleet.frontier.redis.connection import RedisClient, open_client
 from crawlfleet.frontier.redis.keys import CrawlKeys
 from crawlfleet.frontier.redis.partitioned import PartitionedQueueStore
 from crawlfleet.frontier.redis.queue import RedisQueueStore
 from crawlfleet.frontier.redis.routing import crawl_prefix, partition_prefix
-from crawlfleet.frontier.sqlite_known import KNOWN_CAPACITY
 from crawlfleet.redact import redact
 
 
@@ -57,7 +57,8 @@ async def open_crawl_store(
                 bloom_capacity=capacity,
                 bloom_error_rate=bloom_error_rate,
                 owns_client=False,
-                prefilter_capacity=KNOWN_CAPACITY // count,  # the crawl's, split like Bloom's
+                prefilter_capacity=SEEN_PREFILTER_CAPACITY
+                // count,  # the crawl's, split like Bloom's
             )
             for p in range(count)
         ]

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from crawlfleet.frontier.recent import RecentSet
 from crawlfleet.frontier.sqlite import SqliteQueueStore
-from crawlfleet.frontier.sqlite_known import KnownFingerprints
 from tests.contract.test_queue_store import NO_BUDGET, req
 
 
 def test_the_prefilter_keeps_the_most_recently_offered_within_its_capacity() -> None:
-    known = KnownFingerprints(capacity=3)
+    known = RecentSet(capacity=3)
     known.add(["a", "b", "c"])
     assert known.seen("a")  # now the most recent
     known.add(["d"])

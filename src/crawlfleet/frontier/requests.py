@@ -1,0 +1,118 @@
+"""Links to requests: canonical, in scope, routed to a fetcher kind; redirects likewise.
+
+The part of the frontier that turns what a page links to into the ``CrawlRequest``s it
+offers its store (``Frontier.requests_for``, ``new_requests``, ``redirect``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from crawlfleet.errors import BadUrl
+from crawlfleet.frontier.recent import RecentSet
+from crawlfleet.frontier.scope import Scope
+from crawlfleet.models import CrawlRequest, Link
+from crawlfleet.urls import UrlRules, fingerprint, request_fingerprint
+
+Route = Callable[[str, str | None], str]
+"""The fetcher kind of a new request: ``route(canonical URL, kind its link names or None)``."""
+
+
+def default_route(url: str, named: str | None) -> str:
+    """The link's kind, else ``file`` for ``file:`` URLs, else ``http``."""
+    return named or ("file" if url.startswith("file:") else "http")
+
+
+@dataclass(frozen=True, slots=True)
+class LinkRules:
+    """What a link must pass to become a request, and the fetcher kind it gets."""
+
+    rules: UrlRules
+    scope: Scope
+    route: Route
+
+
+def build_requests(
+    links: Iterable[Link | str],
+    parent: CrawlRequest | None,
+    link_rules: LinkRules,
+    offered: RecentSet | None,
+) -> tuple[list[CrawlRequest], list[tuple[str, str]], int]:
+    """The requests, the rejected links with why, and how many were skipped as ``offered``.
+
+    ``offered``: canonical URLs of plain requests the store was offered before (it would
+    refuse them as seen); the caller checked that the links' depth is within the scope.
+    """
+    depth = parent.depth + 1 if parent is not None else 0
+    parent_url = parent.url if parent is not None else None
+    requests: list[CrawlRequest] = []
+    rejected: list[tuple[str, str]] = []
+    known = 0
+    canonical = link_rules.rules.canonical
+    politeness_key = link_rules.rules.politeness_key
+    reason_to_skip = link_rules.scope.reason_to_skip
+    route = link_rules.route
+    for link in links:
+        if isinstance(link, str):
+            link = Link(link)
+        try:
+            url = canonical(link.url)
+        except BadUrl as exc:
+            rejected.append((link.url, str(exc)))
+            continue
+        # An offered URL was in scope (scope is fixed; the caller checked the depth).
+        if offered is not None and not link.body and link.method == "GET" and offered.seen(url):
+            known += 1
+            continue
+        reason = reason_to_skip(url, depth)
+        if reason is not None:
+            rejected.append((url, reason))
+            continue
+        requests.append(
+            CrawlRequest(
+                url=url,
+                fingerprint=request_fingerprint(url, link.method, link.body),
+                domain=politeness_key(url),
+                depth=depth,
+                priority=link.priority,
+                fetcher=route(url, link.fetcher),
+                parent=parent_url,
+                data=dict(link.data),
+                method=link.method,
+                body=link.body,
+                headers=dict(link.headers),
+            )
+        )
+    return requests, rejected, known
+
+
+def redirect_request(
+    parent: CrawlRequest, location: str, link_rules: LinkRules, max_redirects: int
+) -> CrawlRequest | str:
+    """The request a redirect leads to (same depth, one more hop), or why it is refused.
+
+    It keeps the parent's context and headers and is a GET (as browsers follow a 301, 302 or
+    303 after a POST; a 307 or 308 after a POST is followed as a GET too).
+    """
+    if parent.hops >= max_redirects:
+        return f"too many redirects ({parent.hops + 1})"
+    try:
+        url = link_rules.rules.canonical(location)
+    except BadUrl as exc:
+        return f"bad redirect: {exc}"
+    reason = link_rules.scope.reason_to_skip(url, parent.depth)
+    if reason is not None:
+        return f"redirect to {url} skipped: {reason}"
+    return CrawlRequest(
+        url=url,
+        fingerprint=fingerprint(url),
+        domain=link_rules.rules.politeness_key(url),
+        depth=parent.depth,
+        priority=parent.priority,
+        fetcher=parent.fetcher,
+        parent=parent.url,
+        hops=parent.hops + 1,
+        data=parent.data,
+        headers=parent.headers,
+    )
