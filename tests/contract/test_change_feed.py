@@ -138,3 +138,24 @@ async def test_an_unchanged_page_moves_last_seen(
     await feed.sink.page_unchanged(PAGE)
     assert await feed.last_seen() == [pytest.approx(1060.0)]
     assert [c.change for c in await feed.changes()] == [NEW]
+
+
+async def test_write_page_stores_the_items_and_what_the_page_yields(
+    feed: Feed, request: pytest.FixtureRequest
+) -> None:
+    """``write_page`` (one transaction a page) is ``write`` then ``page_items``."""
+    clock: FakeClock = request.node.clock
+    both = [("product", "1"), ("product", "2")]
+    await feed.sink.write_page([product("1", "£1", 1000.0), product("2", "£2", 1000.0)], PAGE, both)
+    clock.advance(10)
+    await feed.sink.write_page([product("2", "£3", 1010.0)], PAGE, [("product", "2")])
+    clock.advance(10)
+    await feed.sink.write_page([], PAGE, [])  # a page of no items: 2 is gone too
+    got = [(c.item_key, c.change, c.at) for c in await feed.changes()]
+    assert got == [
+        ("1", NEW, 1000.0),
+        ("2", NEW, 1000.0),
+        ("2", CHANGED, 1010.0),
+        ("1", GONE, 1010.0),
+        ("2", GONE, 1020.0),
+    ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 import orjson
 
@@ -72,6 +73,9 @@ class Pipeline:
         self._rejects = rejects
         self._clock = clock if clock is not None else SystemClock()
         self._tracker = tracker
+        # the sink is its own tracker (SQLite, PostgreSQL): a page's items and its keys in
+        # one transaction (``PageTracker.write_page``)
+        self._sink_tracks = tracker is not None and cast(object, tracker) is sink
 
     async def process(
         self,
@@ -112,11 +116,17 @@ class Pipeline:
                     accepted.append(item)
             if rejects and self._rejects is not None:
                 await self._rejects.add(rejects)
-            for start in range(0, len(accepted), self._batch_size):
-                await self._sink.write(accepted[start : start + self._batch_size])
-            if self._tracker is not None and page is not None:
+            tracker = self._tracker
+            if tracker is None or page is None:
+                await self._write(accepted)
+            else:
                 yielded += [(item.type, item_key(item)) for item in accepted]
-                await self._tracker.page_items(page, sorted(set(yielded)))
+                keys = sorted(set(yielded))
+                if self._sink_tracks and len(accepted) <= self._batch_size:
+                    await tracker.write_page(accepted, page, keys)  # one COMMIT a page
+                else:
+                    await self._write(accepted)
+                    await tracker.page_items(page, keys)
         except BaseException:
             for processor in self.processors:
                 if isinstance(processor, StatefulProcessor):
@@ -133,6 +143,10 @@ class Pipeline:
         return PipelineOutcome(
             len(accepted), dict(dropped), len(rejects), _by_type(accepted, drops, rejects)
         )
+
+    async def _write(self, items: Sequence[Item]) -> None:
+        for start in range(0, len(items), self._batch_size):
+            await self._sink.write(items[start : start + self._batch_size])
 
     async def unchanged(self, page: str) -> None:
         """The page is as at its last visit: its items are seen again (``PageTracker``)."""

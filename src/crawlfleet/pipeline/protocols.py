@@ -38,6 +38,14 @@ class PageTracker(Protocol):
     the page's request.
     """
 
+    async def write_page(
+        self, items: Sequence[Item], page: str, keys: Sequence[tuple[str, str]]
+    ) -> None:
+        """``write(items)`` then ``page_items(page, keys)``, in one transaction where the sink
+        has transactions (one COMMIT a page instead of two); for a sink that is its own
+        tracker, with a page's items in one batch."""
+        ...
+
     async def page_items(self, page: str, keys: Sequence[tuple[str, str]]) -> None:
         """The page now yields exactly these (item type, item key).
 

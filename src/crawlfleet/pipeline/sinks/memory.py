@@ -56,6 +56,12 @@ class MemorySink:
                 row.fetched_at,
             )
 
+    async def write_page(
+        self, items: Sequence[Item], page: str, keys: Sequence[tuple[str, str]]
+    ) -> None:
+        await self.write(items)
+        await self.page_items(page, keys)
+
     async def page_items(self, page: str, keys: Sequence[tuple[str, str]]) -> None:
         now = self._clock.now()
         before = self._pages.get(page, set())

@@ -171,6 +171,27 @@ class PostgresSink:
         return sink
 
     async def write(self, items: Sequence[Item]) -> None:
+        upsert = self._upsert(items)
+        if upsert is not None:
+            await self._db.run(upsert)
+
+    async def write_page(
+        self, items: Sequence[Item], page: str, keys: Sequence[tuple[str, str]]
+    ) -> None:
+        """``write`` and ``page_items`` in one transaction."""
+        upsert = self._upsert(items)
+        now = timestamp(self._clock.now())
+        crawl_id = self._crawl_id
+
+        async def write_and_record(cur: postgres_changes.Cursor) -> None:
+            if upsert is not None:
+                await upsert(cur)
+            await postgres_changes.page_items(cur, crawl_id, page, keys, now)
+
+        await self._db.run(write_and_record)
+
+    def _upsert(self, items: Sequence[Item]) -> Work | None:
+        """The statements that upsert ``items`` with their changes; None if there are none."""
         now_s = self._clock.now()
         now = timestamp(now_s)
         batch = batch_rows(items, now_s)
@@ -188,13 +209,12 @@ class PostgresSink:
             )
             for r in batch
         ]
-        if params:
-            crawl_id = self._crawl_id
-            await self._db.run(
-                lambda cur: postgres_changes.upsert_with_changes(
-                    cur, UPSERT, crawl_id, batch, params, now
-                )
-            )
+        if not params:
+            return None
+        crawl_id = self._crawl_id
+        return lambda cur: postgres_changes.upsert_with_changes(
+            cur, UPSERT, crawl_id, batch, params, now
+        )
 
     async def page_items(self, page: str, keys: Sequence[tuple[str, str]]) -> None:
         now = timestamp(self._clock.now())

@@ -107,10 +107,30 @@ class SqliteSink:
         return cls(connection, path, crawl_id, clock if clock is not None else SystemClock())
 
     async def write(self, items: Sequence[Item]) -> None:
+        upsert = self._upsert(items)
+        if upsert is not None:
+            await self._run(lambda: self._in_transaction(upsert))
+
+    async def write_page(
+        self, items: Sequence[Item], page: str, keys: Sequence[tuple[str, str]]
+    ) -> None:
+        """``write`` and ``page_items`` in one transaction: one COMMIT a page, not two."""
+        upsert = self._upsert(items)
+        now = self._clock.now()
+
+        def write_and_record(db: sqlite3.Connection) -> None:
+            if upsert is not None:
+                upsert(db)
+            sqlite_changes.page_items(db, self.crawl_id, page, keys, now)
+
+        await self._run(lambda: self._in_transaction(write_and_record))
+
+    def _upsert(self, items: Sequence[Item]) -> Callable[[sqlite3.Connection], None] | None:
+        """The statements that upsert ``items`` with their changes; None if there are none."""
         now = self._clock.now()
         rows = batch_rows(items, now)
         if not rows:
-            return
+            return None
         crawl_id = self.crawl_id
         params = [
             (
@@ -127,13 +147,12 @@ class SqliteSink:
             for r in rows
         ]
 
-        def upsert() -> None:
-            with sqlitedb.write(self._connection) as db:
-                changes = sqlite_changes.changes_of(db, crawl_id, rows, now)
-                db.executemany(UPSERT, params)
-                db.executemany(sqlite_changes.INSERT_CHANGE, changes)
+        def upsert(db: sqlite3.Connection) -> None:
+            changes = sqlite_changes.changes_of(db, crawl_id, rows, now)
+            db.executemany(UPSERT, params)
+            db.executemany(sqlite_changes.INSERT_CHANGE, changes)
 
-        await self._run(upsert)
+        return upsert
 
     async def page_items(self, page: str, keys: Sequence[tuple[str, str]]) -> None:
         now = self._clock.now()
@@ -182,6 +201,10 @@ class SqliteSink:
             return await asyncio.get_running_loop().run_in_executor(self._thread, work)
         except sqlite3.Error as exc:
             raise _state_error(self.path, exc) from exc
+
+    def _in_transaction(self, work: Callable[[sqlite3.Connection], None]) -> None:
+        with sqlitedb.write(self._connection) as db:
+            work(db)
 
     def _transaction(self, statement: str, params: Sequence[tuple[object, ...]]) -> None:
         with sqlitedb.write(self._connection) as connection:
