@@ -109,7 +109,7 @@ class SqliteSink:
     async def write(self, items: Sequence[Item]) -> None:
         upsert = self._upsert(items)
         if upsert is not None:
-            await self._run(lambda: self._in_transaction(upsert))
+            await self._write(upsert)
 
     async def write_page(
         self, items: Sequence[Item], page: str, keys: Sequence[tuple[str, str]]
@@ -123,7 +123,7 @@ class SqliteSink:
                 upsert(db)
             sqlite_changes.page_items(db, self.crawl_id, page, keys, now)
 
-        await self._run(lambda: self._in_transaction(write_and_record))
+        await self._write(write_and_record)
 
     def _upsert(self, items: Sequence[Item]) -> Callable[[sqlite3.Connection], None] | None:
         """The statements that upsert ``items`` with their changes; None if there are none."""
@@ -156,27 +156,17 @@ class SqliteSink:
 
     async def page_items(self, page: str, keys: Sequence[tuple[str, str]]) -> None:
         now = self._clock.now()
-
-        def record() -> None:
-            with sqlitedb.write(self._connection) as db:
-                sqlite_changes.page_items(db, self.crawl_id, page, keys, now)
-
-        await self._run(record)
+        await self._write(lambda db: sqlite_changes.page_items(db, self.crawl_id, page, keys, now))
 
     async def page_unchanged(self, page: str) -> None:
         now = self._clock.now()
-
-        def touch() -> None:
-            with sqlitedb.write(self._connection) as db:
-                sqlite_changes.page_unchanged(db, self.crawl_id, page, now)
-
-        await self._run(touch)
+        await self._write(lambda db: sqlite_changes.page_unchanged(db, self.crawl_id, page, now))
 
     async def add(self, rejects: Sequence[Reject]) -> None:
         """Stores invalid items in the ``rejects`` table, in one transaction."""
         params = [(self.crawl_id, *reject_row(r), r.at) for r in rejects]
         if params:
-            await self._run(lambda: self._transaction(INSERT_REJECT, params))
+            await self._write(lambda db: db.executemany(INSERT_REJECT, params))
 
     async def stored(self, item_type: str | None = None) -> list[StoredItem]:
         """This crawl's stored items (of ``item_type`` if given), ordered by type and key."""
@@ -202,13 +192,14 @@ class SqliteSink:
         except sqlite3.Error as exc:
             raise _state_error(self.path, exc) from exc
 
-    def _in_transaction(self, work: Callable[[sqlite3.Connection], None]) -> None:
-        with sqlitedb.write(self._connection) as db:
-            work(db)
+    async def _write(self, work: Callable[[sqlite3.Connection], object]) -> None:
+        """``work`` in one write transaction, in the connection's thread."""
 
-    def _transaction(self, statement: str, params: Sequence[tuple[object, ...]]) -> None:
-        with sqlitedb.write(self._connection) as connection:
-            connection.executemany(statement, params)
+        def in_transaction() -> None:
+            with sqlitedb.write(self._connection) as db:
+                work(db)
+
+        await self._run(in_transaction)
 
 
 def _connect(
