@@ -29,8 +29,9 @@ from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
 from crawlfleet.runtime.freshness import Freshness
 from crawlfleet.runtime.loop import ClaimLoop, LoopResult
+from crawlfleet.runtime.policies import recrawl_policy
 from crawlfleet.runtime.strategy import Strategies
-from crawlfleet.runtime.wiring import build_frontier, recrawl_policy
+from crawlfleet.runtime.wiring import build_frontier
 from crawlfleet.settings import Settings
 
 T0 = 1_000_000.0

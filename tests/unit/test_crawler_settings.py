@@ -8,7 +8,7 @@ import pytest
 
 from crawlfleet.errors import ConfigError
 from crawlfleet.frontier.protocols import BlockRules, DomainPolicy
-from crawlfleet.runtime.wiring import domain_policy
+from crawlfleet.runtime.policies import domain_policy
 from crawlfleet.settings_domains import DomainOverride
 from crawlfleet.settings_loading import load_settings
 

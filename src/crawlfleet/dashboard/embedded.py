@@ -35,7 +35,8 @@ from crawlfleet.models import Attempt, Outcome, QueueCounts
 from crawlfleet.monitoring.metric_snapshot import Beat
 from crawlfleet.monitoring.sqlite_reader import AttemptFilter, SqliteStateReader
 from crawlfleet.runtime.backends import state_paths
-from crawlfleet.runtime.wiring import domain_policy, open_frontier
+from crawlfleet.runtime.policies import domain_policy
+from crawlfleet.runtime.wiring import open_frontier
 from crawlfleet.settings import Settings
 from crawlfleet.statedir import IDENTITY_FILE, LOCK_NAME
 

@@ -18,8 +18,8 @@ from crawlfleet.fetchers.files import FileFetcher
 from crawlfleet.fetchers.http import HttpFetcher
 from crawlfleet.fetchers.protocols import Fetcher, ViaFetcher
 from crawlfleet.frontier.frontier import Frontier, RetryPolicy
-from crawlfleet.frontier.ladder import BROWSER, usable_rungs
-from crawlfleet.frontier.protocols import BlockRules, Budget, DomainPolicy, QueueStore
+from crawlfleet.frontier.ladder import BROWSER
+from crawlfleet.frontier.protocols import Budget, QueueStore
 from crawlfleet.frontier.robots import ROBOTS_MAX_BYTES, FetchFn, RobotsCache
 from crawlfleet.frontier.scope import Scope, TrapLimits
 from crawlfleet.models import CrawlRequest, FetchResult
@@ -33,9 +33,7 @@ from crawlfleet.pipeline.custom import FanOutSink, load_processors, load_sinks
 from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.pipeline.processors import default_processors
 from crawlfleet.pipeline.protocols import PageTracker
-from crawlfleet.proxies.endpoints import load_tiers
 from crawlfleet.proxies.pool import ProxyPool
-from crawlfleet.recrawl import RecrawlPolicy, RecrawlRule
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.backends import Backends, open_store
 from crawlfleet.runtime.browser_lane import browser_lane, build_browser
@@ -51,12 +49,12 @@ from crawlfleet.runtime.freshness import Freshness
 from crawlfleet.runtime.kinds import (
     BASE_KINDS,
     IMPERSONATE,
-    WORKER_KINDS,
     check_kinds,
     named_kinds,
     needs_browser,
     servable_kinds,
 )
+from crawlfleet.runtime.policies import domain_policy, recrawl_policy
 from crawlfleet.runtime.routing import Router
 from crawlfleet.runtime.side_fetch import SessionSideFetcher
 from crawlfleet.runtime.strategy import Strategies
@@ -67,50 +65,6 @@ from crawlfleet.urls import UrlRules, fingerprint
 
 def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def domain_policy(settings: Settings) -> DomainPolicy:
-    """The crawl's default politeness and block rules, from the settings.
-
-    The ladder keeps the rungs this crawl can use: ``session`` and a ``tier`` rung per proxy
-    tier past the first only with ``[crawl.proxies]``, a fetcher rung when its kind is served
-    (embedded: on this machine; distributed: by some worker of this build).
-    """
-    kinds = (
-        servable_kinds(settings.browser_executable) if settings.redis_url is None else WORKER_KINDS
-    )
-    proxies = settings.proxies
-    tiers = len(load_tiers(proxies.tiers, proxies.file)) if proxies is not None else 0
-    rungs = usable_rungs(
-        settings.ladder, proxy_tiers=tiers, kinds=kinds, sessions=proxies is not None
-    )
-    return DomainPolicy(
-        delay_s=settings.delay_s,
-        max_in_flight=settings.per_domain_concurrency,
-        blocks=BlockRules(
-            window=settings.block_window,
-            min_samples=settings.block_min_samples,
-            threshold=settings.block_threshold,
-            recover_after=settings.block_recover_after,
-            max_level=settings.block_max_level,
-            cooldown_s=settings.block_cooldown_s,
-            ladder=rungs,
-        ),
-    )
-
-
-def recrawl_policy(settings: Settings) -> RecrawlPolicy:
-    """The crawl's recrawl rules; its own ``recrawl_after`` is the rule of every other page."""
-    default = None
-    if settings.recrawl_after is not None:
-        default = RecrawlRule(
-            pattern="",
-            after=settings.recrawl_after,
-            adaptive=settings.recrawl_adaptive,
-            min=settings.recrawl_min,
-            max=settings.recrawl_max,
-        )
-    return RecrawlPolicy(settings.recrawl, default)
 
 
 def build_frontier(
