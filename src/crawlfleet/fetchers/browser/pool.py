@@ -29,14 +29,14 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from urllib.parse import urljoin
 
-from playwright.async_api import BrowserContext, Page, Playwright, Route, async_playwright
+from playwright.async_api import BrowserContext, Page, Playwright, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
 from crawlfleet.errors import BrowserFault
 from crawlfleet.fetchers.browser.guard import RequestGuard
 from crawlfleet.fetchers.browser.identity import BrowserIdentity
+from crawlfleet.fetchers.browser.interception import Interceptor
 from crawlfleet.fetchers.browser.launch import CHROMIUM_FLAGS, MARKER_FLAG
 from crawlfleet.fetchers.browser.memory import tree_pids, tree_rss_bytes
 from crawlfleet.fetchers.browser.slots import (
@@ -69,7 +69,7 @@ class BrowserPool:
         self.executable = executable
         self.limits = limits
         self.stats = PoolStats()
-        self._guard = guard
+        self._requests = Interceptor(guard)
         self._token = user_agent_token
         self._free = [Slot(index) for index in range(limits.pages)]
         self._slots = asyncio.Semaphore(limits.pages)
@@ -80,7 +80,6 @@ class BrowserPool:
         self._keyed: OrderedDict[str, PoolContext] = OrderedDict()
         """Crawl session id -> its context, least recently used first."""
         self._keying = asyncio.Lock()
-        self._slot_of: dict[Page, Slot] = {}
         self._lock = asyncio.Lock()
         self._playwright: Playwright | None = None
         self._current: LaunchedBrowser | None = None
@@ -177,7 +176,7 @@ class BrowserPool:
             self._release(current)
             slot.context = None
             raise BrowserFault(f"browser context lost: {_first_line(exc)}") from None
-        self._slot_of[slot.page] = slot
+        self._requests.watch(slot.page, slot.refused)
         return slot.page
 
     async def _shared_context(self, slot: Slot, browser: LaunchedBrowser) -> PoolContext:
@@ -232,7 +231,7 @@ class BrowserPool:
     async def _drop_page(self, slot: Slot) -> None:
         page, slot.page = slot.page, None
         if page is not None:
-            self._slot_of.pop(page, None)
+            self._requests.forget(page)
             await _quietly(page.close())
 
     def _release(self, context: PoolContext, pages: int = 1) -> None:
@@ -249,44 +248,11 @@ class BrowserPool:
         )
         try:
             context = await browser.browser.new_context(service_workers="block", **options)
-            if self._guard.active:
-                await context.route("**/*", self._route)
+            if self._requests.guard.active:
+                await context.route("**/*", self._requests.route)
         except PlaywrightError as exc:
             raise BrowserFault(f"cannot open a browser context: {_first_line(exc)}") from None
         return context
-
-    async def _route(self, route: Route) -> None:
-        """Let a request of a page through, or abort it with the guard's reason."""
-        request = route.request
-        guard = self._guard
-        try:
-            slot = self._slot_of.get(request.frame.page)
-            refused = slot.refused if slot is not None else {}
-            reason = await guard.refusal(request.url, request.resource_type)
-            if reason is not None:
-                refused[request.url] = reason
-                await route.abort("blockedbyclient")
-            elif guard.forbidden is None:
-                await route.continue_()
-            else:
-                await self._guarded_hop(route, refused)
-        except PlaywrightError:  # the hop failed (the page sees a network error) or it closed
-            await _quietly(route.abort("failed"))
-
-    async def _guarded_hop(self, route: Route, refused: dict[str, str]) -> None:
-        """Fetch one hop for the page and check where a redirect leads before the page may
-        follow it: Playwright routes a redirect's target no more (decision 0012)."""
-        request = route.request
-        response = await route.fetch(max_redirects=0)
-        location = response.headers.get("location")
-        if 300 <= response.status < 400 and location:
-            target = urljoin(request.url, location)
-            reason = await self._guard.refusal(target, request.resource_type)
-            if reason is not None:
-                refused[target] = reason
-                await route.abort("blockedbyclient")
-                return
-        await route.fulfill(response=response)
 
     async def _browser(self) -> LaunchedBrowser:
         """The browser new pages go to; launches or recycles one when it is due."""
