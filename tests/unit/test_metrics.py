@@ -20,8 +20,9 @@ from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.memory import MemoryQueueStore
 from crawlfleet.frontier.protocols import DomainPolicy, Report, Signal
 from crawlfleet.models import Attempt, CrawlRequest, Outcome
+from crawlfleet.monitoring.metric_families import latency_buckets
 from crawlfleet.monitoring.metric_snapshot import OTHER_DOMAINS
-from crawlfleet.monitoring.metrics import Metrics, latency_buckets
+from crawlfleet.monitoring.metrics import Metrics
 from crawlfleet.proxies.memory import MemoryProxyStates
 from crawlfleet.proxies.protocols import Cooldown
 from crawlfleet.runtime.wiring import build_frontier
