@@ -104,9 +104,10 @@ def worker(
         probe_health(redis)
     try:
         from crawlfleet.runtime.celery.app import TaskLimits, check_broker, make_app
-        from crawlfleet.runtime.celery.executor import WorkerConfig, WorkerRuntime, check_backends
+        from crawlfleet.runtime.celery.executor import WorkerRuntime
         from crawlfleet.runtime.celery.health import add_idle_heartbeat
         from crawlfleet.runtime.celery.tasks import register as register_tasks
+        from crawlfleet.runtime.celery.worker_config import WorkerConfig, check_backends
     except ImportError as exc:
         fail(extra_missing(exc), err)
 

@@ -40,9 +40,8 @@ from crawlfleet.errors import ConfigError, FrontierLost, StateError
 from crawlfleet.frontier.redis.connection import RedisClient, connect, store_retry
 from crawlfleet.monitoring.events import EventBus
 from crawlfleet.monitoring.metrics import Metrics
-from crawlfleet.pipeline.sinks.postgres_schema import migrate
 from crawlfleet.redact import redact
-from crawlfleet.runtime.backends import check_redis, one_line, open_distributed
+from crawlfleet.runtime.backends import open_distributed
 from crawlfleet.runtime.celery.definition import (
     ACTIVE_CRAWLS,
     WORKERS,
@@ -50,6 +49,7 @@ from crawlfleet.runtime.celery.definition import (
     check_parsers,
     definition_key,
 )
+from crawlfleet.runtime.celery.worker_config import WorkerConfig
 from crawlfleet.runtime.control import RedisControl, RunState
 from crawlfleet.runtime.kinds import queue_kinds
 from crawlfleet.runtime.loop import ClaimLoop
@@ -60,43 +60,6 @@ log = logging.getLogger(__name__)
 IDLE_WAIT_S = 1.0  # longest a batch with nothing to run waits for work before returning
 BEAT_EVERY_S = 1.0  # how often a running batch refreshes the heartbeat (in flight, pages)
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerConfig:
-    """A worker's own connections and capacity (not part of any crawl's definition)."""
-
-    redis_url: str
-    postgres_dsn: str
-    concurrency: int
-    queues: tuple[str, ...] = ("http",)
-    batch_s: float = 2.0
-    parsers: tuple[str, ...] = ()  # the parser modules a crawl definition may name
-    accept_unsafe_redis: bool = False
-
-
-def check_backends(config: WorkerConfig) -> None:
-    """Fail fast (one-line ``StateError``, no password) if Redis or PostgreSQL is unusable.
-
-    Runs the PostgreSQL migrations, so a worker may be the first to touch a fresh database.
-    """
-
-    async def ping() -> None:
-        client = connect(config.redis_url, socket_connect_timeout=5)
-        try:
-            await client.ping()
-        finally:
-            await client.aclose()
-
-    try:
-        asyncio.run(ping())
-    except (RedisError, OSError, ValueError) as exc:
-        raise StateError(one_line(f"Redis at {redact(config.redis_url)}: {exc}")) from None
-    asyncio.run(check_redis(config.redis_url, accept_unsafe=config.accept_unsafe_redis))
-    try:
-        migrate(config.postgres_dsn)
-    except StateError as exc:
-        raise StateError(one_line(str(exc))) from None
 
 
 @dataclass(slots=True)
