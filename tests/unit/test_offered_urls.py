@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.memory import MemoryQueueStore
-from crawlfleet.frontier.recent import RecentSet
+from crawlfleet.frontier.offered import OfferedUrls
 from crawlfleet.models import CrawlRequest, Link
 from crawlfleet.runtime.wiring import build_frontier
 from crawlfleet.settings import Settings
@@ -58,12 +58,27 @@ async def test_with_a_budget_every_link_goes_to_the_store() -> None:
     assert [r.url for r in again] == ["http://shop.test/b", "http://shop.test/c"]
 
 
-def test_the_memo_is_bounded_and_keeps_the_recently_offered() -> None:
-    memo = RecentSet(capacity=2)
-    memo.add(["a", "b"])
-    assert memo.seen("a")  # a is now the most recent
-    memo.add(["c"])
-    assert len(memo) == 2
-    assert not memo.seen("b")
-    assert memo.seen("a")
-    assert memo.seen("c")
+def test_the_memo_holds_every_offered_url_as_it_grows() -> None:
+    memo = OfferedUrls(first_slots=8)
+    urls = [f"http://shop.test/p/{n}" for n in range(5_000)]
+    memo.add(urls[::2])
+    memo.add(urls[:10])  # offered again: held once
+    assert len(memo) == 2_505
+    assert all(memo.seen(u) for u in urls[::2])
+    assert sum(memo.seen(u) for u in urls[1::2]) == 5  # 1, 3, 5, 7, 9
+    assert not memo.seen("http://shop.test/p/5000")
+
+
+def test_past_its_bound_the_memo_remembers_no_more_and_forgets_nothing() -> None:
+    memo = OfferedUrls(first_slots=8, max_slots=16)
+    memo.add(f"u{n}" for n in range(20))
+    assert len(memo) == 12  # 16 slots, at most 3/4 full
+    assert all(memo.seen(f"u{n}") for n in range(12))
+    assert not any(memo.seen(f"u{n}") for n in range(12, 20))
+
+
+async def test_a_link_is_skipped_as_written_or_once_canonical() -> None:
+    front = frontier()
+    await front.add(front.new_requests(["http://shop.test/b"], PAGE)[0])
+    again, offered = front.new_requests(["http://shop.test/b", "HTTP://shop.test:80/b#x"], PAGE)
+    assert (again, offered) == ([], 2)

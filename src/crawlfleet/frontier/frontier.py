@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from crawlfleet.counters import CrawlStats
 from crawlfleet.errors import ConfigError
 from crawlfleet.frontier.learned import AUTO_PREFIX, lane_for
+from crawlfleet.frontier.offered import OfferedUrls
 from crawlfleet.frontier.politeness import backoff_s
 from crawlfleet.frontier.protocols import (
     Budget,
@@ -25,7 +26,6 @@ from crawlfleet.frontier.protocols import (
     Report,
     Visit,
 )
-from crawlfleet.frontier.recent import OFFERED_CAPACITY, RecentSet
 from crawlfleet.frontier.requests import (
     LinkRules,
     Route,
@@ -91,7 +91,7 @@ class Frontier:
         self._rng = rng or random.Random()
         self._rules_of_links = LinkRules(rules, scope, route or default_route)
         unlimited = budget.max_total is None and budget.max_per_domain is None
-        self._offered = RecentSet(OFFERED_CAPACITY) if unlimited else None
+        self._offered = OfferedUrls() if unlimited else None
 
     def requests_for(
         self, links: Iterable[Link | str], parent: CrawlRequest | None

@@ -1,19 +1,11 @@
-"""A bounded set that forgets its least recently offered member first: the frontier's memos.
+"""A bounded set that forgets its least recently offered member first: the stores' prefilter.
 
-A page offers ~30 links and nearly all of them were offered before (navigation, pagination,
-"related" links come back on every page). Two memos spare the work of answering them again,
-each exact because what it remembers is final, and each bounded whatever the crawl's size:
-
-- **the stores' seen-check prefilter** (SQLite, Redis; decisions 0017, 0021): fingerprints
-  the store is known to hold. A fingerprint enters only once the store has it, and a store
-  never forgets one (a purged dead letter stays seen, ``--fresh`` starts a new store), so a
-  link found here is answered without an index probe or a Redis round trip; the others are
-  asked as before. ~110 bytes a fingerprint.
-- **the frontier's memo of offered URLs** (decision 0020): canonical URLs of plain requests
-  (GET, no body: their fingerprint is the URL's) already offered to a store without a
-  budget, which would refuse them as seen; ``Frontier.new_requests`` skips them before
-  building a request. With a budget the store may refuse a request without marking it seen,
-  so a frontier with a budget keeps no memo.
+The seen-check prefilter of the SQLite and Redis stores (decisions 0017, 0021) holds
+fingerprints the store is known to hold. A fingerprint enters only once the store has it,
+and a store never forgets one (a purged dead letter stays seen, ``--fresh`` starts a new
+store), so a request found here is answered without an index probe or a Redis round trip;
+the others are asked as before. ~110 bytes a fingerprint. (The frontier's memo of offered
+URLs, which must hold a whole crawl, is ``frontier/offered.py``.)
 """
 
 from __future__ import annotations
@@ -23,9 +15,6 @@ from collections.abc import Iterable
 
 SEEN_PREFILTER_CAPACITY = 50_000
 """Fingerprints a store's prefilter holds: ~5.5 MB when full."""
-
-OFFERED_CAPACITY = 32_768
-"""Canonical URLs the frontier remembers offering: ~6 MB when full."""
 
 
 class RecentSet:

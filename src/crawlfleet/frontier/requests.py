@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from crawlfleet.errors import BadUrl
-from crawlfleet.frontier.recent import RecentSet
+from crawlfleet.frontier.offered import OfferedUrls
 from crawlfleet.frontier.scope import Scope
 from crawlfleet.models import CrawlRequest, Link
 from crawlfleet.urls import UrlRules, fingerprint, request_fingerprint
@@ -37,7 +37,7 @@ def build_requests(
     links: Iterable[Link | str],
     parent: CrawlRequest | None,
     link_rules: LinkRules,
-    offered: RecentSet | None,
+    offered: OfferedUrls | None,
 ) -> tuple[list[CrawlRequest], list[tuple[str, str]], int]:
     """The requests, the rejected links with why, and how many were skipped as ``offered``.
 
@@ -56,13 +56,18 @@ def build_requests(
     for link in links:
         if isinstance(link, str):
             link = Link(link)
+        # An offered URL was in scope (scope is fixed; the caller checked the depth), and so
+        # is a link whose canonical form was offered: as written, else once canonical.
+        memo = offered if not link.body and link.method == "GET" else None
+        if memo is not None and memo.seen(link.url):
+            known += 1
+            continue
         try:
             url = canonical(link.url)
         except BadUrl as exc:
             rejected.append((link.url, str(exc)))
             continue
-        # An offered URL was in scope (scope is fixed; the caller checked the depth).
-        if offered is not None and not link.body and link.method == "GET" and offered.seen(url):
+        if memo is not None and url != link.url and memo.seen(url):
             known += 1
             continue
         reason = reason_to_skip(url, depth)
