@@ -47,17 +47,7 @@ class OfferedUrls:
         self._tags = array("I", bytes(4 * first_slots))
 
     def seen(self, url: str) -> bool:
-        key, tag = _hashes(url)
-        keys, tags = self._keys, self._tags
-        mask = len(keys) - 1
-        slot = key & mask
-        while True:
-            held = keys[slot]
-            if held == 0:
-                return False
-            if held == key and tags[slot] == tag:
-                return True
-            slot = (slot + 1) & mask
+        return self._keys[self._slot(*_hashes(url))] != 0
 
     def add(self, urls: Iterable[str]) -> None:
         for url in urls:
@@ -70,20 +60,25 @@ class OfferedUrls:
     def __len__(self) -> int:
         return self._count
 
-    def _put(self, key: int, tag: int) -> bool:
-        """Hold (key, tag); False if it was held."""
+    def _slot(self, key: int, tag: int) -> int:
+        """The slot holding (key, tag), else the free slot where it goes."""
         keys, tags = self._keys, self._tags
         mask = len(keys) - 1
         slot = key & mask
         while True:
             held = keys[slot]
-            if held == 0:
-                keys[slot] = key
-                tags[slot] = tag
-                return True
-            if held == key and tags[slot] == tag:
-                return False
+            if held == 0 or (held == key and tags[slot] == tag):
+                return slot
             slot = (slot + 1) & mask
+
+    def _put(self, key: int, tag: int) -> bool:
+        """Hold (key, tag); False if it was held."""
+        slot = self._slot(key, tag)
+        if self._keys[slot]:
+            return False
+        self._keys[slot] = key
+        self._tags[slot] = tag
+        return True
 
     def _grow(self) -> bool:
         """Double the slots and place every entry again; False when at ``max_slots``."""
