@@ -59,3 +59,10 @@ def test_every_url_the_fast_path_takes_is_its_own_full_canonical_form() -> None:
 )
 def test_the_fast_path_steps_aside_for_what_canonicalization_changes(url: str) -> None:
     assert not already_canonical(url)
+
+
+def test_a_canonical_url_is_its_own_canonical_form() -> None:
+    """The frontier's memo skips a link written as an offered canonical URL (decision 0022)."""
+    canonical = [c for c in map(slow, random_urls(30_000)) if c != "BadUrl"]
+    assert len(canonical) > 5_000
+    assert [c for c in canonical if slow(c) != c] == []
