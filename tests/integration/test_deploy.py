@@ -192,7 +192,7 @@ def test_the_hpa_scales_on_the_metric_the_adapter_rule_serves(
     assert rule["name"]["as"] == name
     family = rule["seriesQuery"].partition("{")[0]
     assert family == "crawlfleet_queued_requests"
-    metrics_source = (ROOT / "src" / "crawlfleet" / "monitoring" / "metrics.py").read_text()
+    metrics_source = (ROOT / "src" / "crawlfleet" / "monitoring" / "metric_families.py").read_text()
     assert f'"{family}"' in metrics_source
     assert "max by (namespace, crawl, domain)" in rule["metricsQuery"]  # each crawl counted once
 
