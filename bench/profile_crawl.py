@@ -66,6 +66,7 @@ def main() -> None:
     parser.add_argument("--results", type=Path, default=BENCH / "RESULTS.md")
     parser.add_argument("--no-results", action="store_true", help="print only")
     parser.add_argument("--site", type=Path, default=WORK / "site", help="a generated site")
+    parser.add_argument("--gil", action="store_true", help="sample only the thread holding the GIL")
     args = parser.parse_args()
     site = args.site
     if not PY_SPY.exists() or not (site / "manifest.json").exists():
@@ -76,6 +77,7 @@ def main() -> None:
     out.mkdir(parents=True)
     crawl = command("crawlfleet", manifest["seeds"], out, BENCH / "bench_parsers.py")
     spy = [str(PY_SPY), "record", "--rate", str(args.rate_hz), "--subprocesses"]
+    spy += ["--gil"] if args.gil else []
     with NginxServer(site, WORK / "nginx", list(manifest["hosts"]), manifest["port"]):
         for fmt, name in (("raw", "samples.txt"), ("flamegraph", "flame.svg")):
             argv = [*spy, "--format", fmt, "-o", str(out / name), "--", *crawl]
@@ -86,7 +88,8 @@ def main() -> None:
         body = (
             "## Profile: where crawlfleet's crawl time goes\n\n"
             f"{describe_machine()}\n\npy-spy at {args.rate_hz} Hz on one crawl of the site "
-            f"above (same command as the crawl benchmark); shares of busy samples, all threads."
+            f"above (same command as the crawl benchmark); shares of busy samples, "
+            f"{'the thread holding the GIL' if args.gil else 'all threads'}."
             f"\n\n```\n{summary}\n```\n\nRerun: `.venv/bin/python bench/profile_crawl.py`\n"
         )
         write_section(args.results, "profile", body)

@@ -1,16 +1,25 @@
-"""ParseBudget: nesting pre-check, parsing off the event loop, deadline, link cap."""
+"""ParseBudget: nesting pre-check, deadline (inline or in a thread), large pages off the
+event loop, link cap."""
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from types import FrameType
 
 import pytest
 
 from crawlfleet.errors import ParseBudgetExceeded
 from crawlfleet.models import FetchResult, Link, ParseResult
-from crawlfleet.parsing.budget import ParseBudget, ParseLimits, nested_deeper_than
+from crawlfleet.parsing.budget import (
+    INLINE_MAX_BYTES,
+    ParseBudget,
+    ParseLimits,
+    nested_deeper_than,
+)
 from crawlfleet.parsing.default import default_parser
 from crawlfleet.settings import Settings
 from tests.loop_lag import max_loop_lag_s
@@ -54,7 +63,42 @@ async def test_an_ordinary_page_parses_as_without_a_budget(budget: ParseBudget) 
     assert await budget.parse(default_parser, page) == default_parser(page)
 
 
-async def test_a_parse_past_its_deadline_fails_and_the_loop_keeps_running() -> None:
+async def test_a_parser_stuck_in_a_loop_is_stopped_at_its_deadline() -> None:
+    # On the main thread the parse runs inline and is interrupted where it is, even through
+    # the parser's own `except Exception`; in a thread it could only be abandoned.
+    laps = 0
+
+    def stuck(response: FetchResult) -> ParseResult:
+        nonlocal laps
+        while True:
+            try:
+                laps += 1
+            except Exception:  # what a careless parser does
+                continue
+
+    budget = ParseBudget(ParseLimits(2000, max_parse_s=0.1, max_links=10))
+    try:
+        started = time.perf_counter()
+        with pytest.raises(ParseBudgetExceeded, match=r"parsing took more than 0\.1 s"):
+            await budget.parse(stuck, html_result("<p>x</p>"))
+        elapsed_s = time.perf_counter() - started
+    finally:
+        budget.close()
+    stopped_at = laps
+    await asyncio.sleep(0.05)
+    assert laps == stopped_at  # nothing runs on in the background
+    assert elapsed_s < 0.5
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+async def test_a_parse_that_ends_in_time_leaves_no_alarm_behind(budget: ParseBudget) -> None:
+    for _ in range(3):
+        assert (await budget.parse(default_parser, html_result("<p>x</p>"))).items
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def test_off_the_main_thread_a_parse_past_its_deadline_fails_and_the_loop_keeps_running() -> None:
+    # A loop on another thread cannot take SIGALRM: the parse runs in a budget thread.
     release = threading.Event()
 
     def stuck(response: FetchResult) -> ParseResult:
@@ -67,21 +111,62 @@ async def test_a_parse_past_its_deadline_fails_and_the_loop_keeps_running() -> N
         with pytest.raises(ParseBudgetExceeded, match=r"parsing took more than 0\.1 s"):
             await budget.parse(stuck, html_result("<p>x</p>"))
 
-    try:
+    async def measured() -> tuple[float, float]:
         started = time.perf_counter()
         lag_s = await max_loop_lag_s(parse())
-        elapsed_s = time.perf_counter() - started
+        return time.perf_counter() - started, lag_s
+
+    measures: list[tuple[float, float]] = []
+    thread = threading.Thread(target=lambda: measures.append(asyncio.run(measured())))
+    try:
+        thread.start()
+        thread.join(10)
     finally:
         release.set()
         budget.close()
+    [(elapsed_s, lag_s)] = measures
     assert elapsed_s < 0.5
     assert lag_s < 0.05
 
 
+@pytest.fixture
+def own_alarm_handler() -> Iterator[list[int]]:
+    """The process handles SIGALRM itself, as some applications do."""
+    fired: list[int] = []
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        fired.append(signum)
+
+    previous = signal.signal(signal.SIGALRM, handler)
+    yield fired
+    signal.signal(signal.SIGALRM, previous)
+
+
+async def test_a_process_s_own_alarm_handler_is_left_alone(own_alarm_handler: list[int]) -> None:
+    release = threading.Event()
+
+    def stuck(response: FetchResult) -> ParseResult:
+        release.wait(5)
+        return ParseResult()
+
+    handler = signal.getsignal(signal.SIGALRM)
+    budget = ParseBudget(ParseLimits(2000, max_parse_s=0.1, max_links=10))
+    try:
+        with pytest.raises(ParseBudgetExceeded, match="parsing took more than"):
+            await budget.parse(stuck, html_result("<p>x</p>"))
+    finally:
+        release.set()
+        budget.close()
+    assert signal.getsignal(signal.SIGALRM) is handler
+    assert own_alarm_handler == []
+
+
 async def test_a_heavy_parse_does_not_stall_the_event_loop(budget: ParseBudget) -> None:
-    # 15,000 nested divs: 0.2 s of tree building, under the lifted depth limit.
+    # 15,000 nested divs: 0.2 s of tree building, under the lifted depth limit; a page this
+    # large is parsed in a thread.
     lifted = ParseBudget(ParseLimits(100_000, 5.0, 5000))
     page = html_result("<body>" + "<div>" * 15_000 + "</div>" * 15_000)
+    assert len(page.body) > INLINE_MAX_BYTES
     try:
         lag_s = await max_loop_lag_s(lifted.parse(default_parser, page))
     finally:

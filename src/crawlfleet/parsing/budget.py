@@ -1,12 +1,16 @@
-"""Parsing under a budget: a nesting pre-check, worker threads and a deadline.
+"""Parsing under a budget: a nesting pre-check, a deadline, and large pages off the loop.
 
 Building an HTML tree is quadratic in its nesting depth (lexbor: 10,000 unclosed ``<div>``
 0.09 s, 40,000 1.6 s, 100,000 20 s), so a 50 KB gzip page could hold a worker for hours. A
-byte scan refuses HTML nested deeper than ``max_nesting_depth`` before any parse; the parser
-then runs in one of the budget's threads (lexbor releases the GIL while it builds the tree),
-and a parse not done within ``max_parse_s`` (waiting for a thread included) fails. Both
-failures are ``ParseBudgetExceeded``. A thread cannot be stopped: a parse past its deadline
-runs on in the background and its result is dropped; the pre-check is what bounds it.
+byte scan refuses HTML nested deeper than ``max_nesting_depth`` before any parse. A page of
+at most ``INLINE_MAX_BYTES`` is then parsed on the event loop's thread, stopped at
+``max_parse_s`` by ``deadline.MAIN_THREAD_DEADLINE`` (decision 0023: handing every page to a
+thread cost a third of the crawl's CPU). A larger page, or any page when the loop does not
+run on the main thread (or the process handles ``SIGALRM`` itself), is parsed in one of the
+budget's threads (lexbor releases the GIL while it builds the tree, so the loop goes on), and
+a parse not done within ``max_parse_s`` (waiting for a thread included) fails; a thread
+cannot be stopped, so that parse runs on in the background and its result is dropped. Both
+failures are ``ParseBudgetExceeded``.
 """
 
 from __future__ import annotations
@@ -19,9 +23,15 @@ from dataclasses import dataclass
 
 from crawlfleet.errors import ParseBudgetExceeded
 from crawlfleet.models import DEFAULT_MAX_CONTEXT_BYTES, FetchResult, ParseResult
+from crawlfleet.parsing.deadline import MAIN_THREAD_DEADLINE, DeadlinePassed
 from crawlfleet.parsing.payloads import check_payloads
 from crawlfleet.parsing.protocols import Parser
 from crawlfleet.settings import Settings
+
+# Pages up to this size are parsed on the loop's thread. lexbor builds a 20 KB page's tree in
+# ~35 µs and a flat 128 KB one with 2,500 links (and selects them) in ~2.5 ms; above that,
+# a parse would hold the loop longer than a thread hop costs (decision 0023).
+INLINE_MAX_BYTES = 128 * 1024
 
 _TAG = re.compile(rb"<(/?)([A-Za-z][A-Za-z0-9-]*)")
 # Elements that never hold others (void) or that close their open sibling (optional end
@@ -82,7 +92,7 @@ def nested_deeper_than(html: bytes, max_depth: int) -> bool:
 
 
 class ParseBudget:
-    """Runs parsers off the event loop within ``ParseLimits``; ``close`` when the crawl ends."""
+    """Runs parsers within ``ParseLimits``; ``close`` when the crawl ends."""
 
     def __init__(self, limits: ParseLimits, *, threads: int = 2) -> None:
         self.limits = limits
@@ -95,6 +105,13 @@ class ParseBudget:
         ``ValueError`` for a link whose context or headers cannot be stored; whatever the
         parser raises is raised as it is.
         """
+        if len(result.body) <= INLINE_MAX_BYTES and MAIN_THREAD_DEADLINE.usable():
+            try:
+                return MAIN_THREAD_DEADLINE.run(
+                    self.limits.max_parse_s, lambda: self._parse(parser, result)
+                )
+            except DeadlinePassed:
+                raise self._late(result) from None
         loop = asyncio.get_running_loop()
         work = loop.run_in_executor(self._executor, self._parse, parser, result)
         try:
@@ -103,9 +120,12 @@ class ParseBudget:
         except TimeoutError:
             if not deadline.expired():
                 raise  # the parser's own
-            raise ParseBudgetExceeded(
-                f"{result.final_url}: parsing took more than {self.limits.max_parse_s:g} s"
-            ) from None
+            raise self._late(result) from None
+
+    def _late(self, result: FetchResult) -> ParseBudgetExceeded:
+        return ParseBudgetExceeded(
+            f"{result.final_url}: parsing took more than {self.limits.max_parse_s:g} s"
+        )
 
     def _parse(self, parser: Parser, result: FetchResult) -> ParseResult:
         limits = self.limits

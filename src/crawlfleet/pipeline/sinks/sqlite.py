@@ -23,7 +23,9 @@ it, with ``data`` as JSONB in PostgreSQL):
   feed (``changes``) in the same transaction; the sink is also the ``PageTracker`` that
   records ``gone`` items (``sqlite_changes``, ``pipeline/changes.py``).
 
-The file runs in WAL mode with ``synchronous=NORMAL``: a committed batch survives a crash of
+Reads and writes run on the caller's (the event loop's) thread, as the queue store's do: a
+page's COMMIT takes tens of microseconds, and handing each to a thread cost more CPU than the
+write (decision 0023). The file runs in WAL mode with ``synchronous=NORMAL``: a committed batch survives a crash of
 the process (not necessarily a power cut of the machine). Every failure to open or write the
 file (locked, corrupt, disk full) is a ``StateError`` naming it.
 """
@@ -33,7 +35,6 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
@@ -81,8 +82,6 @@ class SqliteSink:
         self.crawl_id = crawl_id
         self._connection = connection
         self._clock = clock
-        # One thread owns the connection: calls run one at a time, even if a caller is cancelled.
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-sink")
 
     @classmethod
     async def open(
@@ -180,26 +179,25 @@ class SqliteSink:
             cursor = self._connection.execute(query, (self.crawl_id, item_type, item_type))
             return [StoredItem(row[0], row[1], orjson.loads(row[2]), *row[3:]) for row in cursor]
 
-        return await self._run(read)
+        return self._run(read)
 
     async def close(self) -> None:
-        await self._run(self._connection.close)
-        self._thread.shutdown()
+        self._run(self._connection.close)
 
-    async def _run(self, work: Callable[[], T]) -> T:
+    def _run(self, work: Callable[[], T]) -> T:
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._thread, work)
+            return work()
         except sqlite3.Error as exc:
             raise _state_error(self.path, exc) from exc
 
     async def _write(self, work: Callable[[sqlite3.Connection], object]) -> None:
-        """``work`` in one write transaction, in the connection's thread."""
+        """``work`` in one write transaction."""
 
         def in_transaction() -> None:
             with sqlitedb.write(self._connection) as db:
                 work(db)
 
-        await self._run(in_transaction)
+        self._run(in_transaction)
 
 
 def _connect(
