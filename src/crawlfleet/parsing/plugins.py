@@ -263,7 +263,9 @@ def followed(response: Response, rules: Sequence[Follow]) -> list[Link]:
                 taken.add(link.url)
                 if context is None:
                     context = rule.context(response)
-                links.append(Link(link.url, rule.priority, rule.fetcher, context))
+                if context or rule.priority != link.priority or rule.fetcher != link.fetcher:
+                    link = Link(link.url, rule.priority, rule.fetcher, context)
+                links.append(link)  # as extracted when the rule adds nothing: a Link is frozen
     return links
 
 
