@@ -1,17 +1,17 @@
 """The in-memory ``QueueStore``: for tests, and the reference model of the contract.
 
-Per lane (domain, fetcher kind), due requests sit in a heap by (-priority, admission seq) and
-retries waiting for their not-before time in a heap by (not_before, seq); ``DomainSchedule``
-picks the lanes. Lease tokens are ``"{fingerprint}:{n}"`` where ``n`` counts the hand-outs
-of that fingerprint, so a token from an earlier hand-out is recognisably stale. A renewal
-pushes the lease's new expiry on the expiry heap and leaves the old entry for ``reap`` to
-skip. Attempts wait
-in a list for ``pending_attempts``. Nothing survives the process.
+Each request is an entry in one state (queued, leased, done, dead); every method moves
+entries between states and keeps the counts, the domain schedule and the statistics in step.
+Queued entries wait in their lane (``memory_lanes.py``) and ``DomainSchedule`` picks the
+lanes; current leases and their expiries are in ``Leases`` (``memory_leases.py``), known URLs
+and their due times in ``KnownUrls`` (``memory_known.py``). Lease tokens are
+``"{fingerprint}:{n}"`` where ``n`` counts the hand-outs of that fingerprint, so a token from
+an earlier hand-out is recognisably stale. Attempts wait in a list for ``pending_attempts``.
+Nothing survives the process.
 """
 
 from __future__ import annotations
 
-import heapq
 from collections import deque
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -23,6 +23,9 @@ from crawlfleet.counters import Counters, CrawlStats
 from crawlfleet.frontier import domains, policy
 from crawlfleet.frontier.accounting import expired_attempt, expired_counters, report_counters
 from crawlfleet.frontier.domains import DomainSchedule, DomainState
+from crawlfleet.frontier.memory_known import KnownUrls
+from crawlfleet.frontier.memory_lanes import Lanes
+from crawlfleet.frontier.memory_leases import Leases
 from crawlfleet.frontier.protocols import (
     LEASE_EXPIRED,
     Budget,
@@ -34,9 +37,6 @@ from crawlfleet.frontier.protocols import (
     Visit,
 )
 from crawlfleet.models import Attempt, CrawlRequest, DeadLetter, Lease, QueueCounts
-
-Lane = tuple[str, str]
-"""(domain, fetcher kind)."""
 
 
 class _State(Enum):
@@ -62,13 +62,11 @@ class MemoryQueueStore:
     """``QueueStore`` in plain Python structures; every method is atomic (no awaits inside)."""
 
     def __init__(self) -> None:
-        self._schedule = DomainSchedule(self._earliest)
+        self._lanes = Lanes()
+        self._schedule = DomainSchedule(self._lanes.earliest)
         self._seen: set[str] = set()
         self._entries: dict[str, _Entry] = {}
-        self._due: dict[Lane, list[tuple[int, int, str]]] = {}
-        self._waiting: dict[Lane, list[tuple[float, int, str]]] = {}
-        self._leases: dict[str, tuple[str, float]] = {}
-        self._expiries: list[tuple[float, str]] = []
+        self._leases = Leases()
         self._dead: set[str] = set()
         self._counts = dict.fromkeys(_State, 0)
         self._admitted = 0
@@ -76,8 +74,7 @@ class MemoryQueueStore:
         self._crawl_counters: Counters = {}
         self._started_at: float | None = None
         self._attempts: deque[Attempt] = deque()
-        self._visits: dict[str, Visit] = {}
-        self._due_visits: list[tuple[float, str]] = []
+        self._known = KnownUrls()
 
     async def add(self, requests: Sequence[CrawlRequest], budget: Budget) -> int:
         admitted = 0
@@ -104,35 +101,22 @@ class MemoryQueueStore:
     def _push(self, entry: _Entry, not_before: float) -> None:
         """Queue an entry (already counted nowhere) in its lane, due from ``not_before``."""
         request = entry.request
-        lane = (request.domain, request.fetcher)
         entry.not_before = not_before
-        if not_before > 0:
-            waiting = self._waiting.setdefault(lane, [])
-            heapq.heappush(waiting, (not_before, entry.seq, request.fingerprint))
-        else:
-            due = self._due.setdefault(lane, [])
-            heapq.heappush(due, (-request.priority, entry.seq, request.fingerprint))
+        self._lanes.push(request, entry.seq, not_before)
         entry.state = _State.QUEUED
         self._counts[_State.QUEUED] += 1
         domain = self._schedule.get(request.domain)
         self._schedule.enqueued(domain, request.fetcher, 1, not_before)
 
     def _take(self, domain: str, kind: str, now: float) -> tuple[_Entry, float] | None:
-        due = self._due.setdefault((domain, kind), [])
-        waiting = self._waiting.get((domain, kind))
-        while waiting and waiting[0][0] <= now:
-            _nb, seq, fp = heapq.heappop(waiting)
-            heapq.heappush(due, (-self._entries[fp].request.priority, seq, fp))
-        if not due:
+        fp = self._lanes.take(domain, kind, now, self._priority)
+        if fp is None:
             return None
-        entry = self._entries[heapq.heappop(due)[2]]
+        entry = self._entries[fp]
         return entry, entry.not_before
 
-    def _earliest(self, domain: str, kind: str) -> float | None:
-        if self._due.get((domain, kind)):
-            return 0.0
-        waiting = self._waiting.get((domain, kind))
-        return waiting[0][0] if waiting else None
+    def _priority(self, fingerprint: str) -> int:
+        return self._entries[fingerprint].request.priority
 
     async def claim(
         self,
@@ -150,8 +134,7 @@ class MemoryQueueStore:
             token = f"{entry.request.fingerprint}:{entry.hand_outs}"
             entry.token = token
             entry.state = _State.LEASED
-            self._leases[token] = (entry.request.fingerprint, expires_at)
-            heapq.heappush(self._expiries, (expires_at, token))
+            self._leases.grant(token, entry.request.fingerprint, expires_at)
             leases.append(Lease(entry.request, token, expires_at))
         self._counts[_State.QUEUED] -= len(leases)
         self._counts[_State.LEASED] += len(leases)
@@ -159,10 +142,14 @@ class MemoryQueueStore:
 
     def _release(self, token: str) -> tuple[_Entry, DomainState] | None:
         """End a current lease (None if stale), freeing its domain slot."""
-        held = self._leases.pop(token, None)
-        if held is None:
+        fingerprint = self._leases.end(token)
+        if fingerprint is None:
             return None
-        entry = self._entries[held[0]]
+        return self._free(fingerprint)
+
+    def _free(self, fingerprint: str) -> tuple[_Entry, DomainState]:
+        """The entry of a lease just ended, counted out of the leased, its domain slot freed."""
+        entry = self._entries[fingerprint]
         entry.token = None
         self._counts[_State.LEASED] -= 1
         domain = self._schedule.get(entry.request.domain)
@@ -235,26 +222,13 @@ class MemoryQueueStore:
         return True
 
     async def renew(self, lease: Lease, expires_at: float) -> bool:
-        held = self._leases.get(lease.token)
-        if held is None:
-            return False
-        fingerprint, current = held
-        if expires_at > current:
-            self._leases[lease.token] = (fingerprint, expires_at)
-            heapq.heappush(self._expiries, (expires_at, lease.token))
-        return True
+        return self._leases.renew(lease.token, expires_at)
 
     async def reap(self, now: float, max_retries: int) -> int:
         reaped = 0
-        while self._expiries and self._expiries[0][0] < now:
-            expires_at, token = heapq.heappop(self._expiries)
-            held = self._leases.get(token)
-            if held is not None and held[1] > expires_at:
-                continue  # renewed: its later expiry is in the heap too
-            released = self._release(token)
-            if released is None:
-                continue
-            entry, _domain = released
+        while (expired := self._leases.pop_expired(now)) is not None:
+            fingerprint, expires_at = expired
+            entry, _domain = self._free(fingerprint)
             entry.errors.append(LEASE_EXPIRED)
             dies = entry.request.attempt >= max_retries
             attempt = expired_attempt(entry.request, dies, expires_at)
@@ -322,22 +296,15 @@ class MemoryQueueStore:
             self._attempts.popleft()
 
     async def remember(self, request: CrawlRequest, visit: Visit) -> None:
-        self._visits[request.fingerprint] = visit
-        if visit.next_at != float("inf"):
-            heapq.heappush(self._due_visits, (visit.next_at, request.fingerprint))
+        self._known.remember(request.fingerprint, visit)
 
     async def visit(self, fingerprint: str) -> Visit | None:
-        return self._visits.get(fingerprint)
+        return self._known.get(fingerprint)
 
     async def revisit(self, now: float, limit: int) -> int:
         moved = 0
-        heap = self._due_visits
-        while heap and heap[0][0] <= now and moved < limit:
-            at, fp = heapq.heappop(heap)
-            visit = self._visits.get(fp)
-            if visit is None or visit.next_at != at:
-                continue  # a later remember replaced this due time
-            self._visits[fp] = replace(visit, next_at=float("inf"))
+        while moved < limit and (due := self._known.pop_due(now)) is not None:
+            fp, visit = due
             entry = self._entries.get(fp)
             if entry is None or entry.state is not _State.DONE:
                 continue
@@ -348,13 +315,7 @@ class MemoryQueueStore:
         return moved
 
     async def next_visit_at(self) -> float | None:
-        heap = self._due_visits
-        while heap:
-            at, fp = heap[0]
-            if self._visits[fp].next_at == at:
-                return at
-            heapq.heappop(heap)
-        return None
+        return self._known.next_at()
 
     def _dead_entries(self, fingerprints: Sequence[str] | None) -> list[_Entry]:
         chosen = self._dead if fingerprints is None else self._dead.intersection(fingerprints)

@@ -18,17 +18,14 @@ span domains fan out:
 - ``pending_attempts`` merges the partitions' oldest attempts by time (equal times: in
   partition order) and ``ack_attempts`` trims each by what the last read took from it.
 
-Crawl-wide state lives in the crawl's own slot ``crawlfleet:{<crawl_id>}`` (``keys.py``):
-``partitions`` (P, fixed at creation: an open with another count is refused), ``epoch``
-(checked with the partitions' own epochs), ``budget`` (admissions reserved against
-``max_total``), and, outside the store, ``control`` and ``sessions``. ``max_total`` holds across
-partitions: ``budget`` counts the crawl's admissions; an ``add`` reserves some in it
-(``reserve.lua``) before
-handing a partition at most that many requests, and gives back what the partition did not
-admit (seen already, or over ``max_per_domain``, which is per domain and so per partition).
-The price is that two concurrent adds near the end of the budget may each be refused what
-the other later gives back: a crawl never admits more than ``max_total`` and may admit a
-few fewer (docs/decisions/0016).
+Crawl-wide state lives in the crawl's own slot ``crawlfleet:{<crawl_id>}`` (``CrawlSlot``,
+``crawl_slot.py``): the crawl's epoch, and the ``budget`` that makes ``max_total`` hold across
+partitions: an ``add`` reserves some admissions in it before handing a partition at most that
+many requests, and gives back what the partition did not admit (seen already, or over
+``max_per_domain``, which is per domain and so per partition). The price is that two
+concurrent adds near the end of the budget may each be refused what the other later gives
+back: a crawl never admits more than ``max_total`` and may admit a few fewer
+(docs/decisions/0016).
 """
 
 from __future__ import annotations
@@ -36,14 +33,9 @@ from __future__ import annotations
 import asyncio
 import heapq
 import random
-import uuid
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any
-
-from redis.exceptions import RedisError
 
 from crawlfleet.counters import CrawlStats
-from crawlfleet.errors import FrontierLost, StateError
 from crawlfleet.frontier.protocols import (
     Budget,
     DelaySource,
@@ -54,26 +46,21 @@ from crawlfleet.frontier.protocols import (
     Visit,
 )
 from crawlfleet.frontier.redis.connection import RedisClient
+from crawlfleet.frontier.redis.crawl_slot import CrawlSlot
 from crawlfleet.frontier.redis.keys import CrawlKeys
 from crawlfleet.frontier.redis.queue import RedisQueueStore
 from crawlfleet.frontier.redis.routing import partition_of
-from crawlfleet.frontier.redis.scripts import Scripts
 from crawlfleet.models import Attempt, CrawlRequest, DeadLetter, Lease, QueueCounts
 
 
 class PartitionedQueueStore:
     """``QueueStore`` over P ``RedisQueueStore`` partitions, routed by domain (module doc)."""
 
-    def __init__(
-        self, client: RedisClient, base: CrawlKeys, inner: list[RedisQueueStore], where: str
-    ) -> None:
+    def __init__(self, client: RedisClient, slot: CrawlSlot, inner: list[RedisQueueStore]) -> None:
         """Use ``crawl_store.open_crawl_store``; this binds partitions already opened on ``client``."""
         self._client = client
-        self._base = base
+        self._slot = slot
         self._inner = inner
-        self._where = where
-        self._scripts = Scripts(client, base)
-        self._epoch = uuid.uuid4().hex
         self._turn = random.randrange(len(inner))
         self._read_from: list[int] = []  # partition of each attempt of the last read
 
@@ -81,17 +68,7 @@ class PartitionedQueueStore:
     async def attach(
         cls, client: RedisClient, base: CrawlKeys, inner: list[RedisQueueStore], where: str
     ) -> PartitionedQueueStore:
-        store = cls(client, base, inner, where)
-        epoch_key = base.key("epoch")
-        try:
-            async with client.pipeline(transaction=True) as pipe:
-                pipe.set(epoch_key, store._epoch, nx=True)
-                pipe.get(epoch_key)
-                _, epoch = await pipe.execute()
-        except RedisError as exc:
-            raise StateError(f"Redis at {where} failed: {exc}") from exc
-        store._epoch = str(epoch)
-        return store
+        return cls(client, await CrawlSlot.attach(client, base, where), inner)
 
     @property
     def partitions(self) -> list[RedisQueueStore]:
@@ -99,16 +76,10 @@ class PartitionedQueueStore:
 
     @property
     def epoch(self) -> str:
-        return self._epoch
+        return self._slot.epoch
 
     def _of(self, domain: str) -> RedisQueueStore:
         return self._inner[partition_of(domain, len(self._inner))]
-
-    def _lost(self) -> str:
-        return (
-            f"the crawl-wide keys of {self._base.prefix!r} in Redis at {self._where} are gone "
-            "(flushed, evicted, or a node restarted without persistence)"
-        )
 
     async def add(self, requests: Sequence[CrawlRequest], budget: Budget) -> int:
         groups: dict[int, list[CrawlRequest]] = {}
@@ -120,40 +91,20 @@ class PartitionedQueueStore:
             inner = self._inner[index]
             if budget.max_total is None:
                 got = await inner.add(group, per_partition)
-                await self._count_admitted(got)
+                await self._slot.count_admitted(got)
                 admitted += got
                 continue
             pending = group
             while pending:
-                granted = await self._reserve(len(pending), budget.max_total)
+                granted = await self._slot.reserve(len(pending), budget.max_total)
                 if granted == 0:
                     return admitted
                 chunk, pending = pending[:granted], pending[granted:]
                 got = await inner.add(chunk, per_partition)
                 if got < granted:
-                    await self._count_admitted(got - granted)
+                    await self._slot.count_admitted(got - granted)
                 admitted += got
         return admitted
-
-    async def _reserve(self, wanted: int, max_total: int) -> int:
-        return int(await self._run("reserve", wanted, max_total))
-
-    async def _count_admitted(self, change: int) -> None:
-        """Add admissions made without a reservation, or give back an unused one (< 0)."""
-        if change == 0:
-            return
-        try:
-            await self._client.incrby(self._base.key("budget"), change)
-        except RedisError as exc:
-            raise StateError(f"Redis at {self._where} failed: {exc}") from exc
-
-    async def _run(self, name: str, *args: str | int | float) -> Any:
-        try:
-            return await self._scripts.run(name, self._epoch, *args)
-        except RedisError as exc:
-            if str(exc).startswith("FRONTIER_LOST"):
-                raise FrontierLost(self._lost()) from None
-            raise StateError(f"Redis at {self._where} failed: {exc}") from exc
 
     async def claim(
         self,
@@ -236,12 +187,7 @@ class PartitionedQueueStore:
         return min(known) if known else None
 
     async def counts(self) -> QueueCounts:
-        try:
-            epoch = await self._client.get(self._base.key("epoch"))
-        except RedisError as exc:
-            raise StateError(f"Redis at {self._where} failed: {exc}") from exc
-        if epoch != self._epoch:
-            raise FrontierLost(self._lost())
+        await self._slot.check_epoch()
         parts = await asyncio.gather(*(p.counts() for p in self._inner))
         return QueueCounts(
             queued=sum(c.queued for c in parts),
