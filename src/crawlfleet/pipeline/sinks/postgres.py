@@ -138,7 +138,7 @@ class _Connection:
     async def _transaction(self, group: list[_Pending]) -> None:
         conn = await self.connect()
         try:
-            async with conn.transaction(), conn.cursor() as cur:
+            async with conn.pipeline(), conn.transaction(), conn.cursor() as cur:
                 for pending in group:
                     await pending.work(cur)
         except psycopg.Error as exc:
@@ -171,33 +171,30 @@ class PostgresSink:
         return sink
 
     async def write(self, items: Sequence[Item]) -> None:
-        upsert = self._upsert(items)
-        if upsert is not None:
-            await self._db.run(upsert)
+        if items:
+            await self._db.run(self._write_page(items, None, ()))
 
     async def write_page(
         self, items: Sequence[Item], page: str, keys: Sequence[tuple[str, str]]
     ) -> None:
         """``write`` and ``page_items`` in one transaction."""
-        upsert = self._upsert(items)
-        now = timestamp(self._clock.now())
-        crawl_id = self._crawl_id
+        await self._db.run(self._write_page(items, page, keys))
 
-        async def write_and_record(cur: postgres_changes.Cursor) -> None:
-            if upsert is not None:
-                await upsert(cur)
-            await postgres_changes.page_items(cur, crawl_id, page, keys, now)
+    async def page_items(self, page: str, keys: Sequence[tuple[str, str]]) -> None:
+        await self._db.run(self._write_page((), page, keys))
 
-        await self._db.run(write_and_record)
-
-    def _upsert(self, items: Sequence[Item]) -> Work | None:
-        """The statements that upsert ``items`` with their changes; None if there are none."""
+    def _write_page(
+        self, items: Sequence[Item], page: str | None, keys: Sequence[tuple[str, str]]
+    ) -> Work:
+        """The statements that upsert ``items`` with their changes and, for a ``page``,
+        record what it yields."""
         now_s = self._clock.now()
         now = timestamp(now_s)
+        crawl_id = self._crawl_id
         batch = batch_rows(items, now_s)
         params = [
             (
-                self._crawl_id,
+                crawl_id,
                 r.item_type,
                 r.item_key,
                 r.data_json,
@@ -209,17 +206,9 @@ class PostgresSink:
             )
             for r in batch
         ]
-        if not params:
-            return None
-        crawl_id = self._crawl_id
-        return lambda cur: postgres_changes.upsert_with_changes(
-            cur, UPSERT, crawl_id, batch, params, now
+        return lambda cur: postgres_changes.write_page(
+            cur, UPSERT, crawl_id, batch, params, page, keys, now
         )
-
-    async def page_items(self, page: str, keys: Sequence[tuple[str, str]]) -> None:
-        now = timestamp(self._clock.now())
-        crawl_id = self._crawl_id
-        await self._db.run(lambda cur: postgres_changes.page_items(cur, crawl_id, page, keys, now))
 
     async def page_unchanged(self, page: str) -> None:
         now = timestamp(self._clock.now())

@@ -2,10 +2,15 @@
 and the reader behind ``crawlfleet changes --postgres``.
 
 A write locks the stored versions of its rows first (``SELECT … FOR UPDATE`` of each row by
-its primary key, pipelined, in (type, key) order, as the upsert takes them), so two workers
-writing one key record one change each in the order their writes apply; the upsert
-(pipelined, ``RETURNING (xmax = 0)``) tells an insert from an update, so a key two workers
-insert at once is ``new`` once. Three round trips per batch, whatever its size.
+its primary key, in (type, key) order, as the upsert takes them), so two workers writing one
+key record one change each in the order their writes apply; the upsert (``RETURNING (xmax =
+0)``) tells an insert from an update, so a key two workers insert at once is ``new`` once.
+
+The sink's transactions run in pipeline mode: ``write_page`` sends the lock, the upsert, the
+removal of what the page yielded before and its new page items at once, and reads their
+results in one round trip; the changes they imply are sent without waiting (with the next
+page's statements or the COMMIT). One round trip a page where there were five (decision
+0023); only a page whose items moved elsewhere waits again, to ask whether they are ``gone``.
 
 The lock names the whole key in one equality each so that every plan is one index probe
 per row. Matching the batch's keys against ``unnest`` of two arrays (as before) let the
@@ -71,48 +76,64 @@ async def run_rows(
         await cur.executemany(statement, rows, returning=returning)
 
 
-async def upsert_with_changes(
+async def write_page(
     cur: Cursor,
     upsert: str,
     crawl_id: str,
     rows: Sequence[Row],
     params: Sequence[tuple[object, ...]],
+    page: str | None,
+    keys: Sequence[tuple[str, str]],
     now: dt.datetime,
 ) -> None:
     """Upsert ``rows`` (sorted by (type, key), one per key; ``params`` are their upsert
-    parameters) and record their changes."""
-    keys = [(crawl_id, row.item_type, row.item_key) for row in rows]
-    await run_rows(cur, LOCK_OLD, keys, returning=True)
+    parameters) and record their changes; if ``page`` is given, record that it yields
+    ``keys`` now, and its items yielded nowhere any more as ``gone``."""
+    conn = cur.connection
+    async with conn.cursor() as locked, conn.cursor() as forgotten, conn.cursor() as added:
+        if rows:
+            keyed = [(crawl_id, row.item_type, row.item_key) for row in rows]
+            await run_rows(locked, LOCK_OLD, keyed, returning=True)
+            await run_rows(cur, upsert, params, returning=True)
+        if page is not None:
+            await forgotten.execute(FORGET_PAGE, (crawl_id, page))
+            if keys:
+                await run_rows(added, ADD_PAGE_ITEM, [(crawl_id, page, *k) for k in keys])
+        changes = await _changes(cur, locked, crawl_id, rows, now) if rows else []
+        if changes:
+            await run_rows(locked, INSERT_CHANGE, changes)
+        if page is not None:
+            before = {(str(t), str(k)) for t, k in await forgotten.fetchall()}
+            await _record_gone(cur, crawl_id, sorted(before - set(keys)), now)
+
+
+async def _changes(
+    upserted: Cursor, locked: Cursor, crawl_id: str, rows: Sequence[Row], now: dt.datetime
+) -> list[tuple[object, ...]]:
     old: dict[tuple[str, str], tuple[Any, str]] = {}
     for row in rows:
-        stored = await cur.fetchone()
+        stored = await locked.fetchone()
         if stored is not None:
             old[(row.item_type, row.item_key)] = (stored[0], str(stored[1]))
-        cur.nextset()
-    await run_rows(cur, upsert, params, returning=True)
+        locked.nextset()
     changes: list[tuple[object, ...]] = []
     for row in rows:
-        applied = await cur.fetchone()
+        applied = await upserted.fetchone()
         stored = old.get((row.item_type, row.item_key))
         if applied is not None and applied[0]:
             changes.append((crawl_id, now, row.item_type, row.item_key, NEW, None))
         elif applied is not None and stored is not None and stored[1] != row.content_hash:
             fields = Jsonb(diff(stored[0], orjson.loads(row.data_json)))
             changes.append((crawl_id, now, row.item_type, row.item_key, CHANGED, fields))
-        cur.nextset()
-    if changes:
-        await run_rows(cur, INSERT_CHANGE, changes)
+        upserted.nextset()
+    return changes
 
 
-async def page_items(
-    cur: Cursor, crawl_id: str, page: str, keys: Sequence[tuple[str, str]], now: dt.datetime
+async def _record_gone(
+    cur: Cursor, crawl_id: str, dropped: Sequence[tuple[str, str]], now: dt.datetime
 ) -> None:
-    """Record what ``page`` yields now; its items yielded nowhere any more are ``gone``."""
-    await cur.execute(FORGET_PAGE, (crawl_id, page))  # what it yielded before, forgotten
-    before = {(str(t), str(k)) for t, k in await cur.fetchall()}
-    if keys:
-        await run_rows(cur, ADD_PAGE_ITEM, [(crawl_id, page, t, k) for t, k in keys])
-    for item_type, item_key in sorted(before - set(keys)):
+    """``gone`` for each of ``dropped`` (items a page no longer yields) no page yields."""
+    for item_type, item_key in dropped:
         await cur.execute(YIELDED_ELSEWHERE, (crawl_id, item_type, item_key))
         if await cur.fetchone() is None:
             await cur.execute(INSERT_CHANGE, (crawl_id, now, item_type, item_key, GONE, None))
