@@ -6,11 +6,12 @@ its primary key, in (type, key) order, as the upsert takes them), so two workers
 key record one change each in the order their writes apply; the upsert (``RETURNING (xmax =
 0)``) tells an insert from an update, so a key two workers insert at once is ``new`` once.
 
-The sink's transactions run in pipeline mode: ``write_page`` sends the lock, the upsert, the
-removal of what the page yielded before and its new page items at once, and reads their
-results in one round trip; the changes they imply are sent without waiting (with the next
-page's statements or the COMMIT). One round trip a page where there were five (decision
-0023); only a page whose items moved elsewhere waits again, to ask whether they are ``gone``.
+The sink's transactions run in pipeline mode (``postgres._Connection``): ``write_page``
+sends the lock, the upsert and the page's new page items (``SET_PAGE``, which also returns
+what the page yields no more) and returns a ``Finish`` that reads their results and sends the
+changes they imply, so a group of pages waits for the server about twice where each page
+waited five times (decision 0023); only a page whose items moved elsewhere waits again, to
+ask whether they are ``gone``.
 
 The lock names the whole key in one equality each so that every plan is one index probe
 per row. Matching the batch's keys against ``unnest`` of two arrays (as before) let the
@@ -22,7 +23,7 @@ the crawl (``tests/integration/test_postgres_sink.py``, decision 0021).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -42,13 +43,24 @@ INSERT_CHANGE = (
     "INSERT INTO item_changes (crawl_id, at, item_type, item_key, change, diff)"
     " VALUES (%s, %s, %s, %s, %s, %s)"
 )
-FORGET_PAGE = (
-    "DELETE FROM page_items WHERE crawl_id = %s AND page = %s RETURNING item_type, item_key"
+SET_PAGE = """
+WITH yields (item_type, item_key) AS (SELECT * FROM unnest(%(types)s::text[], %(keys)s::text[])),
+dropped AS (
+    DELETE FROM page_items p WHERE p.crawl_id = %(crawl)s AND p.page = %(page)s
+    AND NOT EXISTS (
+        SELECT 1 FROM yields y WHERE y.item_type = p.item_type AND y.item_key = p.item_key
+    )
+    RETURNING p.item_type, p.item_key
+),
+added AS (
+    INSERT INTO page_items (crawl_id, page, item_type, item_key)
+    SELECT %(crawl)s, %(page)s, item_type, item_key FROM yields ON CONFLICT DO NOTHING
 )
-ADD_PAGE_ITEM = (
-    "INSERT INTO page_items (crawl_id, page, item_type, item_key) VALUES (%s, %s, %s, %s)"
-    " ON CONFLICT DO NOTHING"
-)
+SELECT item_type, item_key FROM dropped
+"""
+"""The page yields ``types``/``keys`` now: the rows of what it yielded before and no longer
+does are deleted and returned, the new ones added, the rest left as they are (the delete and
+the insert never touch one row, which one statement could not order)."""
 YIELDED_ELSEWHERE = (
     "SELECT 1 FROM page_items WHERE crawl_id = %s AND item_type = %s AND item_key = %s LIMIT 1"
 )
@@ -62,6 +74,12 @@ READ = (
 )
 
 Cursor = psycopg.AsyncCursor[tuple[Any, ...]]
+Finish = Callable[[], Awaitable[None]]
+"""Reads the results of statements sent before, and sends what they imply."""
+
+
+async def nothing_to_read() -> None:
+    """The ``Finish`` of statements whose results nobody reads."""
 
 
 async def run_rows(
@@ -85,26 +103,35 @@ async def write_page(
     page: str | None,
     keys: Sequence[tuple[str, str]],
     now: dt.datetime,
-) -> None:
-    """Upsert ``rows`` (sorted by (type, key), one per key; ``params`` are their upsert
-    parameters) and record their changes; if ``page`` is given, record that it yields
-    ``keys`` now, and its items yielded nowhere any more as ``gone``."""
+) -> Finish:
+    """Send the statements that upsert ``rows`` (sorted by (type, key), one per key;
+    ``params`` are their upsert parameters) and, if ``page`` is given, record that it yields
+    ``keys`` now; the returned ``Finish`` records their changes, and the page's items yielded
+    nowhere any more as ``gone``."""
     conn = cur.connection
-    async with conn.cursor() as locked, conn.cursor() as forgotten, conn.cursor() as added:
-        if rows:
-            keyed = [(crawl_id, row.item_type, row.item_key) for row in rows]
-            await run_rows(locked, LOCK_OLD, keyed, returning=True)
-            await run_rows(cur, upsert, params, returning=True)
-        if page is not None:
-            await forgotten.execute(FORGET_PAGE, (crawl_id, page))
-            if keys:
-                await run_rows(added, ADD_PAGE_ITEM, [(crawl_id, page, *k) for k in keys])
-        changes = await _changes(cur, locked, crawl_id, rows, now) if rows else []
-        if changes:
-            await run_rows(locked, INSERT_CHANGE, changes)
-        if page is not None:
-            before = {(str(t), str(k)) for t, k in await forgotten.fetchall()}
-            await _record_gone(cur, crawl_id, sorted(before - set(keys)), now)
+    locked, upserted, dropped = conn.cursor(), conn.cursor(), conn.cursor()
+    if rows:
+        keyed = [(crawl_id, row.item_type, row.item_key) for row in rows]
+        await run_rows(locked, LOCK_OLD, keyed, returning=True)
+        await run_rows(upserted, upsert, params, returning=True)
+    if page is not None:
+        types, item_keys = [t for t, _ in keys], [k for _, k in keys]
+        yields = {"types": types, "keys": item_keys, "crawl": crawl_id, "page": page}
+        await dropped.execute(SET_PAGE, yields)
+
+    async def finish() -> None:
+        try:
+            changes = await _changes(upserted, locked, crawl_id, rows, now) if rows else []
+            if changes:
+                await run_rows(locked, INSERT_CHANGE, changes)
+            if page is not None:
+                gone = sorted({(str(t), str(k)) for t, k in await dropped.fetchall()})
+                await _record_gone(dropped, crawl_id, gone, now)
+        finally:
+            for cursor in (locked, upserted, dropped):
+                await cursor.close()
+
+    return finish
 
 
 async def _changes(
@@ -139,8 +166,9 @@ async def _record_gone(
             await cur.execute(INSERT_CHANGE, (crawl_id, now, item_type, item_key, GONE, None))
 
 
-async def page_unchanged(cur: Cursor, crawl_id: str, page: str, now: dt.datetime) -> None:
+async def page_unchanged(cur: Cursor, crawl_id: str, page: str, now: dt.datetime) -> Finish:
     await cur.execute(TOUCH_PAGE, (now, crawl_id, page))
+    return nothing_to_read
 
 
 def postgres_changes(

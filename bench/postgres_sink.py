@@ -1,0 +1,95 @@
+"""Client CPU per page of the PostgreSQL sink, written as a distributed worker writes.
+
+Starts a private PostgreSQL (the tests' ``PostgresServer``; never the shared server), then
+writes ``--pages`` pages of one product item each through ``PostgresSink.write_page`` with
+``--concurrency`` pages in flight (a worker's pages share the sink's group commits), after
+200 pages of warm-up. Prints the process's CPU per page (the sink's client side: psycopg,
+the event loop) and pages/s. Give several ``--src`` trees to compare them, each in its own
+process, in alternation.
+
+    PYTHONPATH=. .venv/bin/python bench/postgres_sink.py --src src ../base/src --runs 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+
+
+async def write_pages(dsn: str, pages: int, concurrency: int) -> tuple[float, float]:
+    """(CPU µs per page, pages/s) of writing ``pages`` pages."""
+    from crawlfleet.models import Item
+    from crawlfleet.pipeline.sinks.postgres import PostgresSink
+
+    sink = await PostgresSink.open(dsn, crawl_id="bench")
+    slots = asyncio.Semaphore(concurrency)
+
+    async def one(n: int) -> None:
+        async with slots:
+            data = {"id": str(n), "name": f"product {n}", "price": "1.00"}
+            item = Item(type="product", data=data, key=str(n), url=f"http://shop.test/p/{n}")
+            await sink.write_page([item], item.url, [("product", str(n))])
+
+    for n in range(200):
+        await one(-1 - n)
+    cpu, wall = time.process_time(), time.perf_counter()
+    await asyncio.gather(*(one(n) for n in range(pages)))
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    await sink.close()
+    return cpu / pages * 1e6, pages / wall
+
+
+def child(dsn: str, pages: int, concurrency: int) -> None:
+    cpu_us, rate = asyncio.run(write_pages(dsn, pages, concurrency))
+    print(f"{cpu_us:.0f} {rate:.0f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pages", type=int, default=20_000)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--src", nargs="+", type=Path, default=[BENCH.parent / "src"])
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.pages, args.concurrency)
+        return
+    sys.path.insert(0, str(BENCH.parent))
+    from tests.fixtures.postgres_server import PostgresServer, _bindir
+
+    bindir = _bindir()
+    if bindir is None:
+        raise SystemExit("no initdb found (apt-get install postgresql)")
+    server = PostgresServer(bindir)
+    try:
+        server.init()
+        print(f"| tree | run | client CPU µs a page | pages/s |  ({args.pages} pages, "
+              f"{args.concurrency} in flight)")  # fmt: skip
+        print("| --- | --- | --- | --- |")
+        for run in range(1, args.runs + 1):
+            for index, src in enumerate(args.src):
+                database = f"bench_{run}_{index}"
+                server.psql(f"CREATE DATABASE {database}")
+                dsn = server.dsn(database)
+                env = {**os.environ, "PYTHONPATH": str(src.resolve())}
+                migrate = f"from crawlfleet.pipeline.sinks.postgres_schema import migrate; migrate({dsn!r})"
+                subprocess.run([sys.executable, "-c", migrate], check=True, env=env)
+                argv = [sys.executable, __file__, "--child", dsn, "--pages", str(args.pages)]
+                argv += ["--concurrency", str(args.concurrency)]
+                out = subprocess.run(argv, check=True, env=env, capture_output=True, text=True)
+                cpu_us, rate = out.stdout.split()
+                print(f"| {src} | {run} | {cpu_us} | {rate} |")
+    finally:
+        server.destroy()
+
+
+if __name__ == "__main__":
+    main()
