@@ -3,6 +3,8 @@ field-level diff, gone; unchanged pages seen again; an older fetch changes nothi
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,3 +161,27 @@ async def test_write_page_stores_the_items_and_what_the_page_yields(
         ("1", GONE, 1010.0),
         ("2", GONE, 1020.0),
     ]
+
+
+async def test_pages_written_at_once_record_what_they_record_one_by_one(
+    feed: Feed, request: pytest.FixtureRequest
+) -> None:
+    """Concurrent pages (the PostgreSQL sink sends a group commit's pages together, cut where
+    an item or a page comes back) store and record what the same calls made one at a time
+    do: keys and pages repeat, prices change, some fetches are older, pages drop items."""
+    clock: FakeClock = request.node.clock
+    calls = []
+    for n in range(60):
+        key = str(n % 10)
+        at = 1000.0 + (n if n % 4 else n - 30)  # every fourth fetch older than the last
+        page = f"https://shop.test/p/{n % 10 % 5}"  # keys k and k + 5 take turns on a page
+        calls.append(([product(key, f"£{n % 3}", at)], page, [("product", key)]))
+    reference = MemorySink(clock=clock, crawl_id=CRAWL)
+    for items, page, keys in calls:
+        await reference.write_page(items, page, keys)
+    await asyncio.gather(*(feed.sink.write_page(*call) for call in calls))
+
+    def summary(changes: list[Change]) -> list[tuple[str, str, str]]:
+        return sorted((c.item_key, c.change, json.dumps(c.diff, sort_keys=True)) for c in changes)
+
+    assert summary(await feed.changes()) == summary(list(reference.changes))

@@ -3,8 +3,8 @@
 The sink follows the rules of the SQLite sink (see ``crawlfleet.pipeline.sinks.sqlite``): a
 row is identified by (crawl_id, item_type, item_key); a batch is reduced by
 ``stored.batch_rows`` (NUL removed, one row per key); ``INSERT … ON CONFLICT … DO UPDATE
-… WHERE`` touches an existing row only with a version at least as new (``fetched_at``, then
-the content hash in byte order); ``last_seen`` and ``fetched_at`` move, and ``data``,
+… WHERE`` (``postgres_writes.UPSERT_ROWS``) touches an existing row only with a version at
+least as new (``fetched_at``, then the content hash in byte order); ``last_seen`` and ``fetched_at`` move, and ``data``,
 ``content_hash`` and ``last_changed`` change only when the content hash changed. Times are
 stored to the microsecond. ``PostgresRejects`` keeps invalid items in ``item_rejects``.
 Each write records its ``new`` and ``changed`` items in ``item_changes`` in its transaction,
@@ -27,25 +27,10 @@ from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.errors import StateError
 from crawlfleet.models import Item
 from crawlfleet.pipeline.rejects import Reject, reject_row
-from crawlfleet.pipeline.sinks import postgres_changes
+from crawlfleet.pipeline.sinks import postgres_changes, postgres_writes
+from crawlfleet.pipeline.sinks.postgres_writes import PageWrite
 from crawlfleet.pipeline.sinks.stored import batch_rows
 from crawlfleet.redact import redact
-
-UPSERT = """
-INSERT INTO items AS i (crawl_id, item_type, item_key, data, content_hash, fetched_at,
-                        first_seen, last_seen, last_changed)
-VALUES (%s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s)
-ON CONFLICT (crawl_id, item_type, item_key) DO UPDATE SET
-    last_seen = excluded.last_seen,
-    fetched_at = excluded.fetched_at,
-    data = CASE WHEN i.content_hash = excluded.content_hash THEN i.data ELSE excluded.data END,
-    last_changed = CASE WHEN i.content_hash = excluded.content_hash
-                        THEN i.last_changed ELSE excluded.last_changed END,
-    content_hash = excluded.content_hash
-WHERE (excluded.fetched_at, excluded.content_hash COLLATE "C")
-      >= (i.fetched_at, i.content_hash COLLATE "C")
-RETURNING (xmax = 0) AS inserted
-"""
 
 INSERT_REJECT = """
 INSERT INTO item_rejects (crawl_id, item_type, item_key, url, reason, data, at)
@@ -57,9 +42,9 @@ def timestamp(epoch_s: float) -> dt.datetime:
     return dt.datetime.fromtimestamp(epoch_s, dt.UTC)
 
 
-Work = Callable[[postgres_changes.Cursor], Awaitable[postgres_changes.Finish]]
-"""What one call does with a cursor inside a transaction: it sends its statements and
-returns what reads their results (``postgres_changes.Finish``)."""
+Work = Callable[[postgres_changes.Cursor], Awaitable[postgres_changes.Finish]] | PageWrite
+"""What one call does inside a transaction: a ``PageWrite``, or statements it sends with a
+cursor, returning what reads their results (``postgres_changes.Finish``)."""
 
 
 @dataclass(slots=True)
@@ -84,7 +69,8 @@ class _Connection:
     A transaction runs in pipeline mode: every call of the group sends its statements, then
     each reads its results, in order: the server runs the statements in the order sent, so a
     call reads what the calls before it in the group wrote, and the group waits for the
-    server about twice, not a few times per call (decision 0023).
+    server about twice, not a few times per call. Consecutive ``PageWrite`` calls are sent
+    together, a few statements for all of them (``postgres_writes``, decision 0023).
     """
 
     def __init__(self, dsn: str) -> None:
@@ -146,7 +132,16 @@ class _Connection:
         conn = await self.connect()
         try:
             async with conn.pipeline(), conn.transaction(), conn.cursor() as cur:
-                finishes = [await pending.work(cur) for pending in group]
+                finishes: list[postgres_changes.Finish] = []
+                writes: list[PageWrite] = []
+                for pending in group:
+                    if isinstance(pending.work, PageWrite):
+                        writes.append(pending.work)
+                        continue
+                    finishes += await postgres_writes.send(cur, writes)
+                    writes = []
+                    finishes.append(await pending.work(cur))
+                finishes += await postgres_writes.send(cur, writes)
                 for finish in finishes:
                     await finish()
         except psycopg.Error as exc:
@@ -193,30 +188,10 @@ class PostgresSink:
 
     def _write_page(
         self, items: Sequence[Item], page: str | None, keys: Sequence[tuple[str, str]]
-    ) -> Work:
-        """The statements that upsert ``items`` with their changes and, for a ``page``,
-        record what it yields."""
+    ) -> PageWrite:
+        """``items`` upserted with their changes and, for a ``page``, what it yields."""
         now_s = self._clock.now()
-        now = timestamp(now_s)
-        crawl_id = self._crawl_id
-        batch = batch_rows(items, now_s)
-        params = [
-            (
-                crawl_id,
-                r.item_type,
-                r.item_key,
-                r.data_json,
-                r.content_hash,
-                timestamp(r.fetched_at),
-                now,
-                now,
-                now,
-            )
-            for r in batch
-        ]
-        return lambda cur: postgres_changes.write_page(
-            cur, UPSERT, crawl_id, batch, params, page, keys, now
-        )
+        return PageWrite(self._crawl_id, batch_rows(items, now_s), page, keys, timestamp(now_s))
 
     async def page_unchanged(self, page: str) -> None:
         now = timestamp(self._clock.now())
