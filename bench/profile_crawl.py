@@ -90,7 +90,8 @@ def main() -> None:
             f"{describe_machine()}\n\npy-spy at {args.rate_hz} Hz on one crawl of the site "
             f"above (same command as the crawl benchmark); shares of busy samples, "
             f"{'the thread holding the GIL' if args.gil else 'all threads'}."
-            f"\n\n```\n{summary}\n```\n\nRerun: `.venv/bin/python bench/profile_crawl.py`\n"
+            f"\n\n```\n{summary}\n```\n\nRerun: `.venv/bin/python bench/profile_crawl.py"
+            f"{' --gil' if args.gil else ''}`\n"
         )
         write_section(args.results, "profile", body)
 
