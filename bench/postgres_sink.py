@@ -4,7 +4,8 @@ Starts a private PostgreSQL (the tests' ``PostgresServer``; never the shared ser
 writes ``--pages`` pages of one product item each through ``PostgresSink.write_page`` with
 ``--concurrency`` pages in flight (a worker's pages share the sink's group commits), after
 200 pages of warm-up. Prints the process's CPU per page (the sink's client side: psycopg,
-the event loop) and pages/s. Give several ``--src`` trees to compare them, each in its own
+the event loop), the server's (the postmaster's children that ended: each run's backend) and
+pages/s. Give several ``--src`` trees to compare them, each in its own
 process, in alternation.
 
     PYTHONPATH=. .venv/bin/python bench/postgres_sink.py --src src ../base/src --runs 2
@@ -51,6 +52,13 @@ def child(dsn: str, pages: int, concurrency: int) -> None:
     print(f"{cpu_us:.0f} {rate:.0f}")
 
 
+def server_cpu_s(data_dir: Path) -> float:
+    """CPU seconds of the postmaster and of its children that ended (``/proc``)."""
+    pid = (data_dir / "postmaster.pid").read_text().split()[0]
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=20_000)
@@ -71,9 +79,9 @@ def main() -> None:
     server = PostgresServer(bindir)
     try:
         server.init()
-        print(f"| tree | run | client CPU µs a page | pages/s |  ({args.pages} pages, "
-              f"{args.concurrency} in flight)")  # fmt: skip
-        print("| --- | --- | --- | --- |")
+        print(f"| tree | run | client CPU µs a page | server CPU µs a page | pages/s |  "
+              f"({args.pages} pages, {args.concurrency} in flight)")  # fmt: skip
+        print("| --- | --- | --- | --- | --- |")
         for run in range(1, args.runs + 1):
             for index, src in enumerate(args.src):
                 database = f"bench_{run}_{index}"
@@ -84,9 +92,11 @@ def main() -> None:
                 subprocess.run([sys.executable, "-c", migrate], check=True, env=env)
                 argv = [sys.executable, __file__, "--child", dsn, "--pages", str(args.pages)]
                 argv += ["--concurrency", str(args.concurrency)]
+                before = server_cpu_s(server.data)
                 out = subprocess.run(argv, check=True, env=env, capture_output=True, text=True)
+                server_us = (server_cpu_s(server.data) - before) / (args.pages + 200) * 1e6
                 cpu_us, rate = out.stdout.split()
-                print(f"| {src} | {run} | {cpu_us} | {rate} |")
+                print(f"| {src} | {run} | {cpu_us} | {server_us:.0f} | {rate} |")
     finally:
         server.destroy()
 
