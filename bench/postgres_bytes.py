@@ -22,7 +22,7 @@ from crawlfleet.models import Attempt, Item, Outcome
 from crawlfleet.monitoring.postgres_attempt_log import PostgresAttemptLog
 from crawlfleet.pipeline.sinks.postgres import PostgresSink
 from crawlfleet.pipeline.sinks.postgres_schema import migrate
-from tests.fixtures.postgres_server import PostgresServer, _bindir
+from tests.fixtures.postgres_server import benchmark_postgres
 
 BATCH = 100
 
@@ -64,12 +64,7 @@ def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=50_000)
     args = parser.parse_args(argv)
-    bindir = _bindir()
-    if bindir is None:
-        raise SystemExit("no initdb found (apt-get install postgresql)")
-    server = PostgresServer(bindir)
-    try:
-        server.init()
+    with benchmark_postgres() as server:
         dsn = server.dsn()
         migrate(dsn)
         started = time.perf_counter()
@@ -88,8 +83,6 @@ def main(argv: list[str]) -> None:
                       f"| {index:,} |")  # fmt: skip
         print(f"\nwrote {args.items:,} items and attempts in {wall:.1f} s "
               f"({args.items / wall:,.0f} items + attempts/s, one connection each)")  # fmt: skip
-    finally:
-        server.destroy()
 
 
 if __name__ == "__main__":

@@ -71,14 +71,9 @@ def main() -> None:
         child(args.child, args.pages, args.concurrency)
         return
     sys.path.insert(0, str(BENCH.parent))
-    from tests.fixtures.postgres_server import PostgresServer, _bindir
+    from tests.fixtures.postgres_server import benchmark_postgres
 
-    bindir = _bindir()
-    if bindir is None:
-        raise SystemExit("no initdb found (apt-get install postgresql)")
-    server = PostgresServer(bindir)
-    try:
-        server.init()
+    with benchmark_postgres() as server:
         print(f"| tree | run | client CPU µs a page | server CPU µs a page | pages/s |  "
               f"({args.pages} pages, {args.concurrency} in flight)")  # fmt: skip
         print("| --- | --- | --- | --- | --- |")
@@ -97,8 +92,6 @@ def main() -> None:
                 server_us = (server_cpu_s(server.data) - before) / (args.pages + 200) * 1e6
                 cpu_us, rate = out.stdout.split()
                 print(f"| {src} | {run} | {cpu_us} | {server_us:.0f} | {rate} |")
-    finally:
-        server.destroy()
 
 
 if __name__ == "__main__":
