@@ -27,7 +27,7 @@ from crawlfleet.counters import Counters, CrawlStats, merge
 from crawlfleet.errors import StateError
 from crawlfleet.frontier import domains, policy
 from crawlfleet.frontier import sqlite_rows as rows
-from crawlfleet.frontier import sqlite_schema as q
+from crawlfleet.frontier import sqlite_statements as q
 from crawlfleet.frontier.accounting import expired_attempt, expired_counters, report_counters
 from crawlfleet.frontier.domains import DomainSchedule, DomainState
 from crawlfleet.frontier.policy import PolicyRecord
@@ -43,6 +43,15 @@ from crawlfleet.frontier.protocols import (
 )
 from crawlfleet.frontier.recent import SEEN_PREFILTER_CAPACITY, RecentSet
 from crawlfleet.frontier.sqlite_retention import NEWEST, AttemptRetention
+from crawlfleet.frontier.sqlite_schema import (
+    DEAD,
+    DONE,
+    LEASED,
+    QUEUED,
+    SEEN,
+    FileLock,
+    open_queue_db,
+)
 from crawlfleet.models import Attempt, CrawlRequest, DeadLetter, Lease, QueueCounts
 
 
@@ -57,7 +66,7 @@ class SqliteQueueStore:
         self,
         path: Path,
         db: sqlite3.Connection,
-        lock: q.FileLock,
+        lock: FileLock,
         *,
         keep_attempts: int | None = None,
     ) -> None:
@@ -67,7 +76,7 @@ class SqliteQueueStore:
         self._retention = AttemptRetention(keep_attempts)
         self._known = RecentSet(SEEN_PREFILTER_CAPACITY)
         self._schedule = DomainSchedule(self._earliest)
-        self._counts = dict.fromkeys((q.QUEUED, q.LEASED, q.DONE, q.DEAD, q.SEEN), 0)
+        self._counts = dict.fromkeys((QUEUED, LEASED, DONE, DEAD, SEEN), 0)
         self._admitted = 0
         self._crawl_counters: Counters = {}
         self._load()
@@ -78,7 +87,7 @@ class SqliteQueueStore:
 
         StateError if the file is corrupt, foreign, of a newer schema or locked.
         """
-        db, lock = q.open_queue_db(path)
+        db, lock = open_queue_db(path)
         try:
             return cls(path, db, lock, keep_attempts=keep_attempts)
         except sqlite3.Error as exc:
@@ -170,7 +179,7 @@ class SqliteQueueStore:
         for (name, kind), count in per_lane.items():
             schedule.enqueued(schedule.get(name), kind, count)
         self._admitted = total
-        self._counts[q.QUEUED] += len(new_rows)
+        self._counts[QUEUED] += len(new_rows)
         return len(new_rows)
 
     async def claim(
@@ -200,8 +209,8 @@ class SqliteQueueStore:
             touched = {state.name: state.ready_at for state, _ in picked}
             db.executemany(q.SET_READY, touched.items())
         leases = [lease for _, lease in picked]
-        self._counts[q.QUEUED] -= len(leases)
-        self._counts[q.LEASED] += len(leases)
+        self._counts[QUEUED] -= len(leases)
+        self._counts[LEASED] += len(leases)
         return leases
 
     def _end_lease(
@@ -239,7 +248,7 @@ class SqliteQueueStore:
         state.record = record
         state.counters = counted
         merge(self._crawl_counters, added)
-        self._counts[q.LEASED] -= 1
+        self._counts[LEASED] -= 1
         self._schedule.rest(state, ready_at)
         self._schedule.lease_ended(state)
         return Ended(True, change), state
@@ -247,7 +256,7 @@ class SqliteQueueStore:
     async def complete(self, lease: Lease, report: Report, default: DomainPolicy) -> Ended:
         ended, _state = self._end_lease(q.COMPLETE, (), lease, report, default)
         if ended:
-            self._counts[q.DONE] += 1
+            self._counts[DONE] += 1
         return ended
 
     async def retry(
@@ -256,7 +265,7 @@ class SqliteQueueStore:
         ended, state = self._end_lease(q.RETRY, (not_before, error), lease, report, default)
         if ended:
             self._schedule.enqueued(state, lease.request.fetcher, 1, not_before)
-            self._counts[q.QUEUED] += 1
+            self._counts[QUEUED] += 1
         return ended
 
     async def bury(
@@ -264,7 +273,7 @@ class SqliteQueueStore:
     ) -> Ended:
         ended, _state = self._end_lease(q.BURY, (now, error), lease, report, default)
         if ended:
-            self._counts[q.DEAD] += 1
+            self._counts[DEAD] += 1
         return ended
 
     async def move(self, lease: Lease, kind: str) -> bool:
@@ -275,8 +284,8 @@ class SqliteQueueStore:
             if db.execute(q.MOVE, (kind, *parsed)).rowcount != 1:
                 return False
         state = self._schedule.get(lease.request.domain)
-        self._counts[q.LEASED] -= 1
-        self._counts[q.QUEUED] += 1
+        self._counts[LEASED] -= 1
+        self._counts[QUEUED] += 1
         self._schedule.lease_ended(state)
         self._schedule.enqueued(state, kind, 1)
         return True
@@ -319,10 +328,10 @@ class SqliteQueueStore:
             schedule.lease_ended(state)
             if request.attempt < max_retries:
                 schedule.enqueued(state, request.fetcher, 1)
-                self._counts[q.QUEUED] += 1
+                self._counts[QUEUED] += 1
             else:
-                self._counts[q.DEAD] += 1
-        self._counts[q.LEASED] -= len(expired)
+                self._counts[DEAD] += 1
+        self._counts[LEASED] -= len(expired)
         return len(expired)
 
     def _save_policy(self, state: DomainState, record: PolicyRecord) -> None:
@@ -359,10 +368,10 @@ class SqliteQueueStore:
     async def counts(self) -> QueueCounts:
         c = self._counts
         return QueueCounts(
-            queued=c[q.QUEUED],
-            leased=c[q.LEASED],
-            done=c[q.DONE],
-            dead=c[q.DEAD],
+            queued=c[QUEUED],
+            leased=c[LEASED],
+            done=c[DONE],
+            dead=c[DEAD],
             seen=sum(c.values()),
         )
 
@@ -404,13 +413,13 @@ class SqliteQueueStore:
         with self._transaction() as db:
             for fp, priority, state, domain, kind in db.execute(q.DUE, (now, limit)).fetchall():
                 db.execute(q.CLEAR_DUE, (fp,))
-                if state == q.DONE and db.execute(q.REQUEUE_DONE, (priority, fp)).rowcount:
+                if state == DONE and db.execute(q.REQUEUE_DONE, (priority, fp)).rowcount:
                     per_lane[(domain, kind)] = per_lane.get((domain, kind), 0) + 1
         for (name, kind), count in per_lane.items():
             self._schedule.enqueued(self._schedule.get(name), kind, count)
         moved = sum(per_lane.values())
-        self._counts[q.DONE] -= moved
-        self._counts[q.QUEUED] += moved
+        self._counts[DONE] -= moved
+        self._counts[QUEUED] += moved
         return moved
 
     async def next_visit_at(self) -> float | None:
@@ -430,14 +439,14 @@ class SqliteQueueStore:
         for name, kind, count in by_lane:
             self._schedule.enqueued(self._schedule.get(name), kind, count)
         moved: int = sum(row[2] for row in by_lane)
-        self._counts[q.DEAD] -= moved
-        self._counts[q.QUEUED] += moved
+        self._counts[DEAD] -= moved
+        self._counts[QUEUED] += moved
         return moved
 
     async def purge_dead(self, fingerprints: Sequence[str] | None = None) -> int:
         purged = self._execute(q.PURGE_DEAD, (rows.json_or_null(fingerprints),))
-        self._counts[q.DEAD] -= purged
-        self._counts[q.SEEN] += purged
+        self._counts[DEAD] -= purged
+        self._counts[SEEN] += purged
         return purged
 
     async def close(self) -> None:

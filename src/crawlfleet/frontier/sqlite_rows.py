@@ -8,7 +8,7 @@ from typing import Any
 
 from crawlfleet.frontier.policy import PolicyRecord
 from crawlfleet.frontier.protocols import DelaySource, Visit
-from crawlfleet.frontier.sqlite_schema import REQUEST_COLUMN_COUNT
+from crawlfleet.frontier.sqlite_statements import REQUEST_COLUMN_COUNT
 from crawlfleet.models import Attempt, CrawlRequest, DeadLetter
 
 

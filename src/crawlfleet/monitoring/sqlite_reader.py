@@ -3,11 +3,12 @@
 The crawl's ``SqliteQueueStore`` holds the file's lock and keeps its domain schedule in
 memory, so this reader takes no lock and asks the store nothing: it opens
 ``state.sqlite`` read-only (a ``mode=ro`` URI; WAL lets it read while the crawl writes) and
-reads the tables themselves (``frontier.sqlite_schema``): requests counted by state and,
-per domain, by lane; the ``domains`` rows with their policy record and ``counters`` JSON
-column; ``meta`` for the start time; ``attempts`` for the log, with filters. Each read is
-one short read transaction, so it sees one committed state and never holds back the
-crawl's checkpoints for long.
+reads the tables themselves (``frontier.sqlite_schema``; some of the store's statements,
+``frontier.sqlite_statements``): requests counted by state and, per domain, by lane; the
+``domains`` rows with their policy record and ``counters`` JSON column; ``meta`` for the
+start time; ``attempts`` for the log, with filters. Each read is one short read
+transaction, so it sees one committed state and never holds back the crawl's checkpoints
+for long.
 
 The domains' rows do not record the crawl's default delay and in-flight cap (a NULL column
 means "the default"): the caller passes them as a ``DomainPolicy`` (from the crawl's
@@ -30,9 +31,10 @@ from crawlfleet.counters import CrawlStats, merge
 from crawlfleet.errors import StateError
 from crawlfleet.frontier import domains as schedule
 from crawlfleet.frontier import sqlite_rows as rows
-from crawlfleet.frontier import sqlite_schema as q
+from crawlfleet.frontier import sqlite_statements as q
 from crawlfleet.frontier.domains import DomainState, Lane
 from crawlfleet.frontier.protocols import DomainPolicy, DomainView
+from crawlfleet.frontier.sqlite_schema import DEAD, DONE, LEASED, QUEUED, SCHEMA_VERSION
 from crawlfleet.models import Attempt, DeadLetter, QueueCounts
 from crawlfleet.monitoring.attempt_log import COLUMNS, attempt_of
 
@@ -76,10 +78,10 @@ class SqliteStateReader:
             version = db.execute("PRAGMA user_version").fetchone()[0]
         except sqlite3.Error as exc:
             raise StateError(f"state file {path} cannot be read: {exc}") from None
-        if version != q.SCHEMA_VERSION:
+        if version != SCHEMA_VERSION:
             db.close()
             raise StateError(
-                f"state file {path} has schema version {version}, expected {q.SCHEMA_VERSION}"
+                f"state file {path} has schema version {version}, expected {SCHEMA_VERSION}"
             )
         return cls(path, db, default)
 
@@ -100,10 +102,10 @@ class SqliteStateReader:
         with self._read() as db:
             by_state = dict(db.execute(q.COUNT_BY_STATE).fetchall())
         return QueueCounts(
-            queued=by_state.get(q.QUEUED, 0),
-            leased=by_state.get(q.LEASED, 0),
-            done=by_state.get(q.DONE, 0),
-            dead=by_state.get(q.DEAD, 0),
+            queued=by_state.get(QUEUED, 0),
+            leased=by_state.get(LEASED, 0),
+            done=by_state.get(DONE, 0),
+            dead=by_state.get(DEAD, 0),
             seen=sum(by_state.values()),
         )
 
