@@ -4,32 +4,29 @@ The stdlib ``sqlite3`` runs synchronously inside the async methods: each call is
 millisecond, cheaper than a thread hop, and the lack of awaits makes every method atomic
 within the event loop. Every method commits before it returns, so a killed process loses
 nothing it was told about; a lease end writes its request row, its attempt row and its
-domain's row (ready time, policy record, counters) in one transaction. The file is locked to
-this store (see ``sqlite_schema``), which lets the per-domain schedule (ready times, in-flight
-and queued counts per lane, policy records, statistics counters) and the state counts live
-in memory, rebuilt from the tables by ``open``.
+domain's row (ready time, policy record, counters) in one transaction.
+
+``SqliteQueueStore`` holds the lanes, leases and domain policy (this module) over its two
+bases: ``SqliteRecords`` (``sqlite_records.py``: counts, statistics, attempts, known URLs
+and revisits, dead letters) and ``SqliteStateFile`` (``sqlite_file.py``: ``open``, the
+file's lock and transactions, the in-memory schedule and counts rebuilt from the tables).
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
-from collections.abc import Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import orjson
 
-from crawlfleet import sqlitedb
-from crawlfleet.counters import Counters, CrawlStats, merge
-from crawlfleet.errors import StateError
+from crawlfleet.counters import Counters, merge
 from crawlfleet.frontier import domains, policy
 from crawlfleet.frontier import sqlite_rows as rows
 from crawlfleet.frontier import sqlite_statements as q
 from crawlfleet.frontier.accounting import expired_attempt, expired_counters, report_counters
-from crawlfleet.frontier.domains import DomainSchedule, DomainState
+from crawlfleet.frontier.domains import DomainState
 from crawlfleet.frontier.policy import PolicyRecord
 from crawlfleet.frontier.protocols import (
     LEASE_EXPIRED,
@@ -39,102 +36,15 @@ from crawlfleet.frontier.protocols import (
     DomainView,
     Ended,
     Report,
-    Visit,
 )
-from crawlfleet.frontier.recent import SEEN_PREFILTER_CAPACITY, RecentSet
-from crawlfleet.frontier.sqlite_retention import NEWEST, AttemptRetention
-from crawlfleet.frontier.sqlite_schema import (
-    DEAD,
-    DONE,
-    LEASED,
-    QUEUED,
-    SEEN,
-    FileLock,
-    open_queue_db,
-)
-from crawlfleet.models import Attempt, CrawlRequest, DeadLetter, Lease, QueueCounts
+from crawlfleet.frontier.sqlite_records import SqliteRecords
+from crawlfleet.frontier.sqlite_retention import NEWEST
+from crawlfleet.frontier.sqlite_schema import DEAD, DONE, LEASED, QUEUED
+from crawlfleet.models import CrawlRequest, Lease
 
 
-class SqliteQueueStore:
-    """``QueueStore`` in one SQLite file; use ``await SqliteQueueStore.open(path)``.
-
-    ``keep_attempts``: the attempt log keeps its newest rows, this many (``sqlite_retention``;
-    None keeps every row).
-    """
-
-    def __init__(
-        self,
-        path: Path,
-        db: sqlite3.Connection,
-        lock: FileLock,
-        *,
-        keep_attempts: int | None = None,
-    ) -> None:
-        self.path = path
-        self._db = db
-        self._lock = lock
-        self._retention = AttemptRetention(keep_attempts)
-        self._known = RecentSet(SEEN_PREFILTER_CAPACITY)
-        self._schedule = DomainSchedule(self._earliest)
-        self._counts = dict.fromkeys((QUEUED, LEASED, DONE, DEAD, SEEN), 0)
-        self._admitted = 0
-        self._crawl_counters: Counters = {}
-        self._load()
-
-    @classmethod
-    async def open(cls, path: Path, *, keep_attempts: int | None = None) -> SqliteQueueStore:
-        """Open (creating or migrating if needed) the state file.
-
-        StateError if the file is corrupt, foreign, of a newer schema or locked.
-        """
-        db, lock = open_queue_db(path)
-        try:
-            return cls(path, db, lock, keep_attempts=keep_attempts)
-        except sqlite3.Error as exc:
-            db.close()
-            lock.release()
-            raise StateError(f"state file {path} cannot be read: {exc}") from None
-
-    def _load(self) -> None:
-        db, schedule = self._db, self._schedule
-        for state, count in db.execute(q.COUNT_BY_STATE):
-            self._counts[state] = count
-        for name, ready_at, admitted, found, *record in db.execute(q.LOAD_DOMAINS):
-            domain = schedule.get(name)
-            domain.ready_at = ready_at
-            domain.admitted = admitted
-            domain.record = rows.record(record)
-            domain.counters = orjson.loads(found)
-            merge(self._crawl_counters, domain.counters)
-            self._admitted += admitted
-        for name, count in db.execute(q.LOAD_LEASED):
-            schedule.get(name).in_flight = count
-        for name, kind, count, delayed, not_before in db.execute(q.LOAD_QUEUED):
-            domain = schedule.get(name)
-            if count > delayed:
-                schedule.enqueued(domain, kind, count - delayed)
-            if delayed:
-                schedule.enqueued(domain, kind, delayed, not_before)
-
-    def _earliest(self, domain: str, kind: str) -> float | None:
-        """The earliest not-before time of the lane's queued requests (0: one has none)."""
-        value: float | None = self._db.execute(q.EARLIEST, (domain, kind)).fetchone()[0]
-        return value
-
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        try:
-            with sqlitedb.write(self._db) as db:
-                yield db
-        except sqlite3.Error as exc:
-            raise StateError(f"state file {self.path}: {exc}") from exc
-
-    def _execute(self, sql: str, params: Sequence[Any]) -> int:
-        """Run one statement in its own transaction; how many rows it changed."""
-        try:
-            return self._db.execute(sql, params).rowcount
-        except sqlite3.Error as exc:
-            raise StateError(f"state file {self.path}: {exc}") from exc
+class SqliteQueueStore(SqliteRecords):
+    """``QueueStore`` in one SQLite file; use ``await SqliteQueueStore.open(path)``."""
 
     async def add(self, requests: Sequence[CrawlRequest], budget: Budget) -> int:
         if not requests:
@@ -364,94 +274,3 @@ class SqliteQueueStore:
 
     async def next_ready_at(self, now: float, kinds: Collection[str]) -> float | None:
         return self._schedule.next_ready_at(now, kinds)
-
-    async def counts(self) -> QueueCounts:
-        c = self._counts
-        return QueueCounts(
-            queued=c[QUEUED],
-            leased=c[LEASED],
-            done=c[DONE],
-            dead=c[DEAD],
-            seen=sum(c.values()),
-        )
-
-    async def start(self, now: float) -> None:
-        self._execute(q.START, (now,))
-
-    async def stats(self) -> CrawlStats:
-        started = self._db.execute(q.STARTED_AT).fetchone()
-        return CrawlStats(dict(self._crawl_counters), None if started is None else started[0])
-
-    async def add_counters(self, domain: str, counters: Mapping[str, float]) -> None:
-        if not counters:
-            return
-        state = self._schedule.get(domain)
-        counted = dict(state.counters)
-        merge(counted, counters)
-        self._execute(q.SET_COUNTERS, (domain, orjson.dumps(counted)))
-        state.counters = counted
-        merge(self._crawl_counters, counters)
-
-    async def pending_attempts(self, limit: int) -> list[Attempt]:
-        """Nothing: the attempts are already in the state file's ``attempts`` table."""
-        return []
-
-    async def ack_attempts(self, count: int) -> None:
-        """Nothing to forget: no attempt is ever pending (``pending_attempts``)."""
-
-    async def remember(self, request: CrawlRequest, visit: Visit) -> None:
-        self._execute(q.REMEMBER, (request.fingerprint, *rows.visit_row(visit)))
-
-    async def visit(self, fingerprint: str) -> Visit | None:
-        row = self._db.execute(q.VISIT, (fingerprint,)).fetchone()
-        return None if row is None else rows.visit(row)
-
-    async def revisit(self, now: float, limit: int) -> int:
-        if limit <= 0:
-            return 0
-        per_lane: dict[tuple[str, str], int] = {}
-        with self._transaction() as db:
-            for fp, priority, state, domain, kind in db.execute(q.DUE, (now, limit)).fetchall():
-                db.execute(q.CLEAR_DUE, (fp,))
-                if state == DONE and db.execute(q.REQUEUE_DONE, (priority, fp)).rowcount:
-                    per_lane[(domain, kind)] = per_lane.get((domain, kind), 0) + 1
-        for (name, kind), count in per_lane.items():
-            self._schedule.enqueued(self._schedule.get(name), kind, count)
-        moved = sum(per_lane.values())
-        self._counts[DONE] -= moved
-        self._counts[QUEUED] += moved
-        return moved
-
-    async def next_visit_at(self) -> float | None:
-        value: float | None = self._db.execute(q.NEXT_VISIT).fetchone()[0]
-        return value
-
-    async def dead_letters(self, limit: int = 100, offset: int = 0) -> list[DeadLetter]:
-        found = self._db.execute(q.DEAD_LETTERS, (limit, offset)).fetchall()
-        return [rows.dead_letter(row) for row in found]
-
-    async def requeue_dead(self, fingerprints: Sequence[str] | None = None) -> int:
-        selection = (rows.json_or_null(fingerprints),)
-        with self._transaction() as db:
-            by_lane = db.execute(q.DEAD_BY_LANE, selection).fetchall()
-            if by_lane:
-                db.execute(q.REQUEUE_DEAD, selection)
-        for name, kind, count in by_lane:
-            self._schedule.enqueued(self._schedule.get(name), kind, count)
-        moved: int = sum(row[2] for row in by_lane)
-        self._counts[DEAD] -= moved
-        self._counts[QUEUED] += moved
-        return moved
-
-    async def purge_dead(self, fingerprints: Sequence[str] | None = None) -> int:
-        purged = self._execute(q.PURGE_DEAD, (rows.json_or_null(fingerprints),))
-        self._counts[DEAD] -= purged
-        self._counts[SEEN] += purged
-        return purged
-
-    async def close(self) -> None:
-        """Close the file and release its lock; the store is unusable afterwards."""
-        try:
-            self._db.close()
-        finally:
-            self._lock.release()

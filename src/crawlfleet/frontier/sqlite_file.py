@@ -1,0 +1,125 @@
+"""The state file as one ``SqliteQueueStore`` holds it: connection, lock and in-memory mirror.
+
+The file is locked to this store (``sqlite_schema.FileLock``), which lets the per-domain
+schedule (ready times, in-flight and queued counts per lane, policy records, statistics
+counters) and the state counts live in memory, rebuilt from the tables by ``open``. Every
+write commits before the store's method returns (``_transaction``, ``_execute``), so a
+killed process loses nothing it was told about.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Self
+
+import orjson
+
+from crawlfleet import sqlitedb
+from crawlfleet.counters import Counters, merge
+from crawlfleet.errors import StateError
+from crawlfleet.frontier import sqlite_rows as rows
+from crawlfleet.frontier import sqlite_statements as q
+from crawlfleet.frontier.domains import DomainSchedule
+from crawlfleet.frontier.recent import SEEN_PREFILTER_CAPACITY, RecentSet
+from crawlfleet.frontier.sqlite_retention import AttemptRetention
+from crawlfleet.frontier.sqlite_schema import (
+    DEAD,
+    DONE,
+    LEASED,
+    QUEUED,
+    SEEN,
+    FileLock,
+    open_queue_db,
+)
+
+
+class SqliteStateFile:
+    """One locked state file and the store's mirror of it; use ``await cls.open(path)``.
+
+    ``keep_attempts``: the attempt log keeps its newest rows, this many (``sqlite_retention``;
+    None keeps every row).
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        db: sqlite3.Connection,
+        lock: FileLock,
+        *,
+        keep_attempts: int | None = None,
+    ) -> None:
+        self.path = path
+        self._db = db
+        self._lock = lock
+        self._retention = AttemptRetention(keep_attempts)
+        self._known = RecentSet(SEEN_PREFILTER_CAPACITY)
+        self._schedule = DomainSchedule(self._earliest)
+        self._counts = dict.fromkeys((QUEUED, LEASED, DONE, DEAD, SEEN), 0)
+        self._admitted = 0
+        self._crawl_counters: Counters = {}
+        self._load()
+
+    @classmethod
+    async def open(cls, path: Path, *, keep_attempts: int | None = None) -> Self:
+        """Open (creating or migrating if needed) the state file.
+
+        StateError if the file is corrupt, foreign, of a newer schema or locked.
+        """
+        db, lock = open_queue_db(path)
+        try:
+            return cls(path, db, lock, keep_attempts=keep_attempts)
+        except sqlite3.Error as exc:
+            db.close()
+            lock.release()
+            raise StateError(f"state file {path} cannot be read: {exc}") from None
+
+    def _load(self) -> None:
+        db, schedule = self._db, self._schedule
+        for state, count in db.execute(q.COUNT_BY_STATE):
+            self._counts[state] = count
+        for name, ready_at, admitted, found, *record in db.execute(q.LOAD_DOMAINS):
+            domain = schedule.get(name)
+            domain.ready_at = ready_at
+            domain.admitted = admitted
+            domain.record = rows.record(record)
+            domain.counters = orjson.loads(found)
+            merge(self._crawl_counters, domain.counters)
+            self._admitted += admitted
+        for name, count in db.execute(q.LOAD_LEASED):
+            schedule.get(name).in_flight = count
+        for name, kind, count, delayed, not_before in db.execute(q.LOAD_QUEUED):
+            domain = schedule.get(name)
+            if count > delayed:
+                schedule.enqueued(domain, kind, count - delayed)
+            if delayed:
+                schedule.enqueued(domain, kind, delayed, not_before)
+
+    def _earliest(self, domain: str, kind: str) -> float | None:
+        """The earliest not-before time of the lane's queued requests (0: one has none)."""
+        value: float | None = self._db.execute(q.EARLIEST, (domain, kind)).fetchone()[0]
+        return value
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        try:
+            with sqlitedb.write(self._db) as db:
+                yield db
+        except sqlite3.Error as exc:
+            raise StateError(f"state file {self.path}: {exc}") from exc
+
+    def _execute(self, sql: str, params: Sequence[Any]) -> int:
+        """Run one statement in its own transaction; how many rows it changed."""
+        try:
+            return self._db.execute(sql, params).rowcount
+        except sqlite3.Error as exc:
+            raise StateError(f"state file {self.path}: {exc}") from exc
+
+    async def close(self) -> None:
+        """Close the file and release its lock; the store is unusable afterwards."""
+        try:
+            self._db.close()
+        finally:
+            self._lock.release()
