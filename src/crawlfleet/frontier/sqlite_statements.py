@@ -1,8 +1,9 @@
 """The SQL the embedded crawl's store runs on its state file (``sqlite_schema``: the tables).
 
-``SqliteQueueStore`` (``sqlite.py``) runs them all; the read-only ``SqliteStateReader``
-(``monitoring/sqlite_reader.py``) shares its reads. A ``state = N`` in a statement is a
-request state of ``sqlite_schema`` (0 queued, 1 leased, 2 done, 3 dead, 4 seen only).
+``SqliteQueueStore`` (``sqlite.py`` and its bases) runs them all; the read-only
+``SqliteStateReader`` (``monitoring/sqlite_reader.py``) shares some of its reads. A
+``state = N`` in a statement is a request state of ``sqlite_schema`` (0 queued, 1 leased,
+2 done, 3 dead, 4 seen only).
 """
 
 from __future__ import annotations
