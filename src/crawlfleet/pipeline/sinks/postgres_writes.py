@@ -105,7 +105,7 @@ class PageWrite:
     now: dt.datetime
 
     def names(self) -> set[tuple[str, ...]]:
-        """What may come once in a batch: its crawl, its items and its page."""
+        """What may come once in a batch: its items and its page."""
         names: set[tuple[str, ...]] = {(r.item_type, r.item_key) for r in self.rows}
         if self.page is not None:
             names.add(("page", self.page, ""))
