@@ -29,7 +29,8 @@ from nginx_server import NginxServer, read_log
 
 from crawlfleet.clock import SystemClock
 from crawlfleet.monitoring.events import EventBus
-from crawlfleet.runtime.celery.dispatcher import Dispatcher, open_crawl
+from crawlfleet.runtime.celery.dispatched import open_crawl
+from crawlfleet.runtime.celery.dispatcher import Dispatcher
 from crawlfleet.settings import Settings
 from tests.fixtures.postgres_server import PostgresServer, _bindir
 from tests.fixtures.redis_server import RedisServer

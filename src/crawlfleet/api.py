@@ -167,7 +167,8 @@ class Crawl:
 
     async def _distributed(self) -> CrawlResult:
         try:
-            from crawlfleet.runtime.celery.dispatcher import Dispatcher, open_crawl
+            from crawlfleet.runtime.celery.dispatched import open_crawl
+            from crawlfleet.runtime.celery.dispatcher import Dispatcher
         except ImportError as exc:
             raise extra_missing(exc) from None
 

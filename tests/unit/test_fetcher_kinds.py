@@ -72,7 +72,7 @@ def test_worker_queues() -> None:
 
 
 def test_a_distributed_crawl_refuses_seeds_with_credentials() -> None:
-    from crawlfleet.runtime.celery.dispatcher import check_servable
+    from crawlfleet.runtime.celery.dispatched import check_servable
     from crawlfleet.settings import Settings
 
     with pytest.raises(ConfigError, match="embedded crawls only"):

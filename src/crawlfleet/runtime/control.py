@@ -182,7 +182,7 @@ async def add_urls(settings: Settings, urls: list[str], *, clock: Clock | None =
     from crawlfleet.runtime.backends import open_store
     from crawlfleet.runtime.celery.crawls import read_definition
     from crawlfleet.runtime.celery.definition import ACTIVE_CRAWLS
-    from crawlfleet.runtime.celery.dispatcher import check_seeds
+    from crawlfleet.runtime.celery.dispatched import check_seeds
     from crawlfleet.runtime.wiring import build_admitter, build_frontier
 
     check_seeds(urls)

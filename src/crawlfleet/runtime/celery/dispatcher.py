@@ -1,9 +1,9 @@
-"""The dispatcher of one distributed crawl: define it, seed it, feed the workers, watch it end.
+"""The dispatcher of one distributed crawl: seed it, feed the workers, watch it end.
 
-It checks that some worker can serve every fetcher kind the crawl names, stores the crawl's
-definition in Redis and marks the crawl active, seeds the frontier (``Admitter``: robots.txt
-read first, so a ``Crawl-delay`` is in force before a domain's first URL is queued), then
-loops until nothing is queued or leased:
+Over a crawl ``open_crawl`` opened and defined (``dispatched.py``: some worker can serve
+every fetcher kind it names, its definition is stored in Redis, the crawl marked active),
+it seeds the frontier (``Admitter``: robots.txt read first, so a ``Crawl-delay`` is in force
+before a domain's first URL is queued), then loops until nothing is queued or leased:
 
 1. count expired leases as failed attempts (``reap``);
 2. copy the attempts the store keeps pending to PostgreSQL (``AttemptCopier``);
@@ -28,159 +28,30 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
-import uuid
-from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
 
 from redis.exceptions import RedisError
 
 from crawlfleet.clock import Clock
-from crawlfleet.errors import ConfigError, FrontierLost, StateError
-from crawlfleet.fetchers.credentials import Credentials
-from crawlfleet.frontier.frontier import Frontier
-from crawlfleet.frontier.redis.connection import RedisClient
+from crawlfleet.errors import FrontierLost, StateError
 from crawlfleet.models import QueueCounts
-from crawlfleet.monitoring.attempt_copier import AttemptCopier
-from crawlfleet.monitoring.attempt_log import AttemptReader
-from crawlfleet.monitoring.events import EventBus
-from crawlfleet.parsing.loader import load_parsers
-from crawlfleet.redact import redact
-from crawlfleet.runtime.admission import Admitter
-from crawlfleet.runtime.backends import one_line, open_distributed
-from crawlfleet.runtime.celery.app import check_broker, make_app
-from crawlfleet.runtime.celery.crawls import (
-    WORKER_SEEN_S,
-    WorkerBeat,
-    connect,
-    delete_crawl,
-    worker_beats,
-)
-from crawlfleet.runtime.celery.definition import ACTIVE_CRAWLS, CrawlDefinition, definition_key
+from crawlfleet.runtime.backends import one_line
+from crawlfleet.runtime.celery.crawls import WORKER_SEEN_S, worker_beats
+from crawlfleet.runtime.celery.definition import ACTIVE_CRAWLS
+from crawlfleet.runtime.celery.dispatched import DispatchedCrawl
 from crawlfleet.runtime.celery.publisher import TaskPublisher
 from crawlfleet.runtime.control import RedisControl, RunState
-from crawlfleet.runtime.kinds import (
-    AUTO,
-    QUEUE_KINDS,
-    QUEUES,
-    WORKER_KINDS,
-    check_kinds,
-    named_kinds,
-)
+from crawlfleet.runtime.kinds import QUEUE_KINDS
 from crawlfleet.runtime.local import RunResult
-from crawlfleet.runtime.routing import Router
-from crawlfleet.runtime.wiring import build_admitter, build_frontier
-from crawlfleet.settings import Settings
 
 log = logging.getLogger(__name__)
-
-BROKER_ENV = "CRAWLFLEET_BROKER_URL"
-"""Names the Celery broker when it is not the crawl's Redis (e.g. ``amqp://...``)."""
 
 TICK_S = 0.5
 SAMPLE_EVERY_S = 0.5
 LEASES_PER_TASK = 1024
 MIN_WAITING_TASKS = 2
 OUTAGE_LIMIT_S = 120.0  # give up when Redis or the broker stay unreachable this long
-
-
-@dataclass(slots=True)
-class DispatchedCrawl:
-    """The open connections of a crawl being dispatched."""
-
-    definition: CrawlDefinition
-    client: RedisClient
-    frontier: Frontier
-    admitter: Admitter
-    attempts: AttemptReader
-    copier: AttemptCopier
-    publishers: dict[str, TaskPublisher]
-
-    async def beats(self) -> list[WorkerBeat]:
-        """The workers' heartbeats; ``StateError`` when Redis cannot be read."""
-        try:
-            return await worker_beats(self.client)
-        except RedisError as exc:
-            raise StateError(one_line(f"worker heartbeats: {exc}")) from None
-
-
-def check_seeds(seeds: Sequence[str]) -> None:
-    """``ConfigError`` when a seed carries credentials (the definition in Redis would hold
-    them; workers get none) or is a ``file:`` URL (no worker reads this host's files)."""
-    if len(Credentials.from_urls(seeds)):
-        raise ConfigError(
-            "a seed URL carries user:password: credentials are supported in embedded crawls"
-            " only (a distributed crawl's definition is stored in Redis)"
-        )
-    for seed in seeds:
-        if seed.startswith("file:"):
-            raise ConfigError(f"seed {seed}: file: URLs are crawled embedded only (no --redis)")
-
-
-def check_servable(settings: Settings, seeds: Sequence[str]) -> None:
-    """``ConfigError`` when the crawl names a fetcher kind no worker of this build serves, or
-    a seed cannot be crawled distributed (``check_seeds``)."""
-    check_seeds(seeds)
-    registry = load_parsers(settings.parsers, settings.selector_parsers)
-    check_kinds(named_kinds(registry, settings.domains), (*WORKER_KINDS, AUTO))
-
-
-async def open_crawl(
-    settings: Settings,
-    seeds: list[str],
-    *,
-    broker_url: str | None,
-    fresh: bool,
-    clock: Clock,
-    stack: AsyncExitStack,
-) -> DispatchedCrawl:
-    """Connect to Redis, PostgreSQL and the broker, and store the crawl's definition.
-
-    ``StateError`` (one line, no password) when the broker, Redis or PostgreSQL cannot be
-    used (the broker is checked first, with a bounded wait, before anything is stored);
-    ``ConfigError`` when the crawl names a fetcher kind no worker serves.
-    """
-    check_servable(settings, seeds)
-    redis_url = settings.redis_url or ""
-    broker = broker_url or os.environ.get(BROKER_ENV) or redis_url
-    await asyncio.to_thread(check_broker, broker)  # before anything is stored
-    crawl_id = settings.crawl_id
-    client = connect(redis_url)
-    stack.push_async_callback(client.aclose)
-    if fresh:  # before the store is opened: opening creates the crawl's frontier keys
-        try:
-            await delete_crawl(client, crawl_id)
-        except RedisError as exc:
-            raise StateError(one_line(f"Redis at {redact(redis_url)}: {exc}")) from None
-    if await RedisControl(client, crawl_id).state() is RunState.CANCELLED:
-        raise StateError(f"crawl {crawl_id!r} was cancelled; start it over with --fresh")
-    backends = await open_distributed(settings, stack, worker=False)
-    attempt_log = backends.attempt_log
-    if attempt_log is None:
-        raise StateError("the dispatcher opened no attempt log")
-    definition = CrawlDefinition(settings, tuple(seeds), uuid.uuid4().hex)
-    try:
-        await client.set(definition_key(crawl_id), definition.to_json())
-        await client.sadd(ACTIVE_CRAWLS, crawl_id)
-    except RedisError as exc:
-        raise StateError(one_line(f"Redis at {redact(redis_url)}: {exc}")) from None
-    registry = load_parsers(settings.parsers, settings.selector_parsers)
-    frontier = build_frontier(
-        settings, backends.store, seeds, Router.for_settings(registry, settings)
-    )
-    admitter = await build_admitter(settings, frontier, events=EventBus(), clock=clock, stack=stack)
-    app = make_app(broker)
-    publishers = {}
-    for queue in QUEUES:
-        if not set(QUEUE_KINDS[queue]) <= set(WORKER_KINDS):
-            continue
-        publisher = TaskPublisher(app, crawl_id, queue=queue)
-        stack.callback(publisher.close)
-        publishers[queue] = publisher
-    copier = AttemptCopier(frontier, attempt_log)
-    return DispatchedCrawl(definition, client, frontier, admitter, attempt_log, copier, publishers)
 
 
 class Dispatcher:
