@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from crawlfleet.clock import Clock
@@ -26,6 +26,7 @@ from crawlfleet.errors import ConfigError, StateError
 from crawlfleet.models import Lease
 from crawlfleet.runtime.crawler import Crawler
 from crawlfleet.runtime.leases import LeaseRenewer
+from crawlfleet.runtime.loop_lanes import lanes_for
 
 log = logging.getLogger(__name__)
 
@@ -52,25 +53,11 @@ class LoopResult:
     errors: int
 
 
-@dataclass(slots=True)
-class _Lane:
-    """Kinds claimed together, at most ``cap`` of their steps in flight."""
-
-    kinds: frozenset[str]
-    cap: int
-    running: set[asyncio.Task[None]] = field(default_factory=set)
-
-    @property
-    def free(self) -> int:
-        return self.cap - len(self.running)
-
-
 class ClaimLoop:
     """Claims due leases of ``kinds`` and runs ``crawler.process`` on each, concurrently.
 
     ``concurrency`` bounds the steps in flight of the kinds not in ``kind_limits``; each kind
-    in ``kind_limits`` has its own bound (the browser lane: its pool's pages), so slow
-    browser pages never hold the HTTP lane's slots, nor wait for a page with a lease running.
+    in ``kind_limits`` has its own bound (``loop_lanes.py``).
     """
 
     def __init__(
@@ -92,13 +79,7 @@ class ClaimLoop:
                 f"no fetcher for kind {', '.join(map(repr, missing))} in this process "
                 f"(it has {sorted(crawler.kinds)})"
             )
-        limits = {kind: cap for kind, cap in (kind_limits or {}).items() if kind in kinds}
-        if any(cap < 1 for cap in limits.values()):
-            raise ValueError(f"kind limits must be >= 1, got {limits}")
-        shared = kinds - frozenset(limits)
-        self._lanes = [_Lane(frozenset({kind}), cap) for kind, cap in sorted(limits.items())]
-        if shared:
-            self._lanes.insert(0, _Lane(shared, concurrency))
+        self._lanes = lanes_for(kinds, concurrency, kind_limits)
         self._crawler = crawler
         self._frontier = crawler.parts.frontier
         self._max_step_s = crawler.parts.max_step_s
