@@ -22,7 +22,8 @@ from pathlib import Path
 from crawlfleet.frontier.memory import MemoryQueueStore
 from crawlfleet.frontier.protocols import Budget, DomainPolicy, QueueStore, Report, Signal
 from crawlfleet.frontier.sqlite import SqliteQueueStore
-from crawlfleet.models import Attempt, CrawlRequest, Lease, Outcome
+from crawlfleet.models import CrawlRequest, Lease
+from crawlfleet.records import Attempt, Outcome
 
 LINKS_PER_PAGE = 30
 SEEN_PER_PAGE = 25

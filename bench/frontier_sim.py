@@ -44,7 +44,8 @@ from crawlfleet.frontier.redis.crawl_store import open_crawl_store
 from crawlfleet.frontier.redis.keys import FAMILIES, FIXED_KEYS
 from crawlfleet.frontier.redis.partitioned import PartitionedQueueStore
 from crawlfleet.frontier.redis.queue import RedisQueueStore
-from crawlfleet.models import Attempt, CrawlRequest, Lease, Outcome
+from crawlfleet.models import CrawlRequest, Lease
+from crawlfleet.records import Attempt, Outcome
 from crawlfleet.urls import fingerprint
 
 REDIS = "/usr/bin/redis-server"

@@ -18,10 +18,11 @@ import time
 
 import psycopg
 
-from crawlfleet.models import Attempt, Item, Outcome
+from crawlfleet.models import Item
 from crawlfleet.monitoring.postgres_attempt_log import PostgresAttemptLog
 from crawlfleet.pipeline.sinks.postgres import PostgresSink
 from crawlfleet.pipeline.sinks.postgres_schema import migrate
+from crawlfleet.records import Attempt, Outcome
 from tests.fixtures.postgres_server import benchmark_postgres
 
 BATCH = 100

@@ -24,8 +24,9 @@ from pathlib import Path
 
 from crawlfleet.frontier.protocols import Budget, DomainPolicy, Report, Signal, Visit
 from crawlfleet.frontier.sqlite import SqliteQueueStore
-from crawlfleet.models import Attempt, CrawlRequest, Item, Lease, Outcome
+from crawlfleet.models import CrawlRequest, Item, Lease
 from crawlfleet.pipeline.sinks.sqlite import SqliteSink
+from crawlfleet.records import Attempt, Outcome
 from crawlfleet.urls import fingerprint
 
 POLICY = DomainPolicy(delay_s=0.0, max_in_flight=64)

@@ -8,7 +8,7 @@ Names (all plain increments; ``<t>`` is an item type):
 
 ==========================  ==============================================================
 ``attempts``                lease ends of any kind (fetches, skips, expired leases)
-``outcome.<o>``             attempts by ``models.Outcome`` value (ok, retry, dead, ...)
+``outcome.<o>``             attempts by ``records.Outcome`` value (ok, retry, dead, ...)
 ``fetched``                 attempts that got an HTTP response
 ``status.<c>``              responses by class: ``2xx`` ... ``5xx``, ``other``
 ``fetched.<o>.<c>``         responses by outcome and status class (``fetched.ok.2xx``)
@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from crawlfleet.models import Attempt, Outcome
+from crawlfleet.records import Attempt, Outcome
 
 LATENCY_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, float("inf"))
 Counters = dict[str, float]

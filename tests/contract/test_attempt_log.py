@@ -11,8 +11,8 @@ import pytest
 from crawlfleet.errors import StateError
 from crawlfleet.frontier.protocols import Report
 from crawlfleet.frontier.sqlite import SqliteQueueStore
-from crawlfleet.models import Attempt, Outcome
 from crawlfleet.monitoring.attempt_log import AttemptLog, MemoryAttemptLog, SqliteAttemptLog
+from crawlfleet.records import Attempt, Outcome
 from tests.contract.test_queue_store import FREE, LEASE_S, NO_BUDGET, T0, req
 
 

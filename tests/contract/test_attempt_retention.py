@@ -8,7 +8,7 @@ from pathlib import Path
 from crawlfleet.frontier.protocols import Report
 from crawlfleet.frontier.sqlite import SqliteQueueStore
 from crawlfleet.frontier.sqlite_retention import PRUNE_EVERY
-from crawlfleet.models import Attempt, Outcome
+from crawlfleet.records import Attempt, Outcome
 from tests.contract.test_queue_store import FREE, LEASE_S, NO_BUDGET, T0, req
 from tests.fixtures.cli import assert_one_line_error, run_cli
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from crawlfleet.frontier.protocols import Budget, QueueStore, Visit
 from crawlfleet.frontier.sqlite import SqliteQueueStore
 from crawlfleet.frontier.sqlite_schema import SCHEMA_VERSION
-from crawlfleet.models import QueueCounts
+from crawlfleet.records import QueueCounts
 from tests.contract.test_queue_store import NO_BUDGET, T0, claim, complete, names, req
 
 INF = float("inf")

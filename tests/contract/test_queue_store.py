@@ -21,7 +21,8 @@ from crawlfleet.frontier.protocols import (
     Report,
     Signal,
 )
-from crawlfleet.models import Attempt, CrawlRequest, Lease, Outcome, QueueCounts
+from crawlfleet.models import CrawlRequest, Lease
+from crawlfleet.records import Attempt, Outcome, QueueCounts
 
 T0 = 1_000_000.0
 FREE = DomainPolicy(delay_s=0.0, max_in_flight=100)

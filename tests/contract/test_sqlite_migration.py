@@ -8,7 +8,8 @@ from pathlib import Path
 from crawlfleet.frontier.protocols import DelaySource, Report
 from crawlfleet.frontier.sqlite import SqliteQueueStore
 from crawlfleet.frontier.sqlite_schema import SCHEMA_VERSION
-from crawlfleet.models import Lease, QueueCounts
+from crawlfleet.models import Lease
+from crawlfleet.records import QueueCounts
 from tests.contract.test_queue_store import (
     FREE,
     KINDS,

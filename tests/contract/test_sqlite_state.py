@@ -13,7 +13,7 @@ import pytest
 from crawlfleet.errors import StateError
 from crawlfleet.frontier.protocols import Budget, DelaySource, DomainPolicy, Signal
 from crawlfleet.frontier.sqlite import SqliteQueueStore
-from crawlfleet.models import QueueCounts
+from crawlfleet.records import QueueCounts
 from tests.contract.test_queue_store import (
     FREE,
     KINDS,

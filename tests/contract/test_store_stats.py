@@ -8,7 +8,7 @@ import pytest
 
 from crawlfleet.frontier.protocols import LEASE_EXPIRED, QueueStore, Report, Signal
 from crawlfleet.frontier.sqlite import SqliteQueueStore
-from crawlfleet.models import Attempt, Outcome
+from crawlfleet.records import Attempt, Outcome
 from tests.contract.test_queue_store import (
     FREE,
     NO_BUDGET,

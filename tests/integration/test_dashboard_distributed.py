@@ -20,11 +20,12 @@ from crawlfleet.dashboard.sources import ActionRefused
 from crawlfleet.errors import StateError
 from crawlfleet.frontier.protocols import Budget, DomainPolicy, Report, Signal
 from crawlfleet.frontier.redis import RedisQueueStore
-from crawlfleet.models import Attempt, CrawlRequest, Item, Lease, Outcome
+from crawlfleet.models import CrawlRequest, Item, Lease
 from crawlfleet.monitoring.postgres_attempt_log import PostgresAttemptLog
 from crawlfleet.monitoring.sqlite_reader import AttemptFilter
 from crawlfleet.pipeline.sinks.postgres import PostgresSink
 from crawlfleet.pipeline.sinks.postgres_schema import migrate
+from crawlfleet.records import Attempt, Outcome
 from crawlfleet.runtime.backends import frontier_prefix
 from crawlfleet.runtime.celery.crawls import delete_crawl
 from crawlfleet.runtime.celery.definition import (

@@ -14,7 +14,8 @@ from crawlfleet.frontier.protocols import Budget, DelaySource, DomainPolicy, Rep
 from crawlfleet.frontier.redis import CrawlKeys, RedisQueueStore
 from crawlfleet.frontier.redis.keys import FAMILIES, FIXED_KEYS, hash_tag, tagged
 from crawlfleet.frontier.redis.scripts import read_sources
-from crawlfleet.models import Attempt, CrawlRequest, Lease, Outcome
+from crawlfleet.models import CrawlRequest, Lease
+from crawlfleet.records import Attempt, Outcome
 
 NOW = 1_000_000.0
 POLICY = DomainPolicy(delay_s=0.0, max_in_flight=1)

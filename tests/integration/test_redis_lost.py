@@ -10,7 +10,8 @@ from redis.asyncio import Redis
 from crawlfleet.errors import FrontierLost, StateError
 from crawlfleet.frontier.protocols import Budget, DomainPolicy, Report
 from crawlfleet.frontier.redis import CrawlKeys, RedisQueueStore
-from crawlfleet.models import Attempt, CrawlRequest, Outcome
+from crawlfleet.models import CrawlRequest
+from crawlfleet.records import Attempt, Outcome
 from tests.fixtures.redis_server import RedisServer
 
 pytestmark = pytest.mark.redis

@@ -15,7 +15,8 @@ from crawlfleet.frontier.protocols import Budget, DomainPolicy, Report
 from crawlfleet.frontier.redis import BloomGeometry, CrawlKeys, RedisQueueStore
 from crawlfleet.frontier.redis.bloom import SHARD_BYTES
 from crawlfleet.frontier.redis.scripts import read_sources
-from crawlfleet.models import Attempt, CrawlRequest, Lease, Outcome
+from crawlfleet.models import CrawlRequest, Lease
+from crawlfleet.records import Attempt, Outcome
 from tests.fixtures.redis_server import RedisServer, free_port
 
 pytestmark = pytest.mark.redis

@@ -40,7 +40,8 @@ from crawlfleet.frontier.protocols import (
     Signal,
 )
 from crawlfleet.frontier.redis import RedisQueueStore
-from crawlfleet.models import Attempt, CrawlRequest, Lease, Outcome
+from crawlfleet.models import CrawlRequest, Lease
+from crawlfleet.records import Attempt, Outcome
 
 pytestmark = pytest.mark.redis
 

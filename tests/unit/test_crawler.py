@@ -7,7 +7,7 @@ from itertools import pairwise
 from crawlfleet.clock import FakeClock
 from crawlfleet.frontier.memory import MemoryQueueStore
 from crawlfleet.frontier.protocols import DelaySource
-from crawlfleet.models import FetchResult, Item, Link, Outcome, ParseResult
+from crawlfleet.models import FetchResult, Item, Link, ParseResult
 from crawlfleet.monitoring.events import (
     DomainBlocked,
     DomainEscalated,
@@ -16,6 +16,7 @@ from crawlfleet.monitoring.events import (
     ParseFailed,
 )
 from crawlfleet.parsing.registry import ParserRegistry
+from crawlfleet.records import Outcome
 from crawlfleet.settings_domains import DomainOverride
 from tests.unit.crawler_kit import (
     T0,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from crawlfleet.clock import FakeClock
 from crawlfleet.fetchers.hooks import Dropped
-from crawlfleet.models import Outcome
 from crawlfleet.monitoring.events import RequestSkipped
+from crawlfleet.records import Outcome
 from crawlfleet.runtime.login import LoginFailed
 from tests.unit.crawler_kit import T0, Canned, CannedFetcher, make_crawl, seed
 

@@ -10,13 +10,14 @@ from crawlfleet.errors import FetchError
 from crawlfleet.fetchers import HttpFetcher
 from crawlfleet.frontier.memory import MemoryQueueStore
 from crawlfleet.frontier.protocols import LEASE_EXPIRED, Budget, DomainPolicy, Report
-from crawlfleet.models import Attempt, CrawlRequest, Outcome
+from crawlfleet.models import CrawlRequest
 from crawlfleet.monitoring.deadletters import (
     by_class,
     error_class,
     purge_class,
     requeue_class,
 )
+from crawlfleet.records import Attempt, Outcome
 from crawlfleet.settings import Settings
 
 # Texts as the crawler writes them (runtime/crawler.py, fetchers/http.py, fetchers/decoding.py,

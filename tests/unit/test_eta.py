@@ -7,9 +7,9 @@ import pytest
 from crawlfleet.cli.progress import progress_line
 from crawlfleet.counters import CrawlStats
 from crawlfleet.frontier.protocols import DelaySource, DomainView
-from crawlfleet.models import QueueCounts
 from crawlfleet.monitoring.eta import DomainLoad, estimate, load_of, naive_eta_s
 from crawlfleet.monitoring.stats import Sample
+from crawlfleet.records import QueueCounts
 
 SLOW = DomainLoad("slow.example", queued=100, effective_delay_s=2.0, max_in_flight=1)
 FAST = DomainLoad("fast.example", queued=1000, effective_delay_s=0.0, max_in_flight=8)

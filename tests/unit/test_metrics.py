@@ -19,12 +19,13 @@ from crawlfleet.errors import StateError
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.memory import MemoryQueueStore
 from crawlfleet.frontier.protocols import DomainPolicy, Report, Signal
-from crawlfleet.models import Attempt, CrawlRequest, Outcome
+from crawlfleet.models import CrawlRequest
 from crawlfleet.monitoring.metric_families import latency_buckets
 from crawlfleet.monitoring.metric_snapshot import OTHER_DOMAINS
 from crawlfleet.monitoring.metrics import Metrics
 from crawlfleet.proxies.memory import MemoryProxyStates
 from crawlfleet.proxies.protocols import Cooldown
+from crawlfleet.records import Attempt, Outcome
 from crawlfleet.runtime.wiring import build_frontier
 from crawlfleet.settings import Settings
 from tests.unit.crawler_kit import T0, Canned, CannedFetcher, html, make_crawl, seed

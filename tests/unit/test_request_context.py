@@ -6,10 +6,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from crawlfleet.clock import FakeClock
-from crawlfleet.models import FetchResult, Outcome
+from crawlfleet.models import FetchResult
 from crawlfleet.parsing.plugins import Follow, Link, parser, spec_of
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.parsing.response import Response
+from crawlfleet.records import Outcome
 from tests.unit.crawler_kit import T0, CannedFetcher, html, make_crawl, seed
 
 A = "https://a.test"

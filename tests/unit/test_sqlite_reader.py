@@ -10,8 +10,9 @@ import pytest
 from crawlfleet.errors import StateError
 from crawlfleet.frontier.protocols import Budget, DelaySource, DomainPolicy, Report
 from crawlfleet.frontier.sqlite import SqliteQueueStore
-from crawlfleet.models import Attempt, CrawlRequest, Lease, Outcome
+from crawlfleet.models import CrawlRequest, Lease
 from crawlfleet.monitoring.sqlite_reader import AttemptFilter, SqliteStateReader
+from crawlfleet.records import Attempt, Outcome
 
 T0 = 1_000_000.0
 POLICY = DomainPolicy(delay_s=0.0, max_in_flight=3)

@@ -11,11 +11,12 @@ from crawlfleet.cli.progress import CrawlProgress, progress_line, summary
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.memory import MemoryQueueStore
 from crawlfleet.frontier.protocols import Budget, DelaySource, DomainPolicy, Report
-from crawlfleet.models import Attempt, CrawlRequest, Lease, Outcome
+from crawlfleet.models import CrawlRequest, Lease
 from crawlfleet.monitoring.attempt_copier import AttemptCopier
 from crawlfleet.monitoring.attempt_log import MemoryAttemptLog
 from crawlfleet.monitoring.stats import StatsView
 from crawlfleet.monitoring.summary import CrawlResult
+from crawlfleet.records import Attempt, Outcome
 from crawlfleet.runtime.wiring import build_frontier
 from crawlfleet.settings import Settings
 

@@ -13,9 +13,9 @@ from rich.text import Text
 
 from crawlfleet.cli.console import safe
 from crawlfleet.counters import CrawlStats
-from crawlfleet.models import Outcome
 from crawlfleet.monitoring.stats import Sample
 from crawlfleet.monitoring.summary import CrawlResult
+from crawlfleet.records import Outcome
 
 LOG_EVERY_S = 10.0
 

@@ -23,8 +23,8 @@ from crawlfleet.cli.console import fail, safe
 from crawlfleet.errors import CrawlfleetError
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.protocols import DomainView
-from crawlfleet.models import Outcome
 from crawlfleet.monitoring.summary import block_state, strategy_text
+from crawlfleet.records import Outcome
 from crawlfleet.redisurl import check_redis_url
 from crawlfleet.runtime.control import FileControl, RedisControl, RunState, crawl_state
 

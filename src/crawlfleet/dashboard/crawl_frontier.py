@@ -17,7 +17,7 @@ from crawlfleet.counters import CrawlStats
 from crawlfleet.errors import FrontierLost
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.protocols import DomainView
-from crawlfleet.models import DeadLetter, QueueCounts
+from crawlfleet.records import DeadLetter, QueueCounts
 
 T = TypeVar("T")
 Opener = Callable[[AsyncExitStack], Awaitable[Frontier]]

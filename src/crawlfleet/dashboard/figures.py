@@ -7,10 +7,10 @@ from typing import Any
 
 from crawlfleet.counters import CrawlStats
 from crawlfleet.frontier.protocols import DomainView
-from crawlfleet.models import Outcome
 from crawlfleet.monitoring.eta import Eta
 from crawlfleet.monitoring.stats import Sample
 from crawlfleet.monitoring.summary import block_state, strategy_text
+from crawlfleet.records import Outcome
 
 DONE_OUTCOMES = (Outcome.OK, Outcome.SKIPPED, Outcome.FAILED, Outcome.PARSE_ERROR)
 TRIED_OUTCOMES = (Outcome.OK, Outcome.RETRY, Outcome.DEAD, Outcome.FAILED, Outcome.PARSE_ERROR)

@@ -12,9 +12,9 @@ from crawlfleet.dashboard.chart import progress_svg
 from crawlfleet.dashboard.figures import DomainRow, duration
 from crawlfleet.dashboard.sampler import CrawlHistory
 from crawlfleet.dashboard.sources import ItemSample, WorkerRow
-from crawlfleet.models import Attempt
 from crawlfleet.monitoring.deadletters import ClassGroup
 from crawlfleet.monitoring.sqlite_reader import AttemptFilter
+from crawlfleet.records import Attempt
 from crawlfleet.redact import redact
 
 STYLE = """

@@ -15,9 +15,9 @@ from typing import Any, Protocol
 from crawlfleet.counters import CrawlStats
 from crawlfleet.errors import CrawlfleetError
 from crawlfleet.frontier.protocols import DomainView
-from crawlfleet.models import Attempt, DeadLetter, QueueCounts
 from crawlfleet.monitoring.metric_snapshot import Beat
 from crawlfleet.monitoring.sqlite_reader import AttemptFilter
+from crawlfleet.records import Attempt, DeadLetter, QueueCounts
 
 ITEM_ROWS = 2000
 """Data quality and samples are computed over the latest this many items stored."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 from crawlfleet import counters
 from crawlfleet.counters import Counters
 from crawlfleet.frontier.protocols import LEASE_EXPIRED, Report, Signal
-from crawlfleet.models import Attempt, CrawlRequest, Outcome
+from crawlfleet.models import CrawlRequest
+from crawlfleet.records import Attempt, Outcome
 
 
 def report_counters(report: Report) -> Counters:

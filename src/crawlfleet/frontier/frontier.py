@@ -34,15 +34,8 @@ from crawlfleet.frontier.requests import (
     redirect_request,
 )
 from crawlfleet.frontier.scope import Scope
-from crawlfleet.models import (
-    Attempt,
-    CrawlRequest,
-    DeadLetter,
-    Lease,
-    Link,
-    Outcome,
-    QueueCounts,
-)
+from crawlfleet.models import CrawlRequest, Lease, Link
+from crawlfleet.records import Attempt, DeadLetter, Outcome, QueueCounts
 from crawlfleet.settings_domains import DomainOverride
 from crawlfleet.urls import UrlRules
 

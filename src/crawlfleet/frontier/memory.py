@@ -36,7 +36,8 @@ from crawlfleet.frontier.protocols import (
     Report,
     Visit,
 )
-from crawlfleet.models import Attempt, CrawlRequest, DeadLetter, Lease, QueueCounts
+from crawlfleet.models import CrawlRequest, Lease
+from crawlfleet.records import Attempt, DeadLetter, QueueCounts
 
 
 class _State(Enum):

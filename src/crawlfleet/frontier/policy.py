@@ -42,7 +42,7 @@ from crawlfleet.frontier.protocols import (
     Report,
     Signal,
 )
-from crawlfleet.models import Outcome
+from crawlfleet.records import Outcome
 
 BLOCKED, CLEAN = "b", "o"
 

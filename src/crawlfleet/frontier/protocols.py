@@ -48,7 +48,8 @@ from enum import StrEnum
 from typing import Protocol
 
 from crawlfleet.counters import CrawlStats
-from crawlfleet.models import Attempt, CrawlRequest, DeadLetter, Lease, QueueCounts
+from crawlfleet.models import CrawlRequest, Lease
+from crawlfleet.records import Attempt, DeadLetter, QueueCounts
 
 LEASE_EXPIRED = "lease expired (worker lost)"
 """The error ``reap`` records in the history of a request whose lease expired."""

@@ -18,7 +18,8 @@ from crawlfleet.frontier import sqlite_statements as q
 from crawlfleet.frontier.protocols import Visit
 from crawlfleet.frontier.sqlite_file import SqliteStateFile
 from crawlfleet.frontier.sqlite_schema import DEAD, DONE, LEASED, QUEUED, SEEN
-from crawlfleet.models import Attempt, CrawlRequest, DeadLetter, QueueCounts
+from crawlfleet.models import CrawlRequest
+from crawlfleet.records import Attempt, DeadLetter, QueueCounts
 
 
 class SqliteRecords(SqliteStateFile):

@@ -9,7 +9,8 @@ from typing import Any
 from crawlfleet.frontier.policy import PolicyRecord
 from crawlfleet.frontier.protocols import DelaySource, Visit
 from crawlfleet.frontier.sqlite_statements import REQUEST_COLUMN_COUNT
-from crawlfleet.models import Attempt, CrawlRequest, DeadLetter
+from crawlfleet.models import CrawlRequest
+from crawlfleet.records import Attempt, DeadLetter
 
 
 def request(row: Sequence[Any]) -> CrawlRequest:

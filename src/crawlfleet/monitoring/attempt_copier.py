@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from crawlfleet.models import Attempt
 from crawlfleet.monitoring.attempt_log import AttemptLog
+from crawlfleet.records import Attempt
 
 BATCH = 500
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from crawlfleet import sqlitedb
-from crawlfleet.models import Attempt, Outcome
+from crawlfleet.records import Attempt, Outcome
 
 
 class AttemptReader(Protocol):

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from crawlfleet.models import DeadLetter
+from crawlfleet.records import DeadLetter
 
 PAGE = 1000
 """Dead letters read per ``dead_letters`` call."""

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from crawlfleet.models import Attempt, QueueCounts
+from crawlfleet.records import Attempt, QueueCounts
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,9 +18,9 @@ from prometheus_client.core import (
 )
 
 from crawlfleet.counters import LATENCY_BUCKETS_S, bucket_name
-from crawlfleet.models import Outcome
 from crawlfleet.monitoring.metric_snapshot import CrawlSnapshot, DomainRow
 from crawlfleet.pipeline.quality import DataQuality
+from crawlfleet.records import Outcome
 
 OUTCOMES = tuple(outcome.value for outcome in Outcome)
 STATUS_CLASSES = ("2xx", "3xx", "4xx", "5xx", "other")

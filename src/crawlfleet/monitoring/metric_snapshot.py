@@ -23,8 +23,8 @@ from typing import Protocol
 from crawlfleet.counters import CrawlStats
 from crawlfleet.errors import StateError
 from crawlfleet.frontier.protocols import DomainView
-from crawlfleet.models import QueueCounts
 from crawlfleet.proxies.protocols import ProxyState
+from crawlfleet.records import QueueCounts
 
 DEFAULT_BIND = "127.0.0.1"
 """Where ``/metrics`` listens unless told otherwise: this machine only."""

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 import psycopg
 
 from crawlfleet.errors import StateError
-from crawlfleet.models import Attempt, Outcome
 from crawlfleet.monitoring.attempt_log import COLUMNS, attempt_of
+from crawlfleet.records import Attempt, Outcome
 from crawlfleet.redact import redact
 
 INSERT = (

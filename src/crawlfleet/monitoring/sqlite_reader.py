@@ -35,8 +35,8 @@ from crawlfleet.frontier import sqlite_statements as q
 from crawlfleet.frontier.domains import DomainState, Lane
 from crawlfleet.frontier.protocols import DomainPolicy, DomainView
 from crawlfleet.frontier.sqlite_schema import DEAD, DONE, LEASED, QUEUED, SCHEMA_VERSION
-from crawlfleet.models import Attempt, DeadLetter, QueueCounts
 from crawlfleet.monitoring.attempt_log import COLUMNS, attempt_of
+from crawlfleet.records import Attempt, DeadLetter, QueueCounts
 
 BUSY_TIMEOUT_S = 2.0
 

@@ -23,8 +23,8 @@ from typing import Protocol
 
 from crawlfleet.counters import CrawlStats
 from crawlfleet.frontier.protocols import DomainView
-from crawlfleet.models import QueueCounts
 from crawlfleet.monitoring.eta import DomainLoad, Eta, estimate, load_of
+from crawlfleet.records import QueueCounts
 
 RATE_WINDOW_S = 10.0
 ETA_DOMAINS = 1000

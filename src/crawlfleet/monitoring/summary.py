@@ -8,8 +8,8 @@ from typing import Any, Protocol
 
 from crawlfleet.counters import CrawlStats
 from crawlfleet.frontier.protocols import DomainView
-from crawlfleet.models import Outcome, QueueCounts
 from crawlfleet.monitoring.attempt_log import AttemptReader
+from crawlfleet.records import Outcome, QueueCounts
 
 PARSE_ERROR_EXIT = 3
 """The exit code of a crawl in which more pages failed to parse than allowed."""

@@ -28,7 +28,7 @@ from crawlfleet.frontier.ladder import BROWSER
 from crawlfleet.frontier.politeness import StatusClass, classify, judge, retry_after_block
 from crawlfleet.frontier.protocols import Ended, Report, Signal, Visit
 from crawlfleet.frontier.robots import RobotsCache
-from crawlfleet.models import Attempt, FetchResult, Lease, Outcome, Route
+from crawlfleet.models import FetchResult, Lease, Route
 from crawlfleet.monitoring.events import (
     DomainBlocked,
     DomainEscalated,
@@ -41,6 +41,7 @@ from crawlfleet.monitoring.events import (
 from crawlfleet.parsing.budget import ParseBudget
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.pipeline import Pipeline, PipelineOutcome
+from crawlfleet.records import Attempt, Outcome
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.freshness import GONE_STATUSES, NOT_MODIFIED, Freshness, conditional
 from crawlfleet.runtime.login import LoginFailed

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from functools import partial
 
 from crawlfleet.clock import Clock
-from crawlfleet.models import QueueCounts
 from crawlfleet.monitoring.events import CrawlFinished, CrawlStarted, EventBus, QueueSampled
+from crawlfleet.records import QueueCounts
 from crawlfleet.runtime.control import Control, RunState
 from crawlfleet.runtime.crawler import Crawler
 from crawlfleet.runtime.loop import ClaimLoop

@@ -50,7 +50,8 @@ from crawlfleet.frontier.redis.crawl_slot import CrawlSlot
 from crawlfleet.frontier.redis.keys import CrawlKeys
 from crawlfleet.frontier.redis.queue import RedisQueueStore
 from crawlfleet.frontier.redis.routing import partition_of
-from crawlfleet.models import Attempt, CrawlRequest, DeadLetter, Lease, QueueCounts
+from crawlfleet.models import CrawlRequest, Lease
+from crawlfleet.records import Attempt, DeadLetter, QueueCounts
 
 
 class PartitionedQueueStore:

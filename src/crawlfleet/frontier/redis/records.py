@@ -17,7 +17,8 @@ from crawlfleet.errors import FrontierLost
 from crawlfleet.frontier.protocols import Visit
 from crawlfleet.frontier.redis.crawl import BATCH, RedisCrawl
 from crawlfleet.frontier.redis.views import Arg, counters_json, crawl_stats, dumps, loads
-from crawlfleet.models import Attempt, CrawlRequest, DeadLetter, QueueCounts
+from crawlfleet.models import CrawlRequest
+from crawlfleet.records import Attempt, DeadLetter, QueueCounts
 
 COUNT_FIELDS = ("queued", "leased", "done", "dead", "seen")
 

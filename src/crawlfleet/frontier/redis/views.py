@@ -16,7 +16,8 @@ from crawlfleet.frontier.protocols import (
     PolicyChange,
     Report,
 )
-from crawlfleet.models import CrawlRequest, Outcome
+from crawlfleet.models import CrawlRequest
+from crawlfleet.records import Outcome
 
 Arg = str | int | float
 

@@ -35,7 +35,7 @@ from redis.exceptions import RedisError
 
 from crawlfleet.clock import Clock
 from crawlfleet.errors import FrontierLost, StateError
-from crawlfleet.models import QueueCounts
+from crawlfleet.records import QueueCounts
 from crawlfleet.runtime.backends import one_line
 from crawlfleet.runtime.celery.crawls import WORKER_SEEN_S, worker_beats
 from crawlfleet.runtime.celery.definition import ACTIVE_CRAWLS
