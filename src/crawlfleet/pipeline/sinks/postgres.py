@@ -4,11 +4,11 @@ The sink follows the rules of the SQLite sink (see ``crawlfleet.pipeline.sinks.s
 row is identified by (crawl_id, item_type, item_key); a batch is reduced by
 ``stored.batch_rows`` (NUL removed, one row per key); ``INSERT … ON CONFLICT … DO UPDATE
 … WHERE`` (``postgres_writes.UPSERT_ROWS``) touches an existing row only with a version at
-least as new (``fetched_at``, then the content hash in byte order); ``last_seen`` and ``fetched_at`` move, and ``data``,
-``content_hash`` and ``last_changed`` change only when the content hash changed. Times are
-stored to the microsecond. ``PostgresRejects`` keeps invalid items in ``item_rejects``.
-Each write records its ``new`` and ``changed`` items in ``item_changes`` in its transaction,
-and the sink is the ``PageTracker`` recording ``gone`` items (``postgres_changes``).
+least as new (``fetched_at``, then the content hash in byte order); ``last_seen`` and
+``fetched_at`` move, and ``data``, ``content_hash`` and ``last_changed`` change only when the
+content hash changed. Times are stored to the microsecond. ``PostgresRejects`` keeps invalid
+items in ``item_rejects``. Each write records its ``new``, ``changed`` and ``gone`` items in
+``item_changes`` in its transaction (``postgres_writes``): the sink is the ``PageTracker``.
 
 A write that fails (server down, connection lost) raises ``StateError`` and the caller keeps
 the batch; the next write reconnects. The schema comes from ``postgres_schema.migrate``.

@@ -25,8 +25,8 @@ it, with ``data`` as JSONB in PostgreSQL):
 
 Reads and writes run on the caller's (the event loop's) thread, as the queue store's do: a
 page's COMMIT takes tens of microseconds, and handing each to a thread cost more CPU than the
-write (decision 0023). The file runs in WAL mode with ``synchronous=NORMAL``: a committed batch survives a crash of
-the process (not necessarily a power cut of the machine). Every failure to open or write the
+write (decision 0023). The file runs in WAL mode with ``synchronous=NORMAL``: a committed
+batch survives a crash of the process (not necessarily a power cut of the machine). Every failure to open or write the
 file (locked, corrupt, disk full) is a ``StateError`` naming it.
 """
 
@@ -108,7 +108,7 @@ class SqliteSink:
     async def write(self, items: Sequence[Item]) -> None:
         upsert = self._upsert(items)
         if upsert is not None:
-            await self._write(upsert)
+            self._write(upsert)
 
     async def write_page(
         self, items: Sequence[Item], page: str, keys: Sequence[tuple[str, str]]
@@ -122,7 +122,7 @@ class SqliteSink:
                 upsert(db)
             sqlite_changes.page_items(db, self.crawl_id, page, keys, now)
 
-        await self._write(write_and_record)
+        self._write(write_and_record)
 
     def _upsert(self, items: Sequence[Item]) -> Callable[[sqlite3.Connection], None] | None:
         """The statements that upsert ``items`` with their changes; None if there are none."""
@@ -155,17 +155,17 @@ class SqliteSink:
 
     async def page_items(self, page: str, keys: Sequence[tuple[str, str]]) -> None:
         now = self._clock.now()
-        await self._write(lambda db: sqlite_changes.page_items(db, self.crawl_id, page, keys, now))
+        self._write(lambda db: sqlite_changes.page_items(db, self.crawl_id, page, keys, now))
 
     async def page_unchanged(self, page: str) -> None:
         now = self._clock.now()
-        await self._write(lambda db: sqlite_changes.page_unchanged(db, self.crawl_id, page, now))
+        self._write(lambda db: sqlite_changes.page_unchanged(db, self.crawl_id, page, now))
 
     async def add(self, rejects: Sequence[Reject]) -> None:
         """Stores invalid items in the ``rejects`` table, in one transaction."""
         params = [(self.crawl_id, *reject_row(r), r.at) for r in rejects]
         if params:
-            await self._write(lambda db: db.executemany(INSERT_REJECT, params))
+            self._write(lambda db: db.executemany(INSERT_REJECT, params))
 
     async def stored(self, item_type: str | None = None) -> list[StoredItem]:
         """This crawl's stored items (of ``item_type`` if given), ordered by type and key."""
@@ -190,14 +190,13 @@ class SqliteSink:
         except sqlite3.Error as exc:
             raise _state_error(self.path, exc) from exc
 
-    async def _write(self, work: Callable[[sqlite3.Connection], object]) -> None:
+    def _write(self, work: Callable[[sqlite3.Connection], object]) -> None:
         """``work`` in one write transaction."""
-
-        def in_transaction() -> None:
+        try:
             with sqlitedb.write(self._connection) as db:
                 work(db)
-
-        self._run(in_transaction)
+        except sqlite3.Error as exc:
+            raise _state_error(self.path, exc) from exc
 
 
 def _connect(
