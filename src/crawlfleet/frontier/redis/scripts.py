@@ -5,13 +5,15 @@ Each script's header names its keys (``-- KEYS[3] req``), each a fixed key or a 
 and ``local EPOCH = ARGV[1]`` (the crawl's epoch token, checked by every script that
 writes), appends the shared helpers of ``_lib.lua``, then the script. It refuses a header
 naming a key ``keys.py`` does not list, and a script that uses a key (``K.name``, itself or
-through the helpers it calls) its header does not name. Scripts run with EVALSHA; redis-py's
-``Script`` loads a script again when Redis answers NOSCRIPT (after a restart or
-``SCRIPT FLUSH``).
+through the helpers it calls) its header does not name. Scripts run with EVALSHA, and calls
+made while one is on the wire go together as one pipeline (``Scripts``); a script Redis
+answers NOSCRIPT for (after a restart or ``SCRIPT FLUSH``) is loaded again by redis-py's
+``Script`` and run alone.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass
 from importlib import resources
@@ -19,6 +21,7 @@ from importlib.resources.abc import Traversable
 from typing import Any
 
 from redis.commands.core import AsyncScript
+from redis.exceptions import NoScriptError
 
 from crawlfleet.frontier.redis.connection import RedisClient
 from crawlfleet.frontier.redis.keys import NAMES, CrawlKeys
@@ -109,15 +112,89 @@ def _uses(body: str, lib_keys: dict[str, set[str]]) -> set[str]:
 
 
 class Scripts:
-    """The frontier's scripts bound to one client and one crawl's keys."""
+    """The frontier's scripts bound to one client and one crawl's keys.
+
+    Calls made while an earlier one is on the wire wait for it and then go together, as one
+    pipeline (``transaction=False``): each script stays atomic on its own and answers its own
+    caller, but one write, one read and one turn of Redis's event loop (with its AOF write)
+    serve them all. A worker's pages end their leases a few at a time this way (decision
+    0024); a lone call goes at once.
+    """
 
     def __init__(self, client: RedisClient, keys: CrawlKeys) -> None:
+        self._client = client
         self._bound: dict[str, tuple[AsyncScript, list[str]]] = {
             name: (client.register_script(src.text), [keys.key(k) for k in src.key_names])
             for name, src in read_sources().items()
         }
+        self._waiting: list[_Call] = []
+        self._sending = False
+        self._sender: asyncio.Task[None] | None = None
 
     async def run(self, name: str, epoch: str, *args: str | int | float) -> Any:
         """Run one script with ``ARGV[1]`` = ``epoch``, then ``args``."""
         script, keys = self._bound[name]
-        return await script(keys=keys, args=[epoch, *args])
+        call = _Call(script, keys, [epoch, *args], asyncio.get_running_loop().create_future())
+        self._waiting.append(call)
+        if not self._sending:
+            self._sending = True
+            self._sender = asyncio.create_task(self._send())
+        return await call.answer
+
+    async def _send(self) -> None:
+        batch: list[_Call] = []
+        try:
+            while self._waiting:
+                batch, self._waiting = self._waiting, []
+                batch = [call for call in batch if not call.answer.done()]
+                if len(batch) == 1:
+                    await batch[0].run_alone()
+                elif batch:
+                    await self._send_together(batch)
+        finally:
+            self._sending = False
+            for call in batch:  # cancelled while on the wire: its callers must not hang
+                if not call.answer.done():
+                    call.answer.cancel()
+
+    async def _send_together(self, batch: list[_Call]) -> None:
+        pipe = self._client.pipeline(transaction=False)
+        for call in batch:
+            pipe.execute_command("EVALSHA", call.script.sha, len(call.keys), *call.keys, *call.args)
+        try:
+            answers = await pipe.execute(raise_on_error=False)
+        except Exception as exc:
+            for call in batch:
+                call.fail(exc)
+            return
+        for call, answer in zip(batch, answers, strict=True):
+            if isinstance(answer, NoScriptError):  # not run: Redis lost its script cache
+                await call.run_alone()
+            elif isinstance(answer, Exception):
+                call.fail(answer)
+            elif not call.answer.done():
+                call.answer.set_result(answer)
+
+
+@dataclass(slots=True)
+class _Call:
+    """One script call waiting for its turn, and the future its caller awaits."""
+
+    script: AsyncScript
+    keys: list[str]
+    args: list[str | int | float]
+    answer: asyncio.Future[Any]
+
+    async def run_alone(self) -> None:
+        """Run through ``AsyncScript``, which loads the script when Redis answers NOSCRIPT."""
+        try:
+            result = await self.script(keys=self.keys, args=self.args)
+        except Exception as exc:
+            self.fail(exc)
+        else:
+            if not self.answer.done():
+                self.answer.set_result(result)
+
+    def fail(self, exc: Exception) -> None:
+        if not self.answer.done():
+            self.answer.set_exception(exc)

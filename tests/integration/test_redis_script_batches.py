@@ -1,0 +1,113 @@
+"""Script calls made at once go to Redis together (``scripts.py``), each answered on its own."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+from redis.asyncio import Redis
+
+from crawlfleet.frontier.protocols import Budget, DomainPolicy, Report
+from crawlfleet.frontier.redis import CrawlKeys, RedisQueueStore
+from crawlfleet.frontier.redis.scripts import Scripts
+from crawlfleet.models import CrawlRequest, Lease
+from crawlfleet.records import Attempt, Outcome
+from tests.fixtures.redis_server import RedisServer
+
+pytestmark = pytest.mark.redis
+
+NOW = 1_000_000.0
+WIDE = DomainPolicy(delay_s=0.0, max_in_flight=1000)
+HTTP = ("http",)
+
+
+def req(n: int) -> CrawlRequest:
+    return CrawlRequest(
+        url=f"http://d{n % 7}.test/{n}", fingerprint=f"f{n}", domain=f"d{n % 7}.test"
+    )
+
+
+def report(lease: Lease) -> Report:
+    r = lease.request
+    return Report(Attempt(r.url, r.fingerprint, r.domain, "w", Outcome.OK, 200, 10, 0.1, 0, NOW))
+
+
+@pytest.fixture
+async def server(start_redis: Callable[..., RedisServer]) -> RedisServer:
+    return start_redis()
+
+
+@pytest.fixture
+async def raw(server: RedisServer) -> AsyncIterator[Redis]:
+    client = Redis.from_url(server.url, decode_responses=True)
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture
+async def store(server: RedisServer) -> AsyncIterator[RedisQueueStore]:
+    opened = await RedisQueueStore.open(server.url, "batches")
+    yield opened
+    await opened.close()
+
+
+async def connections(raw: Redis) -> int:
+    return int((await raw.info("stats"))["total_connections_received"])
+
+
+async def test_lease_ends_made_at_once_share_one_connection_and_each_gets_its_answer(
+    store: RedisQueueStore, raw: Redis
+) -> None:
+    await store.add([req(n) for n in range(200)], Budget())
+    leases = await store.claim(200, NOW, 60, WIDE, HTTP)
+    stale = leases[0]
+    assert await store.complete(stale, report(stale), WIDE)
+    before = await connections(raw)
+    ended = await asyncio.gather(*(store.complete(x, report(x), WIDE) for x in leases))
+    # One call went alone, the other 199 waited for it and went as one pipeline; with a
+    # connection per call (before the batches) this opened up to 200 connections.
+    assert await connections(raw) - before <= 1
+    assert [bool(e) for e in ended] == [False] + [True] * 199
+    assert (await store.counts()).done == 200
+    assert len(await store.pending_attempts(1000)) == 200
+
+
+async def test_a_failing_call_fails_alone_in_its_batch(raw: Redis) -> None:
+    scripts = Scripts(raw, CrawlKeys("alone"))
+    await raw.set(CrawlKeys("alone").key("epoch"), "e1")
+    calls = [scripts.run("set_strategy", "e1", "a.test", '{"rung": "x"}') for _ in range(5)]
+    calls.insert(2, scripts.run("set_strategy", "another epoch", "a.test", "{}"))
+    answers = await asyncio.gather(*calls, return_exceptions=True)
+    failed = [a for a in answers if isinstance(a, Exception)]
+    assert len(failed) == 1
+    assert "FRONTIER_LOST" in str(failed[0])
+    assert isinstance(answers[2], Exception)
+
+
+async def test_a_batch_after_script_flush_loads_the_scripts_again(
+    store: RedisQueueStore, raw: Redis
+) -> None:
+    await store.add([req(n) for n in range(40)], Budget())
+    leases = await store.claim(40, NOW, 60, WIDE, HTTP)
+    await raw.script_flush()
+    ended = await asyncio.gather(*(store.complete(x, report(x), WIDE) for x in leases))
+    assert all(ended)
+    assert (await store.counts()).done == 40
+
+
+async def test_a_cancelled_caller_leaves_the_others_answered_and_the_next_calls_sent(
+    store: RedisQueueStore,
+) -> None:
+    await store.add([req(n) for n in range(30)], Budget())
+    leases = await store.claim(30, NOW, 60, WIDE, HTTP)
+    tasks = [asyncio.ensure_future(store.complete(x, report(x), WIDE)) for x in leases[:20]]
+    await asyncio.sleep(0)
+    tasks[5].cancel()
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    assert isinstance(results[5], asyncio.CancelledError)
+    assert all(results[:5])
+    assert all(results[6:])
+    later = await asyncio.gather(*(store.complete(x, report(x), WIDE) for x in leases[20:]))
+    assert all(later)
+    assert (await store.counts()).done in (29, 30)  # the cancelled one may have been sent
