@@ -21,8 +21,10 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import hiredis
 from redis.asyncio import Redis, SSLConnection
 from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.connection import AbstractConnection
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -50,7 +52,10 @@ def connect(url: str, **options: Any) -> RedisClient:
     ``decode_responses``, ``retry``). ``ValueError`` for a URL it cannot use."""
     parts = urlsplit(url)
     if parts.scheme not in CLUSTER_SCHEMES:
-        return Redis.from_url(url, **options)
+        client = Redis.from_url(url, **options)
+        pool = client.connection_pool
+        pool.connection_class = _hiredis_packing(pool.connection_class)
+        return client
     problem = url_problem(url)
     if problem is not None:
         raise ValueError(problem)
@@ -62,6 +67,25 @@ def connect(url: str, **options: Any) -> RedisClient:
     options.pop("retry_on_error", None)  # the cluster client retries on moved nodes itself
     seeds = [ClusterNode(host, port) for host, port in nodes[1:]]
     return RedisCluster.from_url(first, startup_nodes=seeds or None, **options)
+
+
+def _hiredis_packing(base: type[AbstractConnection]) -> type[AbstractConnection]:
+    """``base`` packing commands with hiredis, as redis-py's synchronous client does and its
+    asyncio one does not: 3.5 µs instead of 34 for a lease end's 40 arguments (decision
+    0024). What hiredis refuses goes to redis-py's packer, which raises its own errors."""
+
+    class HiredisPacking(base):  # type: ignore[misc,valid-type]
+        def pack_command(self, *args: Any) -> list[bytes]:
+            if isinstance(args[0], str):  # 'SCRIPT LOAD' goes as two arguments
+                args = (*args[0].encode().split(), *args[1:])
+            try:
+                return [hiredis.pack_command(args)]
+            except TypeError:
+                packed: list[bytes] = super().pack_command(*args)
+                return packed
+
+    HiredisPacking.__name__ = HiredisPacking.__qualname__ = f"Hiredis{base.__name__}"
+    return HiredisPacking
 
 
 async def open_client(url: str) -> RedisClient:
