@@ -153,7 +153,10 @@ class Scripts:
                     await self._send_together(batch)
         finally:
             self._sending = False
-            for call in batch:  # cancelled while on the wire: its callers must not hang
+            # Cancelled (the loop shutting down): no caller may wait for an answer that
+            # will not come, whether its call was on the wire or still waiting.
+            left, self._waiting = [*batch, *self._waiting], []
+            for call in left:
                 if not call.answer.done():
                     call.answer.cancel()
 
