@@ -1,28 +1,26 @@
-"""The one place that picks implementations and builds the object graph of a crawl."""
+"""The one place that picks implementations and builds the object graph of a crawl.
+
+The fetchers it puts in the graph are built by ``runtime.fetchers``.
+"""
 
 from __future__ import annotations
 
 import os
 import random
 import socket
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from functools import partial
 
 from crawlfleet.clock import Clock
-from crawlfleet.errors import ConfigError, StateError
-from crawlfleet.fetchers.cache import TruncatingFetcher
+from crawlfleet.errors import StateError
 from crawlfleet.fetchers.credentials import Credentials
-from crawlfleet.fetchers.files import FileFetcher
-from crawlfleet.fetchers.http import HttpFetcher
 from crawlfleet.fetchers.protocols import Fetcher, ViaFetcher
 from crawlfleet.frontier.frontier import Frontier, RetryPolicy
 from crawlfleet.frontier.ladder import BROWSER
 from crawlfleet.frontier.protocols import Budget, QueueStore
-from crawlfleet.frontier.robots import ROBOTS_MAX_BYTES, FetchFn, RobotsCache
 from crawlfleet.frontier.scope import Scope, TrapLimits
-from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.monitoring.browser_metrics import PoolFigures
 from crawlfleet.monitoring.events import EventBus
 from crawlfleet.parsing.budget import ParseBudget, ParseLimits
@@ -38,29 +36,16 @@ from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.backends import Backends, open_store
 from crawlfleet.runtime.browser_lane import browser_lane, build_browser
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
-from crawlfleet.runtime.fetch_chain import (
-    SessionLink,
-    cached,
-    hooked,
-    login_link,
-    session_link,
-)
+from crawlfleet.runtime.fetch_chain import login_link, session_link
+from crawlfleet.runtime.fetchers import build_fetchers, build_robots
 from crawlfleet.runtime.freshness import Freshness
-from crawlfleet.runtime.kinds import (
-    BASE_KINDS,
-    IMPERSONATE,
-    check_kinds,
-    named_kinds,
-    needs_browser,
-    servable_kinds,
-)
+from crawlfleet.runtime.kinds import check_kinds, named_kinds, needs_browser, servable_kinds
 from crawlfleet.runtime.policies import domain_policy, recrawl_policy
 from crawlfleet.runtime.routing import Router
-from crawlfleet.runtime.side_fetch import SessionSideFetcher
 from crawlfleet.runtime.strategy import Strategies
 from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.settings import Settings
-from crawlfleet.urls import UrlRules, fingerprint
+from crawlfleet.urls import UrlRules
 
 
 def worker_name() -> str:
@@ -96,85 +81,6 @@ def build_frontier(
         rng=random.Random(),
         route=router.kind if router is not None else None,
     )
-
-
-def build_fetchers(
-    settings: Settings,
-    clock: Clock,
-    credentials: Credentials,
-    logged_in: Callable[[Fetcher], Fetcher] = lambda fetcher: fetcher,
-    routed: Callable[[ViaFetcher], Fetcher] = lambda fetcher: fetcher,
-) -> dict[str, Fetcher]:
-    """The crawl's fetchers by kind; redirects become queued links (``Crawler``).
-
-    The HTTP chain, top to bottom: hooks, cache, ``logged_in``, ``routed`` (crawl sessions)
-    (``runtime.fetch_chain``); the ``impersonate`` fetcher (when servable) sits in the same
-    chain.
-    """
-    http = HttpFetcher(settings, clock=clock, follow_redirects=False, credentials=credentials)
-    fetchers: dict[str, Fetcher] = {
-        "http": hooked(cached(logged_in(routed(http)), settings, clock), settings),
-        "file": FileFetcher(settings, clock=clock),
-    }
-    if IMPERSONATE in BASE_KINDS:
-        try:
-            from crawlfleet.fetchers.impersonate import ImpersonateFetcher  # the stealth extra
-        except ImportError as exc:  # installed but broken (its libcurl, cffi)
-            raise ConfigError(
-                f"the impersonate fetcher cannot be loaded ({exc}); "
-                "reinstall it: pip install 'crawlfleet[stealth]'"
-            ) from None
-        browser_like = ImpersonateFetcher(settings, clock=clock, credentials=credentials)
-        fetchers[IMPERSONATE] = hooked(
-            cached(logged_in(routed(browser_like)), settings, clock), settings
-        )
-    return fetchers
-
-
-def robots_fetch(
-    fetcher: TruncatingFetcher, *, truncate_at_bytes: int | None = None
-) -> Callable[[str], Awaitable[FetchResult]]:
-    """A URL -> FetchResult function (redirects followed), for robots.txt and sitemaps.
-
-    ``truncate_at_bytes`` keeps the first bytes of a larger body instead of failing (robots.txt:
-    RFC 9309 §2.5 asks a crawler to parse at least 500 KiB and may ignore the rest).
-    """
-
-    async def fetch(url: str) -> FetchResult:
-        request = CrawlRequest(url=url, fingerprint=fingerprint(url), domain="", fetcher="http")
-        return await fetcher.fetch(request, truncate_at_bytes=truncate_at_bytes)
-
-    return fetch
-
-
-def build_robots(
-    settings: Settings,
-    clock: Clock,
-    stack: AsyncExitStack,
-    credentials: Credentials,
-    link: SessionLink | None = None,
-) -> tuple[RobotsCache | None, FetchFn]:
-    """The robots.txt cache (None when robots are not obeyed) and the side fetch it and the
-    sitemap reader use (redirects followed; through a session of the URL's domain when the
-    crawl has proxies: ``link``)."""
-    http = HttpFetcher(settings, clock=clock, credentials=credentials)
-    side: TruncatingFetcher = http
-    if link is not None:
-        rules = UrlRules(settings.strip_query_params, settings.politeness_key)
-        side = SessionSideFetcher(http, link, rules)
-    side_fetcher = cached(side, settings, clock)
-    stack.push_async_callback(side_fetcher.close)
-    fetch_url = robots_fetch(side_fetcher)
-    if not settings.obey_robots:
-        return None, fetch_url
-    robots = RobotsCache(
-        robots_fetch(side_fetcher, truncate_at_bytes=ROBOTS_MAX_BYTES),
-        user_agent=settings.user_agent,
-        clock=clock,
-        ttl_s=settings.robots_ttl_s,
-        error_ttl_s=settings.robots_error_ttl_s,
-    )
-    return robots, fetch_url
 
 
 async def build_admitter(

@@ -1,0 +1,105 @@
+"""A crawl's fetchers: the crawl step's by kind, and the side fetch of robots.txt and sitemaps.
+
+The robots.txt cache is built here too, over the side fetch. ``runtime.wiring`` puts them
+in a crawl's object graph; the wrappers of the HTTP chain, in their order, are
+``runtime.fetch_chain``'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+
+from crawlfleet.clock import Clock
+from crawlfleet.errors import ConfigError
+from crawlfleet.fetchers.cache import TruncatingFetcher
+from crawlfleet.fetchers.credentials import Credentials
+from crawlfleet.fetchers.files import FileFetcher
+from crawlfleet.fetchers.http import HttpFetcher
+from crawlfleet.fetchers.protocols import Fetcher, ViaFetcher
+from crawlfleet.frontier.robots import ROBOTS_MAX_BYTES, FetchFn, RobotsCache
+from crawlfleet.models import CrawlRequest, FetchResult
+from crawlfleet.runtime.fetch_chain import SessionLink, cached, hooked
+from crawlfleet.runtime.kinds import BASE_KINDS, IMPERSONATE
+from crawlfleet.runtime.side_fetch import SessionSideFetcher
+from crawlfleet.settings import Settings
+from crawlfleet.urls import UrlRules, fingerprint
+
+
+def build_fetchers(
+    settings: Settings,
+    clock: Clock,
+    credentials: Credentials,
+    logged_in: Callable[[Fetcher], Fetcher] = lambda fetcher: fetcher,
+    routed: Callable[[ViaFetcher], Fetcher] = lambda fetcher: fetcher,
+) -> dict[str, Fetcher]:
+    """The crawl's fetchers by kind; redirects become queued links (``Crawler``).
+
+    The HTTP chain, top to bottom: hooks, cache, ``logged_in``, ``routed`` (crawl sessions)
+    (``runtime.fetch_chain``); the ``impersonate`` fetcher (when servable) sits in the same
+    chain.
+    """
+    http = HttpFetcher(settings, clock=clock, follow_redirects=False, credentials=credentials)
+    fetchers: dict[str, Fetcher] = {
+        "http": hooked(cached(logged_in(routed(http)), settings, clock), settings),
+        "file": FileFetcher(settings, clock=clock),
+    }
+    if IMPERSONATE in BASE_KINDS:
+        try:
+            from crawlfleet.fetchers.impersonate import ImpersonateFetcher  # the stealth extra
+        except ImportError as exc:  # installed but broken (its libcurl, cffi)
+            raise ConfigError(
+                f"the impersonate fetcher cannot be loaded ({exc}); "
+                "reinstall it: pip install 'crawlfleet[stealth]'"
+            ) from None
+        browser_like = ImpersonateFetcher(settings, clock=clock, credentials=credentials)
+        fetchers[IMPERSONATE] = hooked(
+            cached(logged_in(routed(browser_like)), settings, clock), settings
+        )
+    return fetchers
+
+
+def robots_fetch(
+    fetcher: TruncatingFetcher, *, truncate_at_bytes: int | None = None
+) -> Callable[[str], Awaitable[FetchResult]]:
+    """A URL -> FetchResult function (redirects followed), for robots.txt and sitemaps.
+
+    ``truncate_at_bytes`` keeps the first bytes of a larger body instead of failing (robots.txt:
+    RFC 9309 §2.5 asks a crawler to parse at least 500 KiB and may ignore the rest).
+    """
+
+    async def fetch(url: str) -> FetchResult:
+        request = CrawlRequest(url=url, fingerprint=fingerprint(url), domain="", fetcher="http")
+        return await fetcher.fetch(request, truncate_at_bytes=truncate_at_bytes)
+
+    return fetch
+
+
+def build_robots(
+    settings: Settings,
+    clock: Clock,
+    stack: AsyncExitStack,
+    credentials: Credentials,
+    link: SessionLink | None = None,
+) -> tuple[RobotsCache | None, FetchFn]:
+    """The robots.txt cache (None when robots are not obeyed) and the side fetch it and the
+    sitemap reader use (redirects followed; through a session of the URL's domain when the
+    crawl has proxies: ``link``)."""
+    http = HttpFetcher(settings, clock=clock, credentials=credentials)
+    side: TruncatingFetcher = http
+    if link is not None:
+        rules = UrlRules(settings.strip_query_params, settings.politeness_key)
+        side = SessionSideFetcher(http, link, rules)
+    side_fetcher = cached(side, settings, clock)
+    stack.push_async_callback(side_fetcher.close)
+    fetch_url = robots_fetch(side_fetcher)
+    if not settings.obey_robots:
+        return None, fetch_url
+    robots = RobotsCache(
+        robots_fetch(side_fetcher, truncate_at_bytes=ROBOTS_MAX_BYTES),
+        user_agent=settings.user_agent,
+        clock=clock,
+        ttl_s=settings.robots_ttl_s,
+        error_ttl_s=settings.robots_error_ttl_s,
+    )
+    return robots, fetch_url
