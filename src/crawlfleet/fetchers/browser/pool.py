@@ -4,14 +4,10 @@
 share ``sessions`` browser contexts (cookies, cache: one session each; slot i uses session
 i mod ``sessions``). A session's context serves ``context_pages`` pages, then a fresh one
 replaces it (the old closes with its last page); a slot's page is navigated fetch after
-fetch while its context lasts, and a page whose fetch failed is closed and replaced. The browser itself is recycled after ``browser_pages`` pages, when the
-summed RSS of its processes passes ``memory_cap_bytes`` (read from ``/proc`` at most every
-``memory_check_s``), and when it crashed or disconnected: the next page launches a new one.
-A recycled browser finishes the pages it holds before it is closed; a crashed one fails them
-(the fetcher turns that into a transient ``FetchError``, so the pages are retried).
-
-Chromium is launched lazily, by the first page: a process that never fetches with the
-browser never starts one.
+fetch while its context lasts, and a page whose fetch failed is closed and replaced. The
+browser under them is ``chromium.py``'s: launched by the first page, recycled after
+``browser_pages`` pages, past its memory cap or after a crash; a crashed one fails the pages
+it holds (the fetcher turns that into a transient ``FetchError``, so the pages are retried).
 
 A page asked for a crawl session (``page(identity)``, with ``[crawl.proxies]``) gets that
 session's own context instead (its proxy, User-Agent: ``identity.py``), recycled after
@@ -22,23 +18,19 @@ least recently used idle one closed to make room (each costs a renderer: decisio
 from __future__ import annotations
 
 import asyncio
-import logging
-import time
-import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from playwright.async_api import BrowserContext, Page, Playwright, async_playwright
+from playwright.async_api import BrowserContext, Page
 from playwright.async_api import Error as PlaywrightError
 
 from crawlfleet.errors import BrowserFault
+from crawlfleet.fetchers.browser.chromium import Chromium, first_line, quietly
 from crawlfleet.fetchers.browser.guard import RequestGuard
 from crawlfleet.fetchers.browser.identity import BrowserIdentity
 from crawlfleet.fetchers.browser.interception import Interceptor
-from crawlfleet.fetchers.browser.launch import CHROMIUM_FLAGS, MARKER_FLAG
-from crawlfleet.fetchers.browser.memory import tree_pids, tree_rss_bytes
 from crawlfleet.fetchers.browser.slots import (
     LaunchedBrowser,
     LeasedPage,
@@ -47,8 +39,6 @@ from crawlfleet.fetchers.browser.slots import (
     PoolStats,
     Slot,
 )
-
-log = logging.getLogger(__name__)
 
 
 class BrowserPool:
@@ -69,8 +59,8 @@ class BrowserPool:
         self.executable = executable
         self.limits = limits
         self.stats = PoolStats()
+        self._chromium = Chromium(executable, limits, self.stats, user_agent_token)
         self._requests = Interceptor(guard)
-        self._token = user_agent_token
         self._free = [Slot(index) for index in range(limits.pages)]
         self._slots = asyncio.Semaphore(limits.pages)
         self._sessions: list[PoolContext | None] = [None] * max(
@@ -80,17 +70,11 @@ class BrowserPool:
         self._keyed: OrderedDict[str, PoolContext] = OrderedDict()
         """Crawl session id -> its context, least recently used first."""
         self._keying = asyncio.Lock()
-        self._lock = asyncio.Lock()
-        self._playwright: Playwright | None = None
-        self._current: LaunchedBrowser | None = None
-        self._checked_at = 0.0
-        self._closed = False
-        self._closing: set[asyncio.Task[None]] = set()
 
     @property
     def browser_pids(self) -> list[int]:
         """The pid of the running browser process (empty before the first page)."""
-        return [] if self._current is None else tree_pids(self._current.marker)
+        return self._chromium.pids
 
     @asynccontextmanager
     async def page(self, identity: BrowserIdentity | None = None) -> AsyncIterator[LeasedPage]:
@@ -107,8 +91,7 @@ class BrowserPool:
         held: PoolContext | None = None
         failed = True
         try:
-            browser = await self._browser()
-            browser.in_use += 1
+            browser = await self._chromium.lease()
             self.stats.in_use += 1
             page = await self._page_of(slot, browser, identity)
             held = slot.context
@@ -122,10 +105,8 @@ class BrowserPool:
             if held is not None:
                 self._release(held)
             if browser is not None:
-                browser.in_use -= 1
                 self.stats.in_use -= 1
-                if browser.retired and browser.in_use == 0:
-                    await _quietly(browser.browser.close())
+                await self._chromium.release(browser)
             self._free.append(slot)
             self._slots.release()
 
@@ -175,7 +156,7 @@ class BrowserPool:
             self.forget(slot)
             self._release(current)
             slot.context = None
-            raise BrowserFault(f"browser context lost: {_first_line(exc)}") from None
+            raise BrowserFault(f"browser context lost: {first_line(exc)}") from None
         self._requests.watch(slot.page, slot.refused)
         return slot.page
 
@@ -232,13 +213,13 @@ class BrowserPool:
         page, slot.page = slot.page, None
         if page is not None:
             self._requests.forget(page)
-            await _quietly(page.close())
+            await quietly(page.close())
 
     def _release(self, context: PoolContext, pages: int = 1) -> None:
         """``pages`` of ``context`` ended; a retired context is closed with its last one."""
         context.in_use -= pages
         if context.retired and context.in_use == 0 and context.owner.browser.is_connected():
-            self._background(context.context.close())
+            self._chromium.close_later(context.context.close())
 
     async def _new_context(
         self, browser: LaunchedBrowser, identity: BrowserIdentity | None = None
@@ -251,92 +232,9 @@ class BrowserPool:
             if self._requests.guard.active:
                 await context.route("**/*", self._requests.route)
         except PlaywrightError as exc:
-            raise BrowserFault(f"cannot open a browser context: {_first_line(exc)}") from None
+            raise BrowserFault(f"cannot open a browser context: {first_line(exc)}") from None
         return context
-
-    async def _browser(self) -> LaunchedBrowser:
-        """The browser new pages go to; launches or recycles one when it is due."""
-        async with self._lock:
-            if self._closed:
-                raise BrowserFault("the browser pool is closed", transient=True)
-            current = self._current
-            reason = await self._recycle_reason(current)
-            if reason is None and current is not None:
-                return current
-            if current is not None:
-                self._retire(current)
-            self._current = await self._launch(reason or "start")
-            return self._current
-
-    async def _recycle_reason(self, current: LaunchedBrowser | None) -> str | None:
-        if current is None:
-            return "start"
-        if not current.browser.is_connected():
-            return "crash"
-        if current.served >= self.limits.browser_pages:
-            return "pages"
-        now = time.monotonic()
-        if now - self._checked_at >= self.limits.memory_check_s:
-            self._checked_at = now
-            self.stats.rss_bytes = await asyncio.to_thread(tree_rss_bytes, current.marker)
-            if self.stats.rss_bytes > self.limits.memory_cap_bytes:
-                return "memory"
-        return None
-
-    def _retire(self, browser: LaunchedBrowser) -> None:
-        browser.retired = True
-        if browser.in_use == 0:
-            self._background(browser.browser.close())
-
-    def _background(self, closing: Awaitable[object]) -> None:
-        """Close something without waiting; ``close`` waits for what is still closing."""
-        task = asyncio.get_running_loop().create_task(_quietly(closing))
-        self._closing.add(task)
-        task.add_done_callback(self._closing.discard)
-
-    async def _launch(self, reason: str) -> LaunchedBrowser:
-        marker = uuid.uuid4().hex
-        try:
-            if self._playwright is None:
-                self._playwright = await async_playwright().start()
-            browser = await self._playwright.chromium.launch(
-                executable_path=self.executable,
-                args=[*CHROMIUM_FLAGS, f"{MARKER_FLAG}{marker}"],
-            )
-            session = await browser.new_browser_cdp_session()
-            version = await session.send("Browser.getVersion")
-            await session.detach()
-        except PlaywrightError as exc:
-            raise BrowserFault(f"cannot launch {self.executable}: {_first_line(exc)}") from None
-        agent = str(version["userAgent"])
-        if self._token:
-            agent = f"{agent} {self._token}"
-        self.stats.launches[reason] += 1
-        if reason != "start":
-            log.warning("browser relaunched (%s)", reason)
-        return LaunchedBrowser(browser, marker, agent)
 
     async def close(self) -> None:
         """Close the browser and Playwright's driver; pages still open fail."""
-        async with self._lock:
-            self._closed = True
-            current, self._current = self._current, None
-            if current is not None:
-                await _quietly(current.browser.close())
-            await asyncio.gather(*self._closing)
-            if self._playwright is not None:
-                playwright, self._playwright = self._playwright, None
-                await _quietly(playwright.stop())
-
-
-async def _quietly(closing: Awaitable[object]) -> None:
-    """Close something that may already be gone (a crashed browser, a closed page)."""
-    try:
-        await closing
-    except PlaywrightError:
-        return
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+        await self._chromium.close()

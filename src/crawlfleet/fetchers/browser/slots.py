@@ -1,6 +1,6 @@
 """The browser pool's records: its limits and counts, a launched browser, a context, a slot.
 
-Kept apart from ``pool.py`` (what the pool does with them).
+Kept apart from ``pool.py`` and ``chromium.py`` (what the pool does with them).
 """
 
 from __future__ import annotations
