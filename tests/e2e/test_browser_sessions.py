@@ -24,7 +24,7 @@ from crawlfleet.fetchers.profiles import user_agent
 from crawlfleet.frontier.memory import MemoryQueueStore
 from crawlfleet.proxies.endpoints import build_tiers
 from crawlfleet.runtime.fetch_chain import session_link
-from crawlfleet.runtime.fetchers import build_robots
+from crawlfleet.runtime.fetcher_wiring import build_robots
 from crawlfleet.runtime.wiring import build_frontier
 from crawlfleet.settings import Settings
 from crawlfleet.settings_proxies import ProxySettings

@@ -13,7 +13,7 @@ from crawlfleet.fetchers.http import HttpFetcher
 from crawlfleet.models import FetchResult, Link, ParseResult
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.runtime.admission import Admitter
-from crawlfleet.runtime.fetchers import robots_fetch
+from crawlfleet.runtime.fetcher_wiring import robots_fetch
 from crawlfleet.settings import Settings
 from tests.unit.crawler_kit import T0, Canned, CannedFetcher, html, make_crawl, seed
 

@@ -11,7 +11,7 @@ from crawlfleet.clock import SystemClock
 from crawlfleet.errors import ConfigError
 from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.parsing.loader import load_parsers
-from crawlfleet.runtime.fetchers import build_fetchers
+from crawlfleet.runtime.fetcher_wiring import build_fetchers
 from crawlfleet.runtime.kinds import (
     BASE_KINDS,
     WORKER_KINDS,

@@ -1,6 +1,6 @@
 """The one place that picks implementations and builds the object graph of a crawl.
 
-The fetchers it puts in the graph are built by ``runtime.fetchers``.
+The fetchers it puts in the graph are built by ``runtime.fetcher_wiring``.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from crawlfleet.runtime.backends import Backends, open_store
 from crawlfleet.runtime.browser_lane import browser_lane, build_browser
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
 from crawlfleet.runtime.fetch_chain import login_link, session_link
-from crawlfleet.runtime.fetchers import build_fetchers, build_robots
+from crawlfleet.runtime.fetcher_wiring import build_fetchers, build_robots
 from crawlfleet.runtime.freshness import Freshness
 from crawlfleet.runtime.kinds import check_kinds, named_kinds, needs_browser, servable_kinds
 from crawlfleet.runtime.policies import domain_policy, recrawl_policy
