@@ -1,31 +1,26 @@
 """The in-memory ``QueueStore``: for tests, and the reference model of the contract.
 
-Each request is an entry in one state (queued, leased, done, dead); every method moves
-entries between states and keeps the counts, the domain schedule and the statistics in step.
-Queued entries wait in their lane (``memory_lanes.py``) and ``DomainSchedule`` picks the
-lanes; current leases and their expiries are in ``Leases`` (``memory_leases.py``), known URLs
-and their due times in ``KnownUrls`` (``memory_known.py``). Lease tokens are
-``"{fingerprint}:{n}"`` where ``n`` counts the hand-outs of that fingerprint, so a token from
-an earlier hand-out is recognisably stale. Attempts wait in a list for ``pending_attempts``.
-Nothing survives the process.
+Every method moves entries between states and keeps the counts, the domain schedule and the
+statistics in step. ``MemoryQueueStore`` holds the queue's moves (admission, claims, lease
+ends, reaping) and the domain policy (this module) over its base ``MemoryRecords``
+(``memory_records.py``: the entries and their states, counts, statistics, attempts, known
+URLs and revisits, dead letters). Queued entries wait in their lane (``memory_lanes.py``) and
+``DomainSchedule`` picks the lanes; current leases and their expiries are in ``Leases``
+(``memory_leases.py``), known URLs and their due times in ``KnownUrls`` (``memory_known.py``).
+Lease tokens are ``"{fingerprint}:{n}"`` where ``n`` counts the hand-outs of that
+fingerprint, so a token from an earlier hand-out is recognisably stale. Nothing survives the
+process.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from enum import Enum
-from itertools import islice
+from dataclasses import replace
 
-from crawlfleet import counters
-from crawlfleet.counters import Counters, CrawlStats
 from crawlfleet.frontier import domains, policy
 from crawlfleet.frontier.accounting import expired_attempt, expired_counters, report_counters
-from crawlfleet.frontier.domains import DomainSchedule, DomainState
-from crawlfleet.frontier.memory_known import KnownUrls
-from crawlfleet.frontier.memory_lanes import Lanes
-from crawlfleet.frontier.memory_leases import Leases
+from crawlfleet.frontier.domains import DomainState
+from crawlfleet.frontier.memory_records import Entry, EntryState, MemoryRecords
 from crawlfleet.frontier.protocols import (
     LEASE_EXPIRED,
     Budget,
@@ -34,48 +29,12 @@ from crawlfleet.frontier.protocols import (
     DomainView,
     Ended,
     Report,
-    Visit,
 )
 from crawlfleet.models import CrawlRequest, Lease
-from crawlfleet.records import Attempt, DeadLetter, QueueCounts
 
 
-class _State(Enum):
-    QUEUED = 0
-    LEASED = 1
-    DONE = 2
-    DEAD = 3
-
-
-@dataclass(slots=True)
-class _Entry:
-    request: CrawlRequest
-    seq: int
-    state: _State = _State.QUEUED
-    not_before: float = 0.0
-    hand_outs: int = 0
-    token: str | None = None
-    errors: list[str] = field(default_factory=list)
-    died_at: float = 0.0
-
-
-class MemoryQueueStore:
+class MemoryQueueStore(MemoryRecords):
     """``QueueStore`` in plain Python structures; every method is atomic (no awaits inside)."""
-
-    def __init__(self) -> None:
-        self._lanes = Lanes()
-        self._schedule = DomainSchedule(self._lanes.earliest)
-        self._seen: set[str] = set()
-        self._entries: dict[str, _Entry] = {}
-        self._leases = Leases()
-        self._dead: set[str] = set()
-        self._counts = dict.fromkeys(_State, 0)
-        self._admitted = 0
-        self._seq = 0
-        self._crawl_counters: Counters = {}
-        self._started_at: float | None = None
-        self._attempts: deque[Attempt] = deque()
-        self._known = KnownUrls()
 
     async def add(self, requests: Sequence[CrawlRequest], budget: Budget) -> int:
         admitted = 0
@@ -92,24 +51,14 @@ class MemoryQueueStore:
             domain = self._schedule.get(request.domain)
             self._seen.add(fp)
             self._seq += 1
-            self._entries[fp] = _Entry(request, self._seq)
+            self._entries[fp] = Entry(request, self._seq)
             self._push(self._entries[fp], 0.0)
             self._admitted += 1
             domain.admitted += 1
             admitted += 1
         return admitted
 
-    def _push(self, entry: _Entry, not_before: float) -> None:
-        """Queue an entry (already counted nowhere) in its lane, due from ``not_before``."""
-        request = entry.request
-        entry.not_before = not_before
-        self._lanes.push(request, entry.seq, not_before)
-        entry.state = _State.QUEUED
-        self._counts[_State.QUEUED] += 1
-        domain = self._schedule.get(request.domain)
-        self._schedule.enqueued(domain, request.fetcher, 1, not_before)
-
-    def _take(self, domain: str, kind: str, now: float) -> tuple[_Entry, float] | None:
+    def _take(self, domain: str, kind: str, now: float) -> tuple[Entry, float] | None:
         fp = self._lanes.take(domain, kind, now, self._priority)
         if fp is None:
             return None
@@ -134,25 +83,25 @@ class MemoryQueueStore:
             entry.hand_outs += 1
             token = f"{entry.request.fingerprint}:{entry.hand_outs}"
             entry.token = token
-            entry.state = _State.LEASED
+            entry.state = EntryState.LEASED
             self._leases.grant(token, entry.request.fingerprint, expires_at)
             leases.append(Lease(entry.request, token, expires_at))
-        self._counts[_State.QUEUED] -= len(leases)
-        self._counts[_State.LEASED] += len(leases)
+        self._counts[EntryState.QUEUED] -= len(leases)
+        self._counts[EntryState.LEASED] += len(leases)
         return leases
 
-    def _release(self, token: str) -> tuple[_Entry, DomainState] | None:
+    def _release(self, token: str) -> tuple[Entry, DomainState] | None:
         """End a current lease (None if stale), freeing its domain slot."""
         fingerprint = self._leases.end(token)
         if fingerprint is None:
             return None
         return self._free(fingerprint)
 
-    def _free(self, fingerprint: str) -> tuple[_Entry, DomainState]:
+    def _free(self, fingerprint: str) -> tuple[Entry, DomainState]:
         """The entry of a lease just ended, counted out of the leased, its domain slot freed."""
         entry = self._entries[fingerprint]
         entry.token = None
-        self._counts[_State.LEASED] -= 1
+        self._counts[EntryState.LEASED] -= 1
         domain = self._schedule.get(entry.request.domain)
         self._schedule.lease_ended(domain)
         return entry, domain
@@ -167,18 +116,14 @@ class MemoryQueueStore:
         self._schedule.rest(domain, ready_at)
         return Ended(True, change)
 
-    def _count(self, domain: str, added: Mapping[str, float]) -> None:
-        counters.merge(self._crawl_counters, added)
-        counters.merge(self._schedule.get(domain).counters, added)
-
     async def complete(self, lease: Lease, report: Report, default: DomainPolicy) -> Ended:
         released = self._release(lease.token)
         if released is None:
             return Ended(False)
         entry, domain = released
-        entry.state = _State.DONE
+        entry.state = EntryState.DONE
         entry.errors.clear()
-        self._counts[_State.DONE] += 1
+        self._counts[EntryState.DONE] += 1
         if report.visit is not None:
             await self.remember(entry.request, report.visit)
         return self._record(domain, report, default)
@@ -206,12 +151,12 @@ class MemoryQueueStore:
         self._kill(entry, now)
         return self._record(domain, report, default)
 
-    def _kill(self, entry: _Entry, died_at: float) -> None:
+    def _kill(self, entry: Entry, died_at: float) -> None:
         """Move a released entry (its error already recorded) to the dead-letter queue."""
-        entry.state = _State.DEAD
+        entry.state = EntryState.DEAD
         entry.died_at = died_at
         self._dead.add(entry.request.fingerprint)
-        self._counts[_State.DEAD] += 1
+        self._counts[EntryState.DEAD] += 1
 
     async def move(self, lease: Lease, kind: str) -> bool:
         released = self._release(lease.token)
@@ -267,84 +212,6 @@ class MemoryQueueStore:
 
     async def next_ready_at(self, now: float, kinds: Collection[str]) -> float | None:
         return self._schedule.next_ready_at(now, kinds)
-
-    async def counts(self) -> QueueCounts:
-        c = self._counts
-        return QueueCounts(
-            queued=c[_State.QUEUED],
-            leased=c[_State.LEASED],
-            done=c[_State.DONE],
-            dead=c[_State.DEAD],
-            seen=len(self._seen),
-        )
-
-    async def start(self, now: float) -> None:
-        if self._started_at is None:
-            self._started_at = now
-
-    async def stats(self) -> CrawlStats:
-        return CrawlStats(dict(self._crawl_counters), self._started_at)
-
-    async def add_counters(self, domain: str, counters: Mapping[str, float]) -> None:
-        if counters:
-            self._count(domain, counters)
-
-    async def pending_attempts(self, limit: int) -> list[Attempt]:
-        return list(islice(self._attempts, limit))
-
-    async def ack_attempts(self, count: int) -> None:
-        for _ in range(min(count, len(self._attempts))):
-            self._attempts.popleft()
-
-    async def remember(self, request: CrawlRequest, visit: Visit) -> None:
-        self._known.remember(request.fingerprint, visit)
-
-    async def visit(self, fingerprint: str) -> Visit | None:
-        return self._known.get(fingerprint)
-
-    async def revisit(self, now: float, limit: int) -> int:
-        moved = 0
-        while moved < limit and (due := self._known.pop_due(now)) is not None:
-            fp, visit = due
-            entry = self._entries.get(fp)
-            if entry is None or entry.state is not _State.DONE:
-                continue
-            self._counts[_State.DONE] -= 1
-            entry.request = replace(entry.request, attempt=0, priority=visit.priority)
-            self._push(entry, 0.0)
-            moved += 1
-        return moved
-
-    async def next_visit_at(self) -> float | None:
-        return self._known.next_at()
-
-    def _dead_entries(self, fingerprints: Sequence[str] | None) -> list[_Entry]:
-        chosen = self._dead if fingerprints is None else self._dead.intersection(fingerprints)
-        return sorted((self._entries[fp] for fp in chosen), key=lambda e: (e.died_at, e.seq))
-
-    async def dead_letters(self, limit: int = 100, offset: int = 0) -> list[DeadLetter]:
-        return [
-            DeadLetter(e.request, tuple(e.errors), e.died_at)
-            for e in self._dead_entries(None)[offset : offset + limit]
-        ]
-
-    async def requeue_dead(self, fingerprints: Sequence[str] | None = None) -> int:
-        entries = self._dead_entries(fingerprints)
-        for entry in entries:
-            self._dead.discard(entry.request.fingerprint)
-            self._counts[_State.DEAD] -= 1
-            entry.errors.clear()
-            entry.request = replace(entry.request, attempt=0)
-            self._push(entry, 0.0)
-        return len(entries)
-
-    async def purge_dead(self, fingerprints: Sequence[str] | None = None) -> int:
-        entries = self._dead_entries(fingerprints)
-        for entry in entries:
-            self._dead.discard(entry.request.fingerprint)
-            del self._entries[entry.request.fingerprint]
-        self._counts[_State.DEAD] -= len(entries)
-        return len(entries)
 
     async def close(self) -> None:
         """Nothing to release; the state is dropped with the object."""
