@@ -128,7 +128,6 @@ class Scripts:
             for name, src in read_sources().items()
         }
         self._waiting: list[_Call] = []
-        self._sending = False
         self._sender: asyncio.Task[None] | None = None
 
     async def run(self, name: str, epoch: str, *args: str | int | float) -> Any:
@@ -136,8 +135,7 @@ class Scripts:
         script, keys = self._bound[name]
         call = _Call(script, keys, [epoch, *args], asyncio.get_running_loop().create_future())
         self._waiting.append(call)
-        if not self._sending:
-            self._sending = True
+        if self._sender is None or self._sender.done():
             self._sender = asyncio.create_task(self._send())
         return await call.answer
 
@@ -152,7 +150,6 @@ class Scripts:
                 elif batch:
                     await self._send_together(batch)
         finally:
-            self._sending = False
             # Cancelled (the loop shutting down): no caller may wait for an answer that
             # will not come, whether its call was on the wire or still waiting.
             left, self._waiting = [*batch, *self._waiting], []
