@@ -117,6 +117,7 @@ class Run:
     commands: dict[str, int] = field(default_factory=dict)
     redis_usec: int = 0
     dispatcher_cpu_s: float = 0.0
+    postgres_commits: int = 0
     tree: str = ""  # which ``--src`` tree ran, when several are compared
 
     @property
@@ -204,6 +205,7 @@ def run_distributed(
     client = redis.Redis.from_url(svc.redis.url)
     client.config_resetstat()
     svc.nginx.clear_log()
+    commits_before = commits(dsn, database)
     spy = None
     if args.profile:  # py-spy on the first worker; its CPU then counts py-spy's pauses too
         spy_argv = [str(BIN / "py-spy"), "record", "--pid", str(workers[0].process.pid)]
@@ -253,6 +255,7 @@ def run_distributed(
     stats = client.info("commandstats")
     for worker in workers:
         worker.stop()
+    postgres_commits = commits(dsn, database) - commits_before
     if spy is not None:
         spy.wait(timeout=60)
     if dispatcher.returncode != 0:
@@ -284,7 +287,18 @@ def run_distributed(
         commands=commands,
         redis_usec=usec,
         dispatcher_cpu_s=dispatcher_cpu_s,
+        postgres_commits=postgres_commits,
     )
+
+
+def commits(dsn: str, database: str) -> int:
+    """Transactions committed in ``database`` so far (as the statistics have them)."""
+    with psycopg.connect(dsn, autocommit=True) as db:
+        db.execute("SELECT pg_stat_clear_snapshot()")
+        row = db.execute(
+            "SELECT xact_commit FROM pg_stat_database WHERE datname = %s", [database]
+        ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def lease_env(args: argparse.Namespace) -> dict[str, str]:
@@ -393,6 +407,8 @@ def describe(r: Run) -> str:
     if r.commands:
         text += f"\n{'':16}Redis per page: {per_page}; {r.redis_usec / max(1, r.pages):.0f} µs"
     if r.mode != "embedded" and not r.mode.startswith("scrapy"):
+        per_commit = r.pages / max(1, r.postgres_commits)
+        text += f"\n{'':16}PostgreSQL: {r.postgres_commits} commits, {per_commit:.1f} pages each"
         text += f"\n{'':16}expired leases: {r.expired}"
     ok = "OK" if r.ok else "CHECK FAILED"
     text += f"\n{'':16}{ok}: {r.verdict.summary()}"
