@@ -100,6 +100,18 @@ async def test_recording_an_attempt_twice_keeps_one(log: AttemptLog) -> None:
     assert len(await log.recent()) == 4
 
 
+async def test_one_batch_holding_an_attempt_twice_keeps_one(log: AttemptLog) -> None:
+    """A copier that read a row again within one batch (the store re-sent it) stores it once
+    and keeps the batch's order."""
+    first, second = attempt("1", at=T0 + 1), attempt("2", at=T0 + 2)
+    await log.record([first, second, first, attempt("3", at=T0 + 3)])
+    assert [a.url for a in await log.recent()] == [
+        "https://a.test/3",
+        "https://a.test/2",
+        "https://a.test/1",
+    ]
+
+
 async def test_top_errors_most_frequent_first(log: AttemptLog) -> None:
     await log.record(
         [

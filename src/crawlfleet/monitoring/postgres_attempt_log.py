@@ -19,11 +19,18 @@ from crawlfleet.monitoring.attempt_log import COLUMNS, attempt_of
 from crawlfleet.records import Attempt, Outcome
 from crawlfleet.redact import redact
 
-INSERT = (
-    f"INSERT INTO attempts (crawl_id, {COLUMNS}) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-    "ON CONFLICT (crawl_id, fingerprint, retry, at) DO NOTHING"
-)
+INSERT = f"""
+INSERT INTO attempts (crawl_id, {COLUMNS})
+SELECT %s, {COLUMNS} FROM unnest(
+    %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::integer[], %s::integer[],
+    %s::float8[], %s::integer[], %s::timestamptz[], %s::text[], %s::text[], %s::text[],
+    %s::text[], %s::text[], %s::integer[], %s::text[]
+) WITH ORDINALITY AS a ({COLUMNS}, n)
+ORDER BY n
+ON CONFLICT (crawl_id, fingerprint, retry, at) DO NOTHING
+"""
+"""A batch of attempts in one statement, one array per column, inserted in order (``recent``
+reads the newest by id); a row already copied is skipped."""
 RECENT = f"SELECT {COLUMNS} FROM attempts WHERE crawl_id = %s ORDER BY id DESC LIMIT %s"
 RECENT_FOR_URL = (
     f"SELECT {COLUMNS} FROM attempts WHERE crawl_id = %s AND url = %s ORDER BY id DESC LIMIT %s"
@@ -87,7 +94,6 @@ class PostgresAttemptLog:
             return
         rows = [
             (
-                self.crawl_id,
                 a.url,
                 a.fingerprint,
                 a.domain,
@@ -108,10 +114,11 @@ class PostgresAttemptLog:
             )
             for a in attempts
         ]
+        columns = [list(column) for column in zip(*rows, strict=True)]
         conn = await self._connection()
         try:
-            async with self._lock, conn.transaction(), conn.cursor() as cur:
-                await cur.executemany(INSERT, rows)
+            async with self._lock, conn.cursor() as cur:
+                await cur.execute(INSERT, (self.crawl_id, *columns))
         except psycopg.Error as exc:
             await conn.close()
             raise self._error(exc) from None
