@@ -16,7 +16,9 @@ once per ``--runs``, one at a time:
 Per run: pages/s (responses in nginx's log / wall seconds), CPU seconds of the whole system
 (crawler processes, and for the Redis modes redis-server and every PostgreSQL process, from
 ``/proc``), CPU ms per page, peak RSS of each worker process, Redis commands per page
-(``INFO commandstats``), expired leases (attempts ``lease expired`` in PostgreSQL: false
+(``INFO commandstats``) and round trips (``total_reads_processed``), PostgreSQL commits and
+pages per commit, the workers' context switches (voluntary, and involuntary: preempted, a
+sign of a machine with more runnable processes than cores), expired leases (attempts ``lease expired`` in PostgreSQL: false
 expiries without kills; with kills, the leases the killed workers held), and the
 access-log check of ``verify.py`` (every expected path once, nothing disallowed, every
 product stored; with kills, refetches up to the expired leases). Wall time of scrapy-redis
@@ -75,6 +77,16 @@ TICKS = os.sysconf("SC_CLK_TCK")
 KILLS = 3
 
 
+def switches(pid: int) -> tuple[int, int]:
+    """Context switches of ``pid`` so far: voluntary (it waited), involuntary (preempted)."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return (0, 0)
+    fields = dict(line.split(":\t", 1) for line in lines if ":\t" in line)
+    return int(fields["voluntary_ctxt_switches"]), int(fields["nonvoluntary_ctxt_switches"])
+
+
 def proc_cpu_s(pid: int, *, children: bool = False) -> float:
     """CPU seconds of ``pid`` (user + sys), with its reaped children's when asked; 0 if gone."""
     try:
@@ -118,6 +130,8 @@ class Run:
     redis_usec: int = 0
     dispatcher_cpu_s: float = 0.0
     postgres_commits: int = 0
+    redis_reads: int = 0  # socket reads Redis served: about one per round trip
+    worker_switches: tuple[int, int] = (0, 0)  # voluntary, involuntary: every worker's
     tree: str = ""  # which ``--src`` tree ran, when several are compared
 
     @property
@@ -160,6 +174,8 @@ class Worker:
         self.process = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT)
         self.start_cpu_s = 0.0
         self.cpu_s = 0.0
+        self.start_switches = (0, 0)
+        self.switches = (0, 0)
         self.rss_mb = 0.0
 
     def wait_ready(self, timeout_s: float = 120.0) -> None:
@@ -169,9 +185,13 @@ class Worker:
                 raise RuntimeError(f"worker did not start; see {self.log_path}")
             time.sleep(0.05)
         self.start_cpu_s = proc_cpu_s(self.process.pid)
+        self.start_switches = switches(self.process.pid)
 
     def sample(self) -> None:
         self.cpu_s = proc_cpu_s(self.process.pid) - self.start_cpu_s
+        now = switches(self.process.pid)
+        if now != (0, 0):  # still running
+            self.switches = (now[0] - self.start_switches[0], now[1] - self.start_switches[1])
         self.rss_mb = high_water_mb(self.process.pid)
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
@@ -253,6 +273,7 @@ def run_distributed(
     workers_cpu_s = sum(w.cpu_s for w in [*workers, *killed])
     others_cpu_s = busy_cpu_s() - busy_before - dispatcher_cpu_s - workers_cpu_s - services_cpu_s
     stats = client.info("commandstats")
+    redis_reads = int(client.info("stats")["total_reads_processed"])
     for worker in workers:
         worker.stop()
     postgres_commits = commits(dsn, database) - commits_before
@@ -288,6 +309,11 @@ def run_distributed(
         redis_usec=usec,
         dispatcher_cpu_s=dispatcher_cpu_s,
         postgres_commits=postgres_commits,
+        redis_reads=redis_reads,
+        worker_switches=(
+            sum(w.switches[0] for w in [*workers, *killed]),
+            sum(w.switches[1] for w in [*workers, *killed]),
+        ),
     )
 
 
@@ -406,9 +432,12 @@ def describe(r: Run) -> str:
     )
     if r.commands:
         text += f"\n{'':16}Redis per page: {per_page}; {r.redis_usec / max(1, r.pages):.0f} µs"
+        text += f"; {r.redis_reads / max(1, r.pages):.2f} reads (round trips)"
     if r.mode != "embedded" and not r.mode.startswith("scrapy"):
         per_commit = r.pages / max(1, r.postgres_commits)
         text += f"\n{'':16}PostgreSQL: {r.postgres_commits} commits, {per_commit:.1f} pages each"
+        voluntary, preempted = r.worker_switches
+        text += f"\n{'':16}workers' context switches: {voluntary} voluntary, {preempted} preempted"
         text += f"\n{'':16}expired leases: {r.expired}"
     ok = "OK" if r.ok else "CHECK FAILED"
     text += f"\n{'':16}{ok}: {r.verdict.summary()}"
