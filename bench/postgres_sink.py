@@ -8,6 +8,9 @@ the event loop), the server's (the postmaster's children that ended: each run's 
 pages/s. Give several ``--src`` trees to compare them, each in its own
 process, in alternation.
 
+With ``--attempts``, writes one attempt a page instead, through the attempt log
+(``PostgresAttemptLog.record``) in batches of 500, as the dispatcher copies them.
+
     PYTHONPATH=. .venv/bin/python bench/postgres_sink.py --src src ../base/src --runs 2
 """
 
@@ -47,8 +50,43 @@ async def write_pages(dsn: str, pages: int, concurrency: int) -> tuple[float, fl
     return cpu / pages * 1e6, pages / wall
 
 
-def child(dsn: str, pages: int, concurrency: int) -> None:
-    cpu_us, rate = asyncio.run(write_pages(dsn, pages, concurrency))
+async def record_attempts(dsn: str, pages: int) -> tuple[float, float]:
+    """(CPU µs per attempt, attempts/s) of copying ``pages`` attempts, 500 at a time."""
+    from crawlfleet.monitoring.attempt_copier import BATCH
+    from crawlfleet.monitoring.postgres_attempt_log import PostgresAttemptLog
+    from crawlfleet.records import Attempt, Outcome
+
+    log = await PostgresAttemptLog.open(dsn, crawl_id="bench")
+    at = time.time()
+    attempts = [
+        Attempt(
+            url=f"http://shop.test/p/{n}",
+            fingerprint=f"{n:016x}",
+            domain="shop.test",
+            worker="bench:1",
+            outcome=Outcome.OK,
+            status=200,
+            bytes=20_000,
+            latency_s=0.01,
+            retry=0,
+            at=at + n / 1000,
+        )
+        for n in range(-200, pages)
+    ]
+    await log.record(attempts[:200])
+    cpu, wall = time.process_time(), time.perf_counter()
+    for start in range(200, len(attempts), BATCH):
+        await log.record(attempts[start : start + BATCH])
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    await log.close()
+    return cpu / pages * 1e6, pages / wall
+
+
+def child(dsn: str, pages: int, concurrency: int, attempts: bool) -> None:
+    if attempts:
+        cpu_us, rate = asyncio.run(record_attempts(dsn, pages))
+    else:
+        cpu_us, rate = asyncio.run(write_pages(dsn, pages, concurrency))
     print(f"{cpu_us:.0f} {rate:.0f}")
 
 
@@ -65,10 +103,11 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--src", nargs="+", type=Path, default=[BENCH.parent / "src"])
+    parser.add_argument("--attempts", action="store_true", help="the attempt log instead")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.pages, args.concurrency)
+        child(args.child, args.pages, args.concurrency, args.attempts)
         return
     sys.path.insert(0, str(BENCH.parent))
     from tests.fixtures.postgres_server import benchmark_postgres
@@ -87,6 +126,7 @@ def main() -> None:
                 subprocess.run([sys.executable, "-c", migrate], check=True, env=env)
                 argv = [sys.executable, __file__, "--child", dsn, "--pages", str(args.pages)]
                 argv += ["--concurrency", str(args.concurrency)]
+                argv += ["--attempts"] if args.attempts else []
                 before = server_cpu_s(server.data)
                 out = subprocess.run(argv, check=True, env=env, capture_output=True, text=True)
                 server_us = (server_cpu_s(server.data) - before) / (args.pages + 200) * 1e6
