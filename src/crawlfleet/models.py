@@ -91,6 +91,8 @@ class Link:
     headers: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if self.method == "GET":  # nearly every link: nothing to check or normalize
+            return
         method = self.method.upper()
         if method not in METHODS:
             raise ValueError(f"unsupported HTTP method {self.method!r} (one of {sorted(METHODS)})")
