@@ -27,6 +27,9 @@ favours it.
 
     .venv/bin/python bench/distributed_speed.py --pages 4000
 
+``--delay-s D`` sets crawlfleet's per-domain delay (the modes then run at the same rate, below
+what the machine can do, so none saturates the cores; scrapy-redis keeps no delay).
+
 ``--src A/src B/src`` compares trees (e.g. a worktree of main and a branch): each run runs
 every mode of A, then of B, so the machine's load falls on both alike; one table per tree.
 """
@@ -71,7 +74,7 @@ CRAWLFLEET = BIN / "crawlfleet"
 SCRAPY_PYTHON = BENCH / "_work" / "scrapy-venv" / "bin" / "python"
 PARSERS = BENCH / "bench_parsers.py"
 MODES = ("embedded", "dist1", "dist2", "dist4", "kill2", "scrapy-redis2")
-FLAGS = ["--concurrency", "64", "--per-domain-concurrency", "64", "--delay", "0"]
+FLAGS = ["--concurrency", "64", "--per-domain-concurrency", "64"]
 FLAGS += ["--allow-private-addresses", "--parsers", str(PARSERS)]
 TICKS = os.sysconf("SC_CLK_TCK")
 KILLS = 3
@@ -232,7 +235,7 @@ def run_distributed(
         spy_argv += ["--rate", "200", "--format", "raw", "-o", str(run_dir / "worker-0.txt")]
         spy = subprocess.Popen(spy_argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     crawl_id = f"speed-{mode}-{run}{tag}"
-    argv = [str(CRAWLFLEET), "crawl", *manifest["seeds"], *FLAGS]
+    argv = [str(CRAWLFLEET), "crawl", *manifest["seeds"], *FLAGS, "--delay", str(args.delay_s)]
     argv += ["--redis", svc.redis.url, "--postgres", dsn, "--crawl-id", crawl_id, "--fresh"]
     if args.profile:
         spy_argv = [str(BIN / "py-spy"), "record", "--rate", "200", "--format", "raw"]
@@ -335,7 +338,7 @@ def run_embedded(
     run: int, args: argparse.Namespace, manifest: dict[str, Any], svc: Services, tag: str = ""
 ) -> Run:
     run_dir = fresh_dir(f"embedded-{run}{tag}")
-    argv = [str(CRAWLFLEET), "crawl", *manifest["seeds"], *FLAGS]
+    argv = [str(CRAWLFLEET), "crawl", *manifest["seeds"], *FLAGS, "--delay", str(args.delay_s)]
     argv += ["--state", str(run_dir / "state"), "--fresh", "-o", str(run_dir / "items.jsonl")]
     svc.nginx.clear_log()
     busy_before = busy_cpu_s()
@@ -534,6 +537,13 @@ def main() -> None:
     parser.add_argument("--idle-s", type=int, default=3, help="scrapy-redis idle close")
     parser.add_argument("--timeout-s", type=float, default=900.0)
     parser.add_argument("--profile", action="store_true", help="py-spy the first worker")
+    parser.add_argument(
+        "--delay-s",
+        type=float,
+        default=0.0,
+        help="crawlfleet's per-domain delay (not scrapy-redis's): a rate below the machine's "
+        "capacity, so no mode saturates the cores",
+    )
     parser.add_argument(
         "--src",
         type=Path,
