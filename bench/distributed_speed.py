@@ -62,7 +62,7 @@ from measure import descendants, high_water_mb, run_measured
 from nginx_server import NginxServer, read_log
 from verify import Verdict, verify
 
-from crawlfleet.frontier.protocols import LEASE_EXPIRED
+from crawlfleet.frontier.store_types import LEASE_EXPIRED
 from tests.fixtures.postgres_server import PostgresServer, _bindir
 from tests.fixtures.redis_server import RedisServer
 

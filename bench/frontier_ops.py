@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from crawlfleet.frontier.memory import MemoryQueueStore
-from crawlfleet.frontier.protocols import Budget, DomainPolicy, QueueStore, Report, Signal
+from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.frontier.sqlite import SqliteQueueStore
+from crawlfleet.frontier.store_types import Budget, DomainPolicy, Report, Signal
 from crawlfleet.models import CrawlRequest, Lease
 from crawlfleet.records import Attempt, Outcome
 

@@ -39,11 +39,12 @@ from typing import Any, Literal
 
 import redis
 
-from crawlfleet.frontier.protocols import Budget, DomainPolicy, QueueStore, Report, Signal
+from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.frontier.redis.crawl_store import open_crawl_store
 from crawlfleet.frontier.redis.keys import FAMILIES, FIXED_KEYS
 from crawlfleet.frontier.redis.partitioned import PartitionedQueueStore
 from crawlfleet.frontier.redis.queue import RedisQueueStore
+from crawlfleet.frontier.store_types import Budget, DomainPolicy, Report, Signal
 from crawlfleet.models import CrawlRequest, Lease
 from crawlfleet.records import Attempt, Outcome
 from crawlfleet.urls import fingerprint

@@ -25,9 +25,9 @@ from typing import Literal
 
 from redis.asyncio import Redis
 
-from crawlfleet.frontier.protocols import Budget
 from crawlfleet.frontier.redis import BloomGeometry, CrawlKeys, RedisQueueStore
 from crawlfleet.frontier.redis.bloom import SHARD_BYTES
+from crawlfleet.frontier.store_types import Budget
 from crawlfleet.models import CrawlRequest
 from crawlfleet.urls import fingerprint
 

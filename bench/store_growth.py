@@ -22,8 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from crawlfleet.frontier.protocols import Budget, DomainPolicy, Report, Signal, Visit
 from crawlfleet.frontier.sqlite import SqliteQueueStore
+from crawlfleet.frontier.store_types import Budget, DomainPolicy, Report, Signal, Visit
 from crawlfleet.models import CrawlRequest, Item, Lease
 from crawlfleet.pipeline.sinks.sqlite import SqliteSink
 from crawlfleet.records import Attempt, Outcome

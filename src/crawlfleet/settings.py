@@ -105,7 +105,7 @@ class Settings(BaseSettings):
         default_factory=dict, description="per-domain delay_s / concurrency, keyed by host"
     )
 
-    # Block handling: when a domain slows down (frontier.protocols.BlockRules)
+    # Block handling: when a domain slows down (frontier.store_types.BlockRules)
     block_window: int = Field(default=20, ge=1, le=1_000)
     block_min_samples: int = Field(default=5, ge=1)
     block_threshold: float = Field(default=0.5, gt=0, le=1)

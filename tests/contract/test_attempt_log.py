@@ -9,8 +9,8 @@ import psycopg
 import pytest
 
 from crawlfleet.errors import StateError
-from crawlfleet.frontier.protocols import Report
 from crawlfleet.frontier.sqlite import SqliteQueueStore
+from crawlfleet.frontier.store_types import Report
 from crawlfleet.monitoring.attempt_log import AttemptLog, MemoryAttemptLog, SqliteAttemptLog
 from crawlfleet.records import Attempt, Outcome
 from tests.contract.test_queue_store import FREE, LEASE_S, NO_BUDGET, T0, req

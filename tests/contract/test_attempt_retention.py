@@ -5,9 +5,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from crawlfleet.frontier.protocols import Report
 from crawlfleet.frontier.sqlite import SqliteQueueStore
 from crawlfleet.frontier.sqlite_retention import PRUNE_EVERY
+from crawlfleet.frontier.store_types import Report
 from crawlfleet.records import Attempt, Outcome
 from tests.contract.test_queue_store import FREE, LEASE_S, NO_BUDGET, T0, req
 from tests.fixtures.cli import assert_one_line_error, run_cli

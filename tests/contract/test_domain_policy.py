@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from crawlfleet.frontier.protocols import (
+from crawlfleet.frontier.protocols import QueueStore
+from crawlfleet.frontier.store_types import (
     BlockRules,
     Budget,
     DelaySource,
     DomainPolicy,
     PolicyChange,
-    QueueStore,
     Signal,
 )
 from tests.contract.test_queue_store import (

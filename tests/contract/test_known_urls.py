@@ -8,9 +8,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from crawlfleet.frontier.protocols import Budget, QueueStore, Visit
+from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.frontier.sqlite import SqliteQueueStore
 from crawlfleet.frontier.sqlite_schema import SCHEMA_VERSION
+from crawlfleet.frontier.store_types import Budget, Visit
 from crawlfleet.records import QueueCounts
 from tests.contract.test_queue_store import NO_BUDGET, T0, claim, complete, names, req
 

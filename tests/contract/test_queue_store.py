@@ -11,13 +11,13 @@ import asyncio
 import random
 from dataclasses import replace
 
-from crawlfleet.frontier.protocols import (
+from crawlfleet.frontier.protocols import QueueStore
+from crawlfleet.frontier.store_types import (
     LEASE_EXPIRED,
     Budget,
     DelaySource,
     DomainPolicy,
     Ended,
-    QueueStore,
     Report,
     Signal,
 )

@@ -5,9 +5,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from crawlfleet.frontier.protocols import Report, Signal
 from crawlfleet.frontier.sqlite import SqliteQueueStore
 from crawlfleet.frontier.sqlite_schema import SCHEMA, SCHEMA_VERSION
+from crawlfleet.frontier.store_types import Report, Signal
 from crawlfleet.monitoring.attempt_log import SqliteAttemptLog
 from crawlfleet.records import Outcome
 from tests.contract.test_queue_store import FREE, NO_BUDGET, attempt, claim, req

@@ -5,9 +5,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from crawlfleet.frontier.protocols import DelaySource, Report
 from crawlfleet.frontier.sqlite import SqliteQueueStore
 from crawlfleet.frontier.sqlite_schema import SCHEMA_VERSION
+from crawlfleet.frontier.store_types import DelaySource, Report
 from crawlfleet.models import Lease
 from crawlfleet.records import QueueCounts
 from tests.contract.test_queue_store import (

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from crawlfleet.errors import StateError
-from crawlfleet.frontier.protocols import Budget, DelaySource, DomainPolicy, Signal
 from crawlfleet.frontier.sqlite import SqliteQueueStore
+from crawlfleet.frontier.store_types import Budget, DelaySource, DomainPolicy, Signal
 from crawlfleet.records import QueueCounts
 from tests.contract.test_queue_store import (
     FREE,

@@ -6,8 +6,9 @@ import sqlite3
 
 import pytest
 
-from crawlfleet.frontier.protocols import LEASE_EXPIRED, QueueStore, Report, Signal
+from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.frontier.sqlite import SqliteQueueStore
+from crawlfleet.frontier.store_types import LEASE_EXPIRED, Report, Signal
 from crawlfleet.records import Attempt, Outcome
 from tests.contract.test_queue_store import (
     FREE,

@@ -3,7 +3,8 @@ level moves its strategy slot in the same step, keeping the keys the ladder does
 
 from __future__ import annotations
 
-from crawlfleet.frontier.protocols import BlockRules, DomainPolicy, QueueStore, Signal
+from crawlfleet.frontier.protocols import QueueStore
+from crawlfleet.frontier.store_types import BlockRules, DomainPolicy, Signal
 from tests.contract.test_queue_store import NO_BUDGET, T0, claim, complete, req, retry
 
 LADDER = ("slow", "session", "tier", "impersonate", "browser")

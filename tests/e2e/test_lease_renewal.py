@@ -19,7 +19,7 @@ import psycopg
 import pytest
 from aiohttp import web
 
-from crawlfleet.frontier.protocols import LEASE_EXPIRED
+from crawlfleet.frontier.store_types import LEASE_EXPIRED
 from tests.e2e.conftest import CRAWLFLEET, FAST, Workers
 from tests.fixtures.loopback import serve
 

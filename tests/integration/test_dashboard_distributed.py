@@ -18,8 +18,8 @@ from redis.asyncio import Redis
 from crawlfleet.dashboard.distributed import DistributedSource
 from crawlfleet.dashboard.sources import ActionRefused
 from crawlfleet.errors import StateError
-from crawlfleet.frontier.protocols import Budget, DomainPolicy, Report, Signal
 from crawlfleet.frontier.redis import RedisQueueStore
+from crawlfleet.frontier.store_types import Budget, DomainPolicy, Report, Signal
 from crawlfleet.models import CrawlRequest, Item, Lease
 from crawlfleet.monitoring.postgres_attempt_log import PostgresAttemptLog
 from crawlfleet.monitoring.sqlite_reader import AttemptFilter

@@ -10,10 +10,10 @@ import pytest
 from redis.asyncio import Redis
 from redis.crc import key_slot
 
-from crawlfleet.frontier.protocols import Budget, DelaySource, DomainPolicy, Report, Signal
 from crawlfleet.frontier.redis import CrawlKeys, RedisQueueStore
 from crawlfleet.frontier.redis.keys import FAMILIES, FIXED_KEYS, hash_tag, tagged
 from crawlfleet.frontier.redis.scripts import read_sources
+from crawlfleet.frontier.store_types import Budget, DelaySource, DomainPolicy, Report, Signal
 from crawlfleet.models import CrawlRequest, Lease
 from crawlfleet.records import Attempt, Outcome
 

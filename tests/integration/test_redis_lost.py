@@ -8,8 +8,8 @@ import pytest
 from redis.asyncio import Redis
 
 from crawlfleet.errors import FrontierLost, StateError
-from crawlfleet.frontier.protocols import Budget, DomainPolicy, Report
 from crawlfleet.frontier.redis import CrawlKeys, RedisQueueStore
+from crawlfleet.frontier.store_types import Budget, DomainPolicy, Report
 from crawlfleet.models import CrawlRequest
 from crawlfleet.records import Attempt, Outcome
 from tests.fixtures.redis_server import RedisServer

@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 from redis.asyncio import Redis
 
-from crawlfleet.frontier.protocols import Budget, DomainPolicy, Report
 from crawlfleet.frontier.redis import CrawlKeys, RedisQueueStore
 from crawlfleet.frontier.redis.scripts import Scripts
+from crawlfleet.frontier.store_types import Budget, DomainPolicy, Report
 from crawlfleet.models import CrawlRequest, Lease
 from crawlfleet.records import Attempt, Outcome
 from tests.fixtures.redis_server import RedisServer

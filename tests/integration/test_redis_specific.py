@@ -11,10 +11,10 @@ from redis.asyncio import Redis
 
 import crawlfleet.frontier.redis as redis_frontier
 from crawlfleet.errors import StateError
-from crawlfleet.frontier.protocols import Budget, DomainPolicy, Report
 from crawlfleet.frontier.redis import BloomGeometry, CrawlKeys, RedisQueueStore
 from crawlfleet.frontier.redis.bloom import SHARD_BYTES
 from crawlfleet.frontier.redis.scripts import read_sources
+from crawlfleet.frontier.store_types import Budget, DomainPolicy, Report
 from crawlfleet.models import CrawlRequest, Lease
 from crawlfleet.records import Attempt, Outcome
 from tests.fixtures.redis_server import RedisServer, free_port

@@ -11,8 +11,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from crawlfleet.frontier.protocols import Budget
 from crawlfleet.frontier.sqlite import SqliteQueueStore
+from crawlfleet.frontier.store_types import Budget
 from crawlfleet.models import CrawlRequest
 
 REQUESTS = 150_000

@@ -29,7 +29,8 @@ from hypothesis.stateful import (
 
 from crawlfleet.counters import CrawlStats
 from crawlfleet.frontier.memory import MemoryQueueStore
-from crawlfleet.frontier.protocols import (
+from crawlfleet.frontier.redis import RedisQueueStore
+from crawlfleet.frontier.store_types import (
     BlockRules,
     Budget,
     DelaySource,
@@ -39,7 +40,6 @@ from crawlfleet.frontier.protocols import (
     Report,
     Signal,
 )
-from crawlfleet.frontier.redis import RedisQueueStore
 from crawlfleet.models import CrawlRequest, Lease
 from crawlfleet.records import Attempt, Outcome
 

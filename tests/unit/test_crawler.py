@@ -6,7 +6,7 @@ from itertools import pairwise
 
 from crawlfleet.clock import FakeClock
 from crawlfleet.frontier.memory import MemoryQueueStore
-from crawlfleet.frontier.protocols import DelaySource
+from crawlfleet.frontier.store_types import DelaySource
 from crawlfleet.models import FetchResult, Item, Link, ParseResult
 from crawlfleet.monitoring.events import (
     DomainBlocked,

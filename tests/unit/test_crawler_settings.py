@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from crawlfleet.errors import ConfigError
-from crawlfleet.frontier.protocols import BlockRules, DomainPolicy
+from crawlfleet.frontier.store_types import BlockRules, DomainPolicy
 from crawlfleet.runtime.policies import domain_policy
 from crawlfleet.settings_domains import DomainOverride
 from crawlfleet.settings_loading import load_settings

@@ -9,7 +9,7 @@ import pytest
 from crawlfleet.errors import FetchError
 from crawlfleet.fetchers import HttpFetcher
 from crawlfleet.frontier.memory import MemoryQueueStore
-from crawlfleet.frontier.protocols import LEASE_EXPIRED, Budget, DomainPolicy, Report
+from crawlfleet.frontier.store_types import LEASE_EXPIRED, Budget, DomainPolicy, Report
 from crawlfleet.models import CrawlRequest
 from crawlfleet.monitoring.deadletters import (
     by_class,

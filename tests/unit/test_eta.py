@@ -6,7 +6,7 @@ import pytest
 
 from crawlfleet.cli.progress import progress_line
 from crawlfleet.counters import CrawlStats
-from crawlfleet.frontier.protocols import DelaySource, DomainView
+from crawlfleet.frontier.store_types import DelaySource, DomainView
 from crawlfleet.monitoring.eta import DomainLoad, estimate, load_of, naive_eta_s
 from crawlfleet.monitoring.stats import Sample
 from crawlfleet.records import QueueCounts

@@ -12,7 +12,7 @@ from crawlfleet.errors import ConfigError
 from crawlfleet.frontier import ladder, policy
 from crawlfleet.frontier.memory import MemoryQueueStore
 from crawlfleet.frontier.policy import PolicyRecord
-from crawlfleet.frontier.protocols import BlockRules, DomainPolicy, PolicyChange, Report, Signal
+from crawlfleet.frontier.store_types import BlockRules, DomainPolicy, PolicyChange, Report, Signal
 from crawlfleet.records import Attempt, Outcome
 from crawlfleet.runtime.strategy import Strategies, fetcher_kind
 from crawlfleet.runtime.wiring import build_frontier

@@ -18,7 +18,7 @@ from crawlfleet.counters import LATENCY_BUCKETS_S, bucket_name
 from crawlfleet.errors import StateError
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.memory import MemoryQueueStore
-from crawlfleet.frontier.protocols import DomainPolicy, Report, Signal
+from crawlfleet.frontier.store_types import DomainPolicy, Report, Signal
 from crawlfleet.models import CrawlRequest
 from crawlfleet.monitoring.metric_families import latency_buckets
 from crawlfleet.monitoring.metric_snapshot import OTHER_DOMAINS

@@ -17,7 +17,7 @@ from crawlfleet.frontier.politeness import (
     judge,
     parse_retry_after,
 )
-from crawlfleet.frontier.protocols import Signal
+from crawlfleet.frontier.store_types import Signal
 from crawlfleet.models import FetchResult
 
 

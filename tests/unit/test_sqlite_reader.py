@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from crawlfleet.errors import StateError
-from crawlfleet.frontier.protocols import Budget, DelaySource, DomainPolicy, Report
 from crawlfleet.frontier.sqlite import SqliteQueueStore
+from crawlfleet.frontier.store_types import Budget, DelaySource, DomainPolicy, Report
 from crawlfleet.models import CrawlRequest, Lease
 from crawlfleet.monitoring.sqlite_reader import AttemptFilter, SqliteStateReader
 from crawlfleet.records import Attempt, Outcome

@@ -10,7 +10,7 @@ from rich.console import Console
 from crawlfleet.cli.progress import CrawlProgress, progress_line, summary
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.memory import MemoryQueueStore
-from crawlfleet.frontier.protocols import Budget, DelaySource, DomainPolicy, Report
+from crawlfleet.frontier.store_types import Budget, DelaySource, DomainPolicy, Report
 from crawlfleet.models import CrawlRequest, Lease
 from crawlfleet.monitoring.attempt_copier import AttemptCopier
 from crawlfleet.monitoring.attempt_log import MemoryAttemptLog

@@ -22,7 +22,7 @@ from rich.table import Table
 from crawlfleet.cli.console import fail, safe
 from crawlfleet.errors import CrawlfleetError
 from crawlfleet.frontier.frontier import Frontier
-from crawlfleet.frontier.protocols import DomainView
+from crawlfleet.frontier.store_types import DomainView
 from crawlfleet.monitoring.summary import block_state, strategy_text
 from crawlfleet.records import Outcome
 from crawlfleet.redisurl import check_redis_url

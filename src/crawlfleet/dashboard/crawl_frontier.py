@@ -16,7 +16,7 @@ from typing import TypeVar
 from crawlfleet.counters import CrawlStats
 from crawlfleet.errors import FrontierLost
 from crawlfleet.frontier.frontier import Frontier
-from crawlfleet.frontier.protocols import DomainView
+from crawlfleet.frontier.store_types import DomainView
 from crawlfleet.records import DeadLetter, QueueCounts
 
 T = TypeVar("T")

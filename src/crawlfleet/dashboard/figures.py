@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crawlfleet.counters import CrawlStats
-from crawlfleet.frontier.protocols import DomainView
+from crawlfleet.frontier.store_types import DomainView
 from crawlfleet.monitoring.eta import Eta
 from crawlfleet.monitoring.stats import Sample
 from crawlfleet.monitoring.summary import block_state, strategy_text

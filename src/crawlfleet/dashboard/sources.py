@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from crawlfleet.counters import CrawlStats
 from crawlfleet.errors import CrawlfleetError
-from crawlfleet.frontier.protocols import DomainView
+from crawlfleet.frontier.store_types import DomainView
 from crawlfleet.monitoring.metric_snapshot import Beat
 from crawlfleet.monitoring.sqlite_reader import AttemptFilter
 from crawlfleet.records import Attempt, DeadLetter, QueueCounts

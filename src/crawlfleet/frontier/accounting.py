@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from crawlfleet import counters
 from crawlfleet.counters import Counters
-from crawlfleet.frontier.protocols import LEASE_EXPIRED, Report, Signal
+from crawlfleet.frontier.store_types import LEASE_EXPIRED, Report, Signal
 from crawlfleet.models import CrawlRequest
 from crawlfleet.records import Attempt, Outcome
 

@@ -25,7 +25,7 @@ from typing import TypeVar
 from crawlfleet.counters import Counters, CrawlStats
 from crawlfleet.frontier import policy
 from crawlfleet.frontier.policy import PolicyRecord
-from crawlfleet.frontier.protocols import DomainPolicy, DomainView
+from crawlfleet.frontier.store_types import DomainPolicy, DomainView
 
 T = TypeVar("T")
 

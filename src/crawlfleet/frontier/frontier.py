@@ -16,16 +16,7 @@ from crawlfleet.errors import ConfigError
 from crawlfleet.frontier.learned import AUTO_PREFIX, lane_for
 from crawlfleet.frontier.offered import OfferedUrls
 from crawlfleet.frontier.politeness import backoff_s
-from crawlfleet.frontier.protocols import (
-    Budget,
-    DelaySource,
-    DomainPolicy,
-    DomainView,
-    Ended,
-    QueueStore,
-    Report,
-    Visit,
-)
+from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.frontier.requests import (
     LinkRules,
     Route,
@@ -34,6 +25,15 @@ from crawlfleet.frontier.requests import (
     redirect_request,
 )
 from crawlfleet.frontier.scope import Scope
+from crawlfleet.frontier.store_types import (
+    Budget,
+    DelaySource,
+    DomainPolicy,
+    DomainView,
+    Ended,
+    Report,
+    Visit,
+)
 from crawlfleet.models import CrawlRequest, Lease, Link
 from crawlfleet.records import Attempt, DeadLetter, Outcome, QueueCounts
 from crawlfleet.settings_domains import DomainOverride

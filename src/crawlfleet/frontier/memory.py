@@ -21,7 +21,7 @@ from crawlfleet.frontier import domains, policy
 from crawlfleet.frontier.accounting import expired_attempt, expired_counters, report_counters
 from crawlfleet.frontier.domains import DomainState
 from crawlfleet.frontier.memory_records import Entry, EntryState, MemoryRecords
-from crawlfleet.frontier.protocols import (
+from crawlfleet.frontier.store_types import (
     LEASE_EXPIRED,
     Budget,
     DelaySource,

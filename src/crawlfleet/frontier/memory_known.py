@@ -9,7 +9,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import replace
 
-from crawlfleet.frontier.protocols import Visit
+from crawlfleet.frontier.store_types import Visit
 
 
 class KnownUrls:

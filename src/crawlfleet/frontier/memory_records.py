@@ -21,7 +21,7 @@ from crawlfleet.frontier.domains import DomainSchedule
 from crawlfleet.frontier.memory_known import KnownUrls
 from crawlfleet.frontier.memory_lanes import Lanes
 from crawlfleet.frontier.memory_leases import Leases
-from crawlfleet.frontier.protocols import Visit
+from crawlfleet.frontier.store_types import Visit
 from crawlfleet.models import CrawlRequest
 from crawlfleet.records import Attempt, DeadLetter, QueueCounts
 

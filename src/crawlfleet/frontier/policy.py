@@ -35,13 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from crawlfleet.frontier import ladder
-from crawlfleet.frontier.protocols import (
-    DelaySource,
-    DomainPolicy,
-    PolicyChange,
-    Report,
-    Signal,
-)
+from crawlfleet.frontier.store_types import DelaySource, DomainPolicy, PolicyChange, Report, Signal
 from crawlfleet.records import Outcome
 
 BLOCKED, CLEAN = "b", "o"

@@ -17,7 +17,7 @@ import re
 from email.utils import parsedate_to_datetime
 from enum import Enum
 
-from crawlfleet.frontier.protocols import Signal
+from crawlfleet.frontier.store_types import Signal
 from crawlfleet.models import FetchResult
 
 DAY_S = 86_400.0

@@ -28,7 +28,10 @@ from crawlfleet.frontier import sqlite_statements as q
 from crawlfleet.frontier.accounting import expired_attempt, expired_counters, report_counters
 from crawlfleet.frontier.domains import DomainState
 from crawlfleet.frontier.policy import PolicyRecord
-from crawlfleet.frontier.protocols import (
+from crawlfleet.frontier.sqlite_records import SqliteRecords
+from crawlfleet.frontier.sqlite_retention import NEWEST
+from crawlfleet.frontier.sqlite_schema import DEAD, DONE, LEASED, QUEUED
+from crawlfleet.frontier.store_types import (
     LEASE_EXPIRED,
     Budget,
     DelaySource,
@@ -37,9 +40,6 @@ from crawlfleet.frontier.protocols import (
     Ended,
     Report,
 )
-from crawlfleet.frontier.sqlite_records import SqliteRecords
-from crawlfleet.frontier.sqlite_retention import NEWEST
-from crawlfleet.frontier.sqlite_schema import DEAD, DONE, LEASED, QUEUED
 from crawlfleet.models import CrawlRequest, Lease
 
 

@@ -15,9 +15,9 @@ import orjson
 from crawlfleet.counters import CrawlStats, merge
 from crawlfleet.frontier import sqlite_rows as rows
 from crawlfleet.frontier import sqlite_statements as q
-from crawlfleet.frontier.protocols import Visit
 from crawlfleet.frontier.sqlite_file import SqliteStateFile
 from crawlfleet.frontier.sqlite_schema import DEAD, DONE, LEASED, QUEUED, SEEN
+from crawlfleet.frontier.store_types import Visit
 from crawlfleet.models import CrawlRequest
 from crawlfleet.records import Attempt, DeadLetter, QueueCounts
 

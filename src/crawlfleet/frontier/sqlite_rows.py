@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from crawlfleet.frontier.policy import PolicyRecord
-from crawlfleet.frontier.protocols import DelaySource, Visit
 from crawlfleet.frontier.sqlite_statements import REQUEST_COLUMN_COUNT
+from crawlfleet.frontier.store_types import DelaySource, Visit
 from crawlfleet.models import CrawlRequest
 from crawlfleet.records import Attempt, DeadLetter
 

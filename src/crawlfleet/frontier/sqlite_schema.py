@@ -22,7 +22,7 @@ Tables::
                status, bytes, latency_s, retry, at, error, fetcher, detail, session_id,
                proxy_id, tier, screenshot (the columns
                ``monitoring.attempt_log.SqliteAttemptLog`` reads)
-    known      one row per fetched URL (``protocols.Visit``), by fp: etag, last_modified,
+    known      one row per fetched URL (``store_types.Visit``), by fp: etag, last_modified,
                content_hash (of its last 200), interval_s, next_at (epoch s; NULL: not
                due again until its next visit is recorded), priority (of its revisit),
                item_types (JSON list: the types its last parse yielded), visited_at (epoch s)

@@ -22,7 +22,7 @@ from typing import Protocol
 
 from crawlfleet.counters import CrawlStats
 from crawlfleet.errors import StateError
-from crawlfleet.frontier.protocols import DomainView
+from crawlfleet.frontier.store_types import DomainView
 from crawlfleet.proxies.protocols import ProxyState
 from crawlfleet.records import QueueCounts
 

@@ -33,8 +33,8 @@ from crawlfleet.frontier import domains as schedule
 from crawlfleet.frontier import sqlite_rows as rows
 from crawlfleet.frontier import sqlite_statements as q
 from crawlfleet.frontier.domains import DomainState, Lane
-from crawlfleet.frontier.protocols import DomainPolicy, DomainView
 from crawlfleet.frontier.sqlite_schema import DEAD, DONE, LEASED, QUEUED, SCHEMA_VERSION
+from crawlfleet.frontier.store_types import DomainPolicy, DomainView
 from crawlfleet.monitoring.attempt_log import COLUMNS, attempt_of
 from crawlfleet.records import Attempt, DeadLetter, QueueCounts
 

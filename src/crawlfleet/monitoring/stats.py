@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from crawlfleet.counters import CrawlStats
-from crawlfleet.frontier.protocols import DomainView
+from crawlfleet.frontier.store_types import DomainView
 from crawlfleet.monitoring.eta import DomainLoad, Eta, estimate, load_of
 from crawlfleet.records import QueueCounts
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from crawlfleet.counters import CrawlStats
-from crawlfleet.frontier.protocols import DomainView
+from crawlfleet.frontier.store_types import DomainView
 from crawlfleet.monitoring.attempt_log import AttemptReader
 from crawlfleet.records import Outcome, QueueCounts
 

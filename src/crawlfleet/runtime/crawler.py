@@ -26,8 +26,8 @@ from crawlfleet.fetchers.protocols import Fetcher
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.ladder import BROWSER
 from crawlfleet.frontier.politeness import StatusClass, classify, judge, retry_after_block
-from crawlfleet.frontier.protocols import Ended, Report, Signal, Visit
 from crawlfleet.frontier.robots import RobotsCache
+from crawlfleet.frontier.store_types import Ended, Report, Signal, Visit
 from crawlfleet.models import FetchResult, Lease, Route
 from crawlfleet.monitoring.events import (
     DomainBlocked,

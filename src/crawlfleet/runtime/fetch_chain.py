@@ -32,7 +32,7 @@ from crawlfleet.fetchers.profiles import profile
 from crawlfleet.fetchers.protocols import Fetcher, ViaFetcher
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.politeness import StatusClass, classify, judge
-from crawlfleet.frontier.protocols import Signal
+from crawlfleet.frontier.store_types import Signal
 from crawlfleet.models import FetchResult
 from crawlfleet.parsing.login import load_logins
 from crawlfleet.proxies.endpoints import load_tiers

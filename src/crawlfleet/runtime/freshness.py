@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 from crawlfleet.clock import Clock
 from crawlfleet.frontier.frontier import Frontier
-from crawlfleet.frontier.protocols import Visit
+from crawlfleet.frontier.store_types import Visit
 from crawlfleet.models import CrawlRequest, FetchResult, ParseResult
 from crawlfleet.recrawl import RecrawlPolicy
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from crawlfleet.frontier.ladder import usable_rungs
-from crawlfleet.frontier.protocols import BlockRules, DomainPolicy
+from crawlfleet.frontier.store_types import BlockRules, DomainPolicy
 from crawlfleet.proxies.endpoints import load_tiers
 from crawlfleet.recrawl import RecrawlPolicy, RecrawlRule
 from crawlfleet.runtime.kinds import WORKER_KINDS, servable_kinds

@@ -39,7 +39,7 @@ from crawlfleet.fetchers.http import REDIRECT_STATUSES
 from crawlfleet.fetchers.profiles import profile
 from crawlfleet.fetchers.protocols import Via, ViaFetcher
 from crawlfleet.frontier.politeness import judge
-from crawlfleet.frontier.protocols import Signal
+from crawlfleet.frontier.store_types import Signal
 from crawlfleet.models import CrawlRequest, FetchResult, Route
 from crawlfleet.proxies.endpoints import ProxyEndpoint
 from crawlfleet.proxies.pool import ProxyPool

@@ -18,7 +18,7 @@ from collections.abc import Collection, Mapping
 from crawlfleet.clock import Clock
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.ladder import BROWSER, FETCHER_KEY, IMPERSONATE
-from crawlfleet.frontier.protocols import PolicyChange
+from crawlfleet.frontier.store_types import PolicyChange
 
 STRATEGY_TTL_S = 2.0
 """How long a domain's strategy read from the store is used before it is read again."""

@@ -19,8 +19,9 @@ from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.fetchers.protocols import Fetcher, ViaFetcher
 from crawlfleet.frontier.frontier import Frontier, RetryPolicy
 from crawlfleet.frontier.ladder import BROWSER
-from crawlfleet.frontier.protocols import Budget, QueueStore
+from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.frontier.scope import Scope, TrapLimits
+from crawlfleet.frontier.store_types import Budget
 from crawlfleet.monitoring.browser_metrics import PoolFigures
 from crawlfleet.monitoring.events import EventBus
 from crawlfleet.parsing.budget import ParseBudget, ParseLimits

@@ -84,7 +84,7 @@ key                             type    contents
                                         ``paused`` or ``cancelled``; absent = running.
                                         Read by the dispatcher and workers, never by a script
 ``{p}:known``                   HASH    fingerprint -> JSON ``{"request": <request JSON>,
-                                        "visit": <protocols.Visit as JSON>}`` of every
+                                        "visit": <store_types.Visit as JSON>}`` of every
                                         URL fetched (``remember``); its request is kept
                                         here since ``req`` forgets done requests
 ``{p}:revisit``                 ZSET    fingerprint -> when the known URL is due again

@@ -36,7 +36,12 @@ import random
 from collections.abc import Collection, Mapping, Sequence
 
 from crawlfleet.counters import CrawlStats
-from crawlfleet.frontier.protocols import (
+from crawlfleet.frontier.redis.connection import RedisClient
+from crawlfleet.frontier.redis.crawl_slot import CrawlSlot
+from crawlfleet.frontier.redis.keys import CrawlKeys
+from crawlfleet.frontier.redis.queue import RedisQueueStore
+from crawlfleet.frontier.redis.routing import partition_of
+from crawlfleet.frontier.store_types import (
     Budget,
     DelaySource,
     DomainPolicy,
@@ -45,11 +50,6 @@ from crawlfleet.frontier.protocols import (
     Report,
     Visit,
 )
-from crawlfleet.frontier.redis.connection import RedisClient
-from crawlfleet.frontier.redis.crawl_slot import CrawlSlot
-from crawlfleet.frontier.redis.keys import CrawlKeys
-from crawlfleet.frontier.redis.queue import RedisQueueStore
-from crawlfleet.frontier.redis.routing import partition_of
 from crawlfleet.models import CrawlRequest, Lease
 from crawlfleet.records import Attempt, DeadLetter, QueueCounts
 

@@ -17,15 +17,6 @@ from typing import Any
 
 import orjson
 
-from crawlfleet.frontier.protocols import (
-    LEASE_EXPIRED,
-    Budget,
-    DelaySource,
-    DomainPolicy,
-    DomainView,
-    Ended,
-    Report,
-)
 from crawlfleet.frontier.redis.bloom import SHARD_BITS
 from crawlfleet.frontier.redis.crawl import BATCH
 from crawlfleet.frontier.redis.records import RedisRecords
@@ -37,6 +28,15 @@ from crawlfleet.frontier.redis.views import (
     policy_change,
     reap_counter_args,
     report_args,
+)
+from crawlfleet.frontier.store_types import (
+    LEASE_EXPIRED,
+    Budget,
+    DelaySource,
+    DomainPolicy,
+    DomainView,
+    Ended,
+    Report,
 )
 from crawlfleet.models import CrawlRequest, Lease
 

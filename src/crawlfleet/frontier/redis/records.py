@@ -14,9 +14,9 @@ import orjson
 
 from crawlfleet.counters import CrawlStats
 from crawlfleet.errors import FrontierLost
-from crawlfleet.frontier.protocols import Visit
 from crawlfleet.frontier.redis.crawl import BATCH, RedisCrawl
 from crawlfleet.frontier.redis.views import Arg, counters_json, crawl_stats, dumps, loads
+from crawlfleet.frontier.store_types import Visit
 from crawlfleet.models import CrawlRequest
 from crawlfleet.records import Attempt, DeadLetter, QueueCounts
 

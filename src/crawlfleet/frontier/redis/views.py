@@ -9,7 +9,7 @@ import orjson
 
 from crawlfleet.counters import CrawlStats
 from crawlfleet.frontier.accounting import expired_attempt, expired_counters, report_counters
-from crawlfleet.frontier.protocols import (
+from crawlfleet.frontier.store_types import (
     DelaySource,
     DomainPolicy,
     DomainView,

@@ -1,0 +1,176 @@
+"""The values a ``QueueStore`` (``frontier/protocols.py``) takes and returns.
+
+In: the crawl-wide default politeness (``DomainPolicy``, ``BlockRules``), admission caps
+(``Budget``), where a delay came from (``DelaySource``), what an attempt did (``Report``,
+its ``Signal``). Out: the result of a lease end (``Ended``, its ``PolicyChange``) and one
+domain as every process sees it (``DomainView``). Both ways: what is known of a fetched URL
+(``Visit``). ``LEASE_EXPIRED`` is the error ``reap`` records. Frozen dataclasses and string
+enums, shared by every backend and the frontier's callers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from crawlfleet.counters import CrawlStats
+from crawlfleet.records import Attempt
+
+LEASE_EXPIRED = "lease expired (worker lost)"
+"""The error ``reap`` records in the history of a request whose lease expired."""
+
+
+@dataclass(frozen=True, slots=True)
+class BlockRules:
+    """When a domain escalates (slows down) and when it comes back.
+
+    A domain keeps a window of its last ``window`` judged responses (a block or a clean
+    success; other outcomes do not count). When a block arrives and at least ``min_samples``
+    are in the window and the share of blocks is at least ``threshold``, the domain's level
+    goes up by one (at most ``max_level``), its window is cleared and it rests
+    ``cooldown_s * 2 ** (level - 1)``. After ``recover_after`` clean successes in a row the
+    level goes down by one. ``ladder`` holds the rungs each level climbs (``frontier/ladder.py``):
+    the same step changes the domain's strategy slot; with no rungs it is left alone.
+    """
+
+    window: int = 20
+    min_samples: int = 5
+    threshold: float = 0.5
+    recover_after: int = 20
+    max_level: int = 4
+    cooldown_s: float = 30.0
+    ladder: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DomainPolicy:
+    """The crawl-wide default politeness: delay, in-flight cap and block rules."""
+
+    delay_s: float
+    max_in_flight: int
+    blocks: BlockRules = field(default_factory=BlockRules)
+
+
+class DelaySource(StrEnum):
+    """Where a domain's base delay came from. An ``override`` is never replaced by robots."""
+
+    CONFIG = "config"
+    ROBOTS = "robots"
+    OVERRIDE = "override"
+
+
+class Signal(StrEnum):
+    """What one response says about being blocked by its domain."""
+
+    NONE = "none"
+    """Neither: an error, a 404, a skip. Leaves the block window alone."""
+    SUCCESS = "success"
+    """A clean 2xx."""
+    BLOCK = "block"
+    """A 403, a 429, a challenge page: counts toward escalation."""
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """What one attempt did, recorded with the lease's end in one atomic step.
+
+    ``counters`` are added to the crawl's and the domain's statistics beside those of
+    ``crawlfleet.counters.for_attempt(attempt)`` (which the store derives itself): items
+    stored, invalid or duplicate by type. ``block_until`` > 0 keeps the domain quiet until
+    then (a Retry-After), recorded with ``reason``. ``visit``, given to ``complete``, becomes
+    what is known of the request's URL (``remember``'s rule) in the same atomic step (the
+    Redis store writes it just before the lease end, by its own script: a lease no longer
+    current may then still record it, which the URL's next visit overwrites).
+    """
+
+    attempt: Attempt
+    signal: Signal = Signal.NONE
+    reason: str = ""
+    counters: Mapping[str, float] = field(default_factory=dict)
+    block_until: float = 0.0
+    visit: Visit | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyChange:
+    """A domain's block level moved (``escalated`` or ``recovered``), with why.
+
+    ``rung`` is the ladder rung of the new level (``""`` at level 0 or without a ladder) and
+    ``strategy`` the domain's strategy slot as the same step left it (None: not touched).
+    """
+
+    domain: str
+    level: int
+    change: str
+    reason: str
+    until: float
+    rung: str = ""
+    strategy: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Ended:
+    """The result of a lease end. Truthy when the lease was current and the change applied."""
+
+    current: bool
+    change: PolicyChange | None = None
+
+    def __bool__(self) -> bool:
+        return self.current
+
+
+@dataclass(frozen=True, slots=True)
+class DomainView:
+    """One domain's policy, queue and statistics, as every process of the crawl sees them."""
+
+    domain: str
+    base_delay_s: float
+    delay_source: DelaySource
+    max_in_flight: int
+    level: int
+    effective_delay_s: float
+    ready_at: float
+    cooldown_until: float
+    block_reason: str
+    retry_after_until: float
+    strategy: Mapping[str, str]
+    queued: int
+    in_flight: int
+    stats: CrawlStats
+
+
+@dataclass(frozen=True, slots=True)
+class Visit:
+    """What the frontier keeps about a fetched URL for its next visit.
+
+    ``etag`` and ``last_modified`` are the validators of its last 200 ("" when it sent
+    none), ``content_hash`` the hex SHA-256 of that body; ``interval_s`` is the interval
+    that led to ``next_at`` (epoch s; ``inf``: never due again), ``priority`` the queue
+    priority of the revisit; ``item_types`` the types its last parse yielded (for the
+    recrawl rules of an unchanged page, which is not parsed), ``visited_at`` when the visit
+    was made (epoch s; a sitemap ``<lastmod>`` after it makes the URL due at once).
+    """
+
+    etag: str = ""
+    last_modified: str = ""
+    content_hash: str = ""
+    interval_s: float = float("inf")
+    next_at: float = float("inf")
+    priority: int = 0
+    item_types: tuple[str, ...] = ()
+    visited_at: float = 0.0
+
+    def to_dict(self) -> dict[str, object]:
+        return {"etag": self.etag, "last_modified": self.last_modified,
+                "content_hash": self.content_hash, "interval_s": self.interval_s,
+                "next_at": self.next_at, "priority": self.priority,
+                "item_types": list(self.item_types), "visited_at": self.visited_at}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """Admission caps; None means unlimited."""
+
+    max_total: int | None = None
+    max_per_domain: int | None = None
