@@ -22,9 +22,9 @@ from crawlfleet.redact import redact
 INSERT = f"""
 INSERT INTO attempts (crawl_id, {COLUMNS})
 SELECT %s, {COLUMNS} FROM unnest(
-    %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::integer[], %s::integer[],
-    %s::float8[], %s::integer[], %s::timestamptz[], %s::text[], %s::text[], %s::text[],
-    %s::text[], %s::text[], %s::integer[], %s::text[]
+    %b::text[], %b::text[], %b::text[], %b::text[], %b::text[], %b::integer[], %b::integer[],
+    %b::float8[], %b::integer[], %b::timestamptz[], %b::text[], %b::text[], %b::text[],
+    %b::text[], %b::text[], %b::integer[], %b::text[]
 ) WITH ORDINALITY AS a ({COLUMNS}, n)
 ORDER BY n
 ON CONFLICT (crawl_id, fingerprint, retry, at) DO NOTHING
