@@ -12,14 +12,12 @@ lease to expire and come back.
 
 from __future__ import annotations
 
-import logging
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from urllib.parse import urljoin
 
 from crawlfleet.clock import Clock
-from crawlfleet.counters import Counters
 from crawlfleet.errors import ConfigError, FetchError
 from crawlfleet.fetchers.hooks import Dropped
 from crawlfleet.fetchers.protocols import Fetcher
@@ -27,31 +25,19 @@ from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.ladder import BROWSER
 from crawlfleet.frontier.politeness import StatusClass, classify, judge, retry_after_block
 from crawlfleet.frontier.robots import RobotsCache
-from crawlfleet.frontier.store_types import Ended, Report, Signal, Visit
-from crawlfleet.models import FetchResult, Lease, Route
-from crawlfleet.monitoring.events import (
-    DomainBlocked,
-    DomainEscalated,
-    DomainRecovered,
-    EventBus,
-    FetchAttempted,
-    ParseFailed,
-    RequestSkipped,
-)
+from crawlfleet.frontier.store_types import Report, Signal, Visit
+from crawlfleet.models import FetchResult, Lease
+from crawlfleet.monitoring.events import DomainBlocked, EventBus, ParseFailed, RequestSkipped
 from crawlfleet.parsing.budget import ParseBudget
 from crawlfleet.parsing.registry import ParserRegistry
-from crawlfleet.pipeline.pipeline import Pipeline, PipelineOutcome
-from crawlfleet.records import Attempt, Outcome
+from crawlfleet.pipeline.pipeline import Pipeline
+from crawlfleet.records import Outcome
 from crawlfleet.runtime.admission import Admitter
+from crawlfleet.runtime.attempts import Step, announce, attempt_of, item_counters
 from crawlfleet.runtime.freshness import GONE_STATUSES, NOT_MODIFIED, Freshness, conditional
 from crawlfleet.runtime.login import LoginFailed
 from crawlfleet.runtime.strategy import Strategies, fetcher_kind
 from crawlfleet.settings import MAX_STEP_S
-
-log = logging.getLogger(__name__)
-
-ITEM_FATES = ("stored", "invalid", "duplicate")
-"""The item fates counted in the statistics (``items.<fate>.<type>``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,22 +66,6 @@ class CrawlerParts:
     freshness: Freshness
     max_step_s: float = MAX_STEP_S
     strategies: Strategies | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class _Step:
-    """What one step knows when it ends, for its attempt and report."""
-
-    lease: Lease
-    started: float
-    result: FetchResult | None = None
-    signal: Signal = Signal.NONE
-    reason: str = ""
-    route: Route | None = None
-    kind: str = ""
-    """The fetcher kind that fetched (``""``: the request's own)."""
-    screenshot: str | None = None
-    visit: Visit | None = None
 
 
 class Crawler:
@@ -137,7 +107,7 @@ class Crawler:
         if p.robots is not None and request.fetcher != "file":
             decision = await p.robots.check(request.url)
             if decision.unavailable:
-                await self._fail(_Step(lease, p.clock.now()), decision.reason or "")
+                await self._fail(Step(lease, p.clock.now()), decision.reason or "")
                 return
             if not decision.allowed:
                 await self._skip(lease, decision.reason or "disallowed by robots.txt")
@@ -150,19 +120,19 @@ class Crawler:
             await self._skip(lease, str(exc))
             return
         except LoginFailed as exc:
-            await self._complete(_Step(lease, started, kind=kind), Outcome.FAILED, str(exc))
+            await self._complete(Step(lease, started, kind=kind), Outcome.FAILED, str(exc))
             return
         except FetchError as exc:
-            step = _Step(lease, started, route=exc.route, kind=kind, screenshot=exc.screenshot)
+            step = Step(lease, started, route=exc.route, kind=kind, screenshot=exc.screenshot)
             await self._fail(step, str(exc), retry=exc.transient)
             return
-        await self._fetched(_Step(lease, started, result, kind=kind, visit=visit), result)
+        await self._fetched(Step(lease, started, result, kind=kind, visit=visit), result)
 
     async def abandon(self, lease: Lease, started: float, error: str) -> None:
         """Record a step stopped from outside (the watchdog): retried later, or buried."""
-        await self._fail(_Step(lease, started), error)
+        await self._fail(Step(lease, started), error)
 
-    async def _fetched(self, fetched: _Step, result: FetchResult) -> None:
+    async def _fetched(self, fetched: Step, result: FetchResult) -> None:
         p = self.parts
         lease = fetched.lease
         signal, why = judge(result)
@@ -210,7 +180,7 @@ class Crawler:
             return
         await self._parsed(step, result)
 
-    async def _parsed(self, step: _Step, result: FetchResult) -> None:
+    async def _parsed(self, step: Step, result: FetchResult) -> None:
         p = self.parts
         request = step.lease.request
         name, parser = p.parsers.select(result.final_url)
@@ -239,7 +209,7 @@ class Crawler:
         known = p.freshness.next_visit(request, result, step.visit, parsed)
         await self._complete(step, Outcome.OK, None, counters=counters, visit=known)
 
-    async def _unchanged(self, step: _Step, result: FetchResult) -> None:
+    async def _unchanged(self, step: Step, result: FetchResult) -> None:
         """A revisit found the page as it was: no parse; its items (if any) are seen again."""
         p = self.parts
         request = step.lease.request
@@ -251,7 +221,7 @@ class Crawler:
         known = p.freshness.next_visit(request, result, step.visit, None)
         await self._complete(step, Outcome.OK, None, counters=counters, visit=known)
 
-    async def _redirected(self, step: _Step, result: FetchResult) -> None:
+    async def _redirected(self, step: Step, result: FetchResult) -> None:
         """Queue the Location like a link: the seen filter makes its page fetched once."""
         p = self.parts
         location = urljoin(result.final_url, result.headers["location"])
@@ -265,11 +235,11 @@ class Crawler:
     async def _skip(self, lease: Lease, reason: str) -> None:
         request = lease.request
         self.parts.events.emit(RequestSkipped(request.url, request.domain, reason))
-        await self._complete(_Step(lease, self.parts.clock.now()), Outcome.SKIPPED, reason)
+        await self._complete(Step(lease, self.parts.clock.now()), Outcome.SKIPPED, reason)
 
     async def _complete(
         self,
-        step: _Step,
+        step: Step,
         outcome: Outcome,
         error: str | None,
         *,
@@ -277,13 +247,14 @@ class Crawler:
         counters: Mapping[str, float] | None = None,
         visit: Visit | None = None,
     ) -> None:
-        attempt = self._attempt(step, outcome, error, detail)
+        p = self.parts
+        attempt = attempt_of(step, outcome, error, detail, p.worker, p.clock.now())
         report = Report(attempt, step.signal, step.reason, counters or {}, visit=visit)
-        self._ended(attempt, await self.parts.frontier.complete(step.lease, report))
+        announce(attempt, await p.frontier.complete(step.lease, report), p.events, p.strategies)
 
     async def _fail(
         self,
-        step: _Step,
+        step: Step,
         error: str,
         *,
         retry: bool = True,
@@ -291,74 +262,11 @@ class Crawler:
         block_until: float = 0.0,
     ) -> None:
         """Retry the request later or bury it; only this request waits (unless ``block_until``)."""
-        attempt = self._attempt(step, Outcome.RETRY, error, None)
+        p = self.parts
+        attempt = attempt_of(step, Outcome.RETRY, error, None, p.worker, p.clock.now())
         report = Report(attempt, step.signal, step.reason, block_until=block_until)
-        retried, ended = await self.parts.frontier.fail(
+        retried, ended = await p.frontier.fail(
             step.lease, error, attempt.at, report, not_before=not_before, retry=retry
         )
         outcome = Outcome.RETRY if retried else Outcome.DEAD
-        self._ended(replace(attempt, outcome=outcome), ended)
-
-    def _attempt(
-        self, step: _Step, outcome: Outcome, error: str | None, detail: str | None
-    ) -> Attempt:
-        now = self.parts.clock.now()
-        request = step.lease.request
-        result = step.result
-        route = result.route if result is not None else step.route
-        return Attempt(
-            url=request.url,
-            fingerprint=request.fingerprint,
-            domain=request.domain,
-            worker=self.parts.worker,
-            outcome=outcome,
-            status=result.status if result is not None else None,
-            bytes=len(result.body) if result is not None else 0,
-            latency_s=result.elapsed_s if result is not None else now - step.started,
-            retry=request.attempt,
-            at=now,
-            error=error,
-            fetcher=result.fetcher if result is not None else (step.kind or request.fetcher),
-            detail=detail,
-            session_id=route.session_id if route is not None else None,
-            proxy_id=route.proxy_id if route is not None else None,
-            tier=route.tier if route is not None else None,
-            screenshot=result.screenshot if result is not None else step.screenshot,
-        )
-
-    def _ended(self, attempt: Attempt, ended: Ended) -> None:
-        """Tell in-process subscribers what the store recorded (nothing for a lost lease)."""
-        events = self.parts.events
-        if not ended:
-            log.warning("lease of %s ended elsewhere; its outcome was not recorded", attempt.url)
-            return
-        events.emit(FetchAttempted(attempt))
-        change = ended.change
-        if change is None:
-            return
-        if self.parts.strategies is not None:
-            self.parts.strategies.learned(change)
-        if change.rung:
-            log.info(
-                "domain %s %s to level %d, rung %s: %s",
-                change.domain, change.change, change.level, change.rung, change.reason,
-            )  # fmt: skip
-        if change.change == "escalated":
-            events.emit(
-                DomainEscalated(
-                    change.domain, change.level, change.reason, change.until, change.rung
-                )
-            )
-        else:
-            events.emit(DomainRecovered(change.domain, change.level, change.reason, change.rung))
-
-
-def item_counters(outcome: PipelineOutcome) -> Counters:
-    """The ``items.<fate>.<type>`` counters of one page's pipeline outcome."""
-    counters: Counters = {}
-    for item_type, fates in outcome.by_type.items():
-        for fate in ITEM_FATES:
-            count = fates.get(fate, 0)
-            if count:
-                counters[f"items.{fate}.{item_type}"] = count
-    return counters
+        announce(replace(attempt, outcome=outcome), ended, p.events, p.strategies)
