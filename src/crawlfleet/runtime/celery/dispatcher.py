@@ -49,7 +49,7 @@ log = logging.getLogger(__name__)
 
 TICK_S = 0.5
 SAMPLE_EVERY_S = 0.5
-LEASES_PER_TASK = 4096  # a task ends by the worker's --batch-s first (decision 0025)
+LEASES_PER_TASK = 1024
 MIN_WAITING_TASKS = 2
 OUTAGE_LIMIT_S = 120.0  # give up when Redis or the broker stay unreachable this long
 
