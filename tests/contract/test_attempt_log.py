@@ -112,6 +112,14 @@ async def test_one_batch_holding_an_attempt_twice_keeps_one(log: AttemptLog) -> 
     ]
 
 
+async def test_a_batch_mixing_whole_and_fractional_numbers_is_recorded(log: AttemptLog) -> None:
+    """A latency of 0 (an int, e.g. from a clock of whole seconds) beside 0.5 in one batch:
+    the PostgreSQL log sends a column as one array, which takes one type."""
+    batch = [attempt("0", latency_s=0, at=T0), attempt("1", latency_s=0.5, at=T0 + 1)]
+    await log.record(batch)
+    assert sorted(a.latency_s for a in await log.recent()) == [0.0, 0.5]
+
+
 async def test_top_errors_most_frequent_first(log: AttemptLog) -> None:
     await log.record(
         [

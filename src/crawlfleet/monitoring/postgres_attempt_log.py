@@ -92,24 +92,24 @@ class PostgresAttemptLog:
     async def record(self, attempts: Sequence[Attempt]) -> None:
         if not attempts:
             return
-        rows = [
+        rows = [  # one type a column: an array takes no mix (a whole number where floats are)
             (
                 a.url,
                 a.fingerprint,
                 a.domain,
                 a.worker,
                 a.outcome.value,
-                a.status,
-                a.bytes,
-                a.latency_s,
-                a.retry,
+                None if a.status is None else int(a.status),
+                int(a.bytes),
+                float(a.latency_s),
+                int(a.retry),
                 dt.datetime.fromtimestamp(a.at, dt.UTC),
                 a.error,
                 a.fetcher,
                 a.detail,
                 a.session_id,
                 a.proxy_id,
-                a.tier,
+                None if a.tier is None else int(a.tier),
                 a.screenshot,
             )
             for a in attempts
