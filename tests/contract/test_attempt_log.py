@@ -158,6 +158,22 @@ async def test_postgres_logs_of_two_crawls_stay_apart(postgres_dsn: str) -> None
         assert conn.execute("SELECT count(*) FROM attempts").fetchone() == (2,)
 
 
+@pytest.mark.postgres
+async def test_postgres_records_an_error_quoting_a_nul_without_it(postgres_dsn: str) -> None:
+    """PostgreSQL takes no NUL in text: a parser's error that quotes one (from the page) is
+    stored without it, rather than holding up every attempt copied after it."""
+    from crawlfleet.monitoring.postgres_attempt_log import PostgresAttemptLog
+    from crawlfleet.pipeline.sinks.postgres_schema import migrate
+
+    migrate(postgres_dsn)
+    log = await PostgresAttemptLog.open(postgres_dsn, crawl_id="c1")
+    odd = attempt("0", Outcome.PARSE_ERROR, error="KeyError: 'a\x00b'", detail="line\x00")
+    await log.record([odd, attempt("1", at=T0 + 1)])
+    recent = await log.recent()
+    await log.close()
+    assert [(a.error, a.detail) for a in recent] == [(None, None), ("KeyError: 'ab'", "line")]
+
+
 async def test_sqlite_reader_reads_what_the_store_wrote(tmp_path: Path) -> None:
     path = tmp_path / "state.sqlite"
     store = await SqliteQueueStore.open(path)

@@ -16,6 +16,7 @@ import psycopg
 
 from crawlfleet.errors import StateError
 from crawlfleet.monitoring.attempt_log import COLUMNS, attempt_of
+from crawlfleet.pipeline.text import strip_nul
 from crawlfleet.records import Attempt, Outcome
 from crawlfleet.redact import redact
 
@@ -104,9 +105,9 @@ class PostgresAttemptLog:
                 float(a.latency_s),
                 int(a.retry),
                 dt.datetime.fromtimestamp(a.at, dt.UTC),
-                a.error,
+                strip_nul(a.error),  # a parser's message or traceback may quote the page
                 a.fetcher,
-                a.detail,
+                strip_nul(a.detail),
                 a.session_id,
                 a.proxy_id,
                 None if a.tier is None else int(a.tier),
