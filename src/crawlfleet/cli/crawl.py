@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 
 from crawlfleet.api import Crawl, split_seeds
+from crawlfleet.cli.collector import tune_collector
 from crawlfleet.cli.console import fail, safe
 from crawlfleet.cli.progress import LOG_EVERY_S, CrawlProgress, summary
 from crawlfleet.errors import ConfigError, CrawlfleetError
@@ -228,6 +229,7 @@ def crawl(
             server = metrics.serve(metrics_port, metrics_bind)
             stack.callback(server.close)
             err.print(f"metrics at {safe(server.url)}", soft_wrap=True)
+        tune_collector()
         code = asyncio.run(
             run_crawl(
                 settings,

@@ -15,6 +15,7 @@ from typing import Annotated, NoReturn
 import typer
 from rich.console import Console
 
+from crawlfleet.cli.collector import tune_collector
 from crawlfleet.cli.console import fail, safe
 from crawlfleet.errors import ConfigError, CrawlfleetError
 from crawlfleet.monitoring.metric_snapshot import DEFAULT_BIND
@@ -143,6 +144,7 @@ def worker(
     runtime = WorkerRuntime(config, metrics=metrics)
     register_tasks(app, runtime)
     add_idle_heartbeat(app, runtime)
+    tune_collector()
     try:
         app.worker_main(celery_argv(chosen, loglevel, list(ctx.args)))
     finally:
