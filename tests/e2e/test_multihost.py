@@ -185,14 +185,12 @@ class Fleet:
     def healthy(self, *hosts: Host) -> bool:
         return all(code == 0 for code, _ in self.health(*hosts))
 
-    def beat_since(self, host: Host, since: float) -> bool:
-        """Whether a worker of ``host`` wrote its heartbeat after ``since`` (epoch s)."""
+    def free_since(self, host: Host, since: float) -> bool:
+        """Whether a worker of ``host`` said after ``since`` (epoch s) that it runs no step."""
         with self.services.redis() as client:
-            beats = client.hgetall("crawlfleet:workers")
-        return any(
-            name.decode().rpartition(":")[0] == host.hostname and json.loads(raw)["seen_at"] > since
-            for name, raw in beats.items()
-        )
+            beats = [json.loads(raw) for name, raw in client.hgetall("crawlfleet:workers").items()
+                     if name.decode().rpartition(":")[0] == host.hostname]  # fmt: skip
+        return any(beat["seen_at"] > since and beat["in_flight"] == 0 for beat in beats)
 
 
 def answers(probes: list[subprocess.Popen[str]]) -> list[tuple[int, str]]:
@@ -333,11 +331,11 @@ def test_two_worker_hosts_share_a_crawl_and_survive_a_cut_link(
     b.link(up=True)
     up_at = time.time()
     wait_for(lambda: fleet.healthy(b), "worker-b back", 40)
-    # The probe may pass on b's last heartbeat from before the cut, while b still drains the
-    # task it was in (its steps wait out their fetch timeouts). Start the second crawl once b
-    # beats again: it then takes tasks, and the slow pages are not all gone to a before b
-    # looks (CI once saw b's first task of the second crawl find only the polite domains).
-    wait_for(lambda: fleet.beat_since(b, up_at), "worker-b beating again", 60)
+    # The probe may pass while b still drains the task it was in (its steps wait out their
+    # fetch timeouts). Start the second crawl once b says it runs nothing: it then takes tasks,
+    # and the slow pages are not all gone to a before b looks (CI once saw b's first task of
+    # the second crawl find only the polite domains).
+    wait_for(lambda: fleet.free_since(b, up_at), "worker-b free again", 60)
     rejoined_at = time.monotonic()
     # The slow pages again: more in flight at once than one worker's concurrency. On the two
     # polite domains alone, the worker that ends a page sees the domain's next due time at

@@ -230,6 +230,53 @@ def slow_fetches(fetcher: CannedFetcher, slow_url: str, release: asyncio.Event) 
     fetcher.fetch = fetch  # type: ignore[method-assign]
 
 
+async def test_on_tick_is_called_while_the_loop_drains() -> None:
+    # A worker's heartbeat is written on the tick: a batch that waits for a slow page after
+    # it stopped claiming must not look dead to `worker --health` or the dispatcher.
+    fetcher = CannedFetcher(FakeClock(T0), pages(A, 1))
+    release = asyncio.Event()
+    slow_fetches(fetcher, f"{A}/1", release)
+    crawl = make_crawl(fetcher, seeds=[A], obey_robots=False)
+    await seed(crawl, f"{A}/1")
+    loop = real_time_loop(crawl)
+    ticks: list[tuple[float, int]] = []
+
+    async def tick() -> None:
+        ticks.append((time.monotonic(), loop.in_flight))
+
+    running = asyncio.create_task(loop.run(stop=asyncio.Event(), max_leases=1, on_tick=tick))
+    await asyncio.sleep(1.3)  # the loop claimed its one lease and drains
+    release.set()
+    result = await running
+
+    assert (result.reason, result.processed) == ("max_leases", 1)
+    assert len([n for _, n in ticks if n == 1]) >= 2  # ticks with the slow page in flight
+
+
+async def test_a_tick_that_raises_while_draining_leaves_the_steps_to_finish(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    fetcher = CannedFetcher(FakeClock(T0), pages(A, 1))
+    release = asyncio.Event()
+    slow_fetches(fetcher, f"{A}/1", release)
+    crawl = make_crawl(fetcher, seeds=[A], obey_robots=False)
+    await seed(crawl, f"{A}/1")
+    loop = real_time_loop(crawl)
+
+    async def tick() -> None:
+        if loop.in_flight:
+            raise RuntimeError("progress callback broke")
+
+    running = asyncio.create_task(loop.run(stop=asyncio.Event(), max_leases=1, on_tick=tick))
+    await asyncio.sleep(1.3)
+    release.set()
+    with pytest.raises(RuntimeError, match="progress callback broke"):  # raised while claiming
+        await running
+
+    assert (await crawl.frontier.counts()).done == 1  # the drain waited for the page anyway
+    assert "on_tick raised while the steps in flight finish" in caplog.text
+
+
 @pytest.mark.parametrize("how", ["claiming", "draining"])
 async def test_a_step_longer_than_its_lease_keeps_it_and_is_fetched_once(how: str) -> None:
     fetcher = CannedFetcher(FakeClock(T0), pages(A, 1) | pages(B, 1))
