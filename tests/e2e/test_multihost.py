@@ -185,6 +185,15 @@ class Fleet:
     def healthy(self, *hosts: Host) -> bool:
         return all(code == 0 for code, _ in self.health(*hosts))
 
+    def exit_code(self, process: subprocess.Popen[bytes], log: str, *hosts: Host) -> int:
+        """``process``'s exit code within 60 s; on timeout an error with its and the hosts' logs."""
+        try:
+            return process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            said = [f"--- {name}\n{self.log(name)[-2500:]}" for name in
+                    (log, *(f"{host.hostname}.log" for host in hosts))]  # fmt: skip
+            raise AssertionError(f"{log}: still running after 60 s\n" + "\n".join(said)) from None
+
     def free_since(self, host: Host, since: float) -> bool:
         """Whether a worker of ``host`` said after ``since`` (epoch s) that it runs no step."""
         with self.services.redis() as client:
@@ -300,7 +309,9 @@ def test_two_worker_hosts_share_a_crawl_and_survive_a_cut_link(
         assert int(client.hget("crawlfleet:{lab}:counts", "queued") or 0) > 0  # mid-crawl
     probes = fleet.probe(b, a)
 
-    assert dispatcher.wait(timeout=60) == 0, fleet.log("dispatcher.log")[-3000:]
+    assert fleet.exit_code(dispatcher, "dispatcher.log", a, b) == 0, fleet.log("dispatcher.log")[
+        -3000:
+    ]
     assert workers[a].poll() is None
     assert workers[b].poll() is None
     (cut_code, cut_said), (a_code, a_said) = answers(probes)
@@ -353,7 +364,9 @@ def test_two_worker_hosts_share_a_crawl_and_survive_a_cut_link(
     except AssertionError as exc:  # say what b and the dispatcher did meanwhile
         said = fleet.log(f"{b.hostname}.log")[-3000:] + fleet.log("dispatcher2.log")[-2000:]
         raise AssertionError(f"{exc}\n{said}") from None
-    assert second.wait(timeout=60) == 0, fleet.log("dispatcher2.log")[-3000:]
+    assert fleet.exit_code(second, "dispatcher2.log", a, b) == 0, fleet.log("dispatcher2.log")[
+        -3000:
+    ]
     hosts_that_worked = {
         str(w).rpartition(":")[0]
         for (w,) in fleet.services.sql("SELECT worker FROM attempts WHERE outcome = 'ok'")

@@ -245,7 +245,7 @@ async def test_on_tick_is_called_while_the_loop_drains() -> None:
         ticks.append((time.monotonic(), loop.in_flight))
 
     running = asyncio.create_task(loop.run(stop=asyncio.Event(), max_leases=1, on_tick=tick))
-    await asyncio.sleep(1.3)  # the loop claimed its one lease and drains
+    await asyncio.sleep(1.8)  # the loop claimed its one lease and drains
     release.set()
     result = await running
 
