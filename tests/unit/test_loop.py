@@ -230,15 +230,20 @@ def slow_fetches(fetcher: CannedFetcher, slow_url: str, release: asyncio.Event) 
     fetcher.fetch = fetch  # type: ignore[method-assign]
 
 
-async def test_on_tick_is_called_while_the_loop_drains() -> None:
-    # A worker's heartbeat is written on the tick: a batch that waits for a slow page after
-    # it stopped claiming must not look dead to `worker --health` or the dispatcher.
+async def one_slow_page() -> tuple[Crawl, ClaimLoop, asyncio.Event]:
+    """A real-time loop over a crawl of one page, which answers once the event is set."""
     fetcher = CannedFetcher(FakeClock(T0), pages(A, 1))
     release = asyncio.Event()
     slow_fetches(fetcher, f"{A}/1", release)
     crawl = make_crawl(fetcher, seeds=[A], obey_robots=False)
     await seed(crawl, f"{A}/1")
-    loop = real_time_loop(crawl)
+    return crawl, real_time_loop(crawl), release
+
+
+async def test_on_tick_is_called_while_the_loop_drains() -> None:
+    # A worker's heartbeat is written on the tick: a batch that waits for a slow page after
+    # it stopped claiming must not look dead to `worker --health` or the dispatcher.
+    _, loop, release = await one_slow_page()
     ticks: list[tuple[float, int]] = []
 
     async def tick() -> None:
@@ -256,12 +261,7 @@ async def test_on_tick_is_called_while_the_loop_drains() -> None:
 async def test_a_tick_that_raises_while_draining_leaves_the_steps_to_finish(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    fetcher = CannedFetcher(FakeClock(T0), pages(A, 1))
-    release = asyncio.Event()
-    slow_fetches(fetcher, f"{A}/1", release)
-    crawl = make_crawl(fetcher, seeds=[A], obey_robots=False)
-    await seed(crawl, f"{A}/1")
-    loop = real_time_loop(crawl)
+    crawl, loop, release = await one_slow_page()
 
     async def tick() -> None:
         if loop.in_flight:
