@@ -185,14 +185,19 @@ class Fleet:
     def healthy(self, *hosts: Host) -> bool:
         return all(code == 0 for code, _ in self.health(*hosts))
 
-    def exit_code(self, process: subprocess.Popen[bytes], log: str, *hosts: Host) -> int:
-        """``process``'s exit code within 60 s; on timeout an error with its and the hosts' logs."""
+    def tails(self, *logs: str) -> str:
+        """The last lines of each log, for a failure message."""
+        return "\n".join(f"--- {name}\n{self.log(name)[-2500:]}" for name in logs)
+
+    def exits_cleanly(self, process: subprocess.Popen[bytes], log: str, *hosts: Host) -> None:
+        """Assert ``process`` exits 0 within 60 s; if not, say so with its and the hosts' logs."""
         try:
-            return process.wait(timeout=60)
+            code: int | str = process.wait(timeout=60)
         except subprocess.TimeoutExpired:
-            said = [f"--- {name}\n{self.log(name)[-2500:]}" for name in
-                    (log, *(f"{host.hostname}.log" for host in hosts))]  # fmt: skip
-            raise AssertionError(f"{log}: still running after 60 s\n" + "\n".join(said)) from None
+            code = "still running after 60 s"
+        if code != 0:
+            logs = (log, *(f"{host.hostname}.log" for host in hosts))
+            raise AssertionError(f"{log}: {code}\n{self.tails(*logs)}")
 
     def free_since(self, host: Host, since: float) -> bool:
         """Whether a worker of ``host`` said after ``since`` (epoch s) that it runs no step."""
@@ -309,9 +314,7 @@ def test_two_worker_hosts_share_a_crawl_and_survive_a_cut_link(
         assert int(client.hget("crawlfleet:{lab}:counts", "queued") or 0) > 0  # mid-crawl
     probes = fleet.probe(b, a)
 
-    assert fleet.exit_code(dispatcher, "dispatcher.log", a, b) == 0, fleet.log("dispatcher.log")[
-        -3000:
-    ]
+    fleet.exits_cleanly(dispatcher, "dispatcher.log", a, b)
     assert workers[a].poll() is None
     assert workers[b].poll() is None
     (cut_code, cut_said), (a_code, a_said) = answers(probes)
@@ -362,11 +365,10 @@ def test_two_worker_hosts_share_a_crawl_and_survive_a_cut_link(
     try:
         wait_for(b_fetches_again, "worker-b fetching again", 30)
     except AssertionError as exc:  # say what b and the dispatcher did meanwhile
-        said = fleet.log(f"{b.hostname}.log")[-3000:] + fleet.log("dispatcher2.log")[-2000:]
-        raise AssertionError(f"{exc}\n{said}") from None
-    assert fleet.exit_code(second, "dispatcher2.log", a, b) == 0, fleet.log("dispatcher2.log")[
-        -3000:
-    ]
+        raise AssertionError(
+            f"{exc}\n{fleet.tails(f'{b.hostname}.log', 'dispatcher2.log')}"
+        ) from None
+    fleet.exits_cleanly(second, "dispatcher2.log", a, b)
     hosts_that_worked = {
         str(w).rpartition(":")[0]
         for (w,) in fleet.services.sql("SELECT worker FROM attempts WHERE outcome = 'ok'")
