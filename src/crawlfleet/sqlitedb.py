@@ -8,7 +8,9 @@ naming the file.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -80,6 +82,33 @@ def write(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     db.execute("COMMIT")
 
 
+_BESIDE: collections.Counter[str] = collections.Counter()
+"""Calls of ``ThreadedConnection``s under way, by file, in this process (``writing_beside``)."""
+
+
+@contextlib.contextmanager
+def writing_beside(path: Path) -> Iterator[None]:
+    """Mark a write of another connection of this process to ``path`` as under way.
+
+    The queue store keeps one write transaction open for an event-loop turn
+    (``frontier/sqlite_file.py``); while this block runs it commits at once and writes each
+    change in its own transaction, so this connection gets the file's write lock.
+    """
+    key = os.path.realpath(path)
+    _BESIDE[key] += 1
+    try:
+        yield
+    finally:
+        _BESIDE[key] -= 1
+        if not _BESIDE[key]:
+            del _BESIDE[key]
+
+
+def written_beside(path: Path) -> bool:
+    """True while another connection of this process writes ``path`` (``writing_beside``)."""
+    return os.path.realpath(path) in _BESIDE
+
+
 class ThreadedConnection:
     """A connection of its own to a state file whose calls run in a worker thread, one at a time.
 
@@ -88,8 +117,9 @@ class ThreadedConnection:
     SQLite's lock. ``run`` turns an ``sqlite3.Error`` into a ``StateError`` naming ``what``.
     """
 
-    def __init__(self, db: sqlite3.Connection, what: str) -> None:
+    def __init__(self, db: sqlite3.Connection, path: Path, what: str) -> None:
         self._db = db
+        self._path = path
         self._what = what
         self._lock = asyncio.Lock()
 
@@ -98,12 +128,13 @@ class ThreadedConnection:
         db = await asyncio.to_thread(
             connect, path, schema, what="state file", check_same_thread=False
         )
-        return cls(db, f"{what} in {path}")
+        return cls(db, path, f"{what} in {path}")
 
     async def run(self, call: Callable[[sqlite3.Connection], T]) -> T:
         async with self._lock:
             try:
-                return await asyncio.to_thread(call, self._db)
+                with writing_beside(self._path):
+                    return await asyncio.to_thread(call, self._db)
             except sqlite3.Error as exc:
                 raise StateError(f"{self._what}: {exc}") from None
 

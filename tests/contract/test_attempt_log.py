@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -188,6 +189,7 @@ async def test_sqlite_reader_reads_what_the_store_wrote(tmp_path: Path) -> None:
             row = Attempt(**{**row.to_dict(), "url": r.url, "fingerprint": r.fingerprint,
                              "outcome": outcome})  # fmt: skip
             assert await store.complete(lease, Report(row), FREE)
+        await asyncio.sleep(0)  # the store commits when the event loop's turn ends
         assert [a.at for a in await reader.recent()] == [T0 + 1, T0]
         assert await reader.top_errors(Outcome.PARSE_ERROR) == [("E", 1)]
     finally:

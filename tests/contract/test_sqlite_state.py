@@ -6,6 +6,7 @@ import asyncio
 import sqlite3
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -120,6 +121,7 @@ async def test_other_connections_of_the_process_may_share_the_file(tmp_path: Pat
     store = await SqliteQueueStore.open(path)
     try:
         await store.add([req("1")], NO_BUDGET)
+        await asyncio.sleep(0)  # the store commits when the event loop's turn ends
         with sqlite3.connect(path) as other:
             other.execute("CREATE TABLE IF NOT EXISTS side (x)")
             assert other.execute("SELECT count(*) FROM requests").fetchone() == (1,)
@@ -160,17 +162,21 @@ from tests.contract.test_queue_store import NO_BUDGET, T0, bury, claim, complete
 async def main() -> None:
     store = await SqliteQueueStore.open(Path(sys.argv[1]))
     await store.add([req(str(i)) for i in range(5)], NO_BUDGET)
-    first, second, third = await claim(store, 3)
+    first, second, third, fourth = await claim(store, 4)
     await complete(store, first)
     await retry(store, second, T0 + 1, "e")
     await bury(store, third, "e", T0)
+    await asyncio.sleep(0)  # the turn ends: its writes are committed
+    await complete(store, fourth)  # in the next turn, never committed
     os.kill(os.getpid(), signal.SIGKILL)
 
 asyncio.run(main())
 """
 
 
-async def test_a_killed_process_loses_nothing_committed(tmp_path: Path) -> None:
+async def test_a_killed_process_loses_only_the_writes_of_its_last_turn(tmp_path: Path) -> None:
+    """The fourth lease's end was not committed: it is still leased, so it expires and its
+    request is fetched again; every earlier turn's write is in the file."""
     path = tmp_path / "state.sqlite"
     child = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -184,8 +190,8 @@ async def test_a_killed_process_loses_nothing_committed(tmp_path: Path) -> None:
     assert child.returncode == -9, err.decode()
     store = await SqliteQueueStore.open(path)
     try:
-        assert await store.counts() == QueueCounts(queued=3, leased=0, done=1, dead=1, seen=5)
-        assert len(await store.claim(10, T0 + 1, LEASE_S, FREE, KINDS)) == 3
+        assert await store.counts() == QueueCounts(queued=2, leased=1, done=1, dead=1, seen=5)
+        assert len(await store.claim(10, T0 + 1, LEASE_S, FREE, KINDS)) == 2
         assert (await store.stats()).get("attempts") == 3
         with sqlite3.connect(path) as db:  # written with each lease end, not buffered
             assert db.execute("SELECT count(*) FROM attempts").fetchone() == (3,)
@@ -206,4 +212,73 @@ async def test_a_strategy_moved_by_a_lease_end_survives_a_reopen(tmp_path: Path)
         assert (view.level, dict(view.strategy)) == (2, strategy)
         assert strategy == {"rung": "session", "session_epoch": "1"}
     finally:
+        await store.close()
+
+
+async def test_the_writes_of_one_event_loop_turn_are_committed_together_when_it_ends(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "state.sqlite"
+    store = await SqliteQueueStore.open(path)
+    try:
+        await store.add([req("1")], NO_BUDGET)
+        await store.add([req("2")], NO_BUDGET)
+        with sqlite3.connect(path) as other:
+            assert other.execute("SELECT count(*) FROM requests").fetchone() == (0,)
+            await asyncio.sleep(0)
+            assert other.execute("SELECT count(*) FROM requests").fetchone() == (2,)
+    finally:
+        await store.close()
+
+
+async def test_a_failed_write_rolls_its_turn_back_and_stops_the_store(tmp_path: Path) -> None:
+    """A full file (here its page limit) fails the write, undoes the turn's other writes
+    (they are in one transaction) and every later call: the store's memory is ahead of the
+    file, so the crawl stops, and a reopen resumes from the last committed turn."""
+    path = tmp_path / "state.sqlite"
+    store = await SqliteQueueStore.open(path)
+    await store.add([req("kept")], NO_BUDGET)
+    await asyncio.sleep(0)
+    await store.add([req("undone")], NO_BUDGET)
+    store._db.execute("PRAGMA max_page_count = 1")  # the file is full, for real
+    with pytest.raises(StateError, match="full"):
+        await store.add([req(str(i) * 300) for i in range(200)], NO_BUDGET)
+    with pytest.raises(StateError, match="run again to resume"):
+        await store.add([req("later")], NO_BUDGET)
+    await store.close()
+    reopened = await SqliteQueueStore.open(path)
+    try:
+        assert [lease.request.url for lease in await claim(reopened, 10)] == [req("kept").url]
+    finally:
+        await reopened.close()
+
+
+async def test_a_session_store_on_the_same_file_writes_while_the_queue_store_is_busy(
+    tmp_path: Path,
+) -> None:
+    """The queue store holds its write transaction for a whole turn; a connection writing
+    beside it (sessions, proxy states: a thread each) makes it commit write by write."""
+    from crawlfleet.sessions.sqlite import SqliteSessionStore
+
+    path = tmp_path / "state.sqlite"
+    store = await SqliteQueueStore.open(path)
+    sessions = await SqliteSessionStore.open(path)
+    busy = True
+
+    async def keep_writing() -> None:
+        n = 0
+        while busy:
+            await store.add([req(f"busy-{n}")], NO_BUDGET)
+            n += 1
+            time.sleep(0.005)  # noqa: ASYNC251 - the rest of a busy turn (parsing pages)
+            await asyncio.sleep(0)
+
+    writer = asyncio.create_task(keep_writing())
+    try:
+        for n in range(20):
+            await sessions.save(f"{n}.example", {"id": str(n)})
+    finally:
+        busy = False
+        await writer
+        await sessions.close()
         await store.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 
 import pytest
@@ -32,6 +33,7 @@ async def recorded(store: QueueStore) -> list[Attempt]:
     """Every attempt the store recorded, oldest first (SQLite: its ``attempts`` table)."""
     if isinstance(store, SqliteQueueStore):
         assert await store.pending_attempts(100) == []
+        await asyncio.sleep(0)  # the store commits when the event loop's turn ends
         with sqlite3.connect(store.path) as db:
             rows = db.execute(f"SELECT {ATTEMPT_COLUMNS} FROM attempts ORDER BY id").fetchall()
         fields = ATTEMPT_COLUMNS.split(", ")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 
@@ -53,6 +54,7 @@ async def test_the_reader_sees_the_stores_counts_stats_and_domains_while_it_hold
     store = await busy_store(path)
     reader = SqliteStateReader.open(path, POLICY)
     try:
+        await asyncio.sleep(0)  # the store commits when the event loop's turn ends
         assert await reader.counts() == await store.counts()
         assert await reader.stats() == await store.stats()
         assert await reader.domains(10) == await store.domains(POLICY, 10)
@@ -60,6 +62,7 @@ async def test_the_reader_sees_the_stores_counts_stats_and_domains_while_it_hold
         # the store keeps writing while the reader is open
         more = await store.claim(1, T0 + 5, 60.0, POLICY, ("http",))
         await store.complete(more[0], Report(attempt(more[0], Outcome.OK, 200, T0 + 6)), POLICY)
+        await asyncio.sleep(0)  # the store commits when the event loop's turn ends
         assert await reader.counts() == await store.counts()
         assert await reader.domains(1) == await store.domains(POLICY, 1)
     finally:

@@ -9,9 +9,10 @@ killed process loses nothing it was told about.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Self
 
@@ -60,6 +61,8 @@ class SqliteStateFile:
         self._counts = dict.fromkeys((QUEUED, LEASED, DONE, DEAD, SEEN), 0)
         self._admitted = 0
         self._crawl_counters: Counters = {}
+        self._failure: StateError | None = None
+        self._pending: asyncio.Handle | None = None
         self._load()
 
     @classmethod
@@ -104,22 +107,100 @@ class SqliteStateFile:
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One store write: a savepoint in the turn's transaction, undone alone if it raises."""
+        db, alone = self._turn()
         try:
-            with sqlitedb.write(self._db) as db:
+            db.execute("SAVEPOINT write")
+            try:
                 yield db
+            except sqlite3.Error:
+                raise
+            except BaseException:
+                db.execute("ROLLBACK TO write")
+                db.execute("RELEASE write")
+                raise
+            db.execute("RELEASE write")
         except sqlite3.Error as exc:
-            raise StateError(f"state file {self.path}: {exc}") from exc
+            raise self._broken(exc) from exc
+        if alone:
+            self._commit_now()
 
     def _execute(self, sql: str, params: Sequence[Any]) -> int:
-        """Run one statement in its own transaction; how many rows it changed."""
+        """Run one statement in the turn's transaction; how many rows it changed."""
+        db, alone = self._turn()
         try:
-            return self._db.execute(sql, params).rowcount
+            changed: int = db.execute(sql, params).rowcount
         except sqlite3.Error as exc:
-            raise StateError(f"state file {self.path}: {exc}") from exc
+            raise self._broken(exc) from exc
+        if alone:
+            self._commit_now()
+        return changed
+
+    def _turn(self) -> tuple[sqlite3.Connection, bool]:
+        """The connection inside the transaction of this event-loop turn, begun if need be,
+        and whether the caller must commit it itself (no event loop runs, or another
+        connection of this process is writing the file: ``sqlitedb.writing_beside``).
+
+        The transaction commits in a callback the loop runs after the turn's other callbacks
+        (``_commit``), so the writes of every step that ran in one turn cost one COMMIT.
+        """
+        if self._failure is not None:
+            raise self._failure
+        db = self._db
+        beside = sqlitedb.written_beside(self.path)
+        if beside:  # another connection of this process waits for the write lock
+            self._commit_now()
+        if not db.in_transaction:
+            try:
+                db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise self._broken(exc) from exc
+            if beside:
+                return db, True
+            try:
+                self._pending = asyncio.get_running_loop().call_soon(self._commit)
+            except RuntimeError:
+                return db, True
+        return db, False
+
+    def _commit(self) -> None:
+        """Commit the turn's transaction; a failure breaks the store (``_broken``)."""
+        if self._failure is None and self._db.in_transaction:
+            try:
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._broken(exc)
+
+    def _commit_now(self) -> None:
+        self._commit()
+        if self._failure is not None:
+            raise self._failure
+
+    def _broken(self, exc: sqlite3.Error) -> StateError:
+        """Roll the turn back and refuse every later call: the mirror is ahead of the file."""
+        if self._failure is None:
+            self._failure = StateError(
+                f"state file {self.path}: {exc} (stopped: run again to resume from the file)"
+            )
+        if self._db.in_transaction:
+            with suppress(sqlite3.Error):
+                self._db.execute("ROLLBACK")
+        return self._failure
 
     async def close(self) -> None:
-        """Close the file and release its lock; the store is unusable afterwards."""
+        """Commit, close the file and release its lock; the store is unusable afterwards.
+
+        StateError if that last commit fails.
+        """
+        failed = self._failure
+        if self._pending is not None:
+            self._pending.cancel()
+        self._commit()
+        last = self._failure
+        self._failure = StateError(f"state file {self.path} is closed")
         try:
             self._db.close()
         finally:
             self._lock.release()
+        if last is not None and last is not failed:
+            raise last
