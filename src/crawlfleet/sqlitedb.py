@@ -8,15 +8,14 @@ naming the file.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
-import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
 from crawlfleet.errors import StateError
+from crawlfleet.sqlite_turns import writing_beside
 
 T = TypeVar("T")
 
@@ -82,33 +81,6 @@ def write(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     db.execute("COMMIT")
 
 
-_BESIDE: collections.Counter[str] = collections.Counter()
-"""Calls of ``ThreadedConnection``s under way, by file, in this process (``writing_beside``)."""
-
-
-@contextlib.contextmanager
-def writing_beside(path: Path) -> Iterator[None]:
-    """Mark a write of another connection of this process to ``path`` as under way.
-
-    The queue store keeps one write transaction open for an event-loop turn
-    (``frontier/sqlite_file.py``); while this block runs it commits at once and writes each
-    change in its own transaction, so this connection gets the file's write lock.
-    """
-    key = os.path.realpath(path)
-    _BESIDE[key] += 1
-    try:
-        yield
-    finally:
-        _BESIDE[key] -= 1
-        if not _BESIDE[key]:
-            del _BESIDE[key]
-
-
-def written_beside(path: Path) -> bool:
-    """True while another connection of this process writes ``path`` (``writing_beside``)."""
-    return os.path.realpath(path) in _BESIDE
-
-
 class ThreadedConnection:
     """A connection of its own to a state file whose calls run in a worker thread, one at a time.
 
@@ -133,7 +105,7 @@ class ThreadedConnection:
     async def run(self, call: Callable[[sqlite3.Connection], T]) -> T:
         async with self._lock:
             try:
-                with writing_beside(self._path):
+                with writing_beside(self._path):  # the queue store commits write by write
                     return await asyncio.to_thread(call, self._db)
             except sqlite3.Error as exc:
                 raise StateError(f"{self._what}: {exc}") from None

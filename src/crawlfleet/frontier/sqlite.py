@@ -2,9 +2,10 @@
 
 The stdlib ``sqlite3`` runs synchronously inside the async methods: each call is well under a
 millisecond, cheaper than a thread hop, and the lack of awaits makes every method atomic
-within the event loop. Every method commits before it returns, so a killed process loses
-nothing it was told about; a lease end writes its request row, its attempt row and its
-domain's row (ready time, policy record, counters) in one transaction.
+within the event loop. A lease end writes its request row, its attempt row and its domain's
+row (ready time, policy record, counters) together; the writes of one event-loop turn are
+committed together when it ends (decision 0027), so a killed process loses at most that
+turn's writes, as if it had died a turn earlier.
 
 ``SqliteQueueStore`` holds the lanes, leases and domain policy (this module) over its two
 bases: ``SqliteRecords`` (``sqlite_records.py``: counts, statistics, attempts, known URLs

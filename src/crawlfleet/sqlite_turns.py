@@ -1,0 +1,155 @@
+"""Writes to an SQLite file in one transaction per event-loop turn (decision 0027).
+
+The embedded crawl writes its state file (leases, links, attempts) and its items file a few
+times a page. A COMMIT each cost more than the writes: the WAL frames of the same hot pages
+written again and again, the file locks taken and dropped. A ``TurnWriter`` runs every write
+of one turn of the event loop in one transaction, each write in a savepoint of its own (a
+write that raises undoes only itself), and commits in a callback the loop runs after the
+turn's other callbacks.
+
+What a crash loses: the writes of the last turn, all of them, as if the process had died a
+turn earlier; a page whose lease end was lost is fetched again. Only the state file is
+written this way: the items file commits each page's items before the step goes on to end
+its lease, so a lease end in the state file always follows its items. A failed statement or
+COMMIT rolls the turn back and breaks the writer: each later call raises the same
+``StateError``, because the caller's memory is now ahead of the file, and the crawl stops to
+resume from what was committed.
+
+Another connection of this process that writes the same file (the session and proxy-state
+stores, in a thread) marks its writes with ``writing_beside``: meanwhile the writer commits
+at once and write by write, so that connection gets the file's write lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import os
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from crawlfleet.errors import StateError
+
+_BESIDE: collections.Counter[str] = collections.Counter()
+"""Writes of other connections under way, by file, in this process (``writing_beside``)."""
+
+
+@contextlib.contextmanager
+def writing_beside(path: Path) -> Iterator[None]:
+    """Mark a write of another connection of this process to ``path`` as under way."""
+    key = os.path.realpath(path)
+    _BESIDE[key] += 1
+    try:
+        yield
+    finally:
+        _BESIDE[key] -= 1
+        if not _BESIDE[key]:
+            del _BESIDE[key]
+
+
+class TurnWriter:
+    """The write transactions of one connection, one per event-loop turn.
+
+    ``describe`` turns an ``sqlite3.Error`` into the ``StateError`` that names the file.
+    """
+
+    def __init__(
+        self,
+        db: sqlite3.Connection,
+        path: Path,
+        describe: Callable[[sqlite3.Error], StateError],
+    ) -> None:
+        self._db = db
+        self._key = os.path.realpath(path)
+        self._describe = describe
+        self.failure: StateError | None = None
+        self._pending: asyncio.Handle | None = None
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write: a savepoint in the turn's transaction, undone alone if it raises."""
+        db, alone = self._turn()
+        try:
+            db.execute("SAVEPOINT write")
+            try:
+                yield db
+            except sqlite3.Error:
+                raise
+            except BaseException:
+                db.execute("ROLLBACK TO write")
+                db.execute("RELEASE write")
+                raise
+            db.execute("RELEASE write")
+        except sqlite3.Error as exc:
+            raise self._broken(exc) from exc
+        if alone:
+            self._commit_now()
+
+    def execute(self, sql: str, params: Sequence[Any]) -> int:
+        """One statement in the turn's transaction; how many rows it changed."""
+        db, alone = self._turn()
+        try:
+            changed: int = db.execute(sql, params).rowcount
+        except sqlite3.Error as exc:
+            raise self._broken(exc) from exc
+        if alone:
+            self._commit_now()
+        return changed
+
+    def commit(self) -> None:
+        """Commit the turn; never raises (the loop calls it): see ``failure``."""
+        if self.failure is None and self._db.in_transaction:
+            try:
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._broken(exc)
+
+    def close(self) -> None:
+        """Commit what is pending and refuse later writes; StateError if that commit fails."""
+        failed = self.failure
+        if self._pending is not None:
+            self._pending.cancel()
+        self.commit()
+        last = self.failure
+        self.failure = self._describe(sqlite3.Error("closed"))
+        if last is not None and last is not failed:
+            raise last
+
+    def _turn(self) -> tuple[sqlite3.Connection, bool]:
+        """The connection in the turn's transaction, begun if need be, and whether the caller
+        commits it itself (no event loop runs, or another connection writes beside)."""
+        if self.failure is not None:
+            raise self.failure
+        db = self._db
+        beside = self._key in _BESIDE
+        if beside:
+            self._commit_now()
+        if not db.in_transaction:
+            try:
+                db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise self._broken(exc) from exc
+            if beside:
+                return db, True
+            try:
+                self._pending = asyncio.get_running_loop().call_soon(self.commit)
+            except RuntimeError:
+                return db, True
+        return db, False
+
+    def _commit_now(self) -> None:
+        self.commit()
+        if self.failure is not None:
+            raise self.failure
+
+    def _broken(self, exc: sqlite3.Error) -> StateError:
+        """Roll the turn back and refuse every later call."""
+        if self.failure is None:
+            self.failure = StateError(f"{self._describe(exc)} (stopped: run again to resume)")
+        if self._db.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.execute("ROLLBACK")
+        return self.failure
