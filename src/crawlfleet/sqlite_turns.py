@@ -8,12 +8,12 @@ write that raises undoes only itself), and commits in a callback the loop runs a
 turn's other callbacks.
 
 What a crash loses: the writes of the last turn, all of them, as if the process had died a
-turn earlier; a page whose lease end was lost is fetched again. Only the state file is
-written this way: the items file commits each page's items before the step goes on to end
-its lease, so a lease end in the state file always follows its items. A failed statement or
-COMMIT rolls the turn back and breaks the writer: each later call raises the same
-``StateError``, because the caller's memory is now ahead of the file, and the crawl stops to
-resume from what was committed.
+turn earlier; a page whose lease end was lost is fetched again. Order across files is kept
+by ``first``: the writers to commit before this one (the embedded crawl's items file before
+its state file, so a page's lease end is never in the file while its items are not). A
+failed statement or COMMIT rolls the turn back and breaks the writer, and every writer that
+commits after it: each later call raises the same ``StateError``, because the caller's
+memory is now ahead of the file, and the crawl stops to resume from what was committed.
 
 Another connection of this process that writes the same file (the session and proxy-state
 stores, in a thread) marks its writes with ``writing_beside``: meanwhile the writer commits
@@ -65,7 +65,9 @@ class TurnWriter:
         self._db = db
         self._key = os.path.realpath(path)
         self._describe = describe
+        self.first: list[TurnWriter] = []
         self.failure: StateError | None = None
+        self._closed = False
         self._pending: asyncio.Handle | None = None
 
     @contextlib.contextmanager
@@ -100,8 +102,13 @@ class TurnWriter:
         return changed
 
     def commit(self) -> None:
-        """Commit the turn; never raises (the loop calls it): see ``failure``."""
-        if self.failure is None and self._db.in_transaction:
+        """Commit the turn, the ``first`` writers' before; never raises (the loop calls it):
+        see ``failure``."""
+        for writer in self.first:
+            writer.commit()
+            if writer.failure is not None and self.failure is None:
+                self._broken(writer.failure)
+        if self.failure is None and not self._closed and self._db.in_transaction:
             try:
                 self._db.execute("COMMIT")
             except sqlite3.Error as exc:
@@ -113,16 +120,17 @@ class TurnWriter:
         if self._pending is not None:
             self._pending.cancel()
         self.commit()
-        last = self.failure
-        self.failure = self._describe(sqlite3.Error("closed"))
-        if last is not None and last is not failed:
-            raise last
+        self._closed = True
+        if self.failure is not None and self.failure is not failed:
+            raise self.failure
 
     def _turn(self) -> tuple[sqlite3.Connection, bool]:
         """The connection in the turn's transaction, begun if need be, and whether the caller
         commits it itself (no event loop runs, or another connection writes beside)."""
         if self.failure is not None:
             raise self.failure
+        if self._closed:
+            raise self._describe(sqlite3.Error("closed"))
         db = self._db
         beside = self._key in _BESIDE
         if beside:
@@ -145,9 +153,11 @@ class TurnWriter:
         if self.failure is not None:
             raise self.failure
 
-    def _broken(self, exc: sqlite3.Error) -> StateError:
+    def _broken(self, exc: sqlite3.Error | StateError) -> StateError:
         """Roll the turn back and refuse every later call."""
-        if self.failure is None:
+        if isinstance(exc, StateError):  # a writer that commits first failed: its error
+            self.failure = self.failure or exc
+        elif self.failure is None:
             self.failure = StateError(f"{self._describe(exc)} (stopped: run again to resume)")
         if self._db.in_transaction:
             with contextlib.suppress(sqlite3.Error):

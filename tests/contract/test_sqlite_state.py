@@ -282,3 +282,38 @@ async def test_a_session_store_on_the_same_file_writes_while_the_queue_store_is_
         await writer
         await sessions.close()
         await store.close()
+
+
+async def test_a_lease_end_is_not_committed_when_the_items_of_its_turn_fail(
+    tmp_path: Path,
+) -> None:
+    """The embedded crawl's state file commits each turn after its items file, and not at
+    all when the items file's turn failed: a lease end is never in the file without its
+    page's items (page 1 stored its item and ended its lease; page 2's write filled the items
+    file, which undid page 1's item too)."""
+    from crawlfleet.models import Item
+    from crawlfleet.pipeline.sinks.sqlite import SqliteSink
+
+    store = await SqliteQueueStore.open(tmp_path / "state.sqlite")
+    sink = await SqliteSink.open(tmp_path / "items.sqlite", max_size_bytes=64 * 1024)
+    store.commit_after(sink.write_in_turns())
+    await store.add([req("1"), req("2")], NO_BUDGET)
+    first, _second = await claim(store, 2)
+    await asyncio.sleep(0)
+    await sink.write_page([Item("product", {"n": 1}, key="1")], first.request.url, [])
+    assert await complete(store, first)
+    with pytest.raises(StateError, match="disk full"):
+        await sink.write([Item("product", {"blob": "x" * 2000}, key=str(n)) for n in range(200)])
+    await asyncio.sleep(0)
+    with pytest.raises(StateError, match="disk full"):
+        await store.add([req("3")], NO_BUDGET)
+    await sink.close()
+    await store.close()
+
+    reopened = await SqliteQueueStore.open(tmp_path / "state.sqlite")
+    try:
+        assert (await reopened.counts()).leased == 2  # page 1's lease end was undone
+    finally:
+        await reopened.close()
+    with sqlite3.connect(tmp_path / "items.sqlite") as db:
+        assert db.execute("SELECT count(*) FROM items").fetchone() == (0,)

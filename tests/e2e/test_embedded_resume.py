@@ -48,7 +48,7 @@ def keys(path: Path) -> set[str]:
     return {orjson.loads(line)["key"] for line in path.read_bytes().splitlines()}
 
 
-def test_sigkill_then_resume_refetches_at_most_the_in_flight_page(
+def test_sigkill_then_resume_refetches_at_most_the_pages_of_the_last_turn(
     site: ThreadedDemoSite, tmp_path: Path
 ) -> None:
     state, out = tmp_path / "state", tmp_path / "items.jsonl"
@@ -65,7 +65,9 @@ def test_sigkill_then_resume_refetches_at_most_the_in_flight_page(
     fetched = Counter(pages_seen(site))
     twice = [path for path, n in fetched.items() if n > 1]
     assert all(n <= 2 for n in fetched.values())
-    assert len(twice) <= 1  # one page in flight per host (per-domain concurrency 1)
+    # one page in flight per host (per-domain concurrency 1), and at most one page whose
+    # lease end was in the event-loop turn the kill cut short (decision 0027)
+    assert len(twice) <= 2
     assert set(twice) <= set(before)
 
     site.clear_log()

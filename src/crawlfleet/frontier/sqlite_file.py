@@ -117,6 +117,11 @@ class SqliteStateFile:
         """Run one statement in the turn's transaction; how many rows it changed."""
         return self._turns.execute(sql, params)
 
+    def commit_after(self, first: TurnWriter) -> None:
+        """Commit each turn only after ``first``'s, and not at all if ``first`` failed (the
+        items file's: a lease end is in the file only once its page's items are)."""
+        self._turns.first.append(first)
+
     async def close(self) -> None:
         """Commit, close the file and release its lock; the store is unusable afterwards.
 

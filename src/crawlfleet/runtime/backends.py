@@ -122,6 +122,7 @@ async def open_embedded(
     stack.push_async_callback(attempts.close)
     sink = await SqliteSink.open(items_file, crawl_id=settings.crawl_id)
     stack.push_async_callback(sink.close)
+    store.commit_after(sink.write_in_turns())  # decision 0027
     return Backends(store, sink=sink, rejects=sink, attempts=attempts, items_file=items_file)
 
 

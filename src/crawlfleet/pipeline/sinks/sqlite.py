@@ -27,7 +27,8 @@ Reads and writes run on the caller's (the event loop's) thread, as the queue sto
 page's COMMIT takes tens of microseconds, and handing each to a thread cost more CPU than the
 write (decision 0023). The file runs in WAL mode with ``synchronous=NORMAL``: a committed
 batch survives a crash of the process (not necessarily a power cut of the machine). Every failure to open or write the
-file (locked, corrupt, disk full) is a ``StateError`` naming it.
+file (locked, corrupt, disk full) is a ``StateError`` naming it. Each write commits at once,
+unless the embedded crawl made the sink ``write_in_turns`` (decision 0027).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -47,6 +49,7 @@ from crawlfleet.models import Item
 from crawlfleet.pipeline.rejects import Reject, reject_row
 from crawlfleet.pipeline.sinks import sqlite_changes, sqlite_schema
 from crawlfleet.pipeline.sinks.stored import StoredItem, batch_rows
+from crawlfleet.sqlite_turns import TurnWriter
 
 UPSERT = """
 INSERT INTO items (crawl_id, item_type, item_key, data, content_hash, fetched_at,
@@ -82,6 +85,7 @@ class SqliteSink:
         self.crawl_id = crawl_id
         self._connection = connection
         self._clock = clock
+        self._turns: TurnWriter | None = None
 
     @classmethod
     async def open(
@@ -181,8 +185,23 @@ class SqliteSink:
 
         return self._run(read)
 
+    def write_in_turns(self) -> TurnWriter:
+        """From now on, write one transaction an event-loop turn (``sqlite_turns``); returns
+        the writer, for the state file to commit after it (``SqliteStateFile.commit_after``).
+
+        For a sink that is its file's only writer and whose first failure stops the crawl
+        (the embedded crawl's): a failed write then rolls back the turn and fails every later
+        one, where a sink committing each write fails that write alone.
+        """
+        self._turns = TurnWriter(self._connection, self.path, partial(_state_error, self.path))
+        return self._turns
+
     async def close(self) -> None:
-        self._run(self._connection.close)
+        try:
+            if self._turns is not None:
+                self._turns.close()
+        finally:
+            self._run(self._connection.close)
 
     def _run(self, work: Callable[[], T]) -> T:
         try:
@@ -191,7 +210,11 @@ class SqliteSink:
             raise _state_error(self.path, exc) from exc
 
     def _write(self, work: Callable[[sqlite3.Connection], object]) -> None:
-        """``work`` in one write transaction."""
+        """``work`` in one write transaction, or in the turn's (``write_in_turns``)."""
+        if self._turns is not None:
+            with self._turns.transaction() as db:
+                work(db)
+            return
         try:
             with sqlitedb.write(self._connection) as db:
                 work(db)
