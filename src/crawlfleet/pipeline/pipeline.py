@@ -123,7 +123,7 @@ class Pipeline:
                 yielded += [(item.type, item_key(item)) for item in accepted]
                 keys = sorted(set(yielded))
                 if self._sink_tracks and len(accepted) <= self._batch_size:
-                    await tracker.write_page(accepted, page, keys)  # one COMMIT a page
+                    await tracker.write_page(accepted, page, keys)  # one transaction a page
                 else:
                     await self._write(accepted)
                     await tracker.page_items(page, keys)

@@ -42,7 +42,7 @@ class PageTracker(Protocol):
         self, items: Sequence[Item], page: str, keys: Sequence[tuple[str, str]]
     ) -> None:
         """``write(items)`` then ``page_items(page, keys)``, in one transaction where the sink
-        has transactions (one COMMIT a page instead of two); for a sink that is its own
+        has transactions (one write of the page instead of two); for a sink that is its own
         tracker, with a page's items in one batch."""
         ...
 

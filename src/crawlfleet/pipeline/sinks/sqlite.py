@@ -117,7 +117,7 @@ class SqliteSink:
     async def write_page(
         self, items: Sequence[Item], page: str, keys: Sequence[tuple[str, str]]
     ) -> None:
-        """``write`` and ``page_items`` in one transaction: one COMMIT a page, not two."""
+        """``write`` and ``page_items`` in one transaction (or one savepoint of the turn's)."""
         upsert = self._upsert(items)
         now = self._clock.now()
 
