@@ -32,6 +32,9 @@ from crawlfleet.pipeline.sinks.postgres_writes import PageWrite
 from crawlfleet.pipeline.sinks.stored import batch_rows
 from crawlfleet.redact import redact
 
+DEADLOCK_TRIES = 3
+"""Times a group commit is run while PostgreSQL aborts it to break a deadlock."""
+
 INSERT_REJECT = """
 INSERT INTO item_rejects (crawl_id, item_type, item_key, url, reason, data, at)
 VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s)
@@ -129,6 +132,17 @@ class _Connection:
             pending.done = True
 
     async def _transaction(self, group: list[_Pending]) -> None:
+        """``group`` in one transaction; tried again while PostgreSQL picks it as the victim of
+        a deadlock (with another worker's or program's transaction), ``DEADLOCK_TRIES`` times."""
+        for tries_left in range(DEADLOCK_TRIES - 1, -1, -1):
+            try:
+                await self._once(group)
+                return
+            except psycopg.errors.DeadlockDetected as exc:
+                if not tries_left:
+                    raise self.error(exc) from None
+
+    async def _once(self, group: list[_Pending]) -> None:
         conn = await self.connect()
         try:
             async with conn.pipeline(), conn.transaction(), conn.cursor() as cur:
@@ -144,6 +158,8 @@ class _Connection:
                 finishes += await postgres_writes.send(cur, writes)
                 for finish in finishes:
                     await finish()
+        except psycopg.errors.DeadlockDetected:
+            raise  # rolled back: the connection is usable, and the group is tried again
         except psycopg.Error as exc:
             await conn.close()
             raise self.error(exc) from None

@@ -6,7 +6,9 @@ item and no page comes twice; a batch is four statements, whatever its size (dec
 
 1. ``LOCK_ROWS`` locks the stored versions of the batch's rows in (type, key) byte order and
    returns them, so two workers writing one key record one change each, in the order their
-   writes apply, and never deadlock on each other's rows;
+   writes apply; it locks only rows that exist, so a key another transaction inserts and
+   holds meanwhile can still close a deadlock, which PostgreSQL breaks by aborting one side
+   (``postgres.py`` tries the group again);
 2. ``UPSERT_ROWS`` upserts them in that order (the rule of ``postgres.py``) and returns the
    rows it touched, ``inserted`` telling an insert from an update, so a key two workers
    insert at once is ``new`` once; a row an older version did not touch is not returned;
