@@ -126,7 +126,7 @@ class TurnWriter:
 
     def _turn(self) -> tuple[sqlite3.Connection, bool]:
         """The connection in the turn's transaction, begun if need be, and whether the caller
-        commits it itself (no event loop runs, or another connection writes beside)."""
+        commits it itself (another connection writes beside). Call from a running loop."""
         if self.failure is not None:
             raise self.failure
         if self._closed:
@@ -142,10 +142,7 @@ class TurnWriter:
                 raise self._broken(exc) from exc
             if beside:
                 return db, True
-            try:
-                self._pending = asyncio.get_running_loop().call_soon(self.commit)
-            except RuntimeError:
-                return db, True
+            self._pending = asyncio.get_running_loop().call_soon(self.commit)
         return db, False
 
     def _commit_now(self) -> None:

@@ -193,7 +193,7 @@ async def test_a_killed_process_loses_only_the_writes_of_its_last_turn(tmp_path:
         assert await store.counts() == QueueCounts(queued=2, leased=1, done=1, dead=1, seen=5)
         assert len(await store.claim(10, T0 + 1, LEASE_S, FREE, KINDS)) == 2
         assert (await store.stats()).get("attempts") == 3
-        with sqlite3.connect(path) as db:  # written with each lease end, not buffered
+        with sqlite3.connect(path) as db:  # in the turn of their lease ends, not kept apart
             assert db.execute("SELECT count(*) FROM attempts").fetchone() == (3,)
     finally:
         await store.close()
