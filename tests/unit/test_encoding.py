@@ -5,8 +5,18 @@ from __future__ import annotations
 import codecs
 
 import pytest
+from selectolax.lexbor import LexborHTMLParser
 
-from crawlfleet.parsing.encoding import Encoding, codec_for, decode, prescan, sniff
+from crawlfleet.models import FetchResult
+from crawlfleet.parsing.encoding import (
+    Encoding,
+    codec_for,
+    decode,
+    html_input,
+    prescan,
+    sniff,
+    text_of,
+)
 
 JA = "東京の天気は晴れです。価格は千円から。"
 
@@ -60,3 +70,38 @@ def test_whatwg_labels() -> None:
     assert codec_for("Shift_JIS") == "cp932"
     assert codec_for("utf8") == "utf-8"
     assert codec_for("bogus") is None
+
+
+def _page(body: bytes, content_type: str) -> FetchResult:
+    return FetchResult(
+        url="http://a.test/",
+        final_url="http://a.test/",
+        status=200,
+        headers={"content-type": content_type},
+        body=body,
+        elapsed_s=0.01,
+        fetched_at=0.0,
+    )
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'<meta charset="utf-8"><a href="/x\xff\xfey" title="\xed\xa0\x80">a\xe9b \xc3\xa9</a>',
+        "<a href='/é' title='ok'>東京 déjà</a>".encode(),
+    ],
+)
+def test_a_utf8_body_is_parsed_as_its_decoded_text_would_be(body: bytes) -> None:
+    page = _page(body, "text/html")
+    assert html_input(page) is body  # no decode
+    from_bytes, from_text = LexborHTMLParser(body), LexborHTMLParser(text_of(page))
+    assert from_bytes.html == from_text.html
+    a, b = from_bytes.css_first("a"), from_text.css_first("a")
+    assert (a.attributes, a.text()) == (b.attributes, b.text())
+
+
+def test_other_encodings_and_a_bom_are_parsed_from_the_decoded_text() -> None:
+    latin = _page("<p>déjà</p>".encode("cp1252"), "text/html; charset=windows-1252")
+    with_bom = _page(codecs.BOM_UTF8 + b"<p>x</p>", "text/html")
+    assert html_input(latin) == "<p>déjà</p>"
+    assert html_input(with_bom) == "<p>x</p>"

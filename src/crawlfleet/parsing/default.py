@@ -8,7 +8,7 @@ from typing import Any
 from selectolax.lexbor import LexborHTMLParser
 
 from crawlfleet.models import FetchResult, Item, ParseResult
-from crawlfleet.parsing.encoding import text_of
+from crawlfleet.parsing.encoding import html_input
 from crawlfleet.parsing.links import (
     MAX_LINKS_PER_PAGE,
     base_url,
@@ -54,7 +54,7 @@ def default_parser(response: FetchResult, *, max_links: int = MAX_LINKS_PER_PAGE
     """
     if not response.is_html:
         return ParseResult(items=[resource_item(response)])
-    tree = LexborHTMLParser(text_of(response))  # HTML5 rules: BOM, header, meta, detector
+    tree = LexborHTMLParser(html_input(response))  # HTML5 rules: BOM, header, meta, detector
     links = extract_links(tree, response.final_url, max_links=max_links)
     if robots_meta(tree).noindex:
         return ParseResult(links=links)

@@ -125,7 +125,10 @@ def sniff(body: bytes, content_type: str | None, *, html: bool = True) -> Encodi
 
 def decode(body: bytes, content_type: str | None, *, html: bool = True) -> str:
     """``body`` as text in its sniffed encoding; a BOM is dropped, bad bytes replaced."""
-    encoding = sniff(body, content_type, html=html)
+    return _decode_as(body, sniff(body, content_type, html=html))
+
+
+def _decode_as(body: bytes, encoding: Encoding) -> str:
     if encoding.source == "bom":
         body = body[3:] if encoding.codec == "utf-8" else body[2:]
     return body.decode(encoding.codec, errors="replace")
@@ -134,3 +137,14 @@ def decode(body: bytes, content_type: str | None, *, html: bool = True) -> str:
 def text_of(result: FetchResult) -> str:
     """A fetched body as text: ``decode`` with the response's ``Content-Type``."""
     return decode(result.body, result.headers.get("content-type"), html=result.is_html)
+
+
+def html_input(result: FetchResult) -> str | bytes:
+    """What to hand lexbor for a fetched body: the body itself when it is UTF-8 without a BOM,
+    else the text ``text_of`` gives (sniffed once). lexbor reads bytes as UTF-8 and replaces
+    a bad sequence as ``decode`` does; a decode, and selectolax's encode of the text back to
+    UTF-8, cost ~40 µs on a 28 KB page (decision 0028)."""
+    encoding = sniff(result.body, result.headers.get("content-type"), html=result.is_html)
+    if encoding.codec == "utf-8" and encoding.source != "bom":
+        return result.body
+    return _decode_as(result.body, encoding)

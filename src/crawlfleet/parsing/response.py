@@ -13,7 +13,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from crawlfleet.errors import ConfigError
 from crawlfleet.models import CrawlRequest, FetchResult, Link
-from crawlfleet.parsing.encoding import text_of
+from crawlfleet.parsing.encoding import html_input, text_of
 from crawlfleet.parsing.forms import FieldValue, form_link
 from crawlfleet.parsing.links import RobotsMeta, base_url, extract_links, robots_meta
 
@@ -72,7 +72,7 @@ class Response:
 
     @cached_property
     def tree(self) -> LexborHTMLParser:
-        return LexborHTMLParser(self.text)
+        return LexborHTMLParser(html_input(self.result))
 
     @cached_property
     def base_url(self) -> str:
