@@ -6,7 +6,7 @@ Redis, PostgreSQL) can turn them into JSON with ``to_dict`` / ``from_dict``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import urlencode
@@ -128,6 +128,33 @@ class Link:
     def identity(self) -> tuple[str, str, str]:
         """What makes two links one request: method, URL and body."""
         return (self.method, self.url, self.body)
+
+
+def _link_builder() -> Callable[[str, int, str | None], Link]:
+    new = object.__new__
+    set_url, set_priority, set_fetcher, set_data, set_method, set_body, set_headers = (
+        getattr(Link, name).__set__
+        for name in ("url", "priority", "fetcher", "data", "method", "body", "headers")
+    )
+
+    def found_link(url: str, priority: int = 0, fetcher: str | None = None) -> Link:
+        """``Link(url, priority, fetcher)``, a GET found on a page, at half the cost (0.5 µs,
+        not 1.0: a frozen dataclass sets each field through ``object.__setattr__``); a page's
+        ~29 links are built with it (decision 0028). Sets the slots directly."""
+        link: Link = new(Link)
+        set_url(link, url)
+        set_priority(link, priority)
+        set_fetcher(link, fetcher)
+        set_data(link, {})
+        set_method(link, "GET")
+        set_body(link, "")
+        set_headers(link, {})
+        return link
+
+    return found_link
+
+
+found_link = _link_builder()
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from urllib.parse import urljoin
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crawlfleet.models import Link
+from crawlfleet.models import Link, found_link
 from crawlfleet.parsing.links import (
     RobotsMeta,
     base_url,
@@ -171,3 +172,14 @@ def test_the_link_cap_is_the_settings_default() -> None:
     from crawlfleet.settings import Settings
 
     assert Settings().max_links_per_page == MAX_LINKS_PER_PAGE
+
+
+def test_a_found_link_is_the_link_its_constructor_builds() -> None:
+    found = found_link("http://a.test/x", 3, "browser")
+    built = Link("http://a.test/x", 3, "browser")
+    # An unset slot (a field added to Link but not to found_link) would raise here.
+    assert [getattr(found, f.name) for f in fields(Link)] == [
+        getattr(built, f.name) for f in fields(Link)
+    ]
+    assert found == built
+    assert found_link("http://a.test/") == Link("http://a.test/")

@@ -19,7 +19,7 @@ from urllib.parse import urljoin, urlsplit
 
 from selectolax.lexbor import LexborHTMLParser
 
-from crawlfleet.models import Link
+from crawlfleet.models import Link, found_link
 
 LINK_SELECTOR = "a[href], area[href]"
 MAX_LINKS_PER_PAGE = 5000
@@ -153,7 +153,7 @@ def extract_links(
         if url is None or url in seen:
             continue
         seen.add(url)
-        links.append(Link(url, priority, fetcher))
+        links.append(found_link(url, priority, fetcher))
         if len(links) >= max_links:
             break
     return links
