@@ -82,3 +82,11 @@ async def test_a_link_is_skipped_as_written_or_once_canonical() -> None:
     await front.add(front.new_requests(["http://shop.test/b"], PAGE)[0])
     again, offered = front.new_requests(["http://shop.test/b", "HTTP://shop.test:80/b#x"], PAGE)
     assert (again, offered) == ([], 2)
+
+
+def test_a_crowded_memo_answers_along_its_probe_chains() -> None:
+    memo = OfferedUrls(first_slots=8, max_slots=8)  # 6 held in 8 slots: long chains
+    held = [f"http://a.test/{n}" for n in range(6)]
+    memo.add(held)
+    assert all(memo.seen(url) for url in held)
+    assert not any(memo.seen(f"http://b.test/{n}") for n in range(200))
