@@ -240,7 +240,8 @@ class PluginParser:
                     f"parser {self.name!r} produced a {type(value).__name__}; "
                     "expected Item, dict, Link, str or Revisit"
                 )
-        parsed.links = unique(parsed.links + followed(page, self.follow))
+        follows = followed(page, self.follow)  # GETs, each URL once
+        parsed.links = unique(parsed.links + follows) if parsed.links else follows
         return parsed
 
 

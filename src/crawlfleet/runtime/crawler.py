@@ -186,7 +186,9 @@ class Crawler:
         name, parser = p.parsers.select(result.final_url)
         try:
             # The parser reads the request's context from the result, whatever the fetcher.
-            parsed = await p.parse_budget.parse(parser, replace(result, request=request))
+            if result.request is not request:
+                result = replace(result, request=request)
+            parsed = await p.parse_budget.parse(parser, result)
         except Exception as exc:  # a parser's bug, or ParseBudgetExceeded: the page's own outcome
             error = f"{type(exc).__name__}: {exc}"
             detail = traceback.format_exc()
