@@ -130,6 +130,22 @@ async def test_items_a_page_no_longer_yields_are_gone(
     assert gone == [("1", 1010.0), ("2", 1030.0)]
 
 
+async def test_a_page_that_yields_more_then_nothing_has_all_of_them_gone(
+    feed: Feed, request: pytest.FixtureRequest
+) -> None:
+    """What a page yields is kept as a set: keys added on a revisit count as much as the first."""
+    clock: FakeClock = request.node.clock
+    await feed.sink.write([product("1", "£1", 1000.0), product("3", "£3", 1000.0)])
+    await feed.sink.page_items(PAGE, [("product", "1")])
+    clock.advance(10)
+    await feed.sink.page_items(PAGE, [("product", "1"), ("product", "3")])
+    await feed.sink.page_items(PAGE, [("product", "3"), ("product", "1")])  # the same set
+    clock.advance(10)
+    await feed.sink.page_items(PAGE, [])
+    gone = [(c.item_key, c.at) for c in await feed.changes() if c.change == GONE]
+    assert gone == [("1", 1020.0), ("3", 1020.0)]
+
+
 async def test_an_unchanged_page_moves_last_seen(
     feed: Feed, request: pytest.FixtureRequest
 ) -> None:

@@ -25,7 +25,9 @@ INSERT_CHANGE = (
     " VALUES (?, ?, ?, ?, ?, ?)"
 )
 PAGE_KEYS = "SELECT item_type, item_key FROM page_items WHERE crawl_id = ? AND page = ?"
-FORGET_PAGE = "DELETE FROM page_items WHERE crawl_id = ? AND page = ?"
+FORGET_PAGE_ITEM = (
+    "DELETE FROM page_items WHERE crawl_id = ? AND page = ? AND item_type = ? AND item_key = ?"
+)
 ADD_PAGE_ITEM = (
     "INSERT OR IGNORE INTO page_items (crawl_id, page, item_type, item_key) VALUES (?, ?, ?, ?)"
 )
@@ -66,9 +68,14 @@ def page_items(
 ) -> None:
     """Record what ``page`` yields now; its items yielded nowhere any more are ``gone``."""
     before = {(t, k) for t, k in db.execute(PAGE_KEYS, (crawl_id, page))}
-    db.execute(FORGET_PAGE, (crawl_id, page))
-    db.executemany(ADD_PAGE_ITEM, [(crawl_id, page, t, k) for t, k in keys])
-    for item_type, item_key in sorted(before - set(keys)):
+    after = set(keys)
+    # Only the difference is written: a first visit inserts, an unchanged revisit writes nothing.
+    gone, added = sorted(before - after), after - before
+    if gone:
+        db.executemany(FORGET_PAGE_ITEM, [(crawl_id, page, t, k) for t, k in gone])
+    if added:
+        db.executemany(ADD_PAGE_ITEM, [(crawl_id, page, t, k) for t, k in added])
+    for item_type, item_key in gone:
         if db.execute(YIELDED_ELSEWHERE, (crawl_id, item_type, item_key)).fetchone() is None:
             db.execute(INSERT_CHANGE, (crawl_id, now, item_type, item_key, GONE, None))
 
