@@ -70,13 +70,18 @@ local function ready_at(domain)
   return tonumber(redis.call('HGET', domain_key(domain), 'ready_at') or '0')
 end
 
--- The domain's ready_at becomes t (never earlier), in its record and, as a lower bound, in the
--- score of every ready index holding it (a score may be later: see enqueue).
-local function set_ready(domain, t)
-  redis.call('HSET', domain_key(domain), 'ready_at', fmt(t))
+-- t as a lower bound of the domain's score in every ready index holding it (a score may be
+-- later: see enqueue).
+local function raise_ready_scores(domain, t)
   for _, kind in ipairs(kinds()) do
     redis.call('ZADD', ready_index(kind), 'XX', 'GT', t, domain)
   end
+end
+
+-- The domain's ready_at becomes t (never earlier), in its record and in its ready scores.
+local function set_ready(domain, t)
+  redis.call('HSET', domain_key(domain), 'ready_at', fmt(t))
+  raise_ready_scores(domain, t)
 end
 
 local function stored_request(fp)

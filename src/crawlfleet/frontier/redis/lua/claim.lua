@@ -66,6 +66,7 @@ local function next_lane()
 end
 
 local out = {}
+local taken = 0
 while #out < 2 * limit do
   local domain, kind = next_lane()
   if not domain then
@@ -87,17 +88,22 @@ while #out < 2 * limit do
     table.insert(out, token)
     table.insert(out, redis.call('HGET', K.req, fp))
     inflight = inflight + 1
-    redis.call('HSET', key, 'inflight', inflight)
-    redis.call('HINCRBY', key, 'queued', -1)
-    redis.call('HINCRBY', K.counts, 'queued', -1)
-    redis.call('HINCRBY', K.counts, 'leased', 1)
+    taken = taken + 1
     local delay = tonumber(f[2] or default_delay) * 2 ^ tonumber(f[4] or '0')
-    set_ready(domain, math.max(tonumber(f[5] or '0'), now + delay))
+    local ready = math.max(tonumber(f[5] or '0'), now + delay)
+    -- set_ready's HSET joined to this one: one write of the domain's record a lease
+    redis.call('HSET', key, 'inflight', inflight, 'ready_at', fmt(ready))
+    redis.call('HINCRBY', key, 'queued', -1)
+    raise_ready_scores(domain, ready)
   end
   if inflight >= max then
     park(domain)
   elseif redis.call('EXISTS', q) == 0 then
     redis.call('ZREM', ready_index(kind), domain)
   end
+end
+if taken > 0 then  -- the crawl's counts once a call, not once a lease
+  redis.call('HINCRBY', K.counts, 'queued', -taken)
+  redis.call('HINCRBY', K.counts, 'leased', taken)
 end
 return out
