@@ -26,14 +26,10 @@ from crawlfleet.errors import ConfigError, StateError
 from crawlfleet.models import Lease
 from crawlfleet.runtime.crawler import Crawler
 from crawlfleet.runtime.leases import LeaseRenewer
+from crawlfleet.runtime.loop_drain import MAX_WAIT_S, MIN_WAIT_S, TICK_S, drain
 from crawlfleet.runtime.loop_lanes import lanes_for
 
 log = logging.getLogger(__name__)
-
-MIN_WAIT_S = 0.005
-MAX_WAIT_S = 0.5
-TICK_S = 0.5
-"""How often ``on_tick`` is called while the loop runs, and while it drains."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +184,8 @@ class ClaimLoop:
                 await self._wait(tasks, stop_wait, wait_s)
         finally:
             stop_wait.cancel()
-            await self._drain(tasks, grace_s if stop.is_set() else None, renewer, on_tick)
+            grace = grace_s if stop.is_set() else None
+            await drain(tasks, grace, renewer, clock, on_tick)
         if self._failure is not None:
             raise self._failure
         return LoopResult(reason, claimed, self._processed, self._errors)
@@ -281,37 +278,3 @@ class ClaimLoop:
             error = f"step exceeded max_step_s ({self._max_step_s:g} s)"
             log.warning("%s: %s, cancelled", lease.request.url, error)
             await self._crawler.abandon(lease, started, error)
-
-    async def _drain(
-        self,
-        tasks: set[asyncio.Task[None]],
-        grace_s: float | None,
-        renewer: LeaseRenewer,
-        on_tick: Callable[[], Awaitable[None]] | None,
-    ) -> None:
-        """Wait for the steps in flight (at most ``grace_s``), renewing their leases and
-        calling ``on_tick`` every ``TICK_S`` (a worker's heartbeat: a slow page ending a
-        batch must not make the worker look dead); a tick that raises is logged, not retried."""
-        loop = asyncio.get_running_loop()
-        until = None if grace_s is None else loop.time() + grace_s
-        last_tick = loop.time()
-        while tasks:
-            if on_tick is not None and loop.time() - last_tick >= TICK_S:
-                last_tick = loop.time()
-                try:
-                    await on_tick()
-                except Exception:
-                    log.exception("on_tick raised while the steps in flight finish")
-                    on_tick = None
-            wait_s = renewer.wait_s(self._clock.now())
-            wait_s = MAX_WAIT_S if wait_s is None else min(MAX_WAIT_S, max(MIN_WAIT_S, wait_s))
-            if until is not None:
-                wait_s = min(wait_s, until - loop.time())
-                if wait_s <= 0:
-                    break
-            done, _ = await asyncio.wait(tasks, timeout=wait_s)
-            tasks.difference_update(done)
-            await renewer.renew_due(self._clock.now())
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
