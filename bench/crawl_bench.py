@@ -190,9 +190,11 @@ def table(results: list[RunResult], tools: list[str]) -> str:
         values = {t: median(results, t, key) for t in tools}
         cells = [fmt.format(values[t]) for t in tools]
         if both:
-            ratio = values["crawlfleet"] / values["scrapy"] if values["scrapy"] else float("nan")
-            met = verdict_mark(key, ratio) if target else ""
-            shown = "" if key == "others_cpu_s" else f"{ratio:.2f}x"  # not the crawlers' own
+            ratio = values["crawlfleet"] / values["scrapy"] if values["scrapy"] else None
+            met = verdict_mark(key, ratio) if target and ratio is not None else ""
+            # No ratio for others' CPU (not the crawlers' own) or against a zero (Scrapy keeps
+            # no state on disk).
+            shown = "" if key == "others_cpu_s" or ratio is None else f"{ratio:.2f}x"
             cells += [shown, f"{target} {met}".strip()]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     for tool in tools:
