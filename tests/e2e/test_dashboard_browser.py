@@ -129,6 +129,10 @@ def test_the_dashboard_follows_a_crawl_and_requeues_a_class_in_a_browser(
         with playwright_api.sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
             page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            # The test reloads the page itself. The page's own reload every 5 s is held by a
+            # paused clock: a reload racing it fails ("Not attached to an active page").
+            page.clock.install()
+            page.clock.pause_at(int(time.time() * 1000) + 1000)
             page.goto(f"{base}/crawl/default")
             first = page.locator("#progress").inner_text()
 
