@@ -170,7 +170,7 @@ def test_a_distributed_recrawl_with_two_workers(
 def test_a_continuous_crawl_revisits_what_becomes_due_until_ctrl_c(
     shop: ThreadedDemoSite, tmp_path: Path
 ) -> None:
-    toml = config(tmp_path, '\nrecrawl_after = "1s"\n')
+    toml = config(tmp_path, '\nrecrawl_after = "0.4s"\n')
     argv = [shop.url("shop"), "--config", str(toml), "--parsers", str(EXAMPLE / "parsers.py"),
             "--state", str(tmp_path / "state"), *FAST, "--max-pages", "3"]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(EXAMPLE.parents[1] / "src")}
@@ -195,7 +195,7 @@ def test_a_continuous_crawl_revisits_what_becomes_due_until_ctrl_c(
     assert set(home[1:]) == {304}  # revisits of an unchanged page, never parsed again
     assert len({path for path, _ in pages(shop)}) == 3  # the budget's 3 pages, over and over
     shop.clear_log()
-    time.sleep(1.2)  # recrawl_after: every page visited before Ctrl-C is due again
+    time.sleep(0.5)  # recrawl_after: every page visited before Ctrl-C is due again
     crawl(shop, tmp_path, toml, "--recrawl", "--max-pages", "3")  # the state resumes
     assert {status for _, status in pages(shop)} == {304}
 
