@@ -22,6 +22,7 @@ from crawlfleet.monitoring.events import EventBus
 from crawlfleet.monitoring.stats import Sample, StatsView
 from crawlfleet.monitoring.summary import CrawlResult, read_result
 from crawlfleet.pipeline.export import export_items
+from crawlfleet.runtime import event_loop
 from crawlfleet.runtime.backends import extra_missing, open_embedded, open_proxy_stores
 from crawlfleet.runtime.control import FileControl
 from crawlfleet.runtime.local import LocalRunner
@@ -88,7 +89,7 @@ class Crawl:
 
     def run(self) -> CrawlResult:
         """Run the crawl to its end in a new event loop; see ``run_async``."""
-        return asyncio.run(self.run_async())
+        return event_loop.run(self.run_async())
 
     async def run_async(self) -> CrawlResult:
         """Run until nothing is pending or ``stop`` is called; the run's statistics.

@@ -24,6 +24,7 @@ from crawlfleet.cli.progress import LOG_EVERY_S, CrawlProgress, summary
 from crawlfleet.errors import ConfigError, CrawlfleetError
 from crawlfleet.monitoring.metric_snapshot import DEFAULT_BIND, DEFAULT_TOP_DOMAINS
 from crawlfleet.monitoring.summary import CANCELLED_EXIT, PARSE_ERROR_EXIT
+from crawlfleet.runtime import event_loop
 from crawlfleet.settings import Settings
 from crawlfleet.settings_loading import load_settings
 
@@ -230,7 +231,7 @@ def crawl(
             stack.callback(server.close)
             err.print(f"metrics at {safe(server.url)}", soft_wrap=True)
         tune_collector()
-        code = asyncio.run(
+        code = event_loop.run(
             run_crawl(
                 settings,
                 seeds or [],

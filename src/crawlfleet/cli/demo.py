@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Annotated
 
@@ -13,6 +12,7 @@ from crawlfleet.cli.console import fail, safe
 from crawlfleet.cli.crawl import run_crawl
 from crawlfleet.demosite import ThreadedDemoSite
 from crawlfleet.errors import CrawlfleetError
+from crawlfleet.runtime import event_loop
 from crawlfleet.settings_loading import load_settings
 
 DEMO_ROLES = ("shop", "quotes", "lab")
@@ -43,7 +43,7 @@ def register(app: typer.Typer) -> None:
                     max_retries=1,
                     backoff_base_s=0.1,
                 )
-                code = asyncio.run(run_crawl(settings, seeds, fresh=True))
+                code = event_loop.run(run_crawl(settings, seeds, fresh=True))
             except (CrawlfleetError, OSError) as exc:
                 fail(exc, console)
         raise typer.Exit(code)

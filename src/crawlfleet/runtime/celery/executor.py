@@ -41,6 +41,7 @@ from crawlfleet.frontier.redis.connection import RedisClient, connect, store_ret
 from crawlfleet.monitoring.events import EventBus
 from crawlfleet.monitoring.metrics import Metrics
 from crawlfleet.redact import redact
+from crawlfleet.runtime import event_loop
 from crawlfleet.runtime.backends import open_distributed
 from crawlfleet.runtime.celery.definition import (
     ACTIVE_CRAWLS,
@@ -111,7 +112,7 @@ class WorkerRuntime:
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on this process's persistent event loop."""
         if self._loop is None:
-            self._loop = asyncio.new_event_loop()
+            self._loop = event_loop.new_event_loop()
         return self._loop.run_until_complete(coro)
 
     def beat(self) -> None:
