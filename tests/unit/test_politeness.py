@@ -255,6 +255,21 @@ def test_a_recaptcha_wall_is_a_block() -> None:
     assert reason == "challenge page (HTTP 200, 'captcha-form' CAPTCHA saying 'unusual traffic')"
 
 
+def test_a_challenge_page_in_capitals_is_a_block() -> None:
+    sorry = b"""<HTML><HEAD><TITLE>Sorry</TITLE></HEAD><BODY>
+<FORM ID="CAPTCHA-FORM"><SCRIPT SRC="https://www.google.com/RECAPTCHA/api.js"></SCRIPT></FORM>
+<DIV>Our systems have detected UNUSUAL TRAFFIC from your computer network.</DIV>
+</BODY></HTML>"""
+    signal, reason = judge(result(200, sorry))
+    assert signal is Signal.BLOCK
+    assert reason == "challenge page (HTTP 200, 'captcha-form' CAPTCHA saying 'unusual traffic')"
+    denied = b"<html><head><TITLE>ACCESS DENIED</TITLE></head><body></body></html>"
+    assert judge(result(200, denied)) == (
+        Signal.BLOCK,
+        "challenge page (HTTP 200, title says 'access denied')",
+    )
+
+
 def test_a_challenge_marker_in_a_large_page_is_not_a_block() -> None:
     page = b"<html><head><title>Captcha solvers compared</title></head><body>"
     page += b"<p>text</p>" * 3000 + b"</body></html>"
