@@ -13,6 +13,7 @@ it is on any thread but the main one, and the caller runs its work another way.
 
 from __future__ import annotations
 
+import _signal  # getsignal without the public one's enum conversion: 0.02 against 1.5 µs
 import signal
 import threading
 from collections.abc import Callable
@@ -35,10 +36,10 @@ class _MainThreadDeadline:
         """Whether ``run`` can bound work started from the calling thread."""
         if threading.current_thread() is not threading.main_thread():
             return False
-        current = signal.getsignal(signal.SIGALRM)
+        current = _signal.getsignal(signal.SIGALRM)
         if current == self._on_alarm:
             return True
-        if current is not signal.SIG_DFL:
+        if current != signal.SIG_DFL:
             return False
         signal.signal(signal.SIGALRM, self._on_alarm)
         return True

@@ -126,17 +126,18 @@ class Crawler:
             step = Step(lease, started, route=exc.route, kind=kind, screenshot=exc.screenshot)
             await self._fail(step, str(exc), retry=exc.transient)
             return
-        await self._fetched(Step(lease, started, result, kind=kind, visit=visit), result)
+        signal, why = judge(result)
+        step = Step(lease, started, result, signal, why, kind=kind, visit=visit)
+        await self._fetched(step, result)
 
     async def abandon(self, lease: Lease, started: float, error: str) -> None:
         """Record a step stopped from outside (the watchdog): retried later, or buried."""
         await self._fail(Step(lease, started), error)
 
-    async def _fetched(self, fetched: Step, result: FetchResult) -> None:
+    async def _fetched(self, step: Step, result: FetchResult) -> None:
+        """Retry, follow or parse a response that ``judge`` has read (``step.signal``)."""
         p = self.parts
-        lease = fetched.lease
-        signal, why = judge(result)
-        step = replace(fetched, signal=signal, reason=why)
+        lease = step.lease
         visit = step.visit
         if p.freshness.unchanged(result, visit):
             await self._unchanged(step, result)
@@ -162,8 +163,8 @@ class Crawler:
                 block_until=until,
             )
             return
-        if signal is Signal.BLOCK:
-            await self._fail(step, f"blocked: {why}")
+        if step.signal is Signal.BLOCK:
+            await self._fail(step, f"blocked: {step.reason}")
             return
         if kind is StatusClass.TRANSIENT:
             await self._fail(step, f"HTTP {result.status}")
