@@ -31,6 +31,10 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 # slashes, and nothing after it (no query, fragment, userinfo or percent sign).
 _PLAIN_URL = re.compile(r"(https?)://[a-z0-9.-]+(?::([1-9][0-9]{0,4}))?/[A-Za-z0-9._~/-]*")
 
+_PLAIN_ORIGIN = re.compile(r"(https?)://([a-z0-9.-]+)(?::([0-9]{1,5}))?(?=[/?#]|\Z)")
+# The start of an http(s) URL with a plain lower-case host: no userinfo, no IPv6 brackets, no
+# character ``urlsplit`` would strip or refuse.
+
 _extract = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
 
 URL_CACHE_SIZE = 16_384
@@ -71,10 +75,28 @@ def registrable_domain(host: str) -> str:
     return parts.top_domain_under_public_suffix or host
 
 
+def plain_origin(url: str) -> tuple[str, str, int | None] | None:
+    """The scheme, host and port ``urlsplit`` gives for a URL that starts with a plain
+    http(s) origin (``_PLAIN_ORIGIN``), told by one match (~0.4 µs against ~3); None for any
+    other URL, which only ``urlsplit`` can tell. Checked against it by
+    ``tests/unit/test_urls_fast_path.py``."""
+    match = _PLAIN_ORIGIN.match(url)
+    if match is None:
+        return None
+    scheme, host, port = match.groups()
+    if port is None:
+        return scheme, host, None
+    number = int(port)
+    return (scheme, host, number) if number <= 65535 else None
+
+
 @lru_cache(maxsize=URL_CACHE_SIZE)
 def host_of(url: str) -> str:
     """The lower-case host of a URL (empty for file: URLs); cached, as the scope check and the
     politeness key both ask for it on every link."""
+    plain = plain_origin(url)
+    if plain is not None:
+        return plain[1]
     return (urlsplit(url).hostname or "").lower()
 
 

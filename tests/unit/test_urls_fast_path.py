@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import random
+from urllib.parse import urlsplit
 
 import pytest
 
 from crawlfleet.errors import BadUrl
-from crawlfleet.urls import UrlRules, already_canonical
+from crawlfleet.urls import UrlRules, already_canonical, host_of, plain_origin
 
 HOSTS = ("a.test", "127.0.0.11", "x-y.example.com", "a..b", "-a.test", "a.test.", "0.0.0.0",
          "xn--bcher-kva.test", "1.2.3", ".", "A.test", "b\u00fccher.test")  # fmt: skip
@@ -66,3 +67,33 @@ def test_a_canonical_url_is_its_own_canonical_form() -> None:
     canonical = [c for c in map(slow, random_urls(30_000)) if c != "BadUrl"]
     assert len(canonical) > 5_000
     assert [c for c in canonical if slow(c) != c] == []
+
+
+def split(url: str) -> tuple[str, str, int | None] | str:
+    """What ``urlsplit`` tells of a URL's origin (a ``ValueError`` as its name)."""
+    try:
+        parts = urlsplit(url)
+        return parts.scheme, parts.hostname or "", parts.port
+    except ValueError:
+        return "ValueError"
+
+
+def test_the_plain_origin_is_what_urlsplit_tells_or_it_steps_aside() -> None:
+    urls = [
+        *random_urls(30_000),
+        "http://a.test",
+        "http://a.test?x",
+        "http://a.test#x",
+        "http://a.test:/x",
+        "http://[::1]:8080/x",
+        "http://user@a.test/x",
+        " http://a.test/x",
+        "http://a.test\t.b/x",
+        "http://a.test/x\ty",
+        "http://a.test\\x",
+    ]
+    told = {url: plain_origin(url) for url in urls}
+    assert sum(origin is not None for origin in told.values()) > 5_000
+    assert {url: o for url, o in told.items() if o is not None and split(url) != o} == {}
+    assert plain_origin("http://a.test:65536/x") is None  # urlsplit raises: left to it
+    assert host_of("http://a.test:8080/x") == host_of("HTTP://A.TEST:8080/x") == "a.test"

@@ -55,6 +55,8 @@ class Credentials:
 
     def for_url(self, url: str) -> tuple[str, str] | None:
         """``(user, password)`` for the origin of ``url``, or None."""
+        if not self._by_origin:  # most crawls: no URL parse a request
+            return None
         origin = origin_of(url)
         return self._by_origin.get(origin) if origin is not None else None
 

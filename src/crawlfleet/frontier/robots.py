@@ -28,6 +28,7 @@ from protego import Protego
 from crawlfleet.clock import Clock
 from crawlfleet.errors import BadUrl, FetchError
 from crawlfleet.models import FetchResult
+from crawlfleet.urls import plain_origin
 
 FetchFn = Callable[[str], Awaitable[FetchResult]]
 """Fetches an absolute URL: a ``FetchResult`` for any HTTP status, ``FetchError`` without one."""
@@ -61,13 +62,17 @@ def product_token(user_agent: str) -> str:
 
 def origin_of(url: str) -> str:
     """``scheme://host[:port]`` of an http(s) URL, lower case, default port dropped."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as exc:
-        raise BadUrl(f"malformed URL {url!r}: {exc}") from None
-    scheme = parts.scheme.lower()
-    host = (parts.hostname or "").lower()
+    plain = plain_origin(url)
+    if plain is not None:
+        scheme, host, port = plain
+    else:
+        try:
+            parts = urlsplit(url)
+            port = parts.port
+        except ValueError as exc:
+            raise BadUrl(f"malformed URL {url!r}: {exc}") from None
+        scheme = parts.scheme.lower()
+        host = (parts.hostname or "").lower()
     if scheme not in _DEFAULT_PORTS or not host:
         raise BadUrl(f"no robots.txt for {url!r} (only http(s) URLs with a host have one)")
     if ":" in host:
