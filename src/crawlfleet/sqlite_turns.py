@@ -53,7 +53,10 @@ def writing_beside(path: Path) -> Iterator[None]:
 class TurnWriter:
     """The write transactions of one connection, one per event-loop turn.
 
-    ``describe`` turns an ``sqlite3.Error`` into the ``StateError`` that names the file.
+    ``describe`` turns an ``sqlite3.Error`` into the ``StateError`` that names the file. The
+    connection keeps its temporary files in memory (``temp_store``): a write's savepoint in
+    a turn's transaction journals the pages the turn already changed, and in temporary files
+    that was 135,000 ``pwrite`` calls and 324 files in a 22,500-page crawl (decision 0030).
     """
 
     def __init__(
@@ -62,6 +65,7 @@ class TurnWriter:
         path: Path,
         describe: Callable[[sqlite3.Error], StateError],
     ) -> None:
+        db.execute("PRAGMA temp_store = MEMORY")
         self._db = db
         self._key = os.path.realpath(path)
         self._describe = describe
