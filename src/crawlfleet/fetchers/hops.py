@@ -29,17 +29,21 @@ class Hop:
 
     method: str
     body: bytes | None
-    origin: Origin
+    origin: Origin | None
+    """Where ``headers`` may go (None: there are none to send)."""
     headers: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def first(cls, request: CrawlRequest) -> Hop:
         body = request.body.encode("utf-8") if request.body else None
-        origin = origin_of(URL(request.url))
-        return cls(request.method, body, origin, dict(request.headers))
+        if not request.headers:  # most requests: no URL to parse for an origin
+            return cls(request.method, body, None)
+        return cls(request.method, body, origin_of(URL(request.url)), dict(request.headers))
 
     def headers_for(self, target: URL) -> dict[str, str]:
         """The request headers to send to ``target`` (a fresh dict)."""
+        if not self.headers:
+            return {}
         return dict(self.headers) if origin_of(target) == self.origin else {}
 
     def after(self, status: int) -> Hop:

@@ -152,7 +152,8 @@ class SqliteQueueStore(SqliteRecords):
             db.execute(
                 q.END_LEASE_DOMAIN,
                 (ready_at, record.level, record.window, record.streak, record.cooldown_until,
-                 record.block_reason, record.retry_after_until, json.dumps(record.strategy),
+                 record.block_reason, record.retry_after_until,
+                 json.dumps(record.strategy) if record.strategy else "{}",
                  orjson.dumps(counted),
                  state.name),
             )  # fmt: skip
