@@ -55,7 +55,7 @@ class Credentials:
 
     def for_url(self, url: str) -> tuple[str, str] | None:
         """``(user, password)`` for the origin of ``url``, or None."""
-        if not self._by_origin:  # most crawls: no URL parse a request
+        if not self._by_origin:  # most crawls have none: no URL to parse
             return None
         origin = origin_of(url)
         return self._by_origin.get(origin) if origin is not None else None

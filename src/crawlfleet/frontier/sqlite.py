@@ -56,7 +56,7 @@ class SqliteQueueStore(SqliteRecords):
             taken = {r.fingerprint for r in requests if prefilter.seen(r.fingerprint)}
             unknown = [r.fingerprint for r in requests if r.fingerprint not in taken]
             if unknown:
-                found = db.execute(q.FIND_SEEN, (json.dumps(unknown),))
+                found = db.execute(q.FIND_SEEN, (orjson.dumps(unknown).decode(),))
                 taken.update(row[0] for row in found)
             prefilter.add(taken)
             total = self._admitted

@@ -33,6 +33,8 @@ def check_payloads(links: Iterable[Link], max_context_bytes: int) -> None:
                         f"max_context_bytes ({max_context_bytes})"
                     )
                 )
+        if not link.headers:  # most links
+            continue
         for name, value in link.headers.items():
             if not isinstance(name, str) or not isinstance(value, str):
                 raise ValueError(redact(f"header {name!r} of {link.url} is not text: {value!r}"))
