@@ -57,6 +57,7 @@ class TurnWriter:
     connection keeps its temporary files in memory (``temp_store``): a write's savepoint in
     a turn's transaction journals the pages the turn already changed, and in temporary files
     that was 135,000 ``pwrite`` calls and 324 files in a 22,500-page crawl (decision 0030).
+    ``before_commit`` writes what the owner kept for the turn's end, in its transaction.
     """
 
     def __init__(
@@ -64,9 +65,12 @@ class TurnWriter:
         db: sqlite3.Connection,
         path: Path,
         describe: Callable[[sqlite3.Error], StateError],
+        *,
+        before_commit: Callable[[sqlite3.Connection], None] | None = None,
     ) -> None:
         db.execute("PRAGMA temp_store = MEMORY")
         self._db = db
+        self._before_commit = before_commit
         self._key = os.path.realpath(path)
         self._describe = describe
         self.first: list[TurnWriter] = []
@@ -114,6 +118,8 @@ class TurnWriter:
                 self._broken(writer.failure)
         if self.failure is None and not self._closed and self._db.in_transaction:
             try:
+                if self._before_commit is not None:
+                    self._before_commit(self._db)
                 self._db.execute("COMMIT")
             except sqlite3.Error as exc:
                 self._broken(exc)

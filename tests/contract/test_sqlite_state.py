@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import sys
 import textwrap
@@ -15,6 +16,7 @@ from crawlfleet.errors import StateError
 from crawlfleet.frontier.sqlite import SqliteQueueStore
 from crawlfleet.frontier.store_types import Budget, DelaySource, DomainPolicy, Signal
 from crawlfleet.records import QueueCounts
+from crawlfleet.sqlite_turns import writing_beside
 from tests.contract.test_queue_store import (
     FREE,
     KINDS,
@@ -317,3 +319,55 @@ async def test_a_lease_end_is_not_committed_when_the_items_of_its_turn_fail(
         await reopened.close()
     with sqlite3.connect(tmp_path / "items.sqlite") as db:
         assert db.execute("SELECT count(*) FROM items").fetchone() == (0,)
+
+
+def domain_row(path: Path, domain: str = "a.test") -> tuple[float, int, dict[str, float]]:
+    """``ready_at``, ``admitted`` and the counters of a domain's row, as committed."""
+    with sqlite3.connect(path) as other:
+        ready_at, admitted, counters = other.execute(
+            "SELECT ready_at, admitted, counters FROM domains WHERE domain = ?", (domain,)
+        ).fetchone()
+    return ready_at, admitted, json.loads(counters)
+
+
+async def test_a_domain_s_row_is_written_once_a_turn_as_its_memory_has_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "state.sqlite"
+    store = await SqliteQueueStore.open(path)
+    statements: list[str] = []
+    store._db.set_trace_callback(statements.append)
+    try:
+        await store.add([req(str(i)) for i in range(3)], NO_BUDGET)
+        for lease in await claim(store, 3, policy=DomainPolicy(delay_s=2.0, max_in_flight=3)):
+            await complete(store, lease)
+        await asyncio.sleep(0)  # the turn ends: one COMMIT
+        writes = [s for s in statements if "INTO domains" in s or "UPDATE domains" in s]
+        assert len(writes) == 1  # an admission, a claim and three lease ends: one row write
+        ready_at, admitted, counters = domain_row(path)
+        view = await store.domain("a.test", FREE)
+        assert (ready_at, admitted) == (view.ready_at, 3)
+        assert counters == dict(view.stats.counters)
+        assert counters
+    finally:
+        await store.close()
+
+
+async def test_a_lease_end_committed_at_once_beside_another_writer_carries_its_row(
+    tmp_path: Path,
+) -> None:
+    """While another connection writes the file (``writing_beside``), each write commits at
+    its end: the domain row it changed is in that commit, not left for a later one."""
+    path = tmp_path / "state.sqlite"
+    store = await SqliteQueueStore.open(path)
+    try:
+        await store.add([req("1")], NO_BUDGET)
+        [lease] = await claim(store, 1)
+        with writing_beside(path):
+            await complete(store, lease)
+            _, admitted, counters = domain_row(path)
+        assert admitted == 1
+        assert counters == dict((await store.domain("a.test", FREE)).stats.counters)
+        assert counters  # the lease end's counters, committed with it
+    finally:
+        await store.close()

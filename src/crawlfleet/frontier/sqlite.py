@@ -15,7 +15,6 @@ file's lock and transactions, the in-memory schedule and counts rebuilt from the
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -83,7 +82,8 @@ class SqliteQueueStore(SqliteRecords):
             if not new_rows:
                 return 0
             db.executemany(q.INSERT_QUEUED, new_rows)
-            db.executemany(q.SET_ADMITTED, per_domain.items())
+            for name, admitted in per_domain.items():
+                self._domain_changed(schedule.get(name), admitted=admitted)
         prefilter.add(row[0] for row in new_rows)
         for name, admitted in per_domain.items():
             schedule.get(name).admitted = admitted
@@ -117,8 +117,8 @@ class SqliteQueueStore(SqliteRecords):
 
         with self._transaction() as db:
             picked = self._schedule.claim(limit, now, default, kinds, take)
-            touched = {state.name: state.ready_at for state, _ in picked}
-            db.executemany(q.SET_READY, touched.items())
+            for state, _ in picked:
+                self._domain_changed(state)  # its ready_at moved
         leases = [lease for _, lease in picked]
         self._counts[QUEUED] -= len(leases)
         self._counts[LEASED] += len(leases)
@@ -149,14 +149,7 @@ class SqliteQueueStore(SqliteRecords):
                 db.execute(q.REMEMBER, (parsed[0], *rows.visit_row(report.visit)))
             written = db.execute(q.INSERT_ATTEMPT, rows.attempt_row(report.attempt))
             self._retention.written(db, written.lastrowid)
-            db.execute(
-                q.END_LEASE_DOMAIN,
-                (ready_at, record.level, record.window, record.streak, record.cooldown_until,
-                 record.block_reason, record.retry_after_until,
-                 json.dumps(record.strategy) if record.strategy else "{}",
-                 orjson.dumps(counted),
-                 state.name),
-            )  # fmt: skip
+            self._domain_changed(state, ready_at=ready_at, counters=counted, record=record)
         state.record = record
         state.counters = counted
         merge(self._crawl_counters, added)
@@ -229,7 +222,8 @@ class SqliteQueueStore(SqliteRecords):
                     found = dict(self._schedule.get(attempt.domain).counters)
                     counted[attempt.domain] = found
                 merge(found, expired_counters(attempt))
-            db.executemany(q.SET_COUNTERS, [(d, orjson.dumps(c)) for d, c in counted.items()])
+            for name, found in counted.items():
+                self._domain_changed(self._schedule.get(name), counters=found)
         for attempt in attempts:
             merge(self._crawl_counters, expired_counters(attempt))
         for name, found in counted.items():
@@ -247,7 +241,8 @@ class SqliteQueueStore(SqliteRecords):
         return len(expired)
 
     def _save_policy(self, state: DomainState, record: PolicyRecord) -> None:
-        self._execute(q.SAVE_POLICY, rows.policy_row(state.name, record))
+        with self._transaction():
+            self._domain_changed(state, record=record)
         state.record = record
         self._schedule.unpark(state)
 

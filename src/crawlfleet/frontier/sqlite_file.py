@@ -6,6 +6,10 @@ counters) and the state counts live in memory, rebuilt from the tables by ``open
 writes of one event-loop turn are one transaction, committed when the turn ends
 (``sqlite_turns.TurnWriter``, decision 0027): a killed process loses at most its last
 turn's writes, and the pages whose lease ends those were are fetched again.
+
+A domain's row mirrors its memory and is read only by ``open``: a write that changes it
+names its new values (``_domain_changed``), and each changed row is written once, just
+before the turn's COMMIT (decision 0030), not once a claim, admission and lease end.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from crawlfleet.counters import Counters, merge
 from crawlfleet.errors import StateError
 from crawlfleet.frontier import sqlite_rows as rows
 from crawlfleet.frontier import sqlite_statements as q
-from crawlfleet.frontier.domains import DomainSchedule
+from crawlfleet.frontier.domains import DomainSchedule, DomainState
+from crawlfleet.frontier.policy import PolicyRecord
 from crawlfleet.frontier.recent import SEEN_PREFILTER_CAPACITY, RecentSet
 from crawlfleet.frontier.sqlite_retention import AttemptRetention
 from crawlfleet.frontier.sqlite_schema import (
@@ -61,7 +66,8 @@ class SqliteStateFile:
         self._counts = dict.fromkeys((QUEUED, LEASED, DONE, DEAD, SEEN), 0)
         self._admitted = 0
         self._crawl_counters: Counters = {}
-        self._turns = TurnWriter(db, path, self._error)
+        self._changed: dict[str, tuple[float, int, Counters, PolicyRecord]] = {}
+        self._turns = TurnWriter(db, path, self._error, before_commit=self._write_domains)
         self._load()
 
     @classmethod
@@ -98,6 +104,36 @@ class SqliteStateFile:
                 schedule.enqueued(domain, kind, count - delayed)
             if delayed:
                 schedule.enqueued(domain, kind, delayed, not_before)
+
+    def _domain_changed(
+        self,
+        state: DomainState,
+        *,
+        ready_at: float | None = None,
+        admitted: int | None = None,
+        counters: Counters | None = None,
+        record: PolicyRecord | None = None,
+    ) -> None:
+        """Write ``state``'s row when the turn commits: the values given, the others as the
+        memory has them. Call inside the write that makes the change (``_transaction``), so
+        a write committed at once (another connection writes beside) carries it."""
+        self._changed[state.name] = (
+            state.ready_at if ready_at is None else ready_at,
+            state.admitted if admitted is None else admitted,
+            state.counters if counters is None else counters,
+            state.record if record is None else record,
+        )
+
+    def _write_domains(self, db: sqlite3.Connection) -> None:
+        """The rows ``_domain_changed`` named this turn (``TurnWriter``'s ``before_commit``)."""
+        if not self._changed:
+            return
+        written = [
+            (*rows.policy_row(name, record), ready_at, admitted, orjson.dumps(counters))
+            for name, (ready_at, admitted, counters, record) in self._changed.items()
+        ]
+        db.executemany(q.WRITE_DOMAIN, written)
+        self._changed.clear()
 
     def _error(self, exc: sqlite3.Error) -> StateError:
         return StateError(f"state file {self.path}: {exc}")

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import orjson
-
 from crawlfleet.counters import CrawlStats, merge
 from crawlfleet.frontier import sqlite_rows as rows
 from crawlfleet.frontier import sqlite_statements as q
@@ -48,7 +46,8 @@ class SqliteRecords(SqliteStateFile):
         state = self._schedule.get(domain)
         counted = dict(state.counters)
         merge(counted, counters)
-        self._execute(q.SET_COUNTERS, (domain, orjson.dumps(counted)))
+        with self._transaction():
+            self._domain_changed(state, counters=counted)
         state.counters = counted
         merge(self._crawl_counters, counters)
 

@@ -23,31 +23,16 @@ ATTEMPT_COLUMNS = (
 
 FIND_SEEN = "SELECT fp FROM requests WHERE fp IN (SELECT value FROM json_each(?))"
 INSERT_QUEUED = f"INSERT INTO requests ({REQUEST_COLUMNS}, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)"
-SET_ADMITTED = (
-    "INSERT INTO domains (domain, admitted) VALUES (?, ?)"
-    " ON CONFLICT (domain) DO UPDATE SET admitted = excluded.admitted"
-)
-SET_READY = (
-    "INSERT INTO domains (domain, ready_at) VALUES (?, ?)"
-    " ON CONFLICT (domain) DO UPDATE SET ready_at = excluded.ready_at"
-)
-SAVE_POLICY = (
-    f"INSERT INTO domains (domain, {POLICY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+# A domain's whole row, as the store's memory has it (written once a turn: sqlite_file.py).
+WRITE_DOMAIN = (
+    f"INSERT INTO domains (domain, {POLICY_COLUMNS}, ready_at, admitted, counters)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     " ON CONFLICT (domain) DO UPDATE SET delay_s = excluded.delay_s,"
     " delay_source = excluded.delay_source, max_in_flight = excluded.max_in_flight,"
     " level = excluded.level, block_window = excluded.block_window, streak = excluded.streak,"
     " cooldown_until = excluded.cooldown_until, block_reason = excluded.block_reason,"
-    " retry_after_until = excluded.retry_after_until, strategy = excluded.strategy"
-)
-# What a lease end changes in its domain's row (admission created the row).
-END_LEASE_DOMAIN = (
-    "UPDATE domains SET ready_at = ?, level = ?, block_window = ?, streak = ?,"
-    " cooldown_until = ?, block_reason = ?, retry_after_until = ?, strategy = ?, counters = ?"
-    " WHERE domain = ?"
-)
-SET_COUNTERS = (
-    "INSERT INTO domains (domain, counters) VALUES (?, ?)"
-    " ON CONFLICT (domain) DO UPDATE SET counters = excluded.counters"
+    " retry_after_until = excluded.retry_after_until, strategy = excluded.strategy,"
+    " ready_at = excluded.ready_at, admitted = excluded.admitted, counters = excluded.counters"
 )
 INSERT_ATTEMPT = (
     f"INSERT INTO attempts ({ATTEMPT_COLUMNS})"
