@@ -20,7 +20,7 @@ from crawlfleet.pipeline.processors import default_processors
 from crawlfleet.pipeline.rejects import Reject
 from crawlfleet.pipeline.sinks.postgres import PostgresRejects, PostgresSink
 from crawlfleet.pipeline.sinks.postgres_schema import MIGRATIONS, migrate
-from crawlfleet.pipeline.sinks.postgres_writes import LOCK_ROWS
+from crawlfleet.pipeline.sinks.postgres_writes import LOCK_ROWS, SET_PAGES
 
 pytestmark = pytest.mark.postgres
 
@@ -40,8 +40,10 @@ def test_migrate_is_idempotent(postgres_dsn: str) -> None:
 
 
 def scanned_rows(plan: dict[str, Any], relation: str) -> int:
-    """Rows the scans of ``relation`` in an ``EXPLAIN (ANALYZE, FORMAT JSON)`` plan returned."""
-    scanned = int(plan["Actual Rows"]) * int(plan["Actual Loops"])  # rows a loop, averaged
+    """Rows the scans of ``relation`` in an ``EXPLAIN (ANALYZE, FORMAT JSON)`` plan read:
+    those they returned and those their filters removed."""
+    read = plan["Actual Rows"] + plan.get("Rows Removed by Filter", 0)
+    scanned = int(read) * int(plan["Actual Loops"])  # rows a loop, averaged
     own = scanned if plan.get("Relation Name") == relation else 0
     return own + sum(scanned_rows(child, relation) for child in plan.get("Plans", []))
 
@@ -63,6 +65,58 @@ def test_a_write_locks_its_rows_by_key_not_by_reading_the_crawl(postgres_dsn: st
         explain = f"EXPLAIN (ANALYZE, FORMAT JSON) {LOCK_ROWS}"
         ((plans,),) = conn.execute(explain, keys, prepare=False).fetchall()
     assert scanned_rows(plans[0]["Plan"], "items") == 2
+
+
+FILL = {
+    "items": "INSERT INTO items (crawl_id, item_type, item_key, data, content_hash, fetched_at,"
+    " first_seen, last_seen, last_changed) SELECT %s, 'product', 'k' || n, '{}', 'h', now(),"
+    " now(), now(), now() FROM generate_series(1, 5000) AS n",
+    "page_items": "INSERT INTO page_items (crawl_id, page, item_type, item_key)"
+    " SELECT %s, 'http://127.0.0.1:18414/p/' || n || '.html', 'product', 'k' || n"
+    " FROM generate_series(1, 5000) AS n",
+}
+BATCH = range(1, 19)  # a write of 18 pages, as the bench's crawl sends them
+PAGES = [f"http://127.0.0.1:18414/p/{n}.html" for n in BATCH]
+WRITES = {
+    "items": (
+        LOCK_ROWS,
+        {"types": ["product"] * len(BATCH), "keys": sorted(f"k{n}" for n in BATCH), "crawl": "c"},
+    ),
+    "page_items": (
+        SET_PAGES,
+        {
+            "crawl": "c",
+            "pages": PAGES,
+            "yield_pages": PAGES,
+            "types": ["product"] * len(BATCH),
+            "keys": ["k100", *(f"k{n}" for n in BATCH[1:])],  # the first page's item changed
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("table", ["items", "page_items"])
+@pytest.mark.parametrize("statistics", ["never analyzed", "analyzed before this crawl"])
+def test_a_write_reads_its_rows_by_key_whatever_the_statistics_say(
+    postgres_dsn: str, table: str, statistics: str
+) -> None:
+    """Without statistics of the crawl's rows (a new table before autovacuum's first ANALYZE,
+    or a new crawl id in a table analyzed when it held only other crawls), the planner took
+    the crawl's rows for a few and read them all at every write: each write slower as the
+    crawl grew, ~0.6 ms a batch by a 19,000-item crawl. Each page and key is now looked up by
+    its index, whatever the estimates."""
+    migrate(postgres_dsn)
+    statement, params = WRITES[table]
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = off)")
+        if statistics != "never analyzed":
+            conn.execute(FILL[table], ["an earlier crawl"])
+            conn.execute(f"ANALYZE {table}")
+        conn.execute(FILL[table], ["c"])
+        with conn.transaction(force_rollback=True):
+            explain = f"EXPLAIN (ANALYZE, FORMAT JSON) {statement}"
+            ((plans,),) = conn.execute(explain, params, prepare=False).fetchall()
+    assert scanned_rows(plans[0]["Plan"], table) <= 2 * len(BATCH)  # of the crawl's 5,000
 
 
 async def test_upsert_moves_last_seen_and_changes_only_on_new_content(postgres_dsn: str) -> None:

@@ -121,6 +121,12 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX page_items_item ON page_items (crawl_id, item_type, item_key);
     """,
+    # 6: the index of an item's pages leads with the item, so a lookup of a crawl's pages
+    # cannot take it for a lookup by crawl alone (postgres_writes.SET_PAGES).
+    """
+    DROP INDEX page_items_item;
+    CREATE INDEX page_items_item ON page_items (item_type, item_key, crawl_id);
+    """,
 )
 
 _LOCK_ID = 0x63726177  # "craw": serializes concurrent migrate() calls

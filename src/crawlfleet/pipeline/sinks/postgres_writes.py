@@ -4,17 +4,19 @@ A ``PageWrite`` is one call's rows to upsert and, for a page, the items it yield
 ``send`` takes the writes of a transaction in order and cuts them into batches in which no
 item and no page comes twice; a batch is four statements, whatever its size (decision 0023):
 
-1. ``LOCK_ROWS`` locks the stored versions of the batch's rows in (type, key) byte order and
-   returns them, so two workers writing one key record one change each, in the order their
-   writes apply; it locks only rows that exist, so a key another transaction inserts and
-   holds meanwhile can still close a deadlock, which PostgreSQL breaks by aborting one side
-   (``postgres.py`` tries the group again);
+1. ``LOCK_ROWS`` locks the stored versions of the batch's rows one key at a time, in the
+   order of its arrays ((type, key) byte order: ``_send_batch`` sorts them), and returns them,
+   so two workers writing one key record one change each, in the order their writes apply;
+   it locks only rows that exist, so a key another transaction inserts and holds meanwhile
+   can still close a deadlock, which PostgreSQL breaks by aborting one side (``postgres.py``
+   tries the group again);
 2. ``UPSERT_ROWS`` upserts them in that order (the rule of ``postgres.py``) and returns the
    rows it touched, ``inserted`` telling an insert from an update, so a key two workers
    insert at once is ``new`` once; a row an older version did not touch is not returned;
 3. ``SET_PAGES`` records what each page yields now, deleting and returning what it yields
    no more with the other pages that yielded it before the statement (the delete and the
-   insert never touch one row: one statement could not order them);
+   insert never touch one row: one statement could not order them); it finds each page's
+   rows by the primary key, then deletes them by their ``ctid``;
 4. once their results are read, ``INSERT_CHANGES`` appends, call by call, the ``new`` and
    ``changed`` rows and the items ``gone``: those a page yields no more and no page yields
    at the point of its call, as if the calls had run one at a time (``_gone``).
@@ -25,7 +27,11 @@ the order sent, so a batch reads what the batches before it wrote. Their arrays 
 of the worker's CPU (``bench/postgres_sink.py``). Each is sent unprepared:
 PostgreSQL then plans it for the arrays it gets (a plan cached for a prepared statement,
 made while the crawl's rows were few, read every row of the crawl at every write: decision
-0021).
+0021). Its estimates can still be wrong: without statistics of the crawl's rows (a table
+autovacuum has not analyzed yet, or a new crawl id in a table analyzed when it held other
+crawls) a join of the keys to the crawl's rows read them all. So each key and page is looked
+up in a ``LATERAL`` subquery the planner cannot flatten into a join (``FOR UPDATE``,
+``OFFSET 0``), by an index that leads with the crawl and that key (decision 0031).
 """
 
 from __future__ import annotations
@@ -44,10 +50,11 @@ from crawlfleet.pipeline.sinks.stored import Row
 LOCK_ROWS = """
 SELECT i.item_type, i.item_key, i.data, i.content_hash
 FROM unnest(%(types)b::text[], %(keys)b::text[]) AS k (item_type, item_key)
-JOIN items i ON i.crawl_id = %(crawl)s AND i.item_type = k.item_type
-    AND i.item_key = k.item_key
-ORDER BY i.item_type COLLATE "C", i.item_key COLLATE "C"
-FOR UPDATE OF i
+CROSS JOIN LATERAL (
+    SELECT i.item_type, i.item_key, i.data, i.content_hash FROM items i
+    WHERE i.crawl_id = %(crawl)s AND i.item_type = k.item_type AND i.item_key = k.item_key
+    FOR UPDATE
+) AS i
 """
 UPSERT_ROWS = """
 INSERT INTO items AS i (crawl_id, item_type, item_key, data, content_hash, fetched_at,
@@ -72,12 +79,20 @@ SET_PAGES = """
 WITH yields (page, item_type, item_key) AS (
     SELECT * FROM unnest(%(yield_pages)b::text[], %(types)b::text[], %(keys)b::text[])
 ),
-dropped AS (
-    DELETE FROM page_items p WHERE p.crawl_id = %(crawl)s AND p.page = ANY(%(pages)b::text[])
-    AND NOT EXISTS (
+held AS (
+    SELECT h.row_id FROM unnest(%(pages)b::text[]) AS g (page)
+    CROSS JOIN LATERAL (
+        SELECT p.ctid AS row_id, p.page, p.item_type, p.item_key FROM page_items p
+        WHERE p.crawl_id = %(crawl)s AND p.page = g.page
+        OFFSET 0
+    ) AS h
+    WHERE NOT EXISTS (
         SELECT 1 FROM yields y
-        WHERE y.page = p.page AND y.item_type = p.item_type AND y.item_key = p.item_key
+        WHERE y.page = h.page AND y.item_type = h.item_type AND y.item_key = h.item_key
     )
+),
+dropped AS (
+    DELETE FROM page_items p WHERE p.ctid = ANY(ARRAY(SELECT row_id FROM held))
     RETURNING p.page, p.item_type, p.item_key, ARRAY(
         SELECT o.page FROM page_items o WHERE o.crawl_id = p.crawl_id
         AND o.item_type = p.item_type AND o.item_key = p.item_key AND o.page <> p.page
