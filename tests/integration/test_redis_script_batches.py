@@ -10,6 +10,7 @@ from redis.asyncio import Redis
 
 from crawlfleet.frontier.redis import CrawlKeys, RedisQueueStore
 from crawlfleet.frontier.redis.scripts import Scripts
+from crawlfleet.frontier.redis.views import report_args
 from crawlfleet.frontier.store_types import Budget, DomainPolicy, Report
 from crawlfleet.models import CrawlRequest, Lease
 from crawlfleet.records import Attempt, Outcome
@@ -28,9 +29,10 @@ def req(n: int) -> CrawlRequest:
     )
 
 
-def report(lease: Lease) -> Report:
+def report(lease: Lease, latency_s: float = 0.1) -> Report:
     r = lease.request
-    return Report(Attempt(r.url, r.fingerprint, r.domain, "w", Outcome.OK, 200, 10, 0.1, 0, NOW))
+    attempt = Attempt(r.url, r.fingerprint, r.domain, "w", Outcome.OK, 200, 10, latency_s, 0, NOW)
+    return Report(attempt, counters={"items.stored.product": 1})
 
 
 @pytest.fixture
@@ -111,3 +113,61 @@ async def test_a_cancelled_caller_leaves_the_others_answered_and_the_next_calls_
     later = await asyncio.gather(*(store.complete(x, report(x), WIDE) for x in leases[20:]))
     assert all(later)
     assert (await store.counts()).done in (29, 30)  # the cancelled one may have been sent
+
+
+async def evalsha_calls(raw: Redis) -> int:
+    stats = await raw.info("commandstats")
+    return int(stats.get("cmdstat_evalsha", {}).get("calls", 0))
+
+
+async def test_lease_ends_sent_together_are_one_script_call_and_count_as_if_alone(
+    server: RedisServer, raw: Redis
+) -> None:
+    """The lease ends a pipeline carries go as one ``finish`` call (decision 0032): the same
+    counters, to the last bit of a float sum, as the same ends made one at a time."""
+    latencies = [0.1 + n / 7 for n in range(60)]  # sums that round differently by order
+    stats = []
+    for name, together in (("alone", False), ("together", True)):
+        store = await RedisQueueStore.open(server.url, name)
+        await store.add([req(n) for n in range(60)], Budget())
+        leases = sorted(await store.claim(60, NOW, 60, WIDE, HTTP), key=lambda x: x.token)
+        ends = [
+            (lease, report(lease, latency))
+            for lease, latency in zip(leases, latencies, strict=True)
+        ]
+        calls_before = await evalsha_calls(raw)
+        if together:
+            assert all(await asyncio.gather(*(store.complete(x, r, WIDE) for x, r in ends)))
+            assert await evalsha_calls(raw) - calls_before <= 2  # 60 lease ends, one or two calls
+        else:
+            for lease, done in ends:
+                assert await store.complete(lease, done, WIDE)
+        assert (await store.counts()).done == 60
+        stats.append(
+            [
+                (await store.stats()).counters,
+                *[(await store.domain(f"d{n}.test", WIDE)).stats.counters for n in range(7)],
+            ]
+        )
+        await store.close()
+    assert stats[0] == stats[1]
+    assert stats[1][0]["items.stored.product"] == 60
+
+
+async def test_a_lease_end_that_fails_fails_alone_in_its_script_call(
+    store: RedisQueueStore,
+) -> None:
+    """A lease end whose arguments break ``finish.lua`` gets its error; the others of the same
+    call end and count in full."""
+    await store.add([req(n) for n in range(11)], Budget())
+    leases = await store.claim(11, NOW, 60, WIDE, HTTP)
+    bad = leases[5]
+    args = [bad.token, "complete", 0.0, "", "", *report_args(report(bad), WIDE)]
+    args[-2] = "not JSON"  # the counters
+    calls = [store.complete(x, report(x), WIDE) for x in leases if x is not bad]
+    calls.insert(5, store._run("finish", *args))
+    answers = await asyncio.gather(*calls, return_exceptions=True)
+    assert [isinstance(a, Exception) for a in answers] == [False] * 5 + [True] + [False] * 5
+    assert "invalid token" in str(answers[5])  # cjson, reading the counters
+    assert (await store.stats()).counters["attempts"] == 10
+    assert len(await store.pending_attempts(100)) == 10

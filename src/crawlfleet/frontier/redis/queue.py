@@ -131,7 +131,8 @@ class RedisQueueStore(RedisRecords):
         error: str,
         stored: str,
     ) -> Ended:
-        """One ``finish.lua`` call: the lease end and everything ``report`` records."""
+        """The lease end and everything ``report`` records, in ``finish.lua`` (with the lease
+        ends sent to Redis at the same time: ``scripts.GROUPED``)."""
         args = [lease.token, mode, float(when), error, stored, *report_args(report, default)]
         reply = await self._run("finish", *args)
         if not int(reply[0]):

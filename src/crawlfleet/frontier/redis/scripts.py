@@ -8,7 +8,9 @@ naming a key ``keys.py`` does not list, and a script that uses a key (``K.name``
 through the helpers it calls) its header does not name. Scripts run with EVALSHA, and calls
 made while one is on the wire go together as one pipeline (``Scripts``); a script Redis
 answers NOSCRIPT for (after a restart or ``SCRIPT FLUSH``) is loaded again by redis-py's
-``Script`` and run alone.
+``Script`` and run alone. Consecutive calls of a script of ``GROUPED`` in one pipeline go as one
+call: that script takes the arguments of many calls one after another (after the epoch) and
+answers a list, one reply a call (``finish.lua``: a worker's pages end their leases together).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ _FUNCTION = re.compile(r"^local function (\w+)", re.MULTILINE)
 _KEY_USE = re.compile(r"\bK\.(\w+)")
 _COMMENT = re.compile(r"--[^\n]*")
 _LIB = "_lib.lua"
+GROUPED = frozenset({"finish"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +136,8 @@ class Scripts:
     async def run(self, name: str, epoch: str, *args: str | int | float) -> Any:
         """Run one script with ``ARGV[1]`` = ``epoch``, then ``args``."""
         script, keys = self._bound[name]
-        call = _Call(script, keys, [epoch, *args], asyncio.get_running_loop().create_future())
+        answer = asyncio.get_running_loop().create_future()
+        call = _Call(script, keys, [epoch, *args], answer, grouped=name in GROUPED)
         self._waiting.append(call)
         if self._sender is None or self._sender.done():
             self._sender = asyncio.create_task(self._send())
@@ -158,32 +162,47 @@ class Scripts:
                     call.answer.cancel()
 
     async def _send_together(self, batch: list[_Call]) -> None:
-        pipe = self._client.pipeline(transaction=False)
+        sent: list[list[_Call]] = []  # the calls of each script call on the wire
         for call in batch:
-            pipe.execute_command("EVALSHA", call.script.sha, len(call.keys), *call.keys, *call.args)
+            if call.grouped and sent and sent[-1][0].script is call.script:
+                sent[-1].append(call)
+            else:
+                sent.append([call])
+        pipe = self._client.pipeline(transaction=False)
+        for calls in sent:
+            first = calls[0]
+            args = [*first.args, *(arg for call in calls[1:] for arg in call.args[1:])]
+            pipe.execute_command("EVALSHA", first.script.sha, len(first.keys), *first.keys, *args)
         try:
             answers = await pipe.execute(raise_on_error=False)
         except Exception as exc:
             for call in batch:
                 call.fail(exc)
             return
-        for call, answer in zip(batch, answers, strict=True):
+        for calls, answer in zip(sent, answers, strict=True):
             if isinstance(answer, NoScriptError):  # not run: Redis lost its script cache
-                await call.run_alone()
+                for call in calls:
+                    await call.run_alone()
             elif isinstance(answer, Exception):
-                call.fail(answer)
-            elif not call.answer.done():
-                call.answer.set_result(answer)
+                for call in calls:
+                    call.fail(answer)
+            elif calls[0].grouped:
+                for call, reply in zip(calls, answer, strict=True):
+                    call.settle(reply)
+            else:
+                calls[0].settle(answer)
 
 
 @dataclass(slots=True)
 class _Call:
-    """One script call waiting for its turn, and the future its caller awaits."""
+    """One script call waiting for its turn, and the future its caller awaits; a ``grouped``
+    script's reply is a list of one reply a call."""
 
     script: AsyncScript
     keys: list[str]
     args: list[str | int | float]
     answer: asyncio.Future[Any]
+    grouped: bool = False
 
     async def run_alone(self) -> None:
         """Run through ``AsyncScript``, which loads the script when Redis answers NOSCRIPT."""
@@ -192,8 +211,13 @@ class _Call:
         except Exception as exc:
             self.fail(exc)
         else:
-            if not self.answer.done():
-                self.answer.set_result(result)
+            self.settle(result[0] if self.grouped else result)
+
+    def settle(self, reply: Any) -> None:
+        if isinstance(reply, Exception):  # an error reply within a grouped script's list
+            self.fail(reply)
+        elif not self.answer.done():
+            self.answer.set_result(reply)
 
     def fail(self, exc: Exception) -> None:
         if not self.answer.done():

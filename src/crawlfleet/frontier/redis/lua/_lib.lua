@@ -158,27 +158,51 @@ local function append_error(fp, err)
   redis.call('HSET', K.errors, fp, cjson.encode(history))
 end
 
--- Add counters (a JSON object: name -> number) to the crawl's and the domain's statistics:
--- one HMGET and one HSET per hash, summed in doubles as Python sums them (HINCRBYFLOAT would
--- take a call per counter and sum in long double).
+-- Add counters (a JSON object: name -> number) to the crawl's and the domain's statistics,
+-- summed in doubles as Python sums them (HINCRBYFLOAT would take a call per counter and sum
+-- in long double). A name is read from its hash the first time a call adds to it, and every
+-- sum is written once, by write_counters, which each script that adds calls before it ends:
+-- a call that ends many leases writes each hash once.
+local counted = {}  -- hash key -> name -> the sum so far in this call
+
 local function add_counters(domain, json)
   local added = cjson.decode(json)
-  local names = {}
-  for name in pairs(added) do
-    table.insert(names, name)
-  end
-  if #names == 0 then
-    return
-  end
   for _, key in ipairs({K.stats, K.dstats .. ':' .. domain}) do
-    local current = redis.call('HMGET', key, unpack(names))
-    local fields = {}
-    for i, name in ipairs(names) do
-      table.insert(fields, name)
-      table.insert(fields, fmt((tonumber(current[i]) or 0) + added[name]))
+    local sums = counted[key]
+    if not sums then
+      sums = {}
+      counted[key] = sums
     end
-    redis.call('HSET', key, unpack(fields))
+    local unread = {}
+    for name in pairs(added) do
+      if sums[name] == nil then
+        table.insert(unread, name)
+      end
+    end
+    if #unread > 0 then
+      local current = redis.call('HMGET', key, unpack(unread))
+      for i, name in ipairs(unread) do
+        sums[name] = tonumber(current[i]) or 0
+      end
+    end
+    for name, value in pairs(added) do
+      sums[name] = sums[name] + value
+    end
   end
+end
+
+local function write_counters()
+  for key, sums in pairs(counted) do
+    local fields = {}
+    for name, sum in pairs(sums) do
+      table.insert(fields, name)
+      table.insert(fields, fmt(sum))
+    end
+    if #fields > 0 then
+      redis.call('HSET', key, unpack(fields))
+    end
+  end
+  counted = {}
 end
 
 -- Seen filter: exact (a SET) when nbits is 0, else a Bloom filter whose global bit positions

@@ -10,4 +10,5 @@
 check_epoch()
 redis.call('ZADD', K.admitted, 'NX', 0, ARGV[2])  -- listed by domains() from now on
 add_counters(ARGV[2], ARGV[3])
+write_counters()
 return 1

@@ -1,8 +1,10 @@
--- End a lease (complete, retry or bury) and record its report, in one step: the request's
+-- End leases (complete, retry or bury) and record their reports, in one step: each request's
 -- new state, the counters, the attempt row, the domain's rest, block window and Retry-After.
--- Returns {0} when the lease is not current (nothing changes), else {1} or, when the block
--- level moved, {1, 'escalated' | 'recovered', level, blocks, judged, cooldown_until, rung,
--- strategy JSON}; rung and strategy are '' when there are no rungs (the slot is untouched).
+-- The leases end in the order given, each as if alone, and the counters of all of them are
+-- written once at the end. Returns one reply a lease: {0} when the lease is not current
+-- (nothing changes), else {1} or, when the block level moved, {1, 'escalated' | 'recovered',
+-- level, blocks, judged, cooldown_until, rung, strategy JSON}; rung and strategy are '' when
+-- there are no rungs (the slot is untouched); an error reply when ending it failed.
 -- KEYS[1] epoch
 -- KEYS[2] req
 -- KEYS[3] parked
@@ -21,6 +23,7 @@
 -- KEYS[16] domain
 -- KEYS[17] dstats
 -- ARGV[1] epoch
+-- then per lease end ARGV[2..21] (the numbers of the first; the next starts at 22):
 -- ARGV[2] lease token
 -- ARGV[3] complete | retry | bury
 -- ARGV[4] retry: not_before; bury: died_at (epoch s)
@@ -38,93 +41,109 @@
 -- ARGV[20] counters: a JSON object, name -> number
 -- ARGV[21] the ladder's rungs, comma-separated ('' for none): frontier/ladder.py's rules
 
-check_epoch()
-local rungs = ladder_rungs(ARGV[21])
-local fp = end_lease(ARGV[2])
-if not fp then
-  return {0}
-end
-local r = stored_request(fp)
-local domain = r.domain
-local key = domain_key(domain)
-local mode = ARGV[3]
-if mode == 'complete' then
-  redis.call('HDEL', K.req, fp)
-  redis.call('HDEL', K.errors, fp)
-  redis.call('HDEL', K.order, fp)
-  redis.call('HINCRBY', K.counts, 'done', 1)
-elseif mode == 'retry' then
-  redis.call('HSET', K.req, fp, ARGV[6])
-  append_error(fp, ARGV[5])
-  redis.call('ZADD', delayed_index(r.fetcher), ARGV[4], fp)
-  redis.call('HINCRBY', key, 'queued', 1)
-  redis.call('HINCRBY', K.counts, 'queued', 1)
-else
-  append_error(fp, ARGV[5])
-  redis.call('ZADD', K.dead, ARGV[4], dead_member(fp))
-  redis.call('HINCRBY', K.counts, 'dead', 1)
-end
+local ARGS = 20  -- a lease end's arguments
 
-add_counters(domain, ARGV[20])
-redis.call('RPUSH', K.attempts, ARGV[19])
-
-local f = redis.call('HMGET', key, 'ready_at', 'delay', 'level', 'window', 'streak')
-local ready = tonumber(f[1] or '0')
-local base = tonumber(f[2] or ARGV[12])
-local level = tonumber(f[3] or '0')
-local window = f[4] or ''
-local streak = tonumber(f[5] or '0')
-local at = tonumber(ARGV[11])
-local size, min_samples, threshold = tonumber(ARGV[13]), tonumber(ARGV[14]), tonumber(ARGV[15])
-local recover_after, max_level = tonumber(ARGV[16]), tonumber(ARGV[17])
-local new_ready = ready
-local result = {1}
-
-if ARGV[7] == 'block' then
-  window = string.sub(window .. 'b', -size)
-  streak = 0
-  local judged = #window
-  local _, blocks = string.gsub(window, 'b', '')
-  if judged >= min_samples and blocks / judged >= threshold and level < max_level then
-    level = level + 1
-    window = ''
-    local cooldown = at + tonumber(ARGV[18]) * 2 ^ (level - 1)
-    new_ready = math.max(new_ready, cooldown)
-    redis.call('HSET', key, 'cooldown', fmt(cooldown), 'reason', ARGV[8])
-    result = {1, 'escalated', level, blocks, judged, fmt(cooldown), '', ''}
-    if #rungs > 0 then
-      result[7] = rung_of(rungs, level)
-      result[8] = move_strategy(key, rungs, true, level)
-    end
+-- End the lease whose arguments start at ARGV[o + 2]; its reply.
+local function finish(o)
+  local rungs = ladder_rungs(ARGV[o + 21])
+  local fp = end_lease(ARGV[o + 2])
+  if not fp then
+    return {0}
   end
-  redis.call('HSET', key, 'level', level, 'window', window, 'streak', streak)
-elseif ARGV[7] == 'success' then
-  window = string.sub(window .. 'o', -size)
-  streak = streak + 1
-  if level > 0 and streak >= recover_after then
-    level = level - 1
+  local r = stored_request(fp)
+  local domain = r.domain
+  local key = domain_key(domain)
+  local mode = ARGV[o + 3]
+  if mode == 'complete' then
+    redis.call('HDEL', K.req, fp)
+    redis.call('HDEL', K.errors, fp)
+    redis.call('HDEL', K.order, fp)
+    redis.call('HINCRBY', K.counts, 'done', 1)
+  elseif mode == 'retry' then
+    redis.call('HSET', K.req, fp, ARGV[o + 6])
+    append_error(fp, ARGV[o + 5])
+    redis.call('ZADD', delayed_index(r.fetcher), ARGV[o + 4], fp)
+    redis.call('HINCRBY', key, 'queued', 1)
+    redis.call('HINCRBY', K.counts, 'queued', 1)
+  else
+    append_error(fp, ARGV[o + 5])
+    redis.call('ZADD', K.dead, ARGV[o + 4], dead_member(fp))
+    redis.call('HINCRBY', K.counts, 'dead', 1)
+  end
+
+  add_counters(domain, ARGV[o + 20])
+  redis.call('RPUSH', K.attempts, ARGV[o + 19])
+
+  local f = redis.call('HMGET', key, 'ready_at', 'delay', 'level', 'window', 'streak')
+  local ready = tonumber(f[1] or '0')
+  local base = tonumber(f[2] or ARGV[o + 12])
+  local level = tonumber(f[3] or '0')
+  local window = f[4] or ''
+  local streak = tonumber(f[5] or '0')
+  local at = tonumber(ARGV[o + 11])
+  local size, min_samples, threshold = tonumber(ARGV[o + 13]), tonumber(ARGV[o + 14]), tonumber(ARGV[o + 15])
+  local recover_after, max_level = tonumber(ARGV[o + 16]), tonumber(ARGV[o + 17])
+  local new_ready = ready
+  local result = {1}
+
+  if ARGV[o + 7] == 'block' then
+    window = string.sub(window .. 'b', -size)
     streak = 0
-    result = {1, 'recovered', level, 0, 0, '0', '', ''}
-    if #rungs > 0 then
-      result[7] = level > 0 and rung_of(rungs, level) or ''
-      result[8] = move_strategy(key, rungs, false, level)
+    local judged = #window
+    local _, blocks = string.gsub(window, 'b', '')
+    if judged >= min_samples and blocks / judged >= threshold and level < max_level then
+      level = level + 1
+      window = ''
+      local cooldown = at + tonumber(ARGV[o + 18]) * 2 ^ (level - 1)
+      new_ready = math.max(new_ready, cooldown)
+      redis.call('HSET', key, 'cooldown', fmt(cooldown), 'reason', ARGV[o + 8])
+      result = {1, 'escalated', level, blocks, judged, fmt(cooldown), '', ''}
+      if #rungs > 0 then
+        result[7] = rung_of(rungs, level)
+        result[8] = move_strategy(key, rungs, true, level)
+      end
     end
+    redis.call('HSET', key, 'level', level, 'window', window, 'streak', streak)
+  elseif ARGV[o + 7] == 'success' then
+    window = string.sub(window .. 'o', -size)
+    streak = streak + 1
+    if level > 0 and streak >= recover_after then
+      level = level - 1
+      streak = 0
+      result = {1, 'recovered', level, 0, 0, '0', '', ''}
+      if #rungs > 0 then
+        result[7] = level > 0 and rung_of(rungs, level) or ''
+        result[8] = move_strategy(key, rungs, false, level)
+      end
+    end
+    redis.call('HSET', key, 'level', level, 'window', window, 'streak', streak)
   end
-  redis.call('HSET', key, 'level', level, 'window', window, 'streak', streak)
+
+  if ARGV[o + 10] == '1' then
+    new_ready = math.max(new_ready, at + base * 2 ^ level)
+  end
+  local block_until = tonumber(ARGV[o + 9])
+  if block_until > 0 then
+    new_ready = math.max(new_ready, block_until)
+    local until_before = tonumber(redis.call('HGET', key, 'retry_until') or '0')
+    redis.call('HSET', key, 'retry_until', fmt(math.max(until_before, block_until)),
+      'reason', ARGV[o + 8])
+  end
+  if new_ready > ready then
+    set_ready(domain, new_ready)
+  end
+  release_slot(domain)
+  return result
 end
 
-if ARGV[10] == '1' then
-  new_ready = math.max(new_ready, at + base * 2 ^ level)
+check_epoch()
+local replies = {}
+for o = 0, #ARGV - 1 - ARGS, ARGS do
+  local ok, reply = pcall(finish, o)
+  if not ok then
+    reply = type(reply) == 'table' and reply or {err = tostring(reply)}
+  end
+  table.insert(replies, reply)
 end
-local block_until = tonumber(ARGV[9])
-if block_until > 0 then
-  new_ready = math.max(new_ready, block_until)
-  local until_before = tonumber(redis.call('HGET', key, 'retry_until') or '0')
-  redis.call('HSET', key, 'retry_until', fmt(math.max(until_before, block_until)),
-    'reason', ARGV[8])
-end
-if new_ready > ready then
-  set_ready(domain, new_ready)
-end
-release_slot(domain)
-return result
+write_counters()
+return replies

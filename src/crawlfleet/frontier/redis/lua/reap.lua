@@ -64,6 +64,7 @@ for i = 1, #expired, 2 do
     requeued = requeued + 1
   end
 end
+write_counters()
 if requeued > 0 then
   redis.call('HINCRBY', K.counts, 'queued', requeued)
 end
