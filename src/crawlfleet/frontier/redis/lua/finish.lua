@@ -41,6 +41,7 @@
 -- ARGV[20] counters: a JSON object, name -> number
 -- ARGV[21] the ladder's rungs, comma-separated ('' for none): frontier/ladder.py's rules
 
+check_epoch()
 local ARGS = 20  -- a lease end's arguments
 
 -- End the lease whose arguments start at ARGV[o + 2]; its reply.
@@ -136,7 +137,6 @@ local function finish(o)
   return result
 end
 
-check_epoch()
 local replies = {}
 for o = 0, #ARGV - 1 - ARGS, ARGS do
   local ok, reply = pcall(finish, o)
