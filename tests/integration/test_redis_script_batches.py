@@ -155,19 +155,43 @@ async def test_lease_ends_sent_together_are_one_script_call_and_count_as_if_alon
 
 
 async def test_a_lease_end_that_fails_fails_alone_in_its_script_call(
-    store: RedisQueueStore,
+    store: RedisQueueStore, raw: Redis
 ) -> None:
     """A lease end whose arguments break ``finish.lua`` gets its error; the others of the same
     call end and count in full."""
-    await store.add([req(n) for n in range(11)], Budget())
-    leases = await store.claim(11, NOW, 60, WIDE, HTTP)
+    await store.add([req(n) for n in range(12)], Budget())
+    first, *leases = await store.claim(12, NOW, 60, WIDE, HTTP)
+    assert await store.complete(first, report(first), WIDE)  # Redis has the script now
     bad = leases[5]
     args = [bad.token, "complete", 0.0, "", "", *report_args(report(bad), WIDE)]
     args[-2] = "not JSON"  # the counters
     calls = [store.complete(x, report(x), WIDE) for x in leases if x is not bad]
     calls.insert(5, store._run("finish", *args))
+    calls_before = await evalsha_calls(raw)
     answers = await asyncio.gather(*calls, return_exceptions=True)
+    assert await evalsha_calls(raw) - calls_before == 1  # the eleven in one call
     assert [isinstance(a, Exception) for a in answers] == [False] * 5 + [True] + [False] * 5
     assert "invalid token" in str(answers[5])  # cjson, reading the counters
-    assert (await store.stats()).counters["attempts"] == 10
-    assert len(await store.pending_attempts(100)) == 10
+    assert (await store.stats()).counters["attempts"] == 11
+    assert len(await store.pending_attempts(100)) == 11
+
+
+async def test_lease_ends_on_another_epoch_are_not_joined_to_the_current_ones(
+    store: RedisQueueStore,
+) -> None:
+    """A lease end sent with another epoch (a crawl deleted and created again meanwhile)
+    fails alone, not with the lease ends of the current epoch around it."""
+    await store.add([req(n) for n in range(7)], Budget())
+    first, *leases = await store.claim(7, NOW, 60, WIDE, HTTP)
+    assert await store.complete(first, report(first), WIDE)  # Redis has the script now
+
+    def end(lease: Lease) -> list[str | int | float]:
+        return [lease.token, "complete", 0.0, "", "", *report_args(report(lease), WIDE)]
+
+    epochs = [store.epoch] * 3 + ["an earlier epoch"] + [store.epoch] * 2
+    scripts = store._scripts  # the calls below join one batch, in this order
+    calls = [scripts.run("finish", e, *end(x)) for e, x in zip(epochs, leases, strict=True)]
+    answers = await asyncio.gather(*calls, return_exceptions=True)
+    assert [isinstance(a, Exception) for a in answers] == [False] * 3 + [True] + [False] * 2
+    assert "FRONTIER_LOST" in str(answers[3])
+    assert (await store.counts()).done == 6

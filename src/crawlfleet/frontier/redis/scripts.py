@@ -164,7 +164,7 @@ class Scripts:
     async def _send_together(self, batch: list[_Call]) -> None:
         sent: list[list[_Call]] = []  # the calls of each script call on the wire
         for call in batch:
-            if call.grouped and sent and sent[-1][0].script is call.script:
+            if call.grouped and sent and sent[-1][0].joins(call):
                 sent[-1].append(call)
             else:
                 sent.append([call])
@@ -212,6 +212,11 @@ class _Call:
             self.fail(exc)
         else:
             self.settle(result[0] if self.grouped else result)
+
+    def joins(self, call: _Call) -> bool:
+        """Whether ``call`` can go in one script call with this one: the same script of
+        ``GROUPED``, on the same epoch (``ARGV[1]``, which the script reads once)."""
+        return self.grouped and call.script is self.script and call.args[0] == self.args[0]
 
     def settle(self, reply: Any) -> None:
         if isinstance(reply, Exception):  # an error reply within a grouped script's list
