@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import re
 from decimal import Decimal
 from typing import Any
 
@@ -48,23 +49,53 @@ def scanned_rows(plan: dict[str, Any], relation: str) -> int:
     return own + sum(scanned_rows(child, relation) for child in plan.get("Plans", []))
 
 
-def test_a_write_locks_its_rows_by_key_not_by_reading_the_crawl(postgres_dsn: str) -> None:
-    """The lock of a batch's rows reads one row per key, not every row of the crawl (which
-    made each write slower as the crawl grew, decision 0021); sent unprepared, as the sink
-    sends it, it is planned for the keys it gets, whatever the table held before."""
+def explain_generic(
+    conn: psycopg.Connection[tuple[Any, ...]], statement: str, params: dict[str, Any]
+) -> dict[str, Any]:
+    """``EXPLAIN (ANALYZE)`` of ``statement`` run as a prepared statement with the plan made
+    for no values in particular (the generic plan PostgreSQL settles on for a statement
+    prepared by psycopg after five calls), in a transaction rolled back."""
+    names: list[str] = []
+
+    def number(match: re.Match[str]) -> str:
+        if match[1] not in names:
+            names.append(match[1])
+        return f"${names.index(match[1]) + 1}"
+
+    numbered = re.sub(r"%\((\w+)\)[sb]", number, statement)
+    conn.execute(f"PREPARE write AS {numbered}")
+    conn.execute("SET plan_cache_mode = force_generic_plan")
+    with conn.transaction(force_rollback=True):
+        values = ", ".join(["%s"] * len(names))
+        explain = f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE write({values})"
+        cursor = psycopg.ClientCursor(conn)  # values as literals: their types are the statement's
+        ((plans,),) = cursor.execute(explain, [params[n] for n in names]).fetchall()
+    return dict(plans[0]["Plan"])
+
+
+def explain_custom(
+    conn: psycopg.Connection[tuple[Any, ...]], statement: str, params: dict[str, Any]
+) -> dict[str, Any]:
+    """``EXPLAIN (ANALYZE)`` of ``statement`` planned for ``params``, rolled back."""
+    with conn.transaction(force_rollback=True):
+        explain = f"EXPLAIN (ANALYZE, FORMAT JSON) {statement}"
+        ((plans,),) = conn.execute(explain, params, prepare=False).fetchall()
+    return dict(plans[0]["Plan"])
+
+
+def test_a_write_prepared_while_the_crawl_was_empty_locks_its_rows_by_key(
+    postgres_dsn: str,
+) -> None:
+    """The lock of a batch's rows reads one row per key, not every row of the crawl, with a
+    plan made while the crawl had no rows (a prepared statement's, cached then: that made
+    each write slower as the crawl grew, decision 0021)."""
     migrate(postgres_dsn)
     keys = {"types": ["product", "product"], "keys": ["k7", "k9"], "crawl": "c"}
     with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-        conn.execute(f"EXPLAIN {LOCK_ROWS}", keys, prepare=False)  # planned while empty
-        conn.execute(
-            "INSERT INTO items (crawl_id, item_type, item_key, data, content_hash, fetched_at,"
-            " first_seen, last_seen, last_changed) SELECT 'c', 'product', 'k' || n, '{}',"
-            " 'h', now(), now(), now(), now() FROM generate_series(1, 5000) AS n"
-        )
-        conn.execute("ANALYZE items")
-        explain = f"EXPLAIN (ANALYZE, FORMAT JSON) {LOCK_ROWS}"
-        ((plans,),) = conn.execute(explain, keys, prepare=False).fetchall()
-    assert scanned_rows(plans[0]["Plan"], "items") == 2
+        conn.execute("ANALYZE items")  # statistics of an empty table
+        conn.execute(FILL["items"], ["c"])
+        plan = explain_generic(conn, LOCK_ROWS, keys)
+    assert scanned_rows(plan, "items") == 2
 
 
 FILL = {
@@ -97,14 +128,16 @@ WRITES = {
 
 @pytest.mark.parametrize("table", ["items", "page_items"])
 @pytest.mark.parametrize("statistics", ["never analyzed", "analyzed before this crawl"])
+@pytest.mark.parametrize("prepared", [False, True], ids=["planned for its arrays", "generic"])
 def test_a_write_reads_its_rows_by_key_whatever_the_statistics_say(
-    postgres_dsn: str, table: str, statistics: str
+    postgres_dsn: str, table: str, statistics: str, prepared: bool
 ) -> None:
     """Without statistics of the crawl's rows (a new table before autovacuum's first ANALYZE,
     or a new crawl id in a table analyzed when it held only other crawls), the planner took
     the crawl's rows for a few and read them all at every write: each write slower as the
     crawl grew, ~0.6 ms a batch by a 19,000-item crawl. Each page and key is now looked up by
-    its index, whatever the estimates."""
+    its index, whatever the estimates, in a plan made for the write's arrays or in the generic
+    plan of a prepared statement (decision 0033)."""
     migrate(postgres_dsn)
     statement, params = WRITES[table]
     with psycopg.connect(postgres_dsn, autocommit=True) as conn:
@@ -113,10 +146,8 @@ def test_a_write_reads_its_rows_by_key_whatever_the_statistics_say(
             conn.execute(FILL[table], ["an earlier crawl"])
             conn.execute(f"ANALYZE {table}")
         conn.execute(FILL[table], ["c"])
-        with conn.transaction(force_rollback=True):
-            explain = f"EXPLAIN (ANALYZE, FORMAT JSON) {statement}"
-            ((plans,),) = conn.execute(explain, params, prepare=False).fetchall()
-    assert scanned_rows(plans[0]["Plan"], table) <= 2 * len(BATCH)  # of the crawl's 5,000
+        plan = (explain_generic if prepared else explain_custom)(conn, statement, params)
+    assert scanned_rows(plan, table) <= 2 * len(BATCH)  # of the crawl's 5,000
 
 
 async def test_upsert_moves_last_seen_and_changes_only_on_new_content(postgres_dsn: str) -> None:

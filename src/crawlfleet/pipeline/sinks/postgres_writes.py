@@ -24,14 +24,15 @@ item and no page comes twice; a batch is four statements, whatever its size (dec
 The statements run in pipeline mode, sent before any result is read: the server runs them in
 the order sent, so a batch reads what the batches before it wrote. Their arrays go in binary
 (``%(name)b``): psycopg quotes each element of a text array in Python, ~20 µs a page more
-of the worker's CPU (``bench/postgres_sink.py``). Each is sent unprepared:
-PostgreSQL then plans it for the arrays it gets (a plan cached for a prepared statement,
-made while the crawl's rows were few, read every row of the crawl at every write: decision
-0021). Its estimates can still be wrong: without statistics of the crawl's rows (a table
-autovacuum has not analyzed yet, or a new crawl id in a table analyzed when it held other
-crawls) a join of the keys to the crawl's rows read them all. So each key and page is looked
-up in a ``LATERAL`` subquery the planner cannot flatten into a join (``FOR UPDATE``,
-``OFFSET 0``), by an index that leads with the crawl and that key (decision 0031).
+of the worker's CPU (``bench/postgres_sink.py``). Each key and page is looked up in a
+``LATERAL`` subquery the planner cannot flatten into a join (``FOR UPDATE``, ``OFFSET 0``), by
+an index that leads with the crawl and that key (decision 0031): one probe a key, whatever the
+estimates. Without it, a plan made without statistics of the crawl's rows (a table autovacuum
+has not analyzed yet, a new crawl id in a table analyzed when it held other crawls, or a plan
+cached while the crawl's rows were few: decision 0021) joined the keys to the crawl's rows and
+read them all at every write. With that, a generic plan is as good as one made for the
+arrays at hand, so the statements are prepared (psycopg's default: from a connection's fifth
+call) and PostgreSQL plans each once a connection, not once a batch (decision 0033).
 """
 
 from __future__ import annotations
@@ -164,9 +165,7 @@ async def _send_batch(cur: Cursor, batch: Sequence[PageWrite]) -> Finish:
     if rows:
         types = [row.item_type for row, _ in rows]
         keys = [row.item_key for row, _ in rows]
-        await locked.execute(
-            LOCK_ROWS, {"types": types, "keys": keys, "crawl": crawl_id}, prepare=False
-        )
+        await locked.execute(LOCK_ROWS, {"types": types, "keys": keys, "crawl": crawl_id})
         upsert = {
             "crawl": crawl_id,
             "types": types,
@@ -176,7 +175,7 @@ async def _send_batch(cur: Cursor, batch: Sequence[PageWrite]) -> Finish:
             "fetched": [dt.datetime.fromtimestamp(row.fetched_at, dt.UTC) for row, _ in rows],
             "nows": [now for _, now in rows],
         }
-        await upserted.execute(UPSERT_ROWS, upsert, prepare=False)
+        await upserted.execute(UPSERT_ROWS, upsert)
     if pages:
         yields = [(write.page, t, k) for write in pages for t, k in write.keys]
         page_params = {
@@ -186,7 +185,7 @@ async def _send_batch(cur: Cursor, batch: Sequence[PageWrite]) -> Finish:
             "types": [t for _, t, _ in yields],
             "keys": [k for _, _, k in yields],
         }
-        await dropped.execute(SET_PAGES, page_params, prepare=False)
+        await dropped.execute(SET_PAGES, page_params)
 
     async def finish() -> None:
         try:
@@ -201,9 +200,7 @@ async def _send_batch(cur: Cursor, batch: Sequence[PageWrite]) -> Finish:
             gone = _gone(pages, dropped_rows)
             changes = _changes(batch, old, applied, gone)
             if changes:
-                await locked.execute(
-                    INSERT_CHANGES, _change_params(crawl_id, changes), prepare=False
-                )
+                await locked.execute(INSERT_CHANGES, _change_params(crawl_id, changes))
         finally:
             for cursor in (locked, upserted, dropped):
                 await cursor.close()
