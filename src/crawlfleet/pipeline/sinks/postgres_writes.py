@@ -16,7 +16,9 @@ item and no page comes twice; a batch is four statements, whatever its size (dec
 3. ``SET_PAGES`` records what each page yields now, deleting and returning what it yields
    no more with the other pages that yielded it before the statement (the delete and the
    insert never touch one row: one statement could not order them); it finds each page's
-   rows by the primary key, then deletes them by their ``ctid``;
+   rows by the primary key, then deletes them by their ``ctid``, one TID lookup a row (a
+   ``ctid = ANY (array)`` condition, in a plan made while the table was empty, read every
+   row of the table: decision 0033);
 4. once their results are read, ``INSERT_CHANGES`` appends, call by call, the ``new`` and
    ``changed`` rows and the items ``gone``: those a page yields no more and no page yields
    at the point of its call, as if the calls had run one at a time (``_gone``).
@@ -93,7 +95,7 @@ held AS (
     )
 ),
 dropped AS (
-    DELETE FROM page_items p WHERE p.ctid = ANY(ARRAY(SELECT row_id FROM held))
+    DELETE FROM page_items p USING held h WHERE p.ctid = h.row_id
     RETURNING p.page, p.item_type, p.item_key, ARRAY(
         SELECT o.page FROM page_items o WHERE o.crawl_id = p.crawl_id
         AND o.item_type = p.item_type AND o.item_key = p.item_key AND o.page <> p.page
