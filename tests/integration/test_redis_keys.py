@@ -118,3 +118,22 @@ def test_every_script_that_writes_checks_the_epoch_first() -> None:
             if line and not line.startswith("--")
         ]
         assert code[0] == "check_epoch()", name
+
+
+def test_every_script_that_counts_writes_its_counts() -> None:
+    """Counts (``count``, by ``end_lease`` and ``set_seen`` too) and counters
+    (``add_counters``) are summed in the call: a script that makes them writes them before it
+    ends, or they are lost."""
+    writers = {
+        "write_counts": ("count", "end_lease", "set_seen"),
+        "write_counters": ("add_counters",),
+    }
+    for name in set(read_sources()):
+        body = "\n".join(
+            line
+            for line in (LUA / f"{name}.lua").read_text().splitlines()
+            if not line.startswith("--")
+        )
+        for writer, makers in writers.items():
+            if any(re.search(rf"\b{maker}\(", body) for maker in makers):
+                assert f"\n{writer}()\n" in body, (name, writer)

@@ -78,12 +78,6 @@ local function raise_ready_scores(domain, t)
   end
 end
 
--- The domain's ready_at becomes t (never earlier), in its record and in its ready scores.
-local function set_ready(domain, t)
-  redis.call('HSET', domain_key(domain), 'ready_at', fmt(t))
-  raise_ready_scores(domain, t)
-end
-
 local function stored_request(fp)
   return cjson.decode(redis.call('HGET', K.req, fp))
 end
@@ -91,9 +85,9 @@ end
 -- Put fp in its lane at its admission place (a new fp: the end of its priority class);
 -- unless the domain is parked, its ready score for that kind becomes at most the later of
 -- its ready_at and `due` (a retry's not-before; 0 for other requests). The caller counts fp
--- as queued.
-local function enqueue(kind, domain, fp, priority, due)
-  local seq = redis.call('HGET', K.order, fp)
+-- as queued. `new`: fp was never admitted, so it has no place yet (add.lua).
+local function enqueue(kind, domain, fp, priority, due, new)
+  local seq = not new and redis.call('HGET', K.order, fp)
   if not seq then
     seq = redis.call('INCR', K.seq)
     redis.call('HSET', K.order, fp, seq)
@@ -105,6 +99,23 @@ local function enqueue(kind, domain, fp, priority, due)
   end
 end
 
+-- Changes of the crawl's counts (K.counts: queued, leased, ...), summed in the call and
+-- written once a name by write_counts, which each script that counts calls before it ends.
+local count_changes = {}
+
+local function count(name, n)
+  count_changes[name] = (count_changes[name] or 0) + n
+end
+
+local function write_counts()
+  for name, n in pairs(count_changes) do
+    if n ~= 0 then
+      redis.call('HINCRBY', K.counts, name, n)
+    end
+  end
+  count_changes = {}
+end
+
 -- Forget a lease; the fingerprint it held, or false when the token is not current.
 local function end_lease(token)
   local fp = redis.call('HGET', K.lease, token)
@@ -113,7 +124,7 @@ local function end_lease(token)
   end
   redis.call('HDEL', K.lease, token)
   redis.call('ZREM', K.leases, token)
-  redis.call('HINCRBY', K.counts, 'leased', -1)
+  count('leased', -1)
   return fp
 end
 
@@ -243,7 +254,7 @@ local function set_seen(fp, at, nbits, shard_bits)
       redis.call('SETBIT', key, offset, 1)
     end
   end
-  redis.call('HINCRBY', K.counts, 'seen', 1)
+  count('seen', 1)
 end
 
 -- The strategy ladder (frontier/ladder.py): the rungs of a comma-separated list, the rung of a

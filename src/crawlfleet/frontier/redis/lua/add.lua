@@ -51,7 +51,7 @@ while i <= #ARGV do
       redis.call('ZINCRBY', K.admitted, -1, domain)
       redis.call('HSET', K.req, fp, json)
       redis.call('HINCRBY', domain_key(domain), 'queued', 1)
-      enqueue(kind, domain, fp, priority, 0)
+      enqueue(kind, domain, fp, priority, 0, true)
       total = total + 1
       admitted = admitted + 1
     end
@@ -59,6 +59,7 @@ while i <= #ARGV do
 end
 if admitted > 0 then
   redis.call('HSET', K.counts, 'admitted', total)
-  redis.call('HINCRBY', K.counts, 'queued', admitted)
+  count('queued', admitted)
 end
+write_counts()
 return {admitted, unpack(refused)}

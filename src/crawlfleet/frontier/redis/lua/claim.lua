@@ -73,7 +73,7 @@ while #out < 2 * limit do
     break
   end
   local key = domain_key(domain)
-  local f = redis.call('HMGET', key, 'inflight', 'delay', 'max', 'level', 'ready_at')
+  local f = redis.call('HMGET', key, 'inflight', 'delay', 'max', 'level', 'ready_at', 'queued')
   local inflight = tonumber(f[1] or '0')
   local max = tonumber(f[3] or default_max)
   local q = lane(kind, domain)
@@ -91,9 +91,9 @@ while #out < 2 * limit do
     taken = taken + 1
     local delay = tonumber(f[2] or default_delay) * 2 ^ tonumber(f[4] or '0')
     local ready = math.max(tonumber(f[5] or '0'), now + delay)
-    -- set_ready's HSET joined to this one: one write of the domain's record a lease
-    redis.call('HSET', key, 'inflight', inflight, 'ready_at', fmt(ready))
-    redis.call('HINCRBY', key, 'queued', -1)
+    -- one write of the domain's record a lease
+    redis.call('HSET', key, 'inflight', inflight, 'ready_at', fmt(ready),
+      'queued', tonumber(f[6] or '0') - 1)
     raise_ready_scores(domain, ready)
   end
   if inflight >= max then

@@ -1,7 +1,8 @@
 -- End leases (complete, retry or bury) and record their reports, in one step: each request's
 -- new state, the counters, the attempt row, the domain's rest, block window and Retry-After.
--- The leases end in the order given, each as if alone, and the counters of all of them are
--- written once at the end. Returns one reply a lease: {0} when the lease is not current
+-- The leases end in the order given, each as if alone; the counters and counts of all of
+-- them are written once at the end, and their attempt rows pushed in one call. Each writes
+-- its domain's record once. Returns one reply a lease: {0} when the lease is not current
 -- (nothing changes), else {1} or, when the block level moved, {1, 'escalated' | 'recovered',
 -- level, blocks, judged, cooldown_until, rung, strategy JSON}; rung and strategy are '' when
 -- there are no rungs (the slot is untouched); an error reply when ending it failed.
@@ -43,6 +44,7 @@
 
 check_epoch()
 local ARGS = 20  -- a lease end's arguments
+local attempts = {}  -- the attempt rows of the leases ended, pushed at the end in one call
 
 -- End the lease whose arguments start at ARGV[o + 2]; its reply.
 local function finish(o)
@@ -59,23 +61,23 @@ local function finish(o)
     redis.call('HDEL', K.req, fp)
     redis.call('HDEL', K.errors, fp)
     redis.call('HDEL', K.order, fp)
-    redis.call('HINCRBY', K.counts, 'done', 1)
+    count('done', 1)
   elseif mode == 'retry' then
     redis.call('HSET', K.req, fp, ARGV[o + 6])
     append_error(fp, ARGV[o + 5])
     redis.call('ZADD', delayed_index(r.fetcher), ARGV[o + 4], fp)
     redis.call('HINCRBY', key, 'queued', 1)
-    redis.call('HINCRBY', K.counts, 'queued', 1)
+    count('queued', 1)
   else
     append_error(fp, ARGV[o + 5])
     redis.call('ZADD', K.dead, ARGV[o + 4], dead_member(fp))
-    redis.call('HINCRBY', K.counts, 'dead', 1)
+    count('dead', 1)
   end
 
   add_counters(domain, ARGV[o + 20])
-  redis.call('RPUSH', K.attempts, ARGV[o + 19])
+  table.insert(attempts, ARGV[o + 19])
 
-  local f = redis.call('HMGET', key, 'ready_at', 'delay', 'level', 'window', 'streak')
+  local f = redis.call('HMGET', key, 'ready_at', 'delay', 'level', 'window', 'streak', 'inflight')
   local ready = tonumber(f[1] or '0')
   local base = tonumber(f[2] or ARGV[o + 12])
   local level = tonumber(f[3] or '0')
@@ -86,6 +88,7 @@ local function finish(o)
   local recover_after, max_level = tonumber(ARGV[o + 16]), tonumber(ARGV[o + 17])
   local new_ready = ready
   local result = {1}
+  local fields = {}
 
   if ARGV[o + 7] == 'block' then
     window = string.sub(window .. 'b', -size)
@@ -104,7 +107,7 @@ local function finish(o)
         result[8] = move_strategy(key, rungs, true, level)
       end
     end
-    redis.call('HSET', key, 'level', level, 'window', window, 'streak', streak)
+    fields = {'level', level, 'window', window, 'streak', streak}
   elseif ARGV[o + 7] == 'success' then
     window = string.sub(window .. 'o', -size)
     streak = streak + 1
@@ -117,7 +120,7 @@ local function finish(o)
         result[8] = move_strategy(key, rungs, false, level)
       end
     end
-    redis.call('HSET', key, 'level', level, 'window', window, 'streak', streak)
+    fields = {'level', level, 'window', window, 'streak', streak}
   end
 
   if ARGV[o + 10] == '1' then
@@ -130,10 +133,18 @@ local function finish(o)
     redis.call('HSET', key, 'retry_until', fmt(math.max(until_before, block_until)),
       'reason', ARGV[o + 8])
   end
+  -- the domain's record written once: its block state, ready_at and the slot this lease held
+  table.insert(fields, 'inflight')
+  table.insert(fields, tonumber(f[6] or '0') - 1)
   if new_ready > ready then
-    set_ready(domain, new_ready)
+    table.insert(fields, 'ready_at')
+    table.insert(fields, fmt(new_ready))
   end
-  release_slot(domain)
+  redis.call('HSET', key, unpack(fields))
+  if new_ready > ready then
+    raise_ready_scores(domain, new_ready)
+  end
+  unpark(domain)
   return result
 end
 
@@ -145,5 +156,9 @@ for o = 0, #ARGV - 1 - ARGS, ARGS do
   end
   table.insert(replies, reply)
 end
+if #attempts > 0 then
+  redis.call('RPUSH', K.attempts, unpack(attempts))
+end
 write_counters()
+write_counts()
 return replies

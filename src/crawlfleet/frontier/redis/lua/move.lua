@@ -26,6 +26,7 @@ local r = cjson.decode(ARGV[3])
 redis.call('HSET', K.req, fp, ARGV[3])
 enqueue(r.fetcher, r.domain, fp, r.priority, 0)
 redis.call('HINCRBY', domain_key(r.domain), 'queued', 1)
-redis.call('HINCRBY', K.counts, 'queued', 1)
+count('queued', 1)
 release_slot(r.domain)
+write_counts()
 return 1

@@ -64,11 +64,8 @@ for i = 1, #expired, 2 do
     requeued = requeued + 1
   end
 end
+count('queued', requeued)
+count('dead', buried)
 write_counters()
-if requeued > 0 then
-  redis.call('HINCRBY', K.counts, 'queued', requeued)
-end
-if buried > 0 then
-  redis.call('HINCRBY', K.counts, 'dead', buried)
-end
+write_counts()
 return requeued + buried
