@@ -154,6 +154,65 @@ async def test_lease_ends_sent_together_are_one_script_call_and_count_as_if_alon
     assert stats[1][0]["items.stored.product"] == 60
 
 
+async def crawl_state(raw: Redis, crawl: str) -> dict[str, object]:
+    """Every key of ``crawl`` but its epoch, named without the crawl, with what it holds."""
+    prefix = f"{CrawlKeys(crawl).prefix}:"
+    state: dict[str, object] = {}
+    async for key in raw.scan_iter(match=f"{prefix}*"):
+        name = key.removeprefix(prefix)
+        kind = await raw.type(key)
+        if name == "epoch":
+            continue
+        if kind == "hash":
+            state[name] = await raw.hgetall(key)
+        elif kind == "zset":
+            state[name] = await raw.zrange(key, 0, -1, withscores=True)
+        elif kind == "list":
+            state[name] = await raw.lrange(key, 0, -1)
+        elif kind == "set":
+            state[name] = sorted(await raw.smembers(key))
+        else:
+            state[name] = await raw.get(key)
+    return state
+
+
+async def test_lease_ends_in_one_call_leave_the_store_as_one_at_a_time(
+    server: RedisServer, raw: Redis
+) -> None:
+    """Completions, retries and burials of leases of parked domains (two in flight each),
+    ended in one ``finish`` call, leave every key of the crawl as the same ends made one at
+    a time: what the call leaves to its end (deletes, ready scores, unparking, counts, the
+    attempt rows: decision 0034) comes out the same."""
+    narrow = DomainPolicy(delay_s=0.0, max_in_flight=2)
+    states = []
+    for name, together in (("alone", False), ("together", True)):
+        store = await RedisQueueStore.open(server.url, name)
+        await store.add([req(n) for n in range(40)], Budget())
+        leases = sorted(await store.claim(40, NOW, 60, narrow, HTTP), key=lambda x: x.token)
+        assert len(leases) == 14  # seven domains, parked at two each
+        first, *rest = leases
+        assert await store.complete(first, report(first), narrow)  # Redis has the script now
+        ends = []
+        for n, lease in enumerate(rest):
+            if n % 3 == 0:
+                ends.append(store.retry(lease, NOW + n, f"error {n}", report(lease), narrow))
+            elif n % 5 == 0:
+                ends.append(store.bury(lease, f"gone {n}", NOW, report(lease), narrow))
+            else:
+                ends.append(store.complete(lease, report(lease), narrow))
+        calls_before = await evalsha_calls(raw)
+        if together:
+            assert all(await asyncio.gather(*ends))
+            assert await evalsha_calls(raw) - calls_before == 1
+        else:
+            for end in ends:
+                assert await end
+        states.append(await crawl_state(raw, name))
+        await store.close()
+    assert states[0] == states[1]
+    assert states[1]["counts"]["leased"] == "0"
+
+
 async def test_a_lease_end_that_fails_fails_alone_in_its_script_call(
     store: RedisQueueStore, raw: Redis
 ) -> None:

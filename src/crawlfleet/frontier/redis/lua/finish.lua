@@ -1,8 +1,10 @@
 -- End leases (complete, retry or bury) and record their reports, in one step: each request's
 -- new state, the counters, the attempt row, the domain's rest, block window and Retry-After.
--- The leases end in the order given, each as if alone; the counters and counts of all of
--- them are written once at the end, and their attempt rows pushed in one call. Each writes
--- its domain's record once. Returns one reply a lease: {0} when the lease is not current
+-- The leases end in the order given, each as if alone but for what no later lease end of the
+-- call reads, left to the call's end and done there once for all: the counters and counts
+-- written, the attempt rows pushed, the ended leases and completed requests deleted, each
+-- freed domain's ready scores raised and the domain unparked. Each lease end writes its
+-- domain's record once. Returns one reply a lease: {0} when the lease is not current
 -- (nothing changes), else {1} or, when the block level moved, {1, 'escalated' | 'recovered',
 -- level, blocks, judged, cooldown_until, rung, strategy JSON}; rung and strategy are '' when
 -- there are no rungs (the slot is untouched); an error reply when ending it failed.
@@ -44,12 +46,32 @@
 
 check_epoch()
 local ARGS = 20  -- a lease end's arguments
-local attempts = {}  -- the attempt rows of the leases ended, pushed at the end in one call
+-- What the call's lease ends leave to its end, one command a key (or a domain) for all:
+local attempts = {}  -- the attempt rows, pushed in one RPUSH
+local tokens = {}    -- the tokens ended (a token comes once: `ended`), deleted from lease(s)
+local ended = {}
+local done = {}      -- the fingerprints completed, deleted from req, errors and order
+local domains = {}   -- the domains whose slot a lease freed, in order (once: `freed`), unparked
+local freed = {}
+local raised = {}    -- domain -> the latest ready_at a lease end set, its ready scores raised
+
+-- The fingerprint the lease `token` held, its end noted; false when the token is not
+-- current (or ended earlier in this call).
+local function end_lease_later(token)
+  local fp = not ended[token] and redis.call('HGET', K.lease, token)
+  if not fp then
+    return false
+  end
+  ended[token] = true
+  table.insert(tokens, token)
+  count('leased', -1)
+  return fp
+end
 
 -- End the lease whose arguments start at ARGV[o + 2]; its reply.
 local function finish(o)
   local rungs = ladder_rungs(ARGV[o + 21])
-  local fp = end_lease(ARGV[o + 2])
+  local fp = end_lease_later(ARGV[o + 2])
   if not fp then
     return {0}
   end
@@ -58,9 +80,7 @@ local function finish(o)
   local key = domain_key(domain)
   local mode = ARGV[o + 3]
   if mode == 'complete' then
-    redis.call('HDEL', K.req, fp)
-    redis.call('HDEL', K.errors, fp)
-    redis.call('HDEL', K.order, fp)
+    table.insert(done, fp)
     count('done', 1)
   elseif mode == 'retry' then
     redis.call('HSET', K.req, fp, ARGV[o + 6])
@@ -142,9 +162,12 @@ local function finish(o)
   end
   redis.call('HSET', key, unpack(fields))
   if new_ready > ready then
-    raise_ready_scores(domain, new_ready)
+    raised[domain] = new_ready
   end
-  unpark(domain)
+  if not freed[domain] then
+    freed[domain] = true
+    table.insert(domains, domain)
+  end
   return result
 end
 
@@ -155,6 +178,21 @@ for o = 0, #ARGV - 1 - ARGS, ARGS do
     reply = type(reply) == 'table' and reply or {err = tostring(reply)}
   end
   table.insert(replies, reply)
+end
+if #tokens > 0 then
+  redis.call('HDEL', K.lease, unpack(tokens))
+  redis.call('ZREM', K.leases, unpack(tokens))
+end
+if #done > 0 then
+  redis.call('HDEL', K.req, unpack(done))
+  redis.call('HDEL', K.errors, unpack(done))
+  redis.call('HDEL', K.order, unpack(done))
+end
+for _, domain in ipairs(domains) do
+  if raised[domain] then
+    raise_ready_scores(domain, raised[domain])
+  end
+  unpark(domain)
 end
 if #attempts > 0 then
   redis.call('RPUSH', K.attempts, unpack(attempts))
