@@ -381,3 +381,48 @@ def test_two_worker_hosts_share_a_crawl_and_survive_a_cut_link(
         assert min(gaps_s(records, role)) >= DELAY_S * 0.95
     shared = [role for role in polite if {r.client for r in records if r.role == role} == peers]
     assert shared, "no domain was fetched from both worker hosts"
+
+
+HOLDER = """
+import asyncio, sys
+from crawlfleet.pipeline.sinks.postgres import connect_session
+
+async def main():
+    conn = await connect_session(sys.argv[1])
+    await conn.execute("SELECT 1 FROM items WHERE item_key = 'held' FOR UPDATE")
+    print("locked", flush=True)
+    await asyncio.sleep(120)
+
+asyncio.run(main())
+"""
+
+
+def test_a_worker_cut_off_in_a_transaction_leaves_its_rows_to_the_others(fleet: Fleet) -> None:
+    """A worker whose link goes down while its transaction holds rows (the sink locks a
+    batch's rows, then reads the results before its last statements) no longer holds them
+    once the server has found it gone, within seconds (``connect_session``). Before, the
+    server waited for TCP's two hours; the other workers, fetching the cut worker's pages
+    again once its leases expired, waited on those rows, and the crawl stopped (seen once
+    in ``test_two_worker_hosts_share_a_crawl_and_survive_a_cut_link``: 0 pages/s for 60 s)."""
+    services, b = fleet.services, fleet.lab.hosts["worker-b"]
+    migrated = fleet.run(services.host, "db", "migrate")
+    assert migrated.returncode == 0, migrated.stdout + migrated.stderr
+    local = f"host={services.root} port=5432 user=postgres dbname=crawl"
+    with psycopg.connect(local, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO items (crawl_id, item_type, item_key, data, content_hash, fetched_at,"
+            " first_seen, last_seen, last_changed)"
+            " VALUES ('lab', 'product', 'held', '{}', 'h', now(), now(), now(), now())"
+        )
+    argv = b.command(sys.executable, "-c", HOLDER, services.postgres_dsn)
+    holder = subprocess.Popen(argv, stdout=subprocess.PIPE, env=fleet.env)
+    fleet.processes.append(holder)
+    assert holder.stdout is not None
+    with holder.stdout:
+        assert holder.stdout.readline() == b"locked\n"
+    b.link(up=False)
+    cut_at = time.monotonic()
+    with psycopg.connect(local, autocommit=True) as conn:
+        conn.execute("SET lock_timeout = '60s'")
+        conn.execute("SELECT 1 FROM items WHERE item_key = 'held' FOR UPDATE")
+    assert time.monotonic() - cut_at < 30  # 5 s idle, then 3 probes 2 s apart, and a margin

@@ -35,6 +35,16 @@ from crawlfleet.redact import redact
 DEADLOCK_TRIES = 3
 """Times a group commit is run while PostgreSQL aborts it to break a deadlock."""
 
+PEER_TIMEOUTS = (
+    "SELECT set_config('tcp_keepalives_idle', '5', false),"
+    " set_config('tcp_keepalives_interval', '2', false),"
+    " set_config('tcp_keepalives_count', '3', false),"
+    " set_config('tcp_user_timeout', '10000', false)"
+)
+"""The server probes a session's silent peer after 5 s, every 2 s, and closes the session
+after 3 unanswered probes, or once data it sent stays unacknowledged for 10 s (a dead peer
+with a reply in flight: keepalives do not run then): see ``connect_session``."""
+
 INSERT_REJECT = """
 INSERT INTO item_rejects (crawl_id, item_type, item_key, url, reason, data, at)
 VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s)
@@ -43,6 +53,27 @@ VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s)
 
 def timestamp(epoch_s: float) -> dt.datetime:
     return dt.datetime.fromtimestamp(epoch_s, dt.UTC)
+
+
+async def connect_session(dsn: str) -> psycopg.AsyncConnection[tuple[object, ...]]:
+    """A connection to ``dsn`` whose server notices within seconds that this end is gone.
+
+    A worker whose network goes down in the middle of a transaction leaves its backend
+    waiting, holding the rows the transaction locked; by default the server notices a dead
+    peer after two hours of silence, or ~15 minutes of retransmissions. The cut worker's
+    leases come back within seconds, another worker fetches its pages again, and its writes
+    of the same rows wait on those locks: the crawl stops. Probes and acknowledgements come
+    from the peer's kernel, so a worker that is only slow (a long parse on its event loop)
+    keeps its session. Set with ``set_config`` after connecting, not as startup options,
+    which a connection pooler may refuse."""
+    conn = await psycopg.AsyncConnection.connect(dsn, connect_timeout=10)
+    try:
+        await conn.execute(PEER_TIMEOUTS)
+        await conn.commit()
+    except psycopg.Error:
+        await conn.close()
+        raise
+    return conn
 
 
 Work = Callable[[postgres_changes.Cursor], Awaitable[postgres_changes.Finish]] | PageWrite
@@ -85,7 +116,7 @@ class _Connection:
     async def connect(self) -> psycopg.AsyncConnection[tuple[object, ...]]:
         if self._conn is None or self._conn.closed or self._conn.broken:
             try:
-                self._conn = await psycopg.AsyncConnection.connect(self._dsn, connect_timeout=10)
+                self._conn = await connect_session(self._dsn)
             except psycopg.Error as exc:
                 raise self.error(exc) from None
         return self._conn
