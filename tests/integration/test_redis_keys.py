@@ -122,11 +122,12 @@ def test_every_script_that_writes_checks_the_epoch_first() -> None:
 
 def test_every_script_that_counts_writes_its_counts() -> None:
     """Counts (``count``, by ``end_lease`` and ``set_seen`` too) and counters
-    (``add_counters``) are summed in the call: a script that makes them writes them before it
-    ends, or they are lost."""
+    (``add_counters``) are summed in the call, and ended leases deleted at its end: a script
+    that makes them writes them before it ends, or they are lost."""
     writers = {
         "write_counts": ("count", "end_lease", "set_seen"),
         "write_counters": ("add_counters",),
+        "delete_ended": ("end_lease",),
     }
     for name in set(read_sources()):
         body = "\n".join(

@@ -164,7 +164,7 @@ class Scripts:
     async def _send_together(self, batch: list[_Call]) -> None:
         sent: list[list[_Call]] = []  # the calls of each script call on the wire
         for call in batch:
-            if call.grouped and sent and sent[-1][0].joins(call):
+            if sent and sent[-1][0].joins(call):
                 sent[-1].append(call)
             else:
                 sent.append([call])

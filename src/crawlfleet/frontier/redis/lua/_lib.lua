@@ -116,16 +116,32 @@ local function write_counts()
   count_changes = {}
 end
 
--- Forget a lease; the fingerprint it held, or false when the token is not current.
+-- Leases ended in this call: their tokens, deleted from K.lease and K.leases by
+-- delete_ended, which each script that ends leases calls before it ends (one command a key
+-- for all of them).
+local ended_tokens = {}
+local ended = {}
+
+-- End a lease; the fingerprint it held, or false when the token is not current (or was
+-- ended earlier in this call).
 local function end_lease(token)
-  local fp = redis.call('HGET', K.lease, token)
+  local fp = not ended[token] and redis.call('HGET', K.lease, token)
   if not fp then
     return false
   end
-  redis.call('HDEL', K.lease, token)
-  redis.call('ZREM', K.leases, token)
+  ended[token] = true
+  table.insert(ended_tokens, token)
   count('leased', -1)
   return fp
+end
+
+local function delete_ended()
+  if #ended_tokens > 0 then
+    redis.call('HDEL', K.lease, unpack(ended_tokens))
+    redis.call('ZREM', K.leases, unpack(ended_tokens))
+  end
+  ended_tokens = {}
+  ended = {}
 end
 
 -- Take the domain out of every ready index until a lease ends (it is at its in-flight cap).

@@ -46,32 +46,18 @@
 
 check_epoch()
 local ARGS = 20  -- a lease end's arguments
--- What the call's lease ends leave to its end, one command a key (or a domain) for all:
+-- What the call's lease ends leave to its end, one command a key (or a domain) for all (the
+-- ended leases: _lib.lua's end_lease and delete_ended):
 local attempts = {}  -- the attempt rows, pushed in one RPUSH
-local tokens = {}    -- the tokens ended (a token comes once: `ended`), deleted from lease(s)
-local ended = {}
 local done = {}      -- the fingerprints completed, deleted from req, errors and order
 local domains = {}   -- the domains whose slot a lease freed, in order (once: `freed`), unparked
 local freed = {}
 local raised = {}    -- domain -> the latest ready_at a lease end set, its ready scores raised
 
--- The fingerprint the lease `token` held, its end noted; false when the token is not
--- current (or ended earlier in this call).
-local function end_lease_later(token)
-  local fp = not ended[token] and redis.call('HGET', K.lease, token)
-  if not fp then
-    return false
-  end
-  ended[token] = true
-  table.insert(tokens, token)
-  count('leased', -1)
-  return fp
-end
-
 -- End the lease whose arguments start at ARGV[o + 2]; its reply.
 local function finish(o)
   local rungs = ladder_rungs(ARGV[o + 21])
-  local fp = end_lease_later(ARGV[o + 2])
+  local fp = end_lease(ARGV[o + 2])
   if not fp then
     return {0}
   end
@@ -179,10 +165,7 @@ for o = 0, #ARGV - 1 - ARGS, ARGS do
   end
   table.insert(replies, reply)
 end
-if #tokens > 0 then
-  redis.call('HDEL', K.lease, unpack(tokens))
-  redis.call('ZREM', K.leases, unpack(tokens))
-end
+delete_ended()
 if #done > 0 then
   redis.call('HDEL', K.req, unpack(done))
   redis.call('HDEL', K.errors, unpack(done))

@@ -29,4 +29,5 @@ redis.call('HINCRBY', domain_key(r.domain), 'queued', 1)
 count('queued', 1)
 release_slot(r.domain)
 write_counts()
+delete_ended()
 return 1

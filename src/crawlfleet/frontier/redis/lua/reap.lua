@@ -68,4 +68,5 @@ count('queued', requeued)
 count('dead', buried)
 write_counters()
 write_counts()
+delete_ended()
 return requeued + buried
