@@ -1,0 +1,175 @@
+"""What a parse process would take off the embedded crawl's process, and what it would add.
+
+The embedded crawl is one interpreter at ~100 % of a core (issue 11); the idea weighed here is
+a second process that parses, fed by the crawl's process over a pipe (decision 0036). Three
+figures a page, on the bench site's pages held in memory, with bench/bench_parsers.py:
+
+- **inline**: the crawl process's CPU to parse the page itself (``ParseBudget``'s parse:
+  nesting pre-check, the plugin, its links), as the crawl does today;
+- **hand-off, crawl side**: the crawl process's CPU to send the page to a forked parse process
+  (its URL, status, headers and body, ``marshal``led, length-prefixed, 16 pages in flight)
+  and to rebuild the ``Link``s and ``Item``s from the URLs and item tuples it sends back
+  (one write a page each way);
+- **hand-off, parse side**: the parse process's CPU for the same pages (its ``rusage``).
+
+No network: a lower bound of the hand-off (an event loop's reads and wake-ups come on top).
+
+    .venv/bin/python bench/parse_offload.py [--sample 4000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import marshal
+import os
+import statistics
+import struct
+import sys
+import time
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from machine import describe_machine
+from parse_bench import BENCH, WORK, bench_registry, sample_pages
+from results import write_section
+
+from crawlfleet.models import FetchResult, Item, found_link
+from crawlfleet.parsing.budget import ParseBudget, ParseLimits
+from crawlfleet.parsing.registry import ParserRegistry
+from crawlfleet.settings import Settings
+
+HEADERS = {"content-type": "text/html; charset=utf-8", "server": "nginx", "etag": '"5f2a-1c"'}
+IN_FLIGHT = 16
+_LENGTH = struct.Struct("<I")
+
+Page = tuple[str, bytes]
+
+
+def read_frame(stream: BinaryIO) -> Any:
+    head = stream.read(_LENGTH.size)
+    if not head:
+        return None
+    return marshal.loads(stream.read(_LENGTH.unpack(head)[0]))
+
+
+def write_frame(stream: BinaryIO, value: Any) -> None:
+    data = marshal.dumps(value)
+    stream.write(_LENGTH.pack(len(data)) + data)
+
+
+def parse_inline(budget: ParseBudget, registry: ParserRegistry, url: str, body: bytes) -> Any:
+    result = FetchResult(url, url, 200, HEADERS, body, 0.0)
+    return budget._parse(registry.select(url)[1], result)
+
+
+def serve(
+    budget: ParseBudget, registry: ParserRegistry, requests: BinaryIO, replies: BinaryIO
+) -> None:
+    """The parse process: a page in, its link URLs and item tuples out, until EOF."""
+    while (page := read_frame(requests)) is not None:
+        url, status, headers, body = page
+        parsed = budget._parse(
+            registry.select(url)[1], FetchResult(url, url, status, headers, body, 0.0)
+        )
+        links = [link.url for link in parsed.links]
+        items = [(item.type, item.data, item.key, item.url) for item in parsed.items]
+        write_frame(replies, (links, items))
+
+
+def hand_off(
+    budget: ParseBudget, registry: ParserRegistry, pages: list[Page]
+) -> tuple[float, float]:
+    """(crawl side, parse side) CPU seconds to parse ``pages`` in a forked process."""
+    requests_in, requests_out = os.pipe()
+    replies_in, replies_out = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(requests_out)
+        os.close(replies_in)
+        requests = os.fdopen(requests_in, "rb", buffering=1 << 20)
+        with requests, os.fdopen(replies_out, "wb", buffering=0) as replies:
+            serve(budget, registry, requests, replies)
+        os._exit(0)
+    os.close(requests_in)
+    os.close(replies_out)
+    started = time.thread_time()
+    with (
+        os.fdopen(requests_out, "wb", buffering=0) as requests,
+        os.fdopen(replies_in, "rb") as replies,
+    ):
+        sent = received = 0
+        while received < len(pages):
+            while sent < len(pages) and sent - received < IN_FLIGHT:
+                url, body = pages[sent]
+                write_frame(requests, (url, 200, HEADERS, body))
+                sent += 1
+            urls, items = read_frame(replies)
+            [found_link(url) for url in urls]
+            [Item(type=t, data=d, key=k, url=u) for t, d, k, u in items]
+            received += 1
+    crawl_side_s = time.thread_time() - started
+    _, _, usage = os.wait4(pid, 0)
+    return crawl_side_s, usage.ru_utime + usage.ru_stime
+
+
+def measure(pages: list[Page], parsers: Path, repeat: int) -> dict[str, float]:
+    registry = bench_registry(parsers)
+    budget = ParseBudget(ParseLimits.from_settings(Settings()))
+    inline, crawl_side, parse_side = [], [], []
+    for _ in range(repeat):
+        started = time.thread_time()
+        for url, body in pages:
+            parse_inline(budget, registry, url, body)
+        inline.append(time.thread_time() - started)
+        ours, theirs = hand_off(budget, registry, pages)
+        crawl_side.append(ours)
+        parse_side.append(theirs)
+    per_page = 1e6 / len(pages)
+    return {
+        "inline": statistics.median(inline) * per_page,
+        "crawl side": statistics.median(crawl_side) * per_page,
+        "parse side": statistics.median(parse_side) * per_page,
+    }
+
+
+def report(figures: dict[str, float], pages: int, repeat: int) -> str:
+    saved = figures["inline"] - figures["crawl side"]
+    added = figures["crawl side"] + figures["parse side"] - figures["inline"]
+    return "\n".join(
+        [
+            f"{pages} pages of the bench site, median of {repeat} passes, CPU µs a page:",
+            "",
+            "| inline parse | hand-off: crawl side | hand-off: parse side |"
+            " crawl process saves | both processes add |",
+            "| --- | --- | --- | --- | --- |",
+            f"| {figures['inline']:.0f} | {figures['crawl side']:.0f} | "
+            f"{figures['parse side']:.0f} | {saved:.0f} | {added:.0f} |",
+        ]
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--site", type=Path, default=WORK / "site")
+    parser.add_argument("--sample", type=int, default=4000, help="pages; 0 for all")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--parsers", type=Path, default=BENCH / "bench_parsers.py")
+    parser.add_argument("--results", type=Path, default=BENCH / "RESULTS.md")
+    parser.add_argument("--no-results", action="store_true", help="print only")
+    args = parser.parse_args()
+    if not (args.site / "manifest.json").exists():
+        sys.exit(f"no site at {args.site}: run bench/gen_site.py (or bench/crawl_bench.py) first")
+    pages = [(url, Path(file).read_bytes()) for url, file in sample_pages(args.site, args.sample)]
+    text = report(measure(pages, args.parsers, args.repeat), len(pages), args.repeat)
+    print(text)
+    if not args.no_results:
+        body = (
+            "## Parse hand-off: what a parse process would take off the crawl's process\n\n"
+            f"{describe_machine()}\n\n{text}\n\n"
+            "Rerun: `.venv/bin/python bench/parse_offload.py` (decision 0036)"
+        )
+        write_section(args.results, "parse-offload", body)
+
+
+if __name__ == "__main__":
+    main()
