@@ -121,8 +121,9 @@ def report(scrapy: dict[str, Any], crawlfleet: dict[str, Any]) -> str:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def page_arguments(description: str) -> argparse.Namespace:
+    """The options of a benchmark over the generated site's pages; exits if there is none."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--site", type=Path, default=WORK / "site")
     parser.add_argument("--sample", type=int, default=4000, help="pages; 0 for all")
     parser.add_argument("--repeat", type=int, default=3)
@@ -132,6 +133,11 @@ def main() -> None:
     args = parser.parse_args()
     if not (args.site / "manifest.json").exists():
         sys.exit(f"no site at {args.site}: run bench/gen_site.py (or bench/crawl_bench.py) first")
+    return args
+
+
+def main() -> None:
+    args = page_arguments(__doc__.split("\n")[0])
     listing = sample_pages(args.site, args.sample)
     scrapy = run_scrapy(listing, args.repeat)
     crawlfleet = run_crawlfleet(listing, args.parsers, args.repeat)

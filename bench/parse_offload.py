@@ -19,18 +19,16 @@ No network: a lower bound of the hand-off (an event loop's reads and wake-ups co
 
 from __future__ import annotations
 
-import argparse
 import marshal
 import os
 import statistics
 import struct
-import sys
 import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from machine import describe_machine
-from parse_bench import BENCH, WORK, bench_registry, sample_pages
+from parse_bench import bench_registry, page_arguments, sample_pages
 from results import write_section
 
 from crawlfleet.models import FetchResult, Item, found_link
@@ -149,16 +147,7 @@ def report(figures: dict[str, float], pages: int, repeat: int) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--site", type=Path, default=WORK / "site")
-    parser.add_argument("--sample", type=int, default=4000, help="pages; 0 for all")
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--parsers", type=Path, default=BENCH / "bench_parsers.py")
-    parser.add_argument("--results", type=Path, default=BENCH / "RESULTS.md")
-    parser.add_argument("--no-results", action="store_true", help="print only")
-    args = parser.parse_args()
-    if not (args.site / "manifest.json").exists():
-        sys.exit(f"no site at {args.site}: run bench/gen_site.py (or bench/crawl_bench.py) first")
+    args = page_arguments(__doc__.split("\n")[0])
     pages = [(url, Path(file).read_bytes()) for url, file in sample_pages(args.site, args.sample)]
     text = report(measure(pages, args.parsers, args.repeat), len(pages), args.repeat)
     print(text)
