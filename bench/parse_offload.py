@@ -4,10 +4,10 @@ The embedded crawl is one interpreter at ~100 % of a core (issue 11); the idea w
 a second process that parses, fed by the crawl's process over a pipe (decision 0036). Three
 figures a page, on the bench site's pages held in memory, with bench/bench_parsers.py:
 
-- **inline**: the crawl process's CPU to parse the page itself (``ParseBudget``'s parse:
-  nesting pre-check, the plugin, its links), as the crawl does today;
+- **inline**: the crawl process's CPU to parse the page itself (``ParseBudget.parse``: the
+  nesting pre-check, the plugin and its links under the deadline), as the crawl step does;
 - **hand-off, crawl side**: the crawl process's CPU to send the page to a forked parse process
-  (its URL, status, headers and body, ``marshal``led, length-prefixed, 16 pages in flight)
+  (its URL, headers and body, ``marshal``led, length-prefixed, 16 pages in flight)
   and to rebuild the ``Link``s and ``Item``s from the URLs and item tuples it sends back
   (one write a page each way);
 - **hand-off, parse side**: the parse process's CPU for the same pages (its ``rusage``).
@@ -19,6 +19,7 @@ No network: a lower bound of the hand-off (an event loop's reads and wake-ups co
 
 from __future__ import annotations
 
+import asyncio
 import marshal
 import os
 import statistics
@@ -31,7 +32,7 @@ from machine import describe_machine
 from parse_bench import bench_registry, page_arguments, sample_pages
 from results import write_section
 
-from crawlfleet.models import FetchResult, Item, found_link
+from crawlfleet.models import FetchResult, Item, ParseResult, found_link
 from crawlfleet.parsing.budget import ParseBudget, ParseLimits
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.settings import Settings
@@ -55,20 +56,26 @@ def write_frame(stream: BinaryIO, value: Any) -> None:
     stream.write(_LENGTH.pack(len(data)) + data)
 
 
-def parse_inline(budget: ParseBudget, registry: ParserRegistry, url: str, body: bytes) -> Any:
-    result = FetchResult(url, url, 200, HEADERS, body, 0.0)
-    return budget._parse(registry.select(url)[1], result)
+async def parse(
+    budget: ParseBudget, registry: ParserRegistry, url: str, headers: dict[str, str], body: bytes
+) -> ParseResult:
+    """The page parsed as the crawl step parses it: its parser, under the budget."""
+    result = FetchResult(url, url, 200, headers, body, 0.0)
+    return await budget.parse(registry.select(url)[1], result)
 
 
-def serve(
+async def parse_inline(budget: ParseBudget, registry: ParserRegistry, pages: list[Page]) -> None:
+    for url, body in pages:
+        await parse(budget, registry, url, HEADERS, body)
+
+
+async def serve(
     budget: ParseBudget, registry: ParserRegistry, requests: BinaryIO, replies: BinaryIO
 ) -> None:
     """The parse process: a page in, its link URLs and item tuples out, until EOF."""
     while (page := read_frame(requests)) is not None:
-        url, status, headers, body = page
-        parsed = budget._parse(
-            registry.select(url)[1], FetchResult(url, url, status, headers, body, 0.0)
-        )
+        url, headers, body = page
+        parsed = await parse(budget, registry, url, headers, body)
         links = [link.url for link in parsed.links]
         items = [(item.type, item.data, item.key, item.url) for item in parsed.items]
         write_frame(replies, (links, items))
@@ -86,7 +93,7 @@ def hand_off(
         os.close(replies_in)
         requests = os.fdopen(requests_in, "rb", buffering=1 << 20)
         with requests, os.fdopen(replies_out, "wb", buffering=0) as replies:
-            serve(budget, registry, requests, replies)
+            asyncio.run(serve(budget, registry, requests, replies))
         os._exit(0)
     os.close(requests_in)
     os.close(replies_out)
@@ -99,7 +106,7 @@ def hand_off(
         while received < len(pages):
             while sent < len(pages) and sent - received < IN_FLIGHT:
                 url, body = pages[sent]
-                write_frame(requests, (url, 200, HEADERS, body))
+                write_frame(requests, (url, HEADERS, body))
                 sent += 1
             urls, items = read_frame(replies)
             [found_link(url) for url in urls]
@@ -116,8 +123,7 @@ def measure(pages: list[Page], parsers: Path, repeat: int) -> dict[str, float]:
     inline, crawl_side, parse_side = [], [], []
     for _ in range(repeat):
         started = time.thread_time()
-        for url, body in pages:
-            parse_inline(budget, registry, url, body)
+        asyncio.run(parse_inline(budget, registry, pages))
         inline.append(time.thread_time() - started)
         ours, theirs = hand_off(budget, registry, pages)
         crawl_side.append(ours)
