@@ -88,13 +88,17 @@ def hand_off(
     requests_in, requests_out = os.pipe()
     replies_in, replies_out = os.pipe()
     pid = os.fork()
-    if pid == 0:
-        os.close(requests_out)
-        os.close(replies_in)
-        requests = os.fdopen(requests_in, "rb", buffering=1 << 20)
-        with requests, os.fdopen(replies_out, "wb", buffering=0) as replies:
-            asyncio.run(serve(budget, registry, requests, replies))
-        os._exit(0)
+    if pid == 0:  # the child never returns into its parent's code, whatever happens
+        status = 1
+        try:
+            os.close(requests_out)
+            os.close(replies_in)
+            requests = os.fdopen(requests_in, "rb", buffering=1 << 20)
+            with requests, os.fdopen(replies_out, "wb", buffering=0) as replies:
+                asyncio.run(serve(budget, registry, requests, replies))
+            status = 0
+        finally:
+            os._exit(status)
     os.close(requests_in)
     os.close(replies_out)
     started = time.thread_time()
@@ -108,7 +112,11 @@ def hand_off(
                 url, body = pages[sent]
                 write_frame(requests, (url, HEADERS, body))
                 sent += 1
-            urls, items = read_frame(replies)
+            reply = read_frame(replies)
+            if reply is None:
+                raise SystemExit("the parse process ended early: see its traceback above")
+            urls, items = reply
+            # Built as the crawl step would get them, and dropped: only their cost counts.
             [found_link(url) for url in urls]
             [Item(type=t, data=d, key=k, url=u) for t, d, k, u in items]
             received += 1
