@@ -105,6 +105,27 @@ async def test_a_page_of_one_item_records_its_change(
     assert got[1].diff == {"price": {"old": "£1", "new": "£2"}}
 
 
+async def test_a_diff_names_each_top_level_field_that_differs(
+    feed: Feed, request: pytest.FixtureRequest
+) -> None:
+    """A field added or removed is ``null`` on its missing side; an explicit ``null`` equals a
+    missing field; numbers compare by value; nested values compare whole; volatile fields are
+    left out (the PostgreSQL sink computes the diff in SQL: decision 0037)."""
+    clock: FakeClock = request.node.clock
+    old = {"tags": ["a"], "stock": 1, "removed": "x", "note": None, "scraped_at": "t1"}
+    await feed.sink.write([product("1", "£1", 1000.0, **old)])
+    clock.advance(10)
+    new = {"tags": ["a", "b"], "stock": 1.0, "added": {"n": 2}, "scraped_at": "t2"}
+    await feed.sink.write([product("1", "£1", 1010.0, **new)])
+    got = await feed.changes()
+    assert [c.change for c in got] == [NEW, CHANGED]
+    assert got[1].diff == {
+        "added": {"old": None, "new": {"n": 2}},
+        "removed": {"old": "x", "new": None},
+        "tags": {"old": ["a"], "new": ["a", "b"]},
+    }
+
+
 async def test_an_older_fetch_records_no_change(feed: Feed, request: pytest.FixtureRequest) -> None:
     clock: FakeClock = request.node.clock
     await feed.sink.write([product("1", "£1", 1000.0)])

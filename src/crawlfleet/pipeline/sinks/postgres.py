@@ -3,7 +3,7 @@
 The sink follows the rules of the SQLite sink (see ``crawlfleet.pipeline.sinks.sqlite``): a
 row is identified by (crawl_id, item_type, item_key); a batch is reduced by
 ``stored.batch_rows`` (NUL removed, one row per key); ``INSERT … ON CONFLICT … DO UPDATE
-… WHERE`` (``postgres_writes.UPSERT_ROWS``) touches an existing row only with a version at
+… WHERE`` (in ``postgres_functions``) touches an existing row only with a version at
 least as new (``fetched_at``, then the content hash in byte order); ``last_seen`` and
 ``fetched_at`` move, and ``data``, ``content_hash`` and ``last_changed`` change only when the
 content hash changed. Times are stored to the microsecond. ``PostgresRejects`` keeps invalid
@@ -66,19 +66,18 @@ async def connect_session(dsn: str) -> psycopg.AsyncConnection[tuple[object, ...
     from the peer's kernel, so a worker that is only slow (a long parse on its event loop)
     keeps its session. Set with ``set_config`` after connecting, not as startup options,
     which a connection pooler may refuse."""
-    conn = await psycopg.AsyncConnection.connect(dsn, connect_timeout=10)
+    conn = await psycopg.AsyncConnection.connect(dsn, connect_timeout=10, autocommit=True)
     try:
         await conn.execute(PEER_TIMEOUTS)
-        await conn.commit()
     except psycopg.Error:
         await conn.close()
         raise
     return conn
 
 
-Work = Callable[[postgres_changes.Cursor], Awaitable[postgres_changes.Finish]] | PageWrite
+Work = Callable[[postgres_changes.Cursor], Awaitable[None]] | PageWrite
 """What one call does inside a transaction: a ``PageWrite``, or statements it sends with a
-cursor, returning what reads their results (``postgres_changes.Finish``)."""
+cursor (no results are read: the transaction waits for the server once, at its end)."""
 
 
 @dataclass(slots=True)
@@ -100,11 +99,12 @@ class _Connection:
     second instead of one per page. A group that fails is tried again call by call, so one
     call's bad rows fail only that call (each call's work must be safe to run again).
 
-    A transaction runs in pipeline mode: every call of the group sends its statements, then
-    each reads its results, in order: the server runs the statements in the order sent, so a
-    call reads what the calls before it in the group wrote, and the group waits for the
-    server about twice, not a few times per call. Consecutive ``PageWrite`` calls are sent
-    together, a few statements for all of them (``postgres_writes``, decision 0023).
+    Consecutive ``PageWrite`` calls are sent together, one statement for all of them
+    (``postgres_writes``, decisions 0023 and 0037). A group that is that one statement runs
+    alone, its own transaction (the connection is in autocommit); any other group runs in a
+    transaction in pipeline mode: every call sends its statements and none reads results, so
+    the group waits for the server once, and the server runs the statements in the order
+    sent, so a call reads what the calls before it wrote.
     """
 
     def __init__(self, dsn: str) -> None:
@@ -138,9 +138,8 @@ class _Connection:
     async def run_many(self, statement: str, rows: Sequence[tuple[object, ...]]) -> None:
         """Runs ``statement`` once per row, in one transaction (perhaps with other calls')."""
 
-        async def work(cur: postgres_changes.Cursor) -> postgres_changes.Finish:
+        async def work(cur: postgres_changes.Cursor) -> None:
             await cur.executemany(statement, rows)
-            return postgres_changes.nothing_to_read
 
         await self.run(work)
 
@@ -176,19 +175,19 @@ class _Connection:
     async def _once(self, group: list[_Pending]) -> None:
         conn = await self.connect()
         try:
+            if (batch := _one_batch(group)) is not None:
+                await postgres_writes.send_one(conn, batch)
+                return
             async with conn.pipeline(), conn.transaction(), conn.cursor() as cur:
-                finishes: list[postgres_changes.Finish] = []
                 writes: list[PageWrite] = []
                 for pending in group:
                     if isinstance(pending.work, PageWrite):
                         writes.append(pending.work)
                         continue
-                    finishes += await postgres_writes.send(cur, writes)
+                    await postgres_writes.send(cur, writes)
                     writes = []
-                    finishes.append(await pending.work(cur))
-                finishes += await postgres_writes.send(cur, writes)
-                for finish in finishes:
-                    await finish()
+                    await pending.work(cur)
+                await postgres_writes.send(cur, writes)
         except psycopg.errors.DeadlockDetected:
             raise  # rolled back: the connection is usable, and the group is tried again
         except psycopg.Error as exc:
@@ -201,6 +200,15 @@ class _Connection:
 
     def error(self, exc: psycopg.Error) -> StateError:
         return StateError(redact(f"PostgreSQL at {self._dsn}: {exc}".strip(), self._dsn))
+
+
+def _one_batch(group: list[_Pending]) -> list[PageWrite] | None:
+    """The group's writes when they are all ``PageWrite`` calls of one batch."""
+    writes = [pending.work for pending in group if isinstance(pending.work, PageWrite)]
+    if len(writes) < len(group):
+        return None
+    cut = postgres_writes.batches(writes)
+    return cut[0] if len(cut) == 1 else None
 
 
 class PostgresSink:

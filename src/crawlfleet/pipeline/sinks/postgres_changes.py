@@ -6,7 +6,7 @@ the items: ``postgres_writes``), and the reader behind ``crawlfleet changes --po
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -15,13 +15,6 @@ from crawlfleet.errors import StateError
 from crawlfleet.pipeline.changes import Change
 from crawlfleet.redact import redact
 
-INSERT_CHANGE = (
-    "INSERT INTO item_changes (crawl_id, at, item_type, item_key, change, diff)"
-    " VALUES (%s, %s, %s, %s, %s, %s)"
-)
-YIELDED_ELSEWHERE = (
-    "SELECT 1 FROM page_items WHERE crawl_id = %s AND item_type = %s AND item_key = %s LIMIT 1"
-)
 TOUCH_PAGE = (
     "UPDATE items i SET last_seen = %s FROM page_items p WHERE p.crawl_id = %s AND p.page = %s"
     " AND i.crawl_id = p.crawl_id AND i.item_type = p.item_type AND i.item_key = p.item_key"
@@ -32,17 +25,10 @@ READ = (
 )
 
 Cursor = psycopg.AsyncCursor[tuple[Any, ...]]
-Finish = Callable[[], Awaitable[None]]
-"""Reads the results of statements sent before, and sends what they imply."""
 
 
-async def nothing_to_read() -> None:
-    """The ``Finish`` of statements whose results nobody reads."""
-
-
-async def page_unchanged(cur: Cursor, crawl_id: str, page: str, now: dt.datetime) -> Finish:
+async def page_unchanged(cur: Cursor, crawl_id: str, page: str, now: dt.datetime) -> None:
     await cur.execute(TOUCH_PAGE, (now, crawl_id, page))
-    return nothing_to_read
 
 
 def postgres_changes(

@@ -22,6 +22,7 @@ from __future__ import annotations
 import psycopg
 
 from crawlfleet.errors import StateError
+from crawlfleet.pipeline.sinks.postgres_functions import WRITE_PAGES
 from crawlfleet.redact import redact
 
 MIGRATIONS: tuple[str, ...] = (
@@ -122,11 +123,13 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX page_items_item ON page_items (crawl_id, item_type, item_key);
     """,
     # 6: the index of an item's pages leads with the item, so a lookup of a crawl's pages
-    # cannot take it for a lookup by crawl alone (postgres_writes.SET_PAGES).
+    # cannot take it for a lookup by crawl alone (what each page yields: postgres_functions).
     """
     DROP INDEX page_items_item;
     CREATE INDEX page_items_item ON page_items (item_type, item_key, crawl_id);
     """,
+    # 7: a batch of pages written by one call (postgres_writes, decision 0037).
+    WRITE_PAGES,
 )
 
 _LOCK_ID = 0x63726177  # "craw": serializes concurrent migrate() calls
