@@ -14,6 +14,9 @@ Tables:
   what each page yielded at its last parse.
 - ``schema_migrations``: which migrations ran.
 
+Functions: ``crawlfleet_write_pages`` (the sink's write of a batch of pages) and
+``crawlfleet_diff`` (a changed item's diff), both in ``postgres_functions``.
+
 ``migrate`` is idempotent and safe to run from several processes at once (an advisory lock).
 """
 
