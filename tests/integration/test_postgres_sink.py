@@ -275,6 +275,33 @@ async def test_writes_that_wait_for_the_connection_are_committed_together(
     assert row == (20, 2)  # the first write alone, then the 19 that queued behind it
 
 
+async def test_a_group_with_other_work_than_page_writes_is_one_transaction(
+    postgres_dsn: str,
+) -> None:
+    """A group that is one batch of page writes is one statement (decision 0037); one with
+    other work too (a page seen again unchanged) runs in a transaction on the same
+    autocommit connection, all of it committed together."""
+    migrate(postgres_dsn)
+    clock = FakeClock(1000.0)
+    sink = await PostgresSink.open(postgres_dsn, crawl_id="g", clock=clock)
+
+    async def page(n: int) -> None:
+        items = [Item("page", {"n": n}, key=str(n))]
+        await sink.write_page(items, f"http://a/{n}", [("page", str(n))])
+
+    await page(0)
+    clock.advance(10)
+    await asyncio.gather(page(1), sink.page_unchanged("http://a/0"), *map(page, range(2, 6)))
+    await sink.close()
+    with psycopg.connect(postgres_dsn) as conn:
+        got = conn.execute(
+            "SELECT item_key, xmin::text, extract(epoch from last_seen) FROM items ORDER BY 1"
+        ).fetchall()
+    second = {xmin for key, xmin, _ in got if key in "02345"}
+    assert len(second) == 1  # page 1 alone first, then the others with the unchanged page
+    assert [(key, seen) for key, _, seen in got] == [(str(n), 1010) for n in range(6)]
+
+
 async def test_a_write_chosen_as_a_deadlock_victim_is_tried_again(postgres_dsn: str) -> None:
     """Another transaction holds key b (inserted, not committed) and then waits for key c,
     which the sink's write has locked while it waits for b: PostgreSQL aborts one of the two
