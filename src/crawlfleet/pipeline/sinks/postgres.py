@@ -175,8 +175,9 @@ class _Connection:
     async def _once(self, group: list[_Pending]) -> None:
         conn = await self.connect()
         try:
-            if (batch := _one_batch(group)) is not None:
-                await postgres_writes.send_one(conn, batch)
+            if (batch := _one_batch(group)) is not None:  # its own transaction: autocommit
+                async with conn.cursor() as cur:
+                    await postgres_writes.send_batch(cur, batch)
                 return
             async with conn.pipeline(), conn.transaction(), conn.cursor() as cur:
                 writes: list[PageWrite] = []

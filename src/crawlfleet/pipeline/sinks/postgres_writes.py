@@ -6,7 +6,7 @@ item and no page comes twice; a batch is one call of the server-side function
 ``crawlfleet_write_pages`` (``postgres_functions``: the locks, the upsert, what each page
 yields and the change feed, in the order decision 0023 set), whatever its size, and the
 client reads nothing back (decision 0037). A group that is one batch is sent alone, its own
-transaction in autocommit (``send_one``): no ``BEGIN``, no ``COMMIT``, no pipeline.
+transaction in autocommit (``send_batch``): no ``BEGIN``, no ``COMMIT``, no pipeline.
 
 The arrays go in binary (``%(name)b``): psycopg quotes each element of a text array in
 Python, ~20 µs a page more of the worker's CPU (``bench/postgres_sink.py``). The rows go in
@@ -21,8 +21,6 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import psycopg
 
 from crawlfleet.pipeline.hashing import VOLATILE_FIELDS
 from crawlfleet.pipeline.sinks.postgres_changes import Cursor
@@ -78,14 +76,12 @@ def batches(writes: Sequence[PageWrite]) -> list[list[PageWrite]]:
 async def send(cur: Cursor, writes: Sequence[PageWrite]) -> None:
     """Send the statements of ``writes``: one a batch, with no result to read."""
     for batch in batches(writes):
-        await cur.execute(WRITE_BATCH, batch_arguments(batch))
+        await send_batch(cur, batch)
 
 
-async def send_one(
-    conn: psycopg.AsyncConnection[tuple[object, ...]], batch: Sequence[PageWrite]
-) -> None:
-    """Write ``batch`` in one statement, its own transaction on a connection in autocommit."""
-    await conn.execute(WRITE_BATCH, batch_arguments(batch))
+async def send_batch(cur: Cursor, batch: Sequence[PageWrite]) -> None:
+    """Send the one statement of ``batch`` (one of ``batches``)."""
+    await cur.execute(WRITE_BATCH, batch_arguments(batch))
 
 
 def batch_arguments(batch: Sequence[PageWrite]) -> dict[str, object]:
