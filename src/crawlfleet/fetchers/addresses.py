@@ -1,9 +1,9 @@
 """Refusing private addresses: the predicate, a guarding DNS resolver and the literal-IP check.
 
-The guard must see the address a socket actually connects to, so it sits in the resolver the
-connection pool uses (a DNS answer that changes between a check and the connect cannot slip
-past it). aiohttp does not call the resolver for literal IP hosts, so those are checked by
-``check_literal_host`` before every hop.
+The guard must see the address a socket actually connects to, so it sits where the addresses
+are resolved: in ``fetchers.wire`` for direct connections, and in the resolver of aiohttp's
+pool for the proxied ones (a DNS answer that changes between a check and the connect cannot
+slip past it). Literal IP hosts are checked by ``check_literal_host`` before every hop.
 """
 
 from __future__ import annotations

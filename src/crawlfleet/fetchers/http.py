@@ -1,7 +1,9 @@
-"""The HTTP fetcher: one pooled aiohttp session, with our own redirects, limits and address guard.
+"""The HTTP fetcher: pooled connections, with our own redirects, limits and address guard.
 
-Why aiohttp: docs/decisions/0002-http-client.md. aiohttp's own exceptions never leave this
-module; every failure becomes a ``FetchError`` (or subclass) whose message names the URL.
+Direct requests go on ``fetchers.wire``'s keep-alive connections (HTTP/1.1 parsed by
+httptools: decision 0038); requests through a proxy go through one pooled aiohttp session
+(decision 0002). aiohttp's own exceptions never leave this module; every failure becomes a
+``FetchError`` (or subclass) whose message names the URL.
 """
 
 from __future__ import annotations
@@ -27,11 +29,13 @@ from crawlfleet.fetchers.decoding import decode_body
 from crawlfleet.fetchers.headers import default_headers
 from crawlfleet.fetchers.hops import Hop
 from crawlfleet.fetchers.protocols import Via
+from crawlfleet.fetchers.wire import Wire, request_head
 from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.settings import Settings
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _HTTP_SCHEMES = frozenset({"http", "https"})
+_IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"})
 
 
 class HttpFetcher:
@@ -65,6 +69,12 @@ class HttpFetcher:
         )
         self._headers = default_headers(settings.user_agent)
         self._session: aiohttp.ClientSession | None = None
+        self._wire = Wire(
+            connect_timeout_s=settings.connect_timeout_s,
+            read_timeout_s=settings.read_timeout_s,
+            forbidden=self._forbidden,
+            max_idle_per_origin=settings.concurrency,
+        )
 
     def _open_session(self) -> aiohttp.ClientSession:
         settings = self._settings
@@ -98,7 +108,6 @@ class HttpFetcher:
         otherwise fail with ``TooLarge`` (robots.txt: RFC 9309 section 2.5). ``via``: the
         proxy and header profile of a crawl session (one connection pool for all of them).
         """
-        session = self._session or self._open_session()
         base = dict(via.headers) if via is not None and via.headers else self._headers
         proxy = via.proxy if via is not None else None
         # To the proxy only: in the request of a plain-http URL (the proxy drops it) and in
@@ -118,33 +127,56 @@ class HttpFetcher:
                     target = URL(url)
                     if target.user is not None:  # userinfo is never sent: see ``credentials``
                         target = target.with_user(None)
-                    if self._forbidden is not None and target.host is not None:
-                        check_literal_host(target.host, self._forbidden)
+                    if target.scheme not in _HTTP_SCHEMES:
+                        raise FetchError(f"{url}: not an http(s) URL", transient=False)
+                    if not target.raw_host:
+                        raise FetchError(f"invalid URL {url}: no host", transient=False)
+                    if self._forbidden is not None:
+                        check_literal_host(target.raw_host, self._forbidden)
                     auth = self._credentials.for_url(url)
                     sent = hop.headers_for(target)
                     if auth:
                         sent["Authorization"] = aiohttp.encode_basic_auth(*auth)
                     if proxy_headers and target.scheme == "http":
                         sent.update(proxy_headers)
-                    async with session.request(
-                        hop.method,
-                        target,
-                        data=hop.body,
-                        allow_redirects=False,
-                        headers=_merged(base, sent),
-                        proxy=proxy,
-                        proxy_headers=proxy_headers or None,
-                    ) as response:
-                        status = response.status
+                    if proxy is None:
+                        status, headers, raw = await self._exchange(
+                            url,
+                            target,
+                            hop,
+                            _merged(base, sent) if sent else base,
+                            truncate_at_bytes,
+                        )
                         location = (
-                            response.headers.get("Location")
+                            headers.get("location")
                             if status in REDIRECT_STATUSES and self._follow
                             else None
                         )
                         if location is None:
-                            body = await self._read_body(response, url, truncate_at_bytes)
-                            headers = _lower_case_headers(response)
+                            encoding = headers.get("content-encoding")
+                            body = await self._decoded(raw, encoding, url, truncate_at_bytes)
                             break
+                    else:
+                        session = self._session or self._open_session()
+                        async with session.request(
+                            hop.method,
+                            target,
+                            data=hop.body,
+                            allow_redirects=False,
+                            headers=_merged(base, sent),
+                            proxy=proxy,
+                            proxy_headers=proxy_headers or None,
+                        ) as response:
+                            status = response.status
+                            location = (
+                                response.headers.get("Location")
+                                if status in REDIRECT_STATUSES and self._follow
+                                else None
+                            )
+                            if location is None:
+                                body = await self._read_body(response, url, truncate_at_bytes)
+                                headers = _lower_case_headers(response)
+                                break
                     redirects.append(url)
                     url = self._next_hop(target, location, redirects)
                     hop = hop.after(status)
@@ -167,6 +199,30 @@ class HttpFetcher:
             request=request,
         )
 
+    async def _exchange(
+        self,
+        url: str,
+        target: URL,
+        hop: Hop,
+        headers: Mapping[str, str],
+        truncate_at_bytes: int | None,
+    ) -> tuple[int, dict[str, str], bytes]:
+        """One direct hop on the wire: status, lower-case headers, the body as sent."""
+        head = request_head(
+            hop.method, target.raw_path_qs, target.host_port_subcomponent or "", headers, hop.body
+        )
+        origin = (target.scheme, target.raw_host or "", target.port or 0)
+        exchange = await self._wire.request(
+            url,
+            origin,
+            head,
+            limit=self._settings.max_body_bytes,
+            cut_at=truncate_at_bytes,
+            head_only=hop.method == "HEAD",
+            idempotent=hop.method in _IDEMPOTENT,
+        )
+        return exchange.status, exchange.headers, exchange.body
+
     async def _read_body(
         self, response: aiohttp.ClientResponse, url: str, truncate_at_bytes: int | None
     ) -> bytes:
@@ -177,13 +233,24 @@ class HttpFetcher:
         if truncate_at_bytes is not None and not encoding:
             limit = min(limit, truncate_at_bytes)
         body = await self._read_raw(response, url, limit, truncate=truncate)
+        return await self._decoded(body, encoding, url, truncate_at_bytes)
+
+    async def _decoded(
+        self, body: bytes, encoding: str | None, url: str, truncate_at_bytes: int | None
+    ) -> bytes:
+        """``body`` with its content codings undone, cut at ``truncate_at_bytes``."""
         if encoding:
-            cap_bytes = settings.max_decompressed_bytes
+            cap_bytes = self._settings.max_decompressed_bytes
             if truncate_at_bytes is not None:
                 cap_bytes = min(cap_bytes, truncate_at_bytes)
             # Off the loop: up to 90 ms of CPU per 10 MiB (see fetchers.decoding).
             body = await asyncio.to_thread(
-                decode_body, body, encoding, cap_bytes=cap_bytes, url=url, truncate=truncate
+                decode_body,
+                body,
+                encoding,
+                cap_bytes=cap_bytes,
+                url=url,
+                truncate=truncate_at_bytes is not None,
             )
         return body if truncate_at_bytes is None else body[:truncate_at_bytes]
 
@@ -264,6 +331,7 @@ class HttpFetcher:
 
     async def close(self) -> None:
         """Close the pooled connections; a later ``fetch`` opens a new pool."""
+        await self._wire.close()
         if self._session is not None:
             session, self._session = self._session, None
             await session.close()
