@@ -2,8 +2,10 @@
 
 A raw-asyncio HTTP/1.1 keep-alive server runs in a subprocess on 127.0.0.1 and serves the same
 ~10 KB HTML page for every path; each client fetches N distinct URLs with C concurrent tasks in
-this process. CPU is this process's user+system time (``time.process_time``), so server work
-is not counted. Every run is bounded by ``--max-s`` seconds.
+this process, on uvloop (the crawl's event loop, decision 0030). CPU is this process's
+user+system time (``time.process_time``), so server work is not counted. Every run is bounded
+by ``--max-s`` seconds. ``raw`` is the floor: a bare protocol that reads a Content-Length
+response and nothing more (no parser, no limits, no errors).
 
     .venv/bin/python bench/http_clients.py                 # all clients, N=3000, C=64
     .venv/bin/python bench/http_clients.py -n 1000 -c 32 --clients aiohttp,crawlfleet
@@ -21,6 +23,8 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+
+import uvloop
 
 PAGE = (
     b"<!doctype html><html><head><title>bench</title></head><body>"
@@ -173,7 +177,58 @@ async def run_impersonate(urls: list[str], concurrency: int) -> int:
         await fetcher.close()
 
 
+class _RawConnection(asyncio.Protocol):
+    """Reads one Content-Length response at a time into ``reply``."""
+
+    def __init__(self) -> None:
+        self.buffer = bytearray()
+        self.reply: asyncio.Future[int] | None = None
+        self.end = 0
+        self.size = 0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        if not self.end:
+            head = self.buffer.find(b"\r\n\r\n")
+            if head < 0:
+                return
+            length = self.buffer.lower().index(b"content-length:") + 15
+            self.size = int(self.buffer[length : self.buffer.index(b"\r\n", length)])
+            self.end = head + 4 + self.size
+        if len(self.buffer) >= self.end and self.reply is not None:
+            del self.buffer[: self.end]
+            self.end = 0
+            reply, self.reply = self.reply, None
+            reply.set_result(self.size)
+
+
+async def run_raw(urls: list[str], concurrency: int) -> int:
+    loop = asyncio.get_running_loop()
+    idle: list[_RawConnection] = []
+    port = int(urls[0].rsplit(":", 1)[1].split("/", 1)[0])
+
+    async def fetch(url: str) -> int:
+        path = url.split(f":{port}", 1)[1]
+        if idle:
+            connection = idle.pop()
+        else:
+            _, connection = await loop.create_connection(_RawConnection, "127.0.0.1", port)
+        connection.reply = loop.create_future()
+        connection.transport.write(  # type: ignore[attr-defined]
+            b"GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: */*\r\n\r\n" % path.encode()
+        )
+        received = await connection.reply
+        idle.append(connection)
+        return received
+
+    return await drive(fetch, urls, concurrency)
+
+
 CLIENTS: dict[str, Callable[[list[str], int], Awaitable[int]]] = {
+    "raw": run_raw,
     "aiohttp": run_aiohttp,
     "crawlfleet": run_crawlfleet,
     "httpx": run_httpx,
@@ -191,7 +246,7 @@ def measure(name: str, urls: list[str], concurrency: int, max_s: float) -> Figur
 
     wall0, cpu0 = time.perf_counter(), time.process_time()
     try:
-        received = asyncio.run(bounded())
+        received = uvloop.run(bounded())
     except ImportError as exc:
         return f"not installed ({exc.name})"
     except TimeoutError:
