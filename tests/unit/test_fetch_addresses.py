@@ -10,11 +10,12 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 
 from crawlfleet.errors import ForbiddenAddress
 from crawlfleet.fetchers.addresses import (
-    GuardedResolver,
+    allowed_addresses,
     check_literal_host,
     is_forbidden_address,
     parse_ip,
 )
+from crawlfleet.fetchers.proxied import GuardedResolver
 
 FORBIDDEN = [
     "127.0.0.1",
@@ -111,3 +112,14 @@ async def test_resolver_closes_the_inner_one() -> None:
     inner = _FixedAnswers()
     await GuardedResolver(inner, is_forbidden_address).close()
     assert inner.closed
+
+
+def test_allowed_addresses_keep_the_resolver_s_order_and_refuse_when_none_is_left() -> None:
+    assert allowed_addresses(
+        "a.example", ["8.8.4.4", "10.0.0.1", "8.8.8.8"], is_forbidden_address
+    ) == [
+        "8.8.4.4",
+        "8.8.8.8",
+    ]
+    with pytest.raises(ForbiddenAddress, match=r"b\.example resolves to 10\.0\.0\.1, ::1"):
+        allowed_addresses("b.example", ["::1", "10.0.0.1"], is_forbidden_address)

@@ -10,7 +10,6 @@ from rich.console import Console
 
 from crawlfleet.cli.console import fail, safe
 from crawlfleet.cli.crawl import run_crawl
-from crawlfleet.demosite import ThreadedDemoSite
 from crawlfleet.errors import CrawlfleetError
 from crawlfleet.runtime import event_loop
 from crawlfleet.settings_loading import load_settings
@@ -28,6 +27,8 @@ def register(app: typer.Typer) -> None:
         delay: Annotated[float, typer.Option(help="seconds between requests to a host")] = 0.05,
     ) -> None:
         """Crawl the local demo site (shop, quotes, lab hosts on 127.0.0.x) into OUTPUT."""
+        from crawlfleet.demosite import ThreadedDemoSite  # aiohttp's server: for this command
+
         console = Console(stderr=True)
         with ThreadedDemoSite(port=0) as site:
             seeds = [site.url(role, "/") for role in DEMO_ROLES]

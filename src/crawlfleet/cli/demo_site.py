@@ -6,15 +6,16 @@ import asyncio
 import contextlib
 import ipaddress
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from crawlfleet.cli.console import fail, safe
-from crawlfleet.demosite import DemoSite
-from crawlfleet.demosite.roles import DEFAULT_ADDRESSES, ROLES
+
+if TYPE_CHECKING:
+    from crawlfleet.demosite import DemoSite
 
 DEFAULT_PORT = 8800
 
@@ -42,6 +43,8 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Serve the demo site (shop, quotes, lab, ...) on loopback addresses until Ctrl-C."""
+        from crawlfleet.demosite import DemoSite  # aiohttp's server: not for other commands
+
         try:
             addresses = role_addresses(address or [])
             site = DemoSite(
@@ -61,6 +64,8 @@ def role_addresses(pairs: list[str]) -> dict[str, str]:
 
     Pages link across roles, so every role is served, the others on their loopback address.
     """
+    from crawlfleet.demosite.roles import DEFAULT_ADDRESSES, ROLES
+
     addresses = dict(DEFAULT_ADDRESSES)
     moved: set[str] = set()
     for pair in pairs:

@@ -9,10 +9,7 @@ slip past it). Literal IP hosts are checked by ``check_literal_host`` before eve
 from __future__ import annotations
 
 import ipaddress
-import socket
-from collections.abc import Callable
-
-from aiohttp.abc import AbstractResolver, ResolveResult
+from collections.abc import Callable, Sequence
 
 from crawlfleet.errors import ForbiddenAddress
 
@@ -53,30 +50,20 @@ def check_literal_host(host: str, forbidden: AddressPredicate) -> None:
         raise ForbiddenAddress(f"address {address} is not allowed")
 
 
-class GuardedResolver(AbstractResolver):
-    """Resolves with ``inner`` and drops every address ``forbidden`` refuses.
+def allowed_addresses(
+    host: str, addresses: Sequence[str], forbidden: AddressPredicate
+) -> list[str]:
+    """The ``addresses`` of ``host`` that ``forbidden`` lets a connection go to, in order.
 
-    Raises ``ForbiddenAddress`` when no allowed address is left; lookup errors of ``inner``
-    (``OSError``) pass through unchanged.
+    Raises ``ForbiddenAddress`` when none is left.
     """
+    allowed = [a for a in addresses if not _refused(a, forbidden)]
+    if not allowed:
+        listed = ", ".join(sorted(set(addresses))) or "nothing"
+        raise ForbiddenAddress(f"{host} resolves to {listed}, which is not allowed")
+    return allowed
 
-    def __init__(self, inner: AbstractResolver, forbidden: AddressPredicate) -> None:
-        self._inner = inner
-        self._forbidden = forbidden
 
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        results = await self._inner.resolve(host, port, family)
-        allowed = [r for r in results if not self._is_forbidden(r["host"])]
-        if not allowed:
-            addresses = ", ".join(sorted({r["host"] for r in results})) or "nothing"
-            raise ForbiddenAddress(f"{host} resolves to {addresses}, which is not allowed")
-        return allowed
-
-    def _is_forbidden(self, resolved: str) -> bool:
-        address = parse_ip(resolved)
-        return address is None or self._forbidden(address)
-
-    async def close(self) -> None:
-        await self._inner.close()
+def _refused(address: str, forbidden: AddressPredicate) -> bool:
+    parsed = parse_ip(address)
+    return parsed is None or forbidden(parsed)

@@ -8,6 +8,7 @@ another host a page links or redirects to. They are not written to any store or 
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterable
 from urllib.parse import unquote, urlsplit
 
@@ -66,3 +67,10 @@ class Credentials:
     def __repr__(self) -> str:
         origins = sorted(f"{scheme}://{host}:{port}" for scheme, host, port in self._by_origin)
         return f"Credentials({origins})"
+
+
+def basic_auth(user: str, password: str) -> str:
+    """The value of an ``Authorization`` (or ``Proxy-Authorization``) header for Basic auth,
+    UTF-8 encoded (RFC 7617)."""
+    token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+    return f"Basic {token}"

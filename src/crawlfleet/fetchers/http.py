@@ -11,20 +11,19 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-import aiohttp
 from multidict import CIMultiDict
 from yarl import URL
 
 from crawlfleet.clock import Clock, SystemClock
-from crawlfleet.errors import FetchError, ForbiddenAddress, TooLarge
+from crawlfleet.errors import FetchError, ForbiddenAddress
 from crawlfleet.fetchers.addresses import (
     AddressPredicate,
-    GuardedResolver,
     check_literal_host,
     is_forbidden_address,
 )
-from crawlfleet.fetchers.credentials import Credentials
+from crawlfleet.fetchers.credentials import Credentials, basic_auth
 from crawlfleet.fetchers.decoding import decode_body
 from crawlfleet.fetchers.headers import default_headers
 from crawlfleet.fetchers.hops import Hop
@@ -32,6 +31,9 @@ from crawlfleet.fetchers.protocols import Via
 from crawlfleet.fetchers.wire import Wire, request_head
 from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.settings import Settings
+
+if TYPE_CHECKING:
+    from crawlfleet.fetchers.proxied import ProxiedSession
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _HTTP_SCHEMES = frozenset({"http", "https"})
@@ -68,7 +70,7 @@ class HttpFetcher:
             None if settings.allow_private_addresses else (forbidden or is_forbidden_address)
         )
         self._headers = default_headers(settings.user_agent)
-        self._session: aiohttp.ClientSession | None = None
+        self._proxied: ProxiedSession | None = None
         self._wire = Wire(
             connect_timeout_s=settings.connect_timeout_s,
             read_timeout_s=settings.read_timeout_s,
@@ -76,23 +78,12 @@ class HttpFetcher:
             max_idle_per_origin=settings.concurrency,
         )
 
-    def _open_session(self) -> aiohttp.ClientSession:
-        settings = self._settings
-        resolver: aiohttp.abc.AbstractResolver = aiohttp.DefaultResolver()
-        if self._forbidden is not None:
-            resolver = GuardedResolver(resolver, self._forbidden)
-        connector = aiohttp.TCPConnector(limit=settings.concurrency, resolver=resolver)
-        self._session = aiohttp.ClientSession(
-            connector=connector,
-            timeout=aiohttp.ClientTimeout(
-                total=None,
-                sock_connect=settings.connect_timeout_s,
-                sock_read=settings.read_timeout_s,
-            ),
-            auto_decompress=False,
-            cookie_jar=aiohttp.DummyCookieJar(),
-        )
-        return self._session
+    def _proxied_session(self) -> ProxiedSession:
+        if self._proxied is None:
+            from crawlfleet.fetchers.proxied import ProxiedSession  # aiohttp: only for proxies
+
+            self._proxied = ProxiedSession(self._settings, self._forbidden)
+        return self._proxied
 
     async def fetch(
         self,
@@ -113,7 +104,7 @@ class HttpFetcher:
         # To the proxy only: in the request of a plain-http URL (the proxy drops it) and in
         # the CONNECT of an https one.
         proxy_headers = (
-            {"Proxy-Authorization": aiohttp.encode_basic_auth(*via.proxy_auth)}
+            {"Proxy-Authorization": basic_auth(*via.proxy_auth)}
             if via is not None and via.proxy_auth is not None
             else {}
         )
@@ -136,47 +127,34 @@ class HttpFetcher:
                     auth = self._credentials.for_url(url)
                     sent = hop.headers_for(target)
                     if auth:
-                        sent["Authorization"] = aiohttp.encode_basic_auth(*auth)
+                        sent["Authorization"] = basic_auth(*auth)
                     if proxy_headers and target.scheme == "http":
                         sent.update(proxy_headers)
+                    headers_sent = _merged(base, sent) if sent else base
                     if proxy is None:
                         status, headers, raw = await self._exchange(
+                            url, target, hop, headers_sent, truncate_at_bytes
+                        )
+                    else:
+                        status, headers, raw = await self._proxied_session().exchange(
                             url,
                             target,
-                            hop,
-                            _merged(base, sent) if sent else base,
-                            truncate_at_bytes,
-                        )
-                        location = (
-                            headers.get("location")
-                            if status in REDIRECT_STATUSES and self._follow
-                            else None
-                        )
-                        if location is None:
-                            encoding = headers.get("content-encoding")
-                            body = await self._decoded(raw, encoding, url, truncate_at_bytes)
-                            break
-                    else:
-                        session = self._session or self._open_session()
-                        async with session.request(
                             hop.method,
-                            target,
-                            data=hop.body,
-                            allow_redirects=False,
-                            headers=_merged(base, sent),
+                            hop.body,
+                            headers_sent,
                             proxy=proxy,
                             proxy_headers=proxy_headers or None,
-                        ) as response:
-                            status = response.status
-                            location = (
-                                response.headers.get("Location")
-                                if status in REDIRECT_STATUSES and self._follow
-                                else None
-                            )
-                            if location is None:
-                                body = await self._read_body(response, url, truncate_at_bytes)
-                                headers = _lower_case_headers(response)
-                                break
+                            cut_at=truncate_at_bytes,
+                        )
+                    location = (
+                        headers.get("location")
+                        if status in REDIRECT_STATUSES and self._follow
+                        else None
+                    )
+                    if location is None:
+                        encoding = headers.get("content-encoding")
+                        body = await self._decoded(raw, encoding, url, truncate_at_bytes)
+                        break
                     redirects.append(url)
                     url = self._next_hop(target, location, redirects)
                     hop = hop.after(status)
@@ -223,18 +201,6 @@ class HttpFetcher:
         )
         return exchange.status, exchange.headers, exchange.body
 
-    async def _read_body(
-        self, response: aiohttp.ClientResponse, url: str, truncate_at_bytes: int | None
-    ) -> bytes:
-        settings = self._settings
-        encoding = response.headers.get("Content-Encoding")
-        truncate = truncate_at_bytes is not None
-        limit = settings.max_body_bytes
-        if truncate_at_bytes is not None and not encoding:
-            limit = min(limit, truncate_at_bytes)
-        body = await self._read_raw(response, url, limit, truncate=truncate)
-        return await self._decoded(body, encoding, url, truncate_at_bytes)
-
     async def _decoded(
         self, body: bytes, encoding: str | None, url: str, truncate_at_bytes: int | None
     ) -> bytes:
@@ -253,28 +219,6 @@ class HttpFetcher:
                 truncate=truncate_at_bytes is not None,
             )
         return body if truncate_at_bytes is None else body[:truncate_at_bytes]
-
-    async def _read_raw(
-        self, response: aiohttp.ClientResponse, url: str, limit: int, *, truncate: bool
-    ) -> bytes:
-        """The body as sent, at most ``limit`` bytes: past it ``TooLarge``, or cut there."""
-        declared = response.content_length
-        if declared is not None and declared <= limit:
-            # The parser stops at the declared length, so this read is bounded.
-            return await response.content.read()
-        if declared is not None and not truncate:
-            raise TooLarge(f"{url}: Content-Length {declared} exceeds {limit} bytes")
-        chunks: list[bytes] = []
-        size = 0
-        while chunk := await response.content.readany():
-            size += len(chunk)
-            chunks.append(chunk)
-            if size > limit:
-                if not truncate:
-                    raise TooLarge(f"{url}: body exceeds {limit} bytes")
-                # The rest is left unread: leaving the response closes the connection.
-                return b"".join(chunks)[:limit]
-        return b"".join(chunks)
 
     def _next_hop(self, current: URL, location: str, chain: list[str]) -> str:
         """The absolute URL ``location`` points to; refuses bad targets, loops and long chains."""
@@ -300,41 +244,22 @@ class HttpFetcher:
         return next_url
 
     def _describe(self, exc: Exception, url: str) -> FetchError:
-        """The ``FetchError`` for a failure of aiohttp, the socket or the total deadline."""
-        settings = self._settings
-        if isinstance(exc, aiohttp.ConnectionTimeoutError):
-            return FetchError(f"timeout connecting to {url} after {settings.connect_timeout_s}s")
-        if isinstance(exc, aiohttp.SocketTimeoutError):
-            return FetchError(f"timeout reading {url}: no data for {settings.read_timeout_s}s")
+        """The ``FetchError`` for a failure of the total deadline, the URL or the socket."""
         if isinstance(exc, TimeoutError):
-            return FetchError(f"timeout fetching {url} after {settings.total_timeout_s}s total")
-        if isinstance(exc, aiohttp.ClientConnectorDNSError):
-            return FetchError(f"DNS lookup failed for {exc.host} ({url}): {exc.os_error}")
-        if isinstance(exc, aiohttp.ClientConnectorCertificateError):
-            return FetchError(
-                f"TLS certificate of {exc.host} refused ({url}): {exc.certificate_error}",
-                transient=False,
-            )
-        if isinstance(exc, aiohttp.ClientConnectorError):
-            reason = exc.os_error.strerror or exc.os_error
-            return FetchError(f"cannot connect to {exc.host}:{exc.port} ({url}): {reason}")
-        if isinstance(exc, aiohttp.NonHttpUrlClientError):
-            return FetchError(f"{url}: not an http(s) URL", transient=False)
-        if isinstance(exc, aiohttp.InvalidURL | ValueError):
+            total_s = self._settings.total_timeout_s
+            return FetchError(f"timeout fetching {url} after {total_s}s total")
+        if isinstance(exc, ValueError):
             return FetchError(f"invalid URL {url}: {exc}", transient=False)
-        if isinstance(exc, aiohttp.ClientResponseError):
-            reason = exc.message.splitlines()[0] if exc.message else "unreadable"
-            return FetchError(f"{url}: malformed response: {reason}")
-        if isinstance(exc, aiohttp.ClientError | OSError):
+        if isinstance(exc, OSError):
             return FetchError(f"{url}: {type(exc).__name__}: {exc}")
         return FetchError(f"{url}: unexpected {type(exc).__name__}: {exc}")
 
     async def close(self) -> None:
         """Close the pooled connections; a later ``fetch`` opens a new pool."""
         await self._wire.close()
-        if self._session is not None:
-            session, self._session = self._session, None
-            await session.close()
+        if self._proxied is not None:
+            proxied, self._proxied = self._proxied, None
+            await proxied.close()
 
 
 def _merged(base: Mapping[str, str], sent: Mapping[str, str]) -> CIMultiDict[str]:
@@ -342,12 +267,3 @@ def _merged(base: Mapping[str, str], sent: Mapping[str, str]) -> CIMultiDict[str
     merged: CIMultiDict[str] = CIMultiDict(base)
     merged.update(sent)
     return merged
-
-
-def _lower_case_headers(response: aiohttp.ClientResponse) -> dict[str, str]:
-    """Response headers keyed in lower case; repeated headers joined with ``", "``."""
-    raw = response.headers
-    headers = {key.lower(): value for key, value in raw.items()}
-    if len(headers) != len(raw):
-        headers = {key: ", ".join(raw.getall(key)) for key in headers}
-    return headers

@@ -1,0 +1,28 @@
+"""What the CLI imports before a crawl runs: start-up is part of every crawl's CPU.
+
+aiohttp (~90 ms to import here) serves only requests through a proxy and the demo site; a
+crawl without proxies should not load it (decision 0038).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def _imported_by(statement: str, modules: list[str]) -> list[str]:
+    probe = f"import sys; {statement}; print(','.join(m for m in {modules!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return [m for m in out.stdout.strip().split(",") if m]
+
+
+def test_the_cli_loads_without_aiohttp() -> None:
+    assert _imported_by("import crawlfleet.cli.main", ["aiohttp", "crawlfleet.demosite"]) == []
+
+
+def test_the_http_fetcher_imports_aiohttp_only_for_a_proxy() -> None:
+    statement = (
+        "from crawlfleet.fetchers import HttpFetcher; from crawlfleet.settings import Settings; "
+        "HttpFetcher(Settings())"
+    )
+    assert _imported_by(statement, ["aiohttp"]) == []
