@@ -172,6 +172,11 @@ def _app(site: Site, bombs: dict[str, bytes]) -> web.Application:
         await response.write(b"too late")
         return response
 
+    @routes.get("/slow-redirect")
+    async def slow_redirect(request: web.Request) -> web.Response:
+        await asyncio.sleep(0.3)
+        raise web.HTTPFound(request.query["to"])
+
     @routes.get("/trickle")
     async def trickle(request: web.Request) -> web.StreamResponse:
         response = web.StreamResponse()
@@ -387,6 +392,19 @@ async def test_connect_timeout(unaccepting_port: int) -> None:
     finally:
         await fetcher.close()
     assert caught.value.transient is True
+
+
+async def test_total_timeout_while_connecting_after_a_redirect(
+    server: Site, unaccepting_port: int
+) -> None:
+    # The second hop's connect (0.4 s) would end after the fetch's deadline (0.5 s).
+    fetcher = HttpFetcher(_settings(connect_timeout_s=0.4, total_timeout_s=0.5))
+    target = f"http://127.0.0.1:{unaccepting_port}/"
+    try:
+        with pytest.raises(FetchError, match=r"timeout fetching .* after 0.5s total"):
+            await fetcher.fetch(_request(server.url(f"/slow-redirect?to={target}")))
+    finally:
+        await fetcher.close()
 
 
 @pytest.mark.parametrize("path", ["/hang", "/slow-read"])

@@ -30,6 +30,7 @@ class Exchange:
         "bounded",
         "chunks",
         "cut_at",
+        "deadline",
         "done",
         "error",
         "head_only",
@@ -44,15 +45,25 @@ class Exchange:
         "url",
     )
 
-    def __init__(self, url: str, limit: int, cut_at: int | None, head_only: bool) -> None:
+    def __init__(
+        self,
+        url: str,
+        limit: int,
+        cut_at: int | None,
+        head_only: bool,
+        deadline: float,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
         self.url = url
+        self.deadline = deadline
+        """The fetch's end (event loop time): past it, ``TimeoutError``."""
         self.limit = limit
         self.cut_at = cut_at
         """Keep this many bytes and stop reading, where more would fail (a body sent
         encoded is cut after decoding, by the caller)."""
         self.truncate = cut_at is not None
         self.head_only = head_only
-        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.done: asyncio.Future[None] = loop.create_future()
         self.status = 0
         self.headers: dict[str, str] = {}
         self.chunks: list[bytes] = []
@@ -61,7 +72,7 @@ class Exchange:
         self.bounded = False
         """The body's end is known (a length, chunks, or a status without a body)."""
         self.keep_alive = False
-        self.error: FetchError | None = None
+        self.error: FetchError | TimeoutError | None = None
         self.unanswered = False
         """The server closed the connection before a byte of the response."""
 
@@ -182,7 +193,8 @@ class Connection(asyncio.Protocol):
         assert self.transport is not None
         self.exchange = exchange
         self._last_read = self._loop.time()
-        self._timer = self._loop.call_at(self._last_read + self._read_timeout_s, self._check)
+        wake = min(self._last_read + self._read_timeout_s, exchange.deadline)
+        self._timer = self._loop.call_at(wake, self._check)
         self.transport.write(head)
         try:
             await exchange.done
@@ -211,9 +223,13 @@ class Connection(asyncio.Protocol):
         exchange = self.exchange
         if exchange is None or exchange.done.done():
             return
+        now = self._loop.time()
+        if now >= exchange.deadline:
+            self._fail(TimeoutError())
+            return
         quiet_until = self._last_read + self._read_timeout_s
-        if self._loop.time() < quiet_until:
-            self._timer = self._loop.call_at(quiet_until, self._check)
+        if now < quiet_until:
+            self._timer = self._loop.call_at(min(quiet_until, exchange.deadline), self._check)
             return
         self._fail(
             FetchError(f"timeout reading {exchange.url}: no data for {self._read_timeout_s}s")
@@ -223,7 +239,7 @@ class Connection(asyncio.Protocol):
         if not exchange.done.done():
             exchange.done.set_result(None)
 
-    def _fail(self, error: FetchError) -> None:
+    def _fail(self, error: FetchError | TimeoutError) -> None:
         exchange = self.exchange
         self.abort()
         if exchange is not None and not exchange.done.done():

@@ -111,31 +111,33 @@ class HttpFetcher:
         started = time.perf_counter()
         url = request.url
         redirects: list[str] = []
+        # The total deadline: kept by the wire for direct hops, by a timeout around others.
+        deadline = asyncio.get_running_loop().time() + self._settings.total_timeout_s
         try:
-            async with asyncio.timeout(self._settings.total_timeout_s):
-                hop = Hop.first(request)
-                while True:
-                    target = URL(url)
-                    if target.user is not None:  # userinfo is never sent: see ``credentials``
-                        target = target.with_user(None)
-                    if target.scheme not in _HTTP_SCHEMES:
-                        raise FetchError(f"{url}: not an http(s) URL", transient=False)
-                    if not target.raw_host:
-                        raise FetchError(f"invalid URL {url}: no host", transient=False)
-                    if self._forbidden is not None:
-                        check_literal_host(target.raw_host, self._forbidden)
-                    auth = self._credentials.for_url(url)
-                    sent = hop.headers_for(target)
-                    if auth:
-                        sent["Authorization"] = basic_auth(*auth)
-                    if proxy_headers and target.scheme == "http":
-                        sent.update(proxy_headers)
-                    headers_sent = _merged(base, sent) if sent else base
-                    if proxy is None:
-                        status, headers, raw = await self._exchange(
-                            url, target, hop, headers_sent, truncate_at_bytes
-                        )
-                    else:
+            hop = Hop.first(request)
+            while True:
+                target = URL(url)
+                if target.user is not None:  # userinfo is never sent: see ``credentials``
+                    target = target.with_user(None)
+                if target.scheme not in _HTTP_SCHEMES:
+                    raise FetchError(f"{url}: not an http(s) URL", transient=False)
+                if not target.raw_host:
+                    raise FetchError(f"invalid URL {url}: no host", transient=False)
+                if self._forbidden is not None:
+                    check_literal_host(target.raw_host, self._forbidden)
+                auth = self._credentials.for_url(url)
+                sent = hop.headers_for(target)
+                if auth:
+                    sent["Authorization"] = basic_auth(*auth)
+                if proxy_headers and target.scheme == "http":
+                    sent.update(proxy_headers)
+                headers_sent = _merged(base, sent) if sent else base
+                if proxy is None:
+                    status, headers, raw = await self._exchange(
+                        url, target, hop, headers_sent, truncate_at_bytes, deadline
+                    )
+                else:
+                    async with asyncio.timeout_at(deadline):
                         status, headers, raw = await self._proxied_session().exchange(
                             url,
                             target,
@@ -146,18 +148,20 @@ class HttpFetcher:
                             proxy_headers=proxy_headers or None,
                             cut_at=truncate_at_bytes,
                         )
-                    location = (
-                        headers.get("location")
-                        if status in REDIRECT_STATUSES and self._follow
-                        else None
-                    )
-                    if location is None:
-                        encoding = headers.get("content-encoding")
-                        body = await self._decoded(raw, encoding, url, truncate_at_bytes)
-                        break
-                    redirects.append(url)
-                    url = self._next_hop(target, location, redirects)
-                    hop = hop.after(status)
+                location = (
+                    headers.get("location")
+                    if status in REDIRECT_STATUSES and self._follow
+                    else None
+                )
+                if location is None:
+                    if encoding := headers.get("content-encoding"):
+                        async with asyncio.timeout_at(deadline):
+                            raw = await self._decoded(raw, encoding, url, truncate_at_bytes)
+                    body = raw if truncate_at_bytes is None else raw[:truncate_at_bytes]
+                    break
+                redirects.append(url)
+                url = self._next_hop(target, location, redirects)
+                hop = hop.after(status)
         except ForbiddenAddress as exc:
             raise ForbiddenAddress(f"{url}: {exc}") from None
         except FetchError:
@@ -184,6 +188,7 @@ class HttpFetcher:
         hop: Hop,
         headers: Mapping[str, str],
         truncate_at_bytes: int | None,
+        deadline: float,
     ) -> tuple[int, dict[str, str], bytes]:
         """One direct hop on the wire: status, lower-case headers, the body as sent."""
         head = request_head(
@@ -198,27 +203,26 @@ class HttpFetcher:
             cut_at=truncate_at_bytes,
             head_only=hop.method == "HEAD",
             idempotent=hop.method in _IDEMPOTENT,
+            deadline=deadline,
         )
         return exchange.status, exchange.headers, exchange.body
 
     async def _decoded(
-        self, body: bytes, encoding: str | None, url: str, truncate_at_bytes: int | None
+        self, body: bytes, encoding: str, url: str, truncate_at_bytes: int | None
     ) -> bytes:
-        """``body`` with its content codings undone, cut at ``truncate_at_bytes``."""
-        if encoding:
-            cap_bytes = self._settings.max_decompressed_bytes
-            if truncate_at_bytes is not None:
-                cap_bytes = min(cap_bytes, truncate_at_bytes)
-            # Off the loop: up to 90 ms of CPU per 10 MiB (see fetchers.decoding).
-            body = await asyncio.to_thread(
-                decode_body,
-                body,
-                encoding,
-                cap_bytes=cap_bytes,
-                url=url,
-                truncate=truncate_at_bytes is not None,
-            )
-        return body if truncate_at_bytes is None else body[:truncate_at_bytes]
+        """``body`` with its content codings undone, within the decompressed cap."""
+        cap_bytes = self._settings.max_decompressed_bytes
+        if truncate_at_bytes is not None:
+            cap_bytes = min(cap_bytes, truncate_at_bytes)
+        # Off the loop: up to 90 ms of CPU per 10 MiB (see fetchers.decoding).
+        return await asyncio.to_thread(
+            decode_body,
+            body,
+            encoding,
+            cap_bytes=cap_bytes,
+            url=url,
+            truncate=truncate_at_bytes is not None,
+        )
 
     def _next_hop(self, current: URL, location: str, chain: list[str]) -> str:
         """The absolute URL ``location`` points to; refuses bad targets, loops and long chains."""

@@ -56,6 +56,7 @@ class Wire:
         cut_at: int | None,
         head_only: bool,
         idempotent: bool,
+        deadline: float,
     ) -> Exchange:
         """Send ``head`` (request line, headers and body) to ``origin``; the response read.
 
@@ -63,14 +64,16 @@ class Wire:
         the first ``limit`` bytes are kept (at most ``cut_at`` of a body sent as it is).
 
         A reused connection that the server closed before answering is retried once on a
-        new one, for an ``idempotent`` request.
+        new one, for an ``idempotent`` request. Past ``deadline`` (event loop time), connecting
+        or reading, ``TimeoutError``.
         """
+        loop = asyncio.get_running_loop()
         connection = self._idle_connection(origin)
         reused = connection is not None
         while True:
             if connection is None:
-                connection = await self._connect(url, origin)
-            exchange = Exchange(url, limit, cut_at, head_only)
+                connection = await self._connect(url, origin, deadline)
+            exchange = Exchange(url, limit, cut_at, head_only, deadline, loop)
             try:
                 await connection.send(exchange, head)
             except BaseException:
@@ -134,13 +137,16 @@ class Wire:
                 del self._idle[origin]
         self._sweep = loop.call_later(KEEPALIVE_S, self._close_idle) if self._idle else None
 
-    async def _connect(self, url: str, origin: Origin) -> Connection:
+    async def _connect(self, url: str, origin: Origin, deadline: float) -> Connection:
         _, host, port = origin
+        loop = asyncio.get_running_loop()
         try:
-            async with asyncio.timeout(self._connect_timeout_s):
+            async with asyncio.timeout_at(min(loop.time() + self._connect_timeout_s, deadline)):
                 addresses = await self._addresses(url, host, port)
                 return await self._connect_first(url, origin, addresses)
         except TimeoutError:
+            if loop.time() >= deadline:
+                raise
             raise FetchError(
                 f"timeout connecting to {url} after {self._connect_timeout_s}s"
             ) from None
