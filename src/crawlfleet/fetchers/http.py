@@ -28,6 +28,7 @@ from crawlfleet.fetchers.decoding import decode_body
 from crawlfleet.fetchers.headers import default_headers
 from crawlfleet.fetchers.hops import Hop
 from crawlfleet.fetchers.protocols import Via
+from crawlfleet.fetchers.target import Target, target_of, url_of
 from crawlfleet.fetchers.wire import Wire, request_head
 from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.settings import Settings
@@ -116,17 +117,15 @@ class HttpFetcher:
         try:
             hop = Hop.first(request)
             while True:
-                target = URL(url)
-                if target.user is not None:  # userinfo is never sent: see ``credentials``
-                    target = target.with_user(None)
+                target = target_of(url)
                 if target.scheme not in _HTTP_SCHEMES:
                     raise FetchError(f"{url}: not an http(s) URL", transient=False)
-                if not target.raw_host:
+                if not target.host:
                     raise FetchError(f"invalid URL {url}: no host", transient=False)
                 if self._forbidden is not None:
-                    check_literal_host(target.raw_host, self._forbidden)
+                    check_literal_host(target.host, self._forbidden)
                 auth = self._credentials.for_url(url)
-                sent = hop.headers_for(target)
+                sent = hop.headers_for(url_of(url)) if hop.headers else {}
                 if auth:
                     sent["Authorization"] = basic_auth(*auth)
                 if proxy_headers and target.scheme == "http":
@@ -140,7 +139,7 @@ class HttpFetcher:
                     async with asyncio.timeout_at(deadline):
                         status, headers, raw = await self._proxied_session().exchange(
                             url,
-                            target,
+                            url_of(url),
                             hop.method,
                             hop.body,
                             headers_sent,
@@ -160,7 +159,7 @@ class HttpFetcher:
                     body = raw if truncate_at_bytes is None else raw[:truncate_at_bytes]
                     break
                 redirects.append(url)
-                url = self._next_hop(target, location, redirects)
+                url = self._next_hop(url_of(url), location, redirects)
                 hop = hop.after(status)
         except ForbiddenAddress as exc:
             raise ForbiddenAddress(f"{url}: {exc}") from None
@@ -184,20 +183,17 @@ class HttpFetcher:
     async def _exchange(
         self,
         url: str,
-        target: URL,
+        target: Target,
         hop: Hop,
         headers: Mapping[str, str],
         truncate_at_bytes: int | None,
         deadline: float,
     ) -> tuple[int, dict[str, str], bytes]:
         """One direct hop on the wire: status, lower-case headers, the body as sent."""
-        head = request_head(
-            hop.method, target.raw_path_qs, target.host_port_subcomponent or "", headers, hop.body
-        )
-        origin = (target.scheme, target.raw_host or "", target.port or 0)
+        head = request_head(hop.method, target.path_qs, target.authority, headers, hop.body)
         exchange = await self._wire.request(
             url,
-            origin,
+            target.origin,
             head,
             limit=self._settings.max_body_bytes,
             cut_at=truncate_at_bytes,
