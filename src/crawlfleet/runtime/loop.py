@@ -9,7 +9,7 @@ loop never waits longer than that to look again, so work added by another proces
 
 While steps run, their leases are renewed together every ``lease_s / 3`` (``leases.py``),
 also while the loop drains; a step that runs longer than ``max_step_s`` (the watchdog, on the
-event loop's own clock) is cancelled and its lease failed with an error saying so, so its
+event loop's own clock, one timer for all steps: ``watchdog.py``) is cancelled and its lease failed with an error saying so, so its
 request is retried or dead-lettered rather than held, or left to expire unexplained.
 """
 
@@ -28,6 +28,7 @@ from crawlfleet.runtime.crawler import Crawler
 from crawlfleet.runtime.leases import LeaseRenewer
 from crawlfleet.runtime.loop_drain import MAX_WAIT_S, MIN_WAIT_S, TICK_S, drain
 from crawlfleet.runtime.loop_lanes import lanes_for
+from crawlfleet.runtime.watchdog import StepWatchdog
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +80,7 @@ class ClaimLoop:
         self._crawler = crawler
         self._frontier = crawler.parts.frontier
         self._max_step_s = crawler.parts.max_step_s
+        self._watchdog = StepWatchdog(self._max_step_s)
         self._kinds = kinds
         self._clock = clock
         self._processed = 0
@@ -186,6 +188,7 @@ class ClaimLoop:
             stop_wait.cancel()
             grace = grace_s if stop.is_set() else None
             await drain(tasks, grace, renewer, clock, on_tick)
+            self._watchdog.close()
         if self._failure is not None:
             raise self._failure
         return LoopResult(reason, claimed, self._processed, self._errors)
@@ -268,10 +271,14 @@ class ClaimLoop:
     async def _bounded(self, lease: Lease) -> None:
         """Run the step under the watchdog: past ``max_step_s`` it is cancelled and failed."""
         started = self._clock.now()
-        watchdog = asyncio.timeout(self._max_step_s)
+        watchdog = asyncio.Timeout(None)  # given its deadline by the loop's StepWatchdog
         try:
-            async with watchdog:
-                await self._crawler.process(lease)
+            try:
+                async with watchdog:
+                    self._watchdog.watch(watchdog)
+                    await self._crawler.process(lease)
+            finally:
+                self._watchdog.release(watchdog)
         except TimeoutError:
             if not watchdog.expired():
                 raise
