@@ -2,7 +2,7 @@
 
 Direct requests go on ``fetchers.wire``'s keep-alive connections (HTTP/1.1 parsed by
 httptools: decision 0038); requests through a proxy go through one pooled aiohttp session
-(decision 0002). aiohttp's own exceptions never leave this module; every failure becomes a
+(decision 0002), whose exceptions never leave ``fetchers.proxied``. Every failure becomes a
 ``FetchError`` (or subclass) whose message names the URL.
 """
 
