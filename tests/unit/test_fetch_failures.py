@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -11,33 +10,14 @@ from crawlfleet.errors import FetchError, ForbiddenAddress
 from crawlfleet.fetchers import HttpFetcher
 from crawlfleet.models import CrawlRequest
 from crawlfleet.settings import Settings
-
-
-class RawServer:
-    """Answers every request with ``reply`` (raw bytes), then closes the connection."""
-
-    def __init__(self) -> None:
-        self.reply = b""
-        self.requests = 0
-        self.port = 0
-
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            await reader.readuntil(b"\r\n\r\n")
-            self.requests += 1
-            writer.write(self.reply)
-            await writer.drain()
-        finally:
-            writer.close()
+from tests.fixtures.scripted_server import ScriptedServer, serving
 
 
 @pytest.fixture
-async def raw_server() -> AsyncIterator[RawServer]:
-    raw = RawServer()
-    server = await asyncio.start_server(raw.handle, "127.0.0.1", 0)
-    raw.port = server.sockets[0].getsockname()[1]
-    async with server:
-        yield raw
+async def raw_server() -> AsyncIterator[ScriptedServer]:
+    """Answers the one request it expects with the test's reply, then closes."""
+    async with serving(ScriptedServer(close_after_reply=True)) as script:
+        yield script
 
 
 @pytest.fixture
@@ -68,9 +48,9 @@ def _request(url: str) -> CrawlRequest:
     ],
 )
 async def test_broken_responses_are_transient_fetch_errors(
-    fetcher: HttpFetcher, raw_server: RawServer, reply: bytes, message: str
+    fetcher: HttpFetcher, raw_server: ScriptedServer, reply: bytes, message: str
 ) -> None:
-    raw_server.reply = reply
+    raw_server.replies = [reply]
     url = f"http://127.0.0.1:{raw_server.port}/x"
     with pytest.raises(FetchError, match=message) as caught:
         await fetcher.fetch(_request(url))
@@ -81,9 +61,9 @@ async def test_broken_responses_are_transient_fetch_errors(
 
 
 async def test_redirect_without_location_is_a_result(
-    fetcher: HttpFetcher, raw_server: RawServer
+    fetcher: HttpFetcher, raw_server: ScriptedServer
 ) -> None:
-    raw_server.reply = b"HTTP/1.1 302 Found\r\nContent-Length: 2\r\n\r\nno"
+    raw_server.replies = [b"HTTP/1.1 302 Found\r\nContent-Length: 2\r\n\r\nno"]
     result = await fetcher.fetch(_request(f"http://127.0.0.1:{raw_server.port}/"))
     assert (result.status, result.body, result.redirects) == (302, b"no", ())
 
@@ -106,11 +86,11 @@ async def test_invalid_urls_are_refused(fetcher: HttpFetcher, url: str) -> None:
     "host", ["2130706433", "0x7f.1", "127.1", "0", "[::ffff:127.0.0.1]", "[::1]", "localhost"]
 )
 async def test_disguised_loopback_hosts_never_connect(
-    guarded: HttpFetcher, raw_server: RawServer, host: str
+    guarded: HttpFetcher, raw_server: ScriptedServer, host: str
 ) -> None:
-    raw_server.reply = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
+    raw_server.replies = [b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"]
     with pytest.raises(FetchError) as caught:
         await guarded.fetch(_request(f"http://{host}:{raw_server.port}/"))
     assert isinstance(caught.value, ForbiddenAddress) or "invalid URL" in str(caught.value)
     assert caught.value.transient is False
-    assert raw_server.requests == 0
+    assert raw_server.requests == []

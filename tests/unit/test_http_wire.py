@@ -1,9 +1,4 @@
-"""The HTTP fetcher's own connections (``fetchers/wire.py``) against a scripted server.
-
-The server answers each request it reads with the next of ``replies`` on the same
-connection; ``DROP`` closes the connection without answering, and a reply that says
-``Connection: close`` closes it after answering.
-"""
+"""The HTTP fetcher's own connections (``fetchers/wire.py``) against a scripted server."""
 
 from __future__ import annotations
 
@@ -16,48 +11,14 @@ from crawlfleet.errors import FetchError
 from crawlfleet.fetchers import HttpFetcher, wire
 from crawlfleet.models import CrawlRequest
 from crawlfleet.settings import Settings
+from tests.fixtures.scripted_server import DROP, ScriptedServer, serving
 
-DROP = b""
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
-
-
-class ScriptedServer:
-    def __init__(self) -> None:
-        self.replies: list[bytes] = []
-        self.requests: list[bytes] = []
-        self.connections = 0
-        self.closed = 0
-        self.port = 0
-
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.connections += 1
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                self.requests.append(head)
-                for line in head.split(b"\r\n"):
-                    if line.lower().startswith(b"content-length:"):
-                        await reader.readexactly(int(line.split(b":")[1]))
-                reply = self.replies.pop(0)
-                if reply is DROP:
-                    return
-                writer.write(reply)
-                await writer.drain()
-                if b"connection: close" in reply.lower():
-                    return
-        except (asyncio.IncompleteReadError, ConnectionError):
-            return
-        finally:
-            self.closed += 1
-            writer.close()
 
 
 @pytest.fixture
 async def scripted() -> AsyncIterator[ScriptedServer]:
-    script = ScriptedServer()
-    server = await asyncio.start_server(script.handle, "127.0.0.1", 0)
-    script.port = server.sockets[0].getsockname()[1]
-    async with server:
+    async with serving(ScriptedServer()) as script:
         yield script
 
 
