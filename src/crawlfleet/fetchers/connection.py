@@ -5,8 +5,9 @@ framing (Content-Length, chunked, interim responses, keep-alive), and the connec
 the fetcher's limits as the response is read: the body cap (declared length refused before
 reading, a streamed body refused or cut), at most ``MAX_HEADERS`` headers and
 ``MAX_HEADER_BYTES`` of them (llhttp has no bound of its own), the read timeout (no data for
-N s: one timer an exchange, moved only when it fires). Bytes after a response, or while no
-request waits, end the connection. Every failure is a ``FetchError`` naming the URL.
+N s) and the fetch's deadline (``TimeoutError``), both on one timer an exchange, moved only
+when it fires. Bytes after a response, or while no request waits, end the connection. Every
+other failure is a ``FetchError`` naming the URL.
 """
 
 from __future__ import annotations
@@ -267,11 +268,9 @@ class Connection(asyncio.Protocol):
             self._fail(FetchError(f"{exchange.url}: Server disconnected without a response"))
 
     def _malformed(self, exchange: Exchange, exc: Exception) -> FetchError:
-        if isinstance(exc.__cause__, FetchError):  # raised by a callback above
-            return exc.__cause__
-        if isinstance(exc.__context__, FetchError):
+        if isinstance(exc.__context__, FetchError):  # raised by a callback above
             return exc.__context__
         reason = str(exc) or type(exc).__name__
-        if not exchange.status and "headers too large" not in reason:
+        if not exchange.status:
             reason = f"Bad status line ({reason})"
         return FetchError(f"{exchange.url}: malformed response: {reason}")
