@@ -8,7 +8,8 @@ both sides keep it alive; any other end (an error, a cut body, a cancelled fetch
 it. Idle connections are closed after ``KEEPALIVE_S``. Every address a connection goes to
 passes ``forbidden`` first (the resolver's answer, not a name), when a predicate is given.
 
-Every failure is a ``FetchError`` (or subclass) naming the URL, in one line.
+Every failure is a ``FetchError`` (or subclass) naming the URL, in one line, but the fetch's
+deadline, a ``TimeoutError`` (the fetcher names it).
 """
 
 from __future__ import annotations
