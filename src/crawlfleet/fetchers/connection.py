@@ -17,7 +17,8 @@ from typing import cast
 
 import httptools
 
-from crawlfleet.errors import FetchError, TooLarge
+from crawlfleet.errors import FetchError
+from crawlfleet.fetchers.decoding import body_too_large, raw_body_limit
 
 MAX_HEADER_BYTES = 64 * 1024
 MAX_HEADERS = 256
@@ -41,7 +42,6 @@ class Exchange:
         "limit",
         "size",
         "status",
-        "truncate",
         "unanswered",
         "url",
     )
@@ -62,7 +62,6 @@ class Exchange:
         self.cut_at = cut_at
         """Keep this many bytes and stop reading, where more would fail (a body sent
         encoded is cut after decoding, by the caller)."""
-        self.truncate = cut_at is not None
         self.head_only = head_only
         self.done: asyncio.Future[None] = loop.create_future()
         self.status = 0
@@ -80,7 +79,7 @@ class Exchange:
     @property
     def body(self) -> bytes:
         body = b"".join(self.chunks)
-        return body[: self.limit] if self.truncate else body
+        return body if self.cut_at is None else body[: self.limit]
 
 
 class Connection(asyncio.Protocol):
@@ -148,25 +147,23 @@ class Connection(asyncio.Protocol):
             or "chunked" in headers.get("transfer-encoding", "").lower()
             or status in _NO_BODY_STATUSES
         )
-        if exchange.cut_at is not None and "content-encoding" not in headers:
-            exchange.limit = min(exchange.limit, exchange.cut_at)
+        encoded = "content-encoding" in headers
+        exchange.limit = raw_body_limit(exchange.limit, exchange.cut_at, encoded=encoded)
         if exchange.head_only:  # no body follows, whatever the headers say
             exchange.keep_alive = False
             self._finish(exchange)
             return
         too_long = declared is not None and declared.isdigit() and int(declared) > exchange.limit
-        if too_long and not exchange.truncate:
-            raise TooLarge(
-                f"{exchange.url}: Content-Length {declared} exceeds {exchange.limit} bytes"
-            )
+        if too_long and exchange.cut_at is None:
+            raise body_too_large(exchange.url, exchange.limit, declared)
 
     def on_body(self, body: bytes) -> None:
         exchange = self._current()
         exchange.chunks.append(body)
         exchange.size += len(body)
         if exchange.size > exchange.limit:
-            if not exchange.truncate:
-                raise TooLarge(f"{exchange.url}: body exceeds {exchange.limit} bytes")
+            if exchange.cut_at is None:
+                raise body_too_large(exchange.url, exchange.limit)
             exchange.keep_alive = False  # the rest is left unread
             self._finish(exchange)
 

@@ -22,6 +22,21 @@ _ZLIB_WBITS = zlib.MAX_WBITS
 _RAW_DEFLATE_WBITS = -zlib.MAX_WBITS
 
 
+def raw_body_limit(max_body_bytes: int, cut_at: int | None, *, encoded: bool) -> int:
+    """How much of a body, as sent, a fetch reads: ``max_body_bytes``, or less for a body
+    sent as it is that is cut at ``cut_at`` (an encoded one is cut after decoding)."""
+    if cut_at is not None and not encoded:
+        return min(max_body_bytes, cut_at)
+    return max_body_bytes
+
+
+def body_too_large(url: str, limit: int, declared: str | int | None = None) -> TooLarge:
+    """The error for a body past ``limit``: by its declared length, or as it streamed."""
+    if declared is not None:
+        return TooLarge(f"{url}: Content-Length {declared} exceeds {limit} bytes")
+    return TooLarge(f"{url}: body exceeds {limit} bytes")
+
+
 def _inflate(data: bytes, wbits: int, cap_bytes: int) -> bytes:
     decompressor = zlib.decompressobj(wbits)
     out = decompressor.decompress(data, cap_bytes + 1)

@@ -47,6 +47,7 @@ from crawlfleet.fetchers.addresses import (
     parse_ip,
 )
 from crawlfleet.fetchers.credentials import Credentials
+from crawlfleet.fetchers.decoding import body_too_large
 from crawlfleet.fetchers.hops import Hop
 from crawlfleet.fetchers.protocols import Via
 from crawlfleet.models import CrawlRequest, FetchResult
@@ -259,7 +260,7 @@ class ImpersonateFetcher:
         if transfer.too_large:
             return TooLarge(f"{url}: body exceeds {transfer.cap_bytes} bytes (decoded)")
         if code == CurlECode.FILESIZE_EXCEEDED:
-            return TooLarge(f"{url}: body exceeds {settings.max_body_bytes} bytes")
+            return body_too_large(url, settings.max_body_bytes)
         if code == CurlECode.OPERATION_TIMEDOUT:
             return FetchError(f"timeout fetching {url}: {detail}")
         if code == CurlECode.COULDNT_RESOLVE_HOST:

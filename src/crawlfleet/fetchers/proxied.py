@@ -15,8 +15,9 @@ import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
-from crawlfleet.errors import FetchError, TooLarge
+from crawlfleet.errors import FetchError
 from crawlfleet.fetchers.addresses import AddressPredicate, allowed_addresses
+from crawlfleet.fetchers.decoding import body_too_large, raw_body_limit
 from crawlfleet.settings import Settings
 
 
@@ -88,10 +89,8 @@ class ProxiedSession:
                 proxy=proxy,
                 proxy_headers=proxy_headers,
             ) as response:
-                encoding = response.headers.get("Content-Encoding")
-                limit = self._settings.max_body_bytes
-                if cut_at is not None and not encoding:
-                    limit = min(limit, cut_at)
+                encoded = "Content-Encoding" in response.headers
+                limit = raw_body_limit(self._settings.max_body_bytes, cut_at, encoded=encoded)
                 raw = await _read_raw(response, url, limit, truncate=cut_at is not None)
                 return response.status, _lower_case_headers(response), raw
         except aiohttp.ClientError as exc:
@@ -135,7 +134,7 @@ async def _read_raw(
         # The parser stops at the declared length, so this read is bounded.
         return await response.content.read()
     if declared is not None and not truncate:
-        raise TooLarge(f"{url}: Content-Length {declared} exceeds {limit} bytes")
+        raise body_too_large(url, limit, declared)
     chunks: list[bytes] = []
     size = 0
     while chunk := await response.content.readany():
@@ -143,7 +142,7 @@ async def _read_raw(
         chunks.append(chunk)
         if size > limit:
             if not truncate:
-                raise TooLarge(f"{url}: body exceeds {limit} bytes")
+                raise body_too_large(url, limit)
             # The rest is left unread: leaving the response closes the connection.
             return b"".join(chunks)[:limit]
     return b"".join(chunks)
