@@ -75,6 +75,14 @@ def registrable_domain(host: str) -> str:
     return parts.top_domain_under_public_suffix or host
 
 
+@lru_cache(maxsize=HOST_CACHE_SIZE)
+def is_public_suffix(name: str) -> bool:
+    """Whether ``name`` is a public suffix (``com``, ``co.uk``), under which anyone registers:
+    no cookie may be scoped to it. From tldextract's bundled snapshot."""
+    parts = _extract(name)
+    return bool(parts.suffix) and not parts.domain and not parts.subdomain
+
+
 def plain_origin(url: str) -> tuple[str, str, int | None] | None:
     """The scheme, host and port ``urlsplit`` gives for a URL that starts with a plain
     http(s) origin (``_PLAIN_ORIGIN``), told by one match (~0.4 µs against ~3); None for any
