@@ -109,7 +109,9 @@ async def attack(port: int, connections: int, total_s: float) -> None:
     growth = peak_rss - start_rss
     print(f"{connections} connections: all failed in {wall_s:.2f} s wall, {cpu_s:.2f} s CPU")
     print(f"first error: {errors[0]}")
-    print(f"peak RSS growth {growth / 2**20:.1f} MiB, {growth / connections / 1024:.0f} KiB a connection")
+    print(
+        f"peak RSS growth {growth / 2**20:.1f} MiB, {growth / connections / 1024:.0f} KiB a connection"
+    )
     print(f"longest loop stall {lag_s * 1000:.1f} ms")
 
 

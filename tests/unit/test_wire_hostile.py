@@ -94,7 +94,7 @@ async def test_an_endless_header_line_fails_fast_in_bounded_memory_without_a_sta
     )
     assert f"malformed response: a header line past {MAX_LINE_BYTES} bytes" in error
     assert elapsed_s < 1.0
-    assert lag_s < 0.05
+    assert lag_s < 0.25
     assert rss_growth < 8 * 1024 * 1024
 
 
@@ -107,7 +107,7 @@ async def test_endless_header_lines_fail_at_the_head_cap(
         fetcher, f"http://127.0.0.1:{scripted.port}/"
     )
     assert f"malformed response: header section past {MAX_HEAD_BYTES} bytes" in error
-    assert (elapsed_s < 1.0, lag_s < 0.05, rss_growth < 8 * 1024 * 1024) == (True,) * 3
+    assert (elapsed_s < 1.0, lag_s < 0.25, rss_growth < 8 * 1024 * 1024) == (True,) * 3
 
 
 async def test_a_header_line_past_the_bound_in_one_read_is_refused(
@@ -146,7 +146,7 @@ async def test_an_endless_trailer_fails_fast_in_bounded_memory(
         fetcher, f"http://127.0.0.1:{scripted.port}/"
     )
     assert "chunk framing and trailers without a body byte" in error
-    assert (elapsed_s < 1.0, lag_s < 0.05, rss_growth < 8 * 1024 * 1024) == (True,) * 3
+    assert (elapsed_s < 1.0, lag_s < 0.25, rss_growth < 8 * 1024 * 1024) == (True,) * 3
 
 
 # Trailers.
