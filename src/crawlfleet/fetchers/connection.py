@@ -153,17 +153,7 @@ class Connection(asyncio.Protocol):
             self.abort()
             return
         self._last_read = self._loop.time()
-        try:
-            if exchange.head_done:
-                self._read_body(exchange, data)
-            else:
-                self._read_head(exchange, data)
-        except httptools.HttpParserUpgrade:
-            self._fail(FetchError(f"{exchange.url}: malformed response: an upgrade"))
-        except httptools.HttpParserError as exc:
-            self._parse_error(exchange, data, exc)
-        except FetchError as exc:
-            self._fail(exc)
+        self._feed(exchange, data)
 
     def eof_received(self) -> bool:
         self._ended()
@@ -217,33 +207,38 @@ class Connection(asyncio.Protocol):
                 "chunk framing and trailers without a body byte"
             )
 
-    def _parse_error(self, exchange: Exchange, data: bytes, exc: httptools.HttpParserError) -> None:
-        """Fail the exchange; but a head with obs-folds is parsed again without them."""
-        cause = exc.__context__
+    def _feed(self, exchange: Exchange, data: bytes) -> None:
+        try:
+            if exchange.head_done:
+                self._read_body(exchange, data)
+            else:
+                self._read_head(exchange, data)
+        except httptools.HttpParserUpgrade:
+            self._fail(FetchError(f"{exchange.url}: malformed response: an upgrade"))
+        except httptools.HttpParserError as exc:
+            if not self._unfold(exchange, data, exc):
+                self._fail(self._malformed(exchange, data, exc))
+        except FetchError as exc:
+            self._fail(exc)
+
+    def _unfold(self, exchange: Exchange, data: bytes, exc: httptools.HttpParserError) -> bool:
+        """After llhttp refused a head: parse it again from its first byte with its obs-folds
+        replaced by SP (RFC 9112 section 5.2). False when that cannot help."""
         if (
-            not exchange.head_done
-            and not isinstance(cause, FetchError)
-            and exchange.unfolds < MAX_UNFOLDS
+            exchange.head_done
+            or isinstance(exc.__context__, FetchError)
+            or exchange.unfolds >= MAX_UNFOLDS
         ):
-            raw = b"".join([*exchange.head_chunks, data])
-            unfolded = _unfolded(raw)
-            if unfolded is not None and unfolded != raw:
-                exchange.unfolds += 1
-                exchange.restart_head()
-                self._parser = _response_parser(self)
-                try:
-                    self._read_head(exchange, unfolded)
-                    return
-                except httptools.HttpParserError as again:
-                    exc, data = again, unfolded
-                except (FetchError, httptools.HttpParserUpgrade) as again:
-                    self._fail(
-                        again
-                        if isinstance(again, FetchError)
-                        else FetchError(f"{exchange.url}: malformed response: an upgrade")
-                    )
-                    return
-        self._fail(self._malformed(exchange, data, exc))
+            return False
+        raw = b"".join([*exchange.head_chunks, data])
+        unfolded = _unfolded(raw)
+        if unfolded is None or unfolded == raw:
+            return False
+        exchange.unfolds += 1
+        exchange.restart_head()
+        self._parser = _response_parser(self)
+        self._feed(exchange, unfolded)
+        return True
 
     # The parser's side (httptools calls these from ``feed_data``).
 
