@@ -129,6 +129,34 @@ async def test_a_header_line_within_the_bound_is_read(
     assert (result.body, result.headers["x-csp"]) == (b"ok", value.decode())
 
 
+async def test_a_head_and_a_line_split_across_reads_within_the_bounds_are_read(
+    fetcher: HttpFetcher, scripted: ScriptedServer
+) -> None:
+    half = b"h" * (MAX_LINE_BYTES // 2 - 100)
+    scripted.replies = [
+        [
+            b"HTTP/1.1 200 OK\r\nX-Long: " + half,
+            0.05,
+            half,
+            0.05,
+            b"\r\nContent-Length: 2\r\n\r\nok",
+        ]
+    ]
+    result = await fetcher.fetch(_request(f"http://127.0.0.1:{scripted.port}/"))
+    assert (result.body, result.headers["x-long"]) == (b"ok", (half * 2).decode())
+
+
+async def test_a_line_past_the_bound_across_reads_is_refused(
+    fetcher: HttpFetcher, scripted: ScriptedServer
+) -> None:
+    third = b"h" * (MAX_LINE_BYTES // 3 + 10)
+    scripted.replies = [
+        [b"HTTP/1.1 200 OK\r\nX-Long: " + third, 0.05, third, 0.05, third, 0.05, b"\r\n\r\n"]
+    ]
+    with pytest.raises(FetchError, match=f"a header line past {MAX_LINE_BYTES} bytes"):
+        await fetcher.fetch(_request(f"http://127.0.0.1:{scripted.port}/"))
+
+
 async def test_endless_interim_responses_fail_at_the_head_cap(
     fetcher: HttpFetcher, scripted: ScriptedServer
 ) -> None:
