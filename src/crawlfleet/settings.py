@@ -100,7 +100,18 @@ class Settings(BaseSettings):
     obey_robots: bool = True
     robots_ttl_s: float = Field(default=3600.0, gt=0)
     robots_error_ttl_s: float = Field(default=600.0, gt=0)
+    max_crawl_delay_s: float = Field(
+        default=3600.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="a robots Crawl-delay is honoured up to this; a longer one is cut, reported",
+    )
     user_agent: str = Field(default=DEFAULT_USER_AGENT, min_length=1)
+    robots_token: str | None = Field(
+        default=None,
+        min_length=1,
+        description="the name robots.txt groups address us by (default: from user_agent)",
+    )
     domains: DomainOverrides = Field(
         default_factory=dict, description="per-domain delay_s / concurrency, keyed by host"
     )

@@ -23,12 +23,11 @@ from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.errors import BadUrl, FetchError
 from crawlfleet.frontier.robots import FetchFn, RobotsCache, origin_of
 from crawlfleet.frontier.sitemap_format import BadSitemap, SitemapEntry, SitemapReader, inflate
+from crawlfleet.frontier.store_types import DEFAULT_MAX_CRAWL_DELAY_S
 
-__all__ = ["MAX_CRAWL_DELAY_S", "SitemapEntry", "default_sitemaps", "sitemap_entries"]
+__all__ = ["SitemapEntry", "default_sitemaps", "sitemap_entries"]
 
 logger = logging.getLogger(__name__)
-
-MAX_CRAWL_DELAY_S = 60.0
 
 
 class _Skip(Exception):
@@ -54,6 +53,7 @@ async def sitemap_entries(
     in_scope: Callable[[str], bool] | None = None,
     robots: RobotsCache | None = None,
     delay_s: float = 0.0,
+    max_crawl_delay_s: float = DEFAULT_MAX_CRAWL_DELAY_S,
     clock: Clock | None = None,
     max_urls: int = 1_000_000,
     max_depth: int = 3,
@@ -63,13 +63,13 @@ async def sitemap_entries(
     """The page URLs of the ``start`` sitemaps and of the sitemaps their indexes list.
 
     A sitemap is fetched only if ``in_scope`` takes its URL and ``robots`` allows it, at
-    least ``delay_s`` (or the host's Crawl-delay, at most ``MAX_CRAWL_DELAY_S``) after the
+    least ``delay_s`` (or the host's Crawl-delay, at most ``max_crawl_delay_s``) after the
     previous sitemap fetch from its host ended; a refused one is skipped with a logged
     reason. Indexes are followed ``max_depth`` levels down; each sitemap is fetched once, at
     most ``max_sitemaps`` in all. ``max_bytes`` caps each body, before and after gzip. Stops
     after ``max_urls`` URLs. URLs are absolute, in sitemap order, not deduplicated.
     """
-    gate = _Gate(in_scope, robots, delay_s, clock or SystemClock())
+    gate = _Gate(in_scope, robots, delay_s, max_crawl_delay_s, clock or SystemClock())
     queue = deque((url, 0) for url in dict.fromkeys(start))
     seen = set(start)
     count = 0
@@ -106,11 +106,13 @@ class _Gate:
         in_scope: Callable[[str], bool] | None,
         robots: RobotsCache | None,
         delay_s: float,
+        max_crawl_delay_s: float,
         clock: Clock,
     ) -> None:
         self._in_scope = in_scope
         self._robots = robots
         self._delay_s = delay_s
+        self._max_crawl_delay_s = max_crawl_delay_s
         self._clock = clock
         self._last_end: dict[str, float] = {}
 
@@ -128,7 +130,7 @@ class _Gate:
             if not decision.allowed:
                 raise _Skip(decision.reason or "disallowed by robots.txt")
             if decision.crawl_delay_s is not None:
-                delay_s = max(delay_s, min(decision.crawl_delay_s, MAX_CRAWL_DELAY_S))
+                delay_s = max(delay_s, min(decision.crawl_delay_s, self._max_crawl_delay_s))
         last_end = self._last_end.get(origin)
         if last_end is not None:
             await self._clock.sleep(last_end + delay_s - self._clock.now())
