@@ -40,7 +40,6 @@ DEFAULT_STRIP_PARAMS = (
     "session_id",
     "jsessionid",
     "phpsessid",
-    "sid",
 )
 
 Rung = Literal["slow", "session", "tier", "impersonate", "browser"]
