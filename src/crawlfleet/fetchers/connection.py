@@ -25,6 +25,19 @@ MAX_HEADERS = 256
 _NO_BODY_STATUSES = frozenset({204, 304})
 
 
+
+def location_header(url: str, headers: dict[str, str], value: bytes) -> None:
+    """Keep a ``Location`` value with its bytes past ASCII percent-encoded (raw UTF-8
+    ``/é`` is read ``/%C3%A9``, as browsers read it; the URL parser decodes an escaped host);
+    a second, different ``Location`` fails the response, as Chromium fails it."""
+    text = value.decode("latin-1")
+    if not value.isascii():
+        text = "".join(c if c < "\x80" else f"%{ord(c):02X}" for c in text)
+    held = headers.get("location")
+    if held is not None and held != text:
+        raise FetchError(f"{url}: malformed response: two different Location headers")
+    headers["location"] = text
+
 class Exchange:
     """What one request waits for: the response's status, headers and body, within limits."""
 
@@ -131,6 +144,9 @@ class Connection(asyncio.Protocol):
         if exchange.header_bytes > MAX_HEADER_BYTES or len(headers) >= MAX_HEADERS:
             raise FetchError(f"{exchange.url}: malformed response: headers too large")
         key = name.decode("latin-1").lower()
+        if key == "location":
+            location_header(exchange.url, headers, value)
+            return
         text = value.decode("latin-1")
         headers[key] = f"{headers[key]}, {text}" if key in headers else text
 
