@@ -77,7 +77,9 @@ PORTS = st.sampled_from(["", ":80", ":443", ":8080", ":0443", ":0", ":99999", ":
     PORTS,
     st.lists(PIECES, max_size=12).map("".join),
 )
-def test_the_fast_path_agrees_with_the_slow_path(scheme: str, host: str, port: str, rest: str) -> None:
+def test_the_fast_path_agrees_with_the_slow_path(
+    scheme: str, host: str, port: str, rest: str
+) -> None:
     url = f"{scheme}://{host}{port}{rest}"
     fast = _plain(url)
     if fast is None:

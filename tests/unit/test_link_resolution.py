@@ -13,7 +13,9 @@ PAGE = "http://shop.test/list/page.html"
 
 def _page(body: bytes, content_type: str) -> FetchResult:
     headers = {"content-type": content_type}
-    return FetchResult(url=PAGE, final_url=PAGE, status=200, headers=headers, body=body, elapsed_s=0)
+    return FetchResult(
+        url=PAGE, final_url=PAGE, status=200, headers=headers, body=body, elapsed_s=0
+    )
 
 
 def test_a_windows_1252_pages_link_query_is_sent_in_windows_1252() -> None:
