@@ -25,7 +25,6 @@ MAX_HEADERS = 256
 _NO_BODY_STATUSES = frozenset({204, 304})
 
 
-
 def location_header(url: str, headers: dict[str, str], value: bytes) -> None:
     """Keep a ``Location`` value with its bytes past ASCII percent-encoded (raw UTF-8
     ``/é`` is read ``/%C3%A9``, as browsers read it; the URL parser decodes an escaped host);
@@ -37,6 +36,7 @@ def location_header(url: str, headers: dict[str, str], value: bytes) -> None:
     if held is not None and held != text:
         raise FetchError(f"{url}: malformed response: two different Location headers")
     headers["location"] = text
+
 
 class Exchange:
     """What one request waits for: the response's status, headers and body, within limits."""

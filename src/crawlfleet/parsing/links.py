@@ -94,8 +94,7 @@ def resolve(
     if not href or href[0] == "#":
         return None
     if origin is not None and href.isascii() and _plain(href):
-        url = href if href[0] != "/" else origin + href
-        return url.partition("#")[0]
+        return (href if href[0] != "/" else origin + href).partition("#")[0]
     url = join(base, href, encoding)
     if url is None:
         return None
