@@ -1,4 +1,4 @@
-"""Link extraction from HTML: ``<a href>`` and ``<area href>``, resolved but not canonical.
+"""Link extraction from HTML: ``<a href>`` and ``<area href>``, resolved as a browser does.
 
 Resolution follows the page's ``<base href>`` (itself resolved against the page URL) when
 present, else the page URL, by the WHATWG URL Standard (``urls.join``): only C0 controls and
@@ -9,7 +9,7 @@ hrefs, ``rel`` containing ``nofollow``, and every scheme but http(s) (``file:`` 
 ``<meta name="robots">`` says ``nofollow`` (or ``none``) gives no links at all. Extraction
 stops after ``MAX_LINKS_PER_PAGE`` links (the ``max_links_per_page`` setting): a page of
 200,000 links cost 1 s and 120 MB here and 5 s more in the frontier, for a spider trap.
-Canonicalization, scope and dedup across pages are the crawl loop's job.
+Serialization, scope and dedup across pages are the frontier's job (``UrlRules.target``).
 """
 
 from __future__ import annotations
