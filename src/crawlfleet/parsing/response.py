@@ -77,7 +77,8 @@ class Response:
     @cached_property
     def encoding(self) -> str:
         """The Python codec the body is read with (``parsing.encoding``)."""
-        return sniff(self.result.body, self.result.headers.get("content-type")).codec
+        result = self.result
+        return sniff(result.body, result.headers.get("content-type"), html=result.is_html).codec
 
     @cached_property
     def base_url(self) -> str:
