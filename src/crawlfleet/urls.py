@@ -185,7 +185,7 @@ def _normal_escapes(text: str) -> str:
     return _ESCAPE.sub(_normal_escape, text) if "%" in text else text
 
 
-class Target(NamedTuple):
+class RequestUrl(NamedTuple):
     """A URL as it is requested, and the dedup key its fingerprint is taken of."""
 
     url: str
@@ -207,17 +207,17 @@ class UrlRules:
         lowered = name.lower()
         return lowered in self._exact or any(fnmatch.fnmatchcase(lowered, g) for g in self._globs)
 
-    def target(self, url: str) -> Target:
+    def target(self, url: str) -> RequestUrl:
         """The request URL and dedup key of an absolute URL (cached); raises ``BadUrl``."""
         return self._target(url)
 
-    def _target(self, url: str) -> Target:
+    def _target(self, url: str) -> RequestUrl:
         url = url.strip(C0_CONTROL_OR_SPACE)
         if already_canonical(url):
-            return Target(url, url)
+            return RequestUrl(url, url)
         return self.full_target(url)
 
-    def full_target(self, url: str) -> Target:
+    def full_target(self, url: str) -> RequestUrl:
         """``target`` without its cache and fast path: every step."""
         try:
             href = normalize_url(url)
@@ -232,7 +232,7 @@ class UrlRules:
         authority, path = (rest, "/") if slash < 0 else (rest[:slash], rest[slash:])
         host = authority.rpartition("@")[2]
         request = f"{scheme}://{host}{path.partition('#')[0]}"
-        return Target(request, self._key(scheme, host, path))
+        return RequestUrl(request, self._key(scheme, host, path))
 
     def _key(self, scheme: str, host: str, path_query: str) -> str:
         path, _, query = path_query.partition("#")[0].partition("?")
