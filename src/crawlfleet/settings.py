@@ -40,8 +40,9 @@ DEFAULT_STRIP_PARAMS = (
     "session_id",
     "jsessionid",
     "phpsessid",
-    "sid",
 )
+"""Query parameters left out of a URL's dedup key (``urls.UrlRules``), never out of the URL
+requested. Not ``sid``: on many sites it is an article id, and pages would be merged."""
 
 Rung = Literal["slow", "session", "tier", "impersonate", "browser"]
 """A rung of the strategy ladder (``frontier/ladder.py``)."""

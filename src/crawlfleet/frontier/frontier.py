@@ -1,4 +1,4 @@
-"""The frontier: URLs in (canonical, in scope, deduplicated), due work out, outcomes back.
+"""The frontier: URLs in (serialized, in scope, deduplicated by key), due work out, outcomes back.
 
 It wraps a ``QueueStore`` with the crawl's URL rules, scope, budget, default domain policy and
 retry policy. Every runtime (the embedded runner, a Celery worker, the dispatcher) talks to
@@ -90,7 +90,7 @@ class Frontier:
     def requests_for(
         self, links: Iterable[Link | str], parent: CrawlRequest | None
     ) -> tuple[list[CrawlRequest], list[tuple[str, str]]]:
-        """Canonical in-scope requests for the links, and (url, reason) for the rest."""
+        """In-scope requests for the links, and (url, reason) for the rest."""
         requests, rejected, _ = build_requests(links, parent, self._rules_of_links, None)
         return requests, rejected
 

@@ -26,7 +26,7 @@ as many hosts that never answer holds its step for one robots timeout, not one p
 
 
 class Admitter:
-    """Canonicalizes, scopes and adds URLs; reads each new domain's robots.txt first.
+    """Serializes, scopes and adds URLs; reads each new domain's robots.txt first.
 
     The domains already prepared are remembered per process only to save robots lookups:
     what robots says is written to the store, never kept here.

@@ -32,7 +32,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from urllib.parse import urljoin
 
 from crawlfleet.clock import Clock
 from crawlfleet.errors import BrowserFault, FetchError, ForbiddenAddress, TooLarge
@@ -49,6 +48,7 @@ from crawlfleet.runtime.session_pool import SessionPool
 from crawlfleet.sessions.cookies import CookieJar
 from crawlfleet.sessions.protocols import CrawlSession
 from crawlfleet.settings_proxies import ProxySettings
+from crawlfleet.urls import join
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +172,7 @@ class SessionFetcher:
         if (
             result.status in REDIRECT_STATUSES
             and location
-            and urljoin(result.final_url, location) == request.url
+            and (join(result.final_url, location) or "").partition("#")[0] == request.url
             and "set-cookie" in result.headers
         ):
             result = await self._http.fetch(self._with_jar(request, session), via=via)
