@@ -100,7 +100,9 @@ def test_labels_browsers_refuse_are_ignored(label: str) -> None:
 
 
 def test_decoders_the_standard_defines_apart_from_python() -> None:
-    assert decode_as(b"<p>\x81\x8d\x8f\x90\x9d</p>", "windows-1252") == "<p>\x81\x8d\x8f\x90\x9d</p>"
+    assert (
+        decode_as(b"<p>\x81\x8d\x8f\x90\x9d</p>", "windows-1252") == "<p>\x81\x8d\x8f\x90\x9d</p>"
+    )
     assert decode_as(b"\xca", "windows-1255") == "\u05ba"
     assert decode_as(b"\xae\xbe", "koi8-u") == "\u045e\u040e"  # KOI8-RU
     assert decode_as(b"a\x80\xff", "x-user-defined") == "a\uf780\uf7ff"

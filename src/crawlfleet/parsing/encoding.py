@@ -315,7 +315,7 @@ def _scan(data: bytes, *, tree: bool) -> str | None:
             name, pos = _meta_encoding(data, tag.end(), prescan=not tree)
             if name is not None:
                 return _as_declared(name)
-        elif opener[1:2].isalpha() or opener[1:2] == b"/" and opener[2:3].isalpha():
+        elif opener[1:2].isalpha() or (opener[1:2] == b"/" and opener[2:3].isalpha()):
             raw = _RAW_TEXT.match(data, tag.start()) if tree else None
             pos = tag.end()
             while pos < len(data) and data[pos] not in b"\t\n\f\r >":
@@ -364,9 +364,9 @@ def detect(body: bytes) -> str:
 
 def sniff(body: bytes, content_type: str | None, *, html: bool = True) -> Encoding:
     """The encoding to decode ``body`` with (see the module docstring for the order)."""
-    for bom, name in _BOMS:
+    for bom, bom_name in _BOMS:
         if body.startswith(bom):
-            return Encoding(name, "bom")
+            return Encoding(bom_name, "bom")
     declared = header_charset(content_type)
     name = encoding_for(declared) if declared else None
     if name is not None:
