@@ -168,6 +168,12 @@ def test_a_bom_is_dropped(codec: str) -> None:
     assert decode(body, "text/html") == text
 
 
+def test_the_python_codec_of_an_encoding_encodes_text_for_it() -> None:
+    assert Encoding("shift_jis", "meta").codec == "cp932"
+    assert "é".encode(Encoding("windows-1252", "detected").codec) == b"\xe9"
+    assert Encoding("replacement", "header").codec == "utf-8"  # the URL standard's rule
+
+
 def test_whatwg_labels() -> None:
     assert encoding_for("ISO-8859-1") == "windows-1252"
     assert encoding_for("Shift_JIS") == "shift_jis"
