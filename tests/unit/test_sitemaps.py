@@ -484,3 +484,15 @@ async def test_rss_and_atom_feeds_as_google_reads_them(site: Site, fetch: FetchF
         (f"{b}/posts/2?a=1&b=2", None),
     ]
     assert tally.broken_entries == 1
+
+
+async def test_a_hostile_page_of_unclosed_tags_is_read_in_linear_time(
+    site: Site, fetch: FetchFn
+) -> None:
+    b = site.base
+    site.put("/tags.xml", b"<!doctype html><urlset>" + b"<p><br>x</i>" * 100_000 + b"</urlset>")
+    tally = SitemapTally()
+    started = time.monotonic()
+    assert await collect(sitemap_entries(fetch, [f"{b}/tags.xml"], tally=tally)) == []
+    assert time.monotonic() - started < 5.0
+    assert tally.xml_faults > 100_000

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 _CHUNK_BYTES = 256 * 1024
 _MAX_URL_CHARS = 2048  # the sitemaps.org limit
 _MAX_TOKEN_CHARS = 1024 * 1024  # an unfinished '<...' longer than this is text, a fault
+_MAX_DEPTH = 64  # open elements followed; deeper ones (never in a sitemap) are faults
 _GZIP_MAGIC = b"\x1f\x8b"
 _ENTRIES = ("url", "sitemap", "item", "entry")
 # The field of each entry kind that holds its URL, and the one that holds its date.
@@ -34,7 +35,7 @@ _DATE_FIELD = {"url": "lastmod", "item": "pubDate", "entry": "updated"}
 _TOKEN = re.compile(
     r"<!--.*?-->"
     r"|<!\[CDATA\[(?P<cdata>.*?)\]\]>"
-    r"|<!DOCTYPE(?:[^\[>\"']|\"[^\"]*\"|'[^']*'|\[(?:[^\]\"']|\"[^\"]*\"|'[^']*')*\])*>"
+    r"|<!(?i:DOCTYPE)(?:[^\[>\"']|\"[^\"]*\"|'[^']*'|\[(?:[^\]\"']|\"[^\"]*\"|'[^']*')*\])*>"
     r"|<\?.*?\?>"
     r"|<(?P<end>/?)(?P<name>[^\s/>!?<]+)(?P<attrs>(?:[^>\"'<]|\"[^\"]*\"|'[^']*')*)>",
     re.DOTALL,
@@ -200,7 +201,9 @@ class SitemapReader:
             lt = buffer.find("<", pos)
             if lt < 0:
                 if not final:
-                    break  # the text may end with a reference cut in two
+                    if self._field is None:
+                        pos = len(buffer)  # text outside a field is not read
+                    break  # else the text may end with a reference cut in two
                 self._text(buffer[pos:])
                 pos = len(buffer)
                 break
@@ -261,8 +264,12 @@ class SitemapReader:
                     entry.url = None if href is None else self._expand(href, entry)
             elif local in (_URL_FIELD[entry.kind], _DATE_FIELD.get(entry.kind)):
                 self._field, self._parts = local, []
-        if not empty:
-            self._stack.append(local)
+        if empty:
+            return
+        if len(self._stack) >= _MAX_DEPTH:
+            self.faults += 1  # an HTML page, or nesting no sitemap has: not followed
+            return
+        self._stack.append(local)
 
     def _end(self, local: str) -> None:
         if local not in self._stack:
