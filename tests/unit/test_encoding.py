@@ -1,7 +1,8 @@
 """Encoding sniffing as a browser does it: BOM, header, meta prescan, a later meta, detector.
 
-Two ported tables: every label of the WHATWG Encoding Standard (whatwg_encoding_labels.txt)
-and html5lib-tests' encoding cases (html5lib_encoding_cases.jsonl).
+Ported tables: every label of the WHATWG Encoding Standard (whatwg_encoding_labels.txt), its
+single-byte indexes (whatwg_single_byte_indexes.txt) and html5lib-tests' encoding cases
+(html5lib_encoding_cases.jsonl).
 """
 
 from __future__ import annotations
@@ -134,6 +135,31 @@ def test_every_whatwg_encoding_decodes(name: str) -> None:
     text = {"replacement": "\ufffd", "utf-16be": "\u3c70\u613e", "utf-16le": "\u703c\u3e61"}
     assert decode_as(b"<pa>", name) == text.get(name, "<pa>")
     decode_as(bytes(range(256)), name)  # any byte: a character or U+FFFD, never an error
+
+
+def _single_byte_indexes() -> list[tuple[str, list[str | None]]]:
+    lines = (_HERE / "whatwg_single_byte_indexes.txt").read_text().splitlines()
+    rows = [line.split() for line in lines if line and line[0] != "#"]
+    return [(row[0], [None if c == "-" else chr(int(c, 16)) for c in row[1:]]) for row in rows]
+
+
+@pytest.mark.parametrize(("name", "index"), _single_byte_indexes(), ids=lambda v: str(v)[:14])
+def test_single_byte_decoders_match_the_standards_index(name: str, index: list[str | None]) -> None:
+    assert len(index) == 128
+    assert decode_as(bytes(range(128)), name) == "".join(map(chr, range(128)))
+    decoded = [decode_as(bytes([0x80 + offset]), name) for offset in range(128)]
+    assert decoded == [char or "\ufffd" for char in index]
+
+
+def test_multi_byte_decoders_where_python_differs_from_the_standard() -> None:
+    # EUC-JP: NEC row 13, U+FF5E (Microsoft's table), JIS X 0212, half-width katakana.
+    assert decode_as(b"\xad\xa1\xa1\xc1\x8f\xa2\xb7\x8e\xb1", "euc-jp") == "①\uff5e\uff5eｱ"
+    assert decode_as(b"\xa1b\xff", "euc-jp") == "\ufffdb\ufffd"
+    # gb18030 / gbk: two-byte codes GB18030-2022 moved out of the Private Use Area.
+    assert decode_as(b"\xa3\xa0\xa6\xd9", "gbk") == "\u3000\ufe10"
+    # euc-kr is UHC (windows-949), shift_jis is Microsoft's.
+    assert decode_as(b"\x8c\x63", "euc-kr") == "똠"
+    assert decode_as(b"\x87\x40", "shift_jis") == "①"
 
 
 def _html5lib_cases() -> list[tuple[str, bytes, str]]:
