@@ -1,7 +1,8 @@
 """Encoding sniffing as a browser does it: BOM, header, meta prescan, a later meta, detector.
 
 Ported tables: every label of the WHATWG Encoding Standard (whatwg_encoding_labels.txt), its
-single-byte indexes (whatwg_single_byte_indexes.txt) and html5lib-tests' encoding cases
+single-byte indexes (whatwg_single_byte_indexes.txt), the labels web-platform-tests says no
+browser supports (wpt_unsupported_encoding_labels.txt) and html5lib-tests' encoding cases
 (html5lib_encoding_cases.jsonl).
 """
 
@@ -128,6 +129,24 @@ def test_every_whatwg_label_names_its_encoding() -> None:
     # Labels are matched without ASCII whitespace around them and without ASCII case.
     assert encoding_for(" \tLATIN1\n") == "windows-1252"
     assert encoding_for("\u212aoi8-r") is None  # KELVIN SIGN does not lower-case to k here
+
+
+def test_labels_no_browser_supports_are_ignored() -> None:
+    lines = (_HERE / "wpt_unsupported_encoding_labels.txt").read_text().splitlines()
+    labels = [line for line in lines if line and line[0] != "#"]
+    assert len(labels) == 155  # 39 of them Python's codecs know (utf-7, cp437, ibm037, ...)
+    assert [label for label in labels if encoding_for(label) is not None] == []
+    body = "<p>déjà</p>".encode("cp1252")
+    for label in labels:
+        assert sniff(body, f"text/html; charset={label}").source == "detected", label
+
+
+def test_a_label_with_other_than_ascii_whitespace_around_it_is_no_label() -> None:
+    # web-platform-tests, encoding/api-invalid-label.any.js: NUL, VT, NBSP, U+2028, U+2029.
+    for label, _ in _labels():
+        for space in ("\u0000", "\u000b", "\u00a0", "\u2028", "\u2029"):
+            for padded in (space + label, label + space, space + label + space):
+                assert encoding_for(padded) is None, repr(padded)
 
 
 @pytest.mark.parametrize("name", sorted({name for _, name in _labels()}))
