@@ -401,6 +401,11 @@ async def test_utf16_sitemaps_are_read(site: Site, fetch: FetchFn, codec: str) -
     index_text = index([f"{b}/u16.xml"]).decode()
     site.put("/index16.xml", codecs.BOM_UTF16_LE + index_text.encode("utf-16-le"))
     assert await collect(sitemap_entries(fetch, [f"{b}/index16.xml"])) == [f"{b}/é/1", f"{b}/2"]
+    site.put("/misdeclared.xml", text.encode())  # says UTF-16, is UTF-8
+    assert await collect(sitemap_entries(fetch, [f"{b}/misdeclared.xml"])) == [
+        f"{b}/é/1",
+        f"{b}/2",
+    ]
 
 
 BILLION_LAUGHS = (

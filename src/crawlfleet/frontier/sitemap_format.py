@@ -129,9 +129,11 @@ def _codec_of(head: bytes) -> tuple[str, int]:
     declared = _XML_ENCODING.match(head.lstrip())
     if declared is not None:
         try:
-            return codecs.lookup(declared[1].decode("ascii")).name, 0
+            codec = codecs.lookup(declared[1].decode("ascii")).name
         except LookupError:
-            pass  # an unknown name: read as UTF-8, as most such files are
+            return "utf-8", 0  # an unknown name: read as UTF-8, as most such files are
+        # A declaration read as ASCII cannot be right about UTF-16 or UTF-32.
+        return ("utf-8" if codec.startswith(("utf-16", "utf-32")) else codec), 0
     return "utf-8", 0
 
 
