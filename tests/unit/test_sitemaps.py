@@ -501,3 +501,10 @@ async def test_a_hostile_page_of_unclosed_tags_is_read_in_linear_time(
     assert await collect(sitemap_entries(fetch, [f"{b}/tags.xml"], tally=tally)) == []
     assert time.monotonic() - started < 5.0
     assert tally.xml_faults > 100_000
+    # Past the elements followed, an entry is broken (never a crash) unless it is read whole.
+    deep = f"<url><lastmod>2024-01-01</lastmod><loc>{b}/deep</loc></url>".encode() * 2
+    whole = f"<url><loc>{b}/whole</loc></url>".encode()
+    site.put("/deep.xml", b"<urlset>" + b"<div>" * 70 + deep + whole)
+    tally = SitemapTally()
+    assert await collect(sitemap_entries(fetch, [f"{b}/deep.xml"], tally=tally)) == [f"{b}/whole"]
+    assert tally.broken_entries == 2

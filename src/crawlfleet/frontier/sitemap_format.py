@@ -239,6 +239,8 @@ class SitemapReader:
             if self._stack:
                 self.faults += 1  # elements left open at the end
             self._close_to(0)
+            if self._entry is not None:  # one too deep to be on the stack
+                self._end_entry(self._entry)
 
     def _simple_entry(self, kind: str, url: str, lastmod: str | None) -> None:
         if not _usable(url):
@@ -255,7 +257,10 @@ class SitemapReader:
         if local in _ENTRIES:
             if entry is not None:  # the last entry was never closed
                 self.faults += 1
-                self._close_to(self._stack.index(entry.kind))
+                if entry.kind in self._stack:
+                    self._close_to(self._stack.index(entry.kind))
+                if self._entry is entry:  # it was too deep to be on the stack
+                    self._end_entry(entry)
             self._entry = _Entry(local)
             if empty:  # <url/>: an entry with nothing in it
                 self._end_entry(self._entry)
@@ -276,6 +281,8 @@ class SitemapReader:
     def _end(self, local: str) -> None:
         if local not in self._stack:
             self.faults += 1  # an end tag with no start: passed over
+            if self._entry is not None and local == self._entry.kind:
+                self._end_entry(self._entry)  # one too deep to be on the stack
             return
         depth = len(self._stack) - 1 - self._stack[::-1].index(local)
         if depth != len(self._stack) - 1:
