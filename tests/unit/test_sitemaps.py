@@ -164,14 +164,19 @@ async def test_index_gz_text_broken_and_missing(
     assert f"{b}/missing.xml: HTTP 404" in messages
 
 
-async def test_depth_limit(site: Site, fetch: FetchFn) -> None:
+async def test_depth_limit(site: Site, fetch: FetchFn, caplog: pytest.LogCaptureFixture) -> None:
     b = site.base
     site.put("/a.xml", index([f"{b}/b.xml", f"{b}/pa.xml"]))
     site.put("/b.xml", index([f"{b}/c.xml"]))
     site.put("/c.xml", urlset([f"{b}/deep"]))
     site.put("/pa.xml", urlset([f"{b}/shallow"]))
-    assert await collect(sitemap_entries(fetch, [f"{b}/a.xml"], max_depth=1)) == [f"{b}/shallow"]
+    tally = SitemapTally()
+    with caplog.at_level(logging.WARNING, logger="crawlfleet.frontier.sitemaps"):
+        urls = await collect(sitemap_entries(fetch, [f"{b}/a.xml"], max_depth=1, tally=tally))
+    assert urls == [f"{b}/shallow"]
     assert site.hits["/c.xml"] == 0
+    assert tally.sitemaps_over_limits == 1
+    assert f"sitemap {b}/c.xml not read: listed 2 levels down (max_depth=1)" in caplog.text
     assert await collect(sitemap_entries(fetch, [f"{b}/a.xml"], max_depth=2)) == [
         f"{b}/shallow",
         f"{b}/deep",

@@ -48,6 +48,7 @@ class SitemapTally:
     xml_faults: int = 0  # XML errors read past
     sitemaps_read: int = 0
     sitemaps_skipped: int = 0  # not fetched, refused, too large, undecompressable
+    sitemaps_over_limits: int = 0  # listed by an index past max_depth or max_sitemaps
 
 
 class _Skip(Exception):
@@ -113,9 +114,21 @@ async def sitemap_entries(
                         logger.warning("sitemaps: stopped at max_urls=%d URLs", max_urls)
                         return
                 for child in reader.take_sitemaps():
-                    if depth < max_depth and child not in seen and len(seen) < max_sitemaps:
+                    if child in seen:
+                        continue
+                    if depth < max_depth and len(seen) < max_sitemaps:
                         seen.add(child)
                         queue.append((child, depth + 1))
+                    else:
+                        tally.sitemaps_over_limits += 1
+                        logger.warning(
+                            "sitemap %s not read: listed %d levels down (max_depth=%d) or "
+                            "past max_sitemaps=%d",
+                            child,
+                            depth + 1,
+                            max_depth,
+                            max_sitemaps,
+                        )
                 await asyncio.sleep(0)  # a 50 MB sitemap must not stall the event loop
         except (_Skip, BadSitemap) as exc:
             tally.sitemaps_skipped += 1
