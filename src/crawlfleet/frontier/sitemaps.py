@@ -3,9 +3,10 @@
 A sitemap is fetched like a page: only when the crawl's scope takes its URL (an index may list
 sitemaps on any host), when robots.txt allows it, and no sooner than the host's delay (or its
 Crawl-delay) after the last sitemap fetched from that host. Its body is read by
-``sitemap_format`` (XML urlsets, sitemap indexes, gzip, plain text). A sitemap that cannot be
-fetched, is too large or is broken is skipped with a logged reason; the URLs it gave before
-the fault are kept, and the other sitemaps are read on.
+``sitemap_format`` (XML urlsets, sitemap indexes, RSS and Atom feeds, gzip, plain text). A
+sitemap that cannot be fetched or is too large is skipped with a logged reason; broken XML is
+read past, its broken entries skipped and counted (a warning line a sitemap, and
+``SitemapTally`` for the caller); the other sitemaps are read on.
 
 ``sitemap_entries`` also gives each page's ``<lastmod>`` (W3C datetime, as epoch seconds;
 None when absent or unreadable), which moves a known URL up (``Frontier.expedite``).
@@ -18,6 +19,7 @@ import itertools
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
 
 from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.errors import BadUrl, FetchError
@@ -25,9 +27,21 @@ from crawlfleet.frontier.robots import FetchFn, RobotsCache, origin_of
 from crawlfleet.frontier.sitemap_format import BadSitemap, SitemapEntry, SitemapReader, inflate
 from crawlfleet.frontier.store_types import DEFAULT_MAX_CRAWL_DELAY_S
 
-__all__ = ["SitemapEntry", "default_sitemaps", "sitemap_entries"]
+__all__ = ["SitemapEntry", "SitemapTally", "default_sitemaps", "sitemap_entries"]
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class SitemapTally:
+    """What reading sitemaps gave and left, for the caller to count and show."""
+
+    entries: int = 0  # page URLs handed out
+    broken_entries: int = 0  # entries without a usable URL (or needing an entity), skipped
+    xml_faults: int = 0  # XML errors read past
+    sitemaps_read: int = 0
+    sitemaps_skipped: int = 0  # not fetched, refused, too large, undecompressable
+    sitemaps_over_limits: int = 0  # listed by an index past max_depth or max_sitemaps
 
 
 class _Skip(Exception):
@@ -59,6 +73,7 @@ async def sitemap_entries(
     max_depth: int = 3,
     max_bytes: int = 50 * 1024 * 1024,
     max_sitemaps: int = 10_000,
+    tally: SitemapTally | None = None,
 ) -> AsyncIterator[SitemapEntry]:
     """The page URLs of the ``start`` sitemaps and of the sitemaps their indexes list.
 
@@ -67,35 +82,66 @@ async def sitemap_entries(
     previous sitemap fetch from its host ended; a refused one is skipped with a logged
     reason. Indexes are followed ``max_depth`` levels down; each sitemap is fetched once, at
     most ``max_sitemaps`` in all. ``max_bytes`` caps each body, before and after gzip. Stops
-    after ``max_urls`` URLs. URLs are absolute, in sitemap order, not deduplicated.
+    after ``max_urls`` URLs. URLs are absolute, in sitemap order, not deduplicated. ``tally``,
+    when given, is counted up as the sitemaps are read.
     """
+    tally = tally if tally is not None else SitemapTally()
     gate = _Gate(in_scope, robots, delay_s, max_crawl_delay_s, clock or SystemClock())
     queue = deque((url, 0) for url in dict.fromkeys(start))
     seen = set(start)
-    count = 0
     while queue:
         url, depth = queue.popleft()
+        reader = SitemapReader()
         try:
             await gate.enter(url)
             try:
                 body = await _fetch_body(fetch, url, max_bytes)
             finally:
                 gate.leave(url)
-            reader = SitemapReader()
+            tally.sitemaps_read += 1
             for chunk in itertools.chain(inflate(body, max_bytes), [None]):
                 reader.feed(chunk)
                 for page in reader.take_pages():
                     yield page
-                    count += 1
-                    if count >= max_urls:
+                    tally.entries += 1
+                    if tally.entries >= max_urls:
+                        logger.warning("sitemaps: stopped at max_urls=%d URLs", max_urls)
                         return
                 for child in reader.take_sitemaps():
-                    if depth < max_depth and child not in seen and len(seen) < max_sitemaps:
+                    if child in seen:
+                        continue
+                    if depth < max_depth and len(seen) < max_sitemaps:
                         seen.add(child)
                         queue.append((child, depth + 1))
+                    else:
+                        tally.sitemaps_over_limits += 1
+                        logger.warning(
+                            "sitemap %s not read: listed %d levels down (max_depth=%d) or "
+                            "past max_sitemaps=%d",
+                            child,
+                            depth + 1,
+                            max_depth,
+                            max_sitemaps,
+                        )
                 await asyncio.sleep(0)  # a 50 MB sitemap must not stall the event loop
         except (_Skip, BadSitemap) as exc:
+            tally.sitemaps_skipped += 1
             logger.warning("skipping sitemap %s: %s", url, exc)
+        finally:
+            _report(url, reader, tally)
+
+
+def _report(url: str, reader: SitemapReader, tally: SitemapTally) -> None:
+    """Count a sitemap's broken entries and faults; one warning line when there are any."""
+    tally.broken_entries += reader.broken
+    tally.xml_faults += reader.faults
+    if reader.broken or reader.faults:
+        logger.warning(
+            "sitemap %s: %d broken entries skipped, %d XML faults read past",
+            url,
+            reader.broken,
+            reader.faults,
+        )
 
 
 class _Gate:
