@@ -5,16 +5,16 @@ from __future__ import annotations
 from itertools import pairwise
 
 from crawlfleet.clock import FakeClock
-from crawlfleet.frontier.memory import MemoryQueueStore
-from crawlfleet.frontier.store_types import DelaySource
-from crawlfleet.models import FetchResult, Item, Link, ParseResult
-from crawlfleet.monitoring.events import (
+from crawlfleet.events import (
     DomainBlocked,
     DomainEscalated,
     DomainRecovered,
     FetchAttempted,
     ParseFailed,
 )
+from crawlfleet.frontier.memory import MemoryQueueStore
+from crawlfleet.frontier.store_types import DelaySource
+from crawlfleet.models import FetchResult, Item, Link, ParseResult
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.records import Outcome
 from crawlfleet.settings_domains import DomainOverride

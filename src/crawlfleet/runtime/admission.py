@@ -13,11 +13,11 @@ import asyncio
 from collections.abc import Iterable
 
 from crawlfleet.clock import Clock
+from crawlfleet.events import EventBus, LinksAdded
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.robots import FetchFn, RobotsCache, origin_of
 from crawlfleet.frontier.sitemaps import SitemapEntry, default_sitemaps, sitemap_entries
 from crawlfleet.models import CrawlRequest, Link
-from crawlfleet.monitoring.events import EventBus, LinksAdded
 
 SITEMAP_BATCH = 1000
 ROBOTS_PREFETCH_CONCURRENCY = 16

@@ -10,9 +10,9 @@ import logging
 from dataclasses import dataclass
 
 from crawlfleet.counters import Counters
+from crawlfleet.events import DomainEscalated, DomainRecovered, EventBus, FetchAttempted
 from crawlfleet.frontier.store_types import Ended, Signal, Visit
 from crawlfleet.models import FetchResult, Lease, Route
-from crawlfleet.monitoring.events import DomainEscalated, DomainRecovered, EventBus, FetchAttempted
 from crawlfleet.pipeline.pipeline import PipelineOutcome
 from crawlfleet.records import Attempt, Outcome
 from crawlfleet.runtime.strategy import Strategies

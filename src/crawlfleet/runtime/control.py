@@ -178,7 +178,7 @@ async def add_urls(settings: Settings, urls: list[str], *, clock: Clock | None =
     redis_url = settings.redis_url
     if redis_url is None:
         raise ConfigError("add is for distributed crawls: give --redis URL --crawl-id ID")
-    from crawlfleet.monitoring.events import EventBus
+    from crawlfleet.events import EventBus
     from crawlfleet.runtime.backends import open_store
     from crawlfleet.runtime.celery.crawls import read_definition
     from crawlfleet.runtime.celery.definition import ACTIVE_CRAWLS

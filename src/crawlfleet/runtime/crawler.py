@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 from crawlfleet.clock import Clock
 from crawlfleet.errors import ConfigError, FetchError
+from crawlfleet.events import DomainBlocked, EventBus, ParseFailed, RequestSkipped
 from crawlfleet.fetchers.hooks import Dropped
 from crawlfleet.fetchers.protocols import Fetcher
 from crawlfleet.frontier.frontier import Frontier
@@ -26,7 +27,6 @@ from crawlfleet.frontier.politeness import StatusClass, classify, judge, retry_a
 from crawlfleet.frontier.robots import RobotsCache
 from crawlfleet.frontier.store_types import Report, Signal, Visit
 from crawlfleet.models import FetchResult, Lease
-from crawlfleet.monitoring.events import DomainBlocked, EventBus, ParseFailed, RequestSkipped
 from crawlfleet.parsing.budget import ParseBudget
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.pipeline import Pipeline

@@ -15,6 +15,7 @@ from functools import partial
 
 from crawlfleet.clock import Clock
 from crawlfleet.errors import StateError
+from crawlfleet.events import EventBus
 from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.fetchers.protocols import Fetcher, ViaFetcher
 from crawlfleet.frontier.frontier import Frontier, RetryPolicy
@@ -23,7 +24,6 @@ from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.frontier.scope import Scope, TrapLimits
 from crawlfleet.frontier.store_types import Budget
 from crawlfleet.monitoring.browser_metrics import PoolFigures
-from crawlfleet.monitoring.events import EventBus
 from crawlfleet.parsing.budget import ParseBudget, ParseLimits
 from crawlfleet.parsing.default import default_parser
 from crawlfleet.parsing.loader import load_parsers

@@ -199,9 +199,6 @@ class CrawlKeys:
     def bloom_shard(self, index: int) -> str:
         return f"{self.key('bloom')}:{index}"
 
-    def all_fixed(self) -> list[str]:
-        return [self.key(name) for name in FIXED_KEYS]
-
     @property
     def pattern(self) -> str:
         """A SCAN ``MATCH`` pattern for every key of the crawl (glob characters escaped)."""
