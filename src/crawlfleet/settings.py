@@ -81,7 +81,9 @@ class Settings(BaseSettings):
     max_url_chars: int = Field(default=2083, ge=64)
     max_path_segment_repeats: int = Field(default=3, ge=1)
     max_query_params: int = Field(default=16, ge=1)
-    max_links_per_page: int = Field(default=5000, ge=1, description="links kept from one page")
+    max_links_per_page: int = Field(
+        default=100_000, ge=1, description="links kept from one page; the rest are counted"
+    )
     max_context_bytes: int = Field(
         default=DEFAULT_MAX_CONTEXT_BYTES,
         ge=2,

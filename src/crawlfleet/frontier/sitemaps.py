@@ -9,6 +9,9 @@ the fault are kept, and the other sitemaps are read on.
 
 ``sitemap_entries`` also gives each page's ``<lastmod>`` (W3C datetime, as epoch seconds;
 None when absent or unreadable), which moves a known URL up (``Frontier.expedite``).
+
+Its limits (index depth, sitemaps read, bytes of one sitemap, URLs in all) each count the
+sitemaps they leave unread, or read in part, by the limit's name (``counters.Limit``).
 """
 
 from __future__ import annotations
@@ -16,10 +19,11 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections import deque
+from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable, Sequence
 
 from crawlfleet.clock import Clock, SystemClock
+from crawlfleet.counters import Limit
 from crawlfleet.errors import BadUrl, FetchError
 from crawlfleet.frontier.robots import FetchFn, RobotsCache, origin_of
 from crawlfleet.frontier.sitemap_format import BadSitemap, SitemapEntry, SitemapReader, inflate
@@ -33,6 +37,10 @@ MAX_CRAWL_DELAY_S = 60.0
 
 class _Skip(Exception):
     """This sitemap is skipped; the message says why."""
+
+
+class _TooLarge(_Skip):
+    """This sitemap's body is over the byte limit."""
 
 
 async def default_sitemaps(robots: RobotsCache, seed_url: str) -> list[str]:
@@ -59,6 +67,7 @@ async def sitemap_entries(
     max_depth: int = 3,
     max_bytes: int = 50 * 1024 * 1024,
     max_sitemaps: int = 10_000,
+    dropped: Counter[Limit] | None = None,
 ) -> AsyncIterator[SitemapEntry]:
     """The page URLs of the ``start`` sitemaps and of the sitemaps their indexes list.
 
@@ -68,7 +77,9 @@ async def sitemap_entries(
     reason. Indexes are followed ``max_depth`` levels down; each sitemap is fetched once, at
     most ``max_sitemaps`` in all. ``max_bytes`` caps each body, before and after gzip. Stops
     after ``max_urls`` URLs. URLs are absolute, in sitemap order, not deduplicated.
+    ``dropped`` counts the sitemaps each limit left unread (or read in part).
     """
+    drops: Counter[Limit] = Counter() if dropped is None else dropped
     gate = _Gate(in_scope, robots, delay_s, clock or SystemClock())
     queue = deque((url, 0) for url in dict.fromkeys(start))
     seen = set(start)
@@ -85,15 +96,26 @@ async def sitemap_entries(
             for chunk in itertools.chain(inflate(body, max_bytes), [None]):
                 reader.feed(chunk)
                 for page in reader.take_pages():
+                    if count >= max_urls:  # this sitemap read in part, the queued ones not
+                        drops[Limit.SITEMAP_MAX_URLS] += 1 + len(queue)
+                        logger.warning("sitemaps: stopped at %d URLs (max_urls)", max_urls)
+                        return
                     yield page
                     count += 1
-                    if count >= max_urls:
-                        return
                 for child in reader.take_sitemaps():
-                    if depth < max_depth and child not in seen and len(seen) < max_sitemaps:
-                        seen.add(child)
+                    if child in seen:
+                        continue
+                    if depth >= max_depth:
+                        drops[Limit.SITEMAP_MAX_DEPTH] += 1
+                    elif len(seen) >= max_sitemaps:
+                        drops[Limit.SITEMAP_MAX_SITEMAPS] += 1
+                    else:
                         queue.append((child, depth + 1))
+                    seen.add(child)
                 await asyncio.sleep(0)  # a 50 MB sitemap must not stall the event loop
+        except _TooLarge as exc:
+            drops[Limit.SITEMAP_MAX_BYTES] += 1
+            logger.warning("skipping sitemap %s: %s", url, exc)
         except (_Skip, BadSitemap) as exc:
             logger.warning("skipping sitemap %s: %s", url, exc)
 
@@ -146,5 +168,5 @@ async def _fetch_body(fetch: FetchFn, url: str, max_bytes: int) -> bytes:
     if not 200 <= result.status < 300:
         raise _Skip(f"HTTP {result.status}")
     if len(result.body) > max_bytes:
-        raise _Skip(f"body larger than {max_bytes} bytes")
+        raise _TooLarge(f"body larger than {max_bytes} bytes")
     return result.body

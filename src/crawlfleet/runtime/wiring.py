@@ -11,7 +11,6 @@ import socket
 from collections.abc import Collection, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from functools import partial
 
 from crawlfleet.clock import Clock
 from crawlfleet.errors import StateError
@@ -135,7 +134,7 @@ async def build_crawl(
     registry = load_parsers(
         settings.parsers,
         settings.selector_parsers,
-        default=partial(default_parser, max_links=settings.max_links_per_page),
+        default=default_parser,
     )
     budget = ParseBudget(ParseLimits.from_settings(settings))
     stack.callback(budget.close)
