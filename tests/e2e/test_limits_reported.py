@@ -67,8 +67,7 @@ def test_links_cut_by_max_links_per_page_are_counted_and_said(
     assert totals["dropped.max_links_per_page"] == cut
     last = output.strip().splitlines()[-1]
     assert last == (
-        f"dropped by limits: {cut} links (max_links_per_page {cut}); "
-        "raise the setting to keep them"
+        f"dropped by limits: {cut} links (max_links_per_page {cut}); raise the setting to keep them"
     )
     # The attempt log says which page lost links.
     with sqlite3.connect(tmp_path / "state" / "state.sqlite") as db:
@@ -89,7 +88,11 @@ def test_the_depth_limit_is_counted_by_its_name(site: ThreadedDemoSite, tmp_path
         "max_links_per_page": INDEX_LINKS - 10,
         "max_depth": 10,
     }
-    assert output.strip().splitlines()[-1].startswith(
-        f"dropped by limits: {INDEX_LINKS} links (max_links_per_page {INDEX_LINKS - 10}, "
-        "max_depth 10)"
+    assert (
+        output.strip()
+        .splitlines()[-1]
+        .startswith(
+            f"dropped by limits: {INDEX_LINKS} links (max_links_per_page {INDEX_LINKS - 10}, "
+            "max_depth 10)"
+        )
     )

@@ -10,8 +10,8 @@ from aiohttp import web
 
 from crawlfleet.demosite.accesslog import AccessLog, AccessRecord
 from crawlfleet.demosite.catalogue import CatalogueEdits, conditional
-from crawlfleet.demosite.guarded import Guarded, GuardRules
 from crawlfleet.demosite.docindex import DocIndex
+from crawlfleet.demosite.guarded import Guarded, GuardRules
 from crawlfleet.demosite.hazards import FlakyCounters, Hazards
 from crawlfleet.demosite.jsapp import JsApp
 from crawlfleet.demosite.lab import Lab
