@@ -16,6 +16,8 @@ from typer.testing import CliRunner
 from crawlfleet.cli.main import app
 from crawlfleet.demosite import ThreadedDemoSite
 from crawlfleet.demosite.docindex import DOC_FUNCTIONS, GUIDES, doc_paths
+from tests.e2e.conftest import FAST as DIST_FAST
+from tests.e2e.conftest import Workers, dispatch
 
 runner = CliRunner(env={"COLUMNS": "300"})
 FAST = ["--allow-private-addresses", "--delay", "0", "--concurrency", "16"]
@@ -96,3 +98,21 @@ def test_the_depth_limit_is_counted_by_its_name(site: ThreadedDemoSite, tmp_path
             "max_depth 10)"
         )
     )
+
+
+def test_a_distributed_crawl_counts_the_cut_links_in_its_store(
+    site: ThreadedDemoSite, redis_url: str, postgres_dsn: str, workers: Workers, tmp_path: Path
+) -> None:
+    config = tmp_path / "crawl.toml"
+    config.write_text("[crawl]\nmax_links_per_page = 50\n")
+    workers.start(redis_url, postgres_dsn, concurrency=4)
+    backends = ("--redis", redis_url, "--postgres", postgres_dsn, "--crawl-id", "cut")
+    result = dispatch(site.url("lab", INDEX), "--config", str(config), *backends, *DIST_FAST)
+    assert result.returncode == 0, result.stdout
+    cut = INDEX_LINKS - 50
+    said = f"dropped by limits: {cut} links (max_links_per_page {cut})"
+    assert result.stdout.strip().splitlines()[-1].startswith(said)
+    assert len(fetched(site)) == 50
+    status = runner.invoke(app, ["status", "--redis", redis_url, "--crawl-id", "cut"])
+    assert status.exit_code == 0, status.output
+    assert said in status.output
