@@ -14,6 +14,7 @@ import pytest
 from aiohttp import web
 
 from crawlfleet.clock import FakeClock
+from crawlfleet.counters import Limit
 from crawlfleet.errors import FetchError
 from crawlfleet.frontier.robots import FetchFn, RobotsCache
 from crawlfleet.frontier.sitemaps import SitemapEntry, default_sitemaps, sitemap_entries
@@ -163,8 +164,11 @@ async def test_depth_limit(site: Site, fetch: FetchFn) -> None:
     site.put("/b.xml", index([f"{b}/c.xml"]))
     site.put("/c.xml", urlset([f"{b}/deep"]))
     site.put("/pa.xml", urlset([f"{b}/shallow"]))
-    assert await collect(sitemap_entries(fetch, [f"{b}/a.xml"], max_depth=1)) == [f"{b}/shallow"]
+    dropped: Counter[Limit] = Counter()
+    entries = sitemap_entries(fetch, [f"{b}/a.xml"], max_depth=1, dropped=dropped)
+    assert await collect(entries) == [f"{b}/shallow"]
     assert site.hits["/c.xml"] == 0
+    assert dropped == {Limit.SITEMAP_MAX_DEPTH: 1}  # c.xml, listed too deep
     assert await collect(sitemap_entries(fetch, [f"{b}/a.xml"], max_depth=2)) == [
         f"{b}/shallow",
         f"{b}/deep",
@@ -183,9 +187,35 @@ async def test_max_urls_stops_early(site: Site, fetch: FetchFn) -> None:
     b = site.base
     site.put("/one.xml", urlset([f"{b}/{i}" for i in range(100)]))
     site.put("/two.xml", urlset([f"{b}/x"]))
-    urls = await collect(sitemap_entries(fetch, [f"{b}/one.xml", f"{b}/two.xml"], max_urls=10))
+    dropped: Counter[Limit] = Counter()
+    start = [f"{b}/one.xml", f"{b}/two.xml"]
+    urls = await collect(sitemap_entries(fetch, start, max_urls=10, dropped=dropped))
     assert urls == [f"{b}/{i}" for i in range(10)]
     assert site.hits["/two.xml"] == 0
+    assert dropped == {Limit.SITEMAP_MAX_URLS: 2}  # one.xml read in part, two.xml not at all
+
+
+async def test_exactly_max_urls_drops_nothing(site: Site, fetch: FetchFn) -> None:
+    site.put("/one.xml", urlset([f"{site.base}/{i}" for i in range(10)]))
+    dropped: Counter[Limit] = Counter()
+    entries = sitemap_entries(fetch, [f"{site.base}/one.xml"], max_urls=10, dropped=dropped)
+    assert len(await collect(entries)) == 10
+    assert dropped == {}
+
+
+async def test_sitemaps_past_the_most_and_too_large_are_counted(site: Site, fetch: FetchFn) -> None:
+    b = site.base
+    site.put("/index.xml", index([f"{b}/s{i}.xml" for i in range(5)] + [f"{b}/big.xml"]))
+    for i in range(5):
+        site.put(f"/s{i}.xml", urlset([f"{b}/p{i}"]))
+    site.put("/big.xml", urlset([f"{b}/big/{i}" for i in range(100)]))
+    dropped: Counter[Limit] = Counter()
+    entries = sitemap_entries(
+        fetch, [f"{b}/index.xml", f"{b}/big.xml"], max_sitemaps=4, max_bytes=2048, dropped=dropped
+    )
+    assert await collect(entries) == [f"{b}/p0", f"{b}/p1"]
+    # index.xml and big.xml are 2 of the 4; s2 .. s4 are past the most; big.xml is too large.
+    assert dropped == {Limit.SITEMAP_MAX_SITEMAPS: 3, Limit.SITEMAP_MAX_BYTES: 1}
 
 
 async def test_large_streamed_sitemap(site: Site, fetch: FetchFn) -> None:
