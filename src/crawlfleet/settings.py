@@ -72,6 +72,14 @@ class Settings(BaseSettings):
     max_pages: int | None = Field(default=None, ge=1)
     max_pages_per_domain: int | None = Field(default=None, ge=1)
     follow_sitemaps: bool = False
+    sitemap_max_urls: int = Field(
+        default=1_000_000, ge=1, description="URLs read from one seed's sitemaps"
+    )
+    sitemap_max_depth: int = Field(default=3, ge=0, description="sitemap index levels followed")
+    sitemap_max_sitemaps: int = Field(default=10_000, ge=1, description="sitemaps read a seed")
+    sitemap_max_bytes: int = Field(
+        default=50 * 1024 * 1024, ge=1024, description="one sitemap, before and after gzip"
+    )
     parsers: list[str] = Field(default_factory=list, description="modules or .py paths")
     selector_parsers: list[dict[str, Any]] = Field(
         default_factory=list, description="parsers declared with CSS/XPath selectors, no code"

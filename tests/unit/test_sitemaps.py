@@ -17,7 +17,12 @@ from crawlfleet.clock import FakeClock
 from crawlfleet.counters import Limit
 from crawlfleet.errors import FetchError
 from crawlfleet.frontier.robots import FetchFn, RobotsCache
-from crawlfleet.frontier.sitemaps import SitemapEntry, default_sitemaps, sitemap_entries
+from crawlfleet.frontier.sitemaps import (
+    SitemapEntry,
+    SitemapLimits,
+    default_sitemaps,
+    sitemap_entries,
+)
 from crawlfleet.models import FetchResult
 
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
@@ -165,11 +170,15 @@ async def test_depth_limit(site: Site, fetch: FetchFn) -> None:
     site.put("/c.xml", urlset([f"{b}/deep"]))
     site.put("/pa.xml", urlset([f"{b}/shallow"]))
     dropped: Counter[Limit] = Counter()
-    entries = sitemap_entries(fetch, [f"{b}/a.xml"], max_depth=1, dropped=dropped)
+    entries = sitemap_entries(
+        fetch, [f"{b}/a.xml"], limits=SitemapLimits(max_depth=1), dropped=dropped
+    )
     assert await collect(entries) == [f"{b}/shallow"]
     assert site.hits["/c.xml"] == 0
     assert dropped == {Limit.SITEMAP_MAX_DEPTH: 1}  # c.xml, listed too deep
-    assert await collect(sitemap_entries(fetch, [f"{b}/a.xml"], max_depth=2)) == [
+    assert await collect(
+        sitemap_entries(fetch, [f"{b}/a.xml"], limits=SitemapLimits(max_depth=2))
+    ) == [
         f"{b}/shallow",
         f"{b}/deep",
     ]
@@ -179,7 +188,12 @@ async def test_index_cycles_are_fetched_once(site: Site, fetch: FetchFn) -> None
     b = site.base
     site.put("/a.xml", index([f"{b}/b.xml"]))
     site.put("/b.xml", index([f"{b}/a.xml", f"{b}/b.xml"]))
-    assert await collect(sitemap_entries(fetch, [f"{b}/a.xml", f"{b}/a.xml"], max_depth=10)) == []
+    assert (
+        await collect(
+            sitemap_entries(fetch, [f"{b}/a.xml", f"{b}/a.xml"], limits=SitemapLimits(max_depth=10))
+        )
+        == []
+    )
     assert site.hits == Counter({"/a.xml": 1, "/b.xml": 1})
 
 
@@ -189,7 +203,9 @@ async def test_max_urls_stops_early(site: Site, fetch: FetchFn) -> None:
     site.put("/two.xml", urlset([f"{b}/x"]))
     dropped: Counter[Limit] = Counter()
     start = [f"{b}/one.xml", f"{b}/two.xml"]
-    urls = await collect(sitemap_entries(fetch, start, max_urls=10, dropped=dropped))
+    urls = await collect(
+        sitemap_entries(fetch, start, limits=SitemapLimits(max_urls=10), dropped=dropped)
+    )
     assert urls == [f"{b}/{i}" for i in range(10)]
     assert site.hits["/two.xml"] == 0
     assert dropped == {Limit.SITEMAP_MAX_URLS: 2}  # one.xml read in part, two.xml not at all
@@ -198,7 +214,9 @@ async def test_max_urls_stops_early(site: Site, fetch: FetchFn) -> None:
 async def test_exactly_max_urls_drops_nothing(site: Site, fetch: FetchFn) -> None:
     site.put("/one.xml", urlset([f"{site.base}/{i}" for i in range(10)]))
     dropped: Counter[Limit] = Counter()
-    entries = sitemap_entries(fetch, [f"{site.base}/one.xml"], max_urls=10, dropped=dropped)
+    entries = sitemap_entries(
+        fetch, [f"{site.base}/one.xml"], limits=SitemapLimits(max_urls=10), dropped=dropped
+    )
     assert len(await collect(entries)) == 10
     assert dropped == {}
 
@@ -211,7 +229,10 @@ async def test_sitemaps_past_the_most_and_too_large_are_counted(site: Site, fetc
     site.put("/big.xml", urlset([f"{b}/big/{i}" for i in range(100)]))
     dropped: Counter[Limit] = Counter()
     entries = sitemap_entries(
-        fetch, [f"{b}/index.xml", f"{b}/big.xml"], max_sitemaps=4, max_bytes=2048, dropped=dropped
+        fetch,
+        [f"{b}/index.xml", f"{b}/big.xml"],
+        limits=SitemapLimits(max_sitemaps=4, max_bytes=2048),
+        dropped=dropped,
     )
     assert await collect(entries) == [f"{b}/p0", f"{b}/p1"]
     # index.xml and big.xml are 2 of the 4; s2 .. s4 are past the most; big.xml is too large.
@@ -247,7 +268,9 @@ async def test_gzip_bomb_is_capped(
     with caplog.at_level(logging.WARNING, logger="crawlfleet.frontier.sitemaps"):
         urls = await collect(
             sitemap_entries(
-                fetch, [f"{site.base}/zeros.xml.gz", f"{site.base}/bad.xml.gz"], max_bytes=1_000_000
+                fetch,
+                [f"{site.base}/zeros.xml.gz", f"{site.base}/bad.xml.gz"],
+                limits=SitemapLimits(max_bytes=1_000_000),
             )
         )
     assert urls == []

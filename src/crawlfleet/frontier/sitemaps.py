@@ -21,6 +21,7 @@ import itertools
 import logging
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
 
 from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.counters import Limit
@@ -28,11 +29,32 @@ from crawlfleet.errors import BadUrl, FetchError
 from crawlfleet.frontier.robots import FetchFn, RobotsCache, origin_of
 from crawlfleet.frontier.sitemap_format import BadSitemap, SitemapEntry, SitemapReader, inflate
 
-__all__ = ["MAX_CRAWL_DELAY_S", "SitemapEntry", "default_sitemaps", "sitemap_entries"]
+__all__ = [
+    "DEFAULT_SITEMAP_LIMITS",
+    "MAX_CRAWL_DELAY_S",
+    "SitemapEntry",
+    "SitemapLimits",
+    "default_sitemaps",
+    "sitemap_entries",
+]
 
 logger = logging.getLogger(__name__)
 
 MAX_CRAWL_DELAY_S = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class SitemapLimits:
+    """What one seed's sitemaps may cost (the ``sitemap_max_*`` settings): URLs in all, index
+    levels followed, sitemaps read, bytes of one sitemap (before and after gzip)."""
+
+    max_urls: int = 1_000_000
+    max_depth: int = 3
+    max_sitemaps: int = 10_000
+    max_bytes: int = 50 * 1024 * 1024
+
+
+DEFAULT_SITEMAP_LIMITS = SitemapLimits()
 
 
 class _Skip(Exception):
@@ -63,10 +85,7 @@ async def sitemap_entries(
     robots: RobotsCache | None = None,
     delay_s: float = 0.0,
     clock: Clock | None = None,
-    max_urls: int = 1_000_000,
-    max_depth: int = 3,
-    max_bytes: int = 50 * 1024 * 1024,
-    max_sitemaps: int = 10_000,
+    limits: SitemapLimits = DEFAULT_SITEMAP_LIMITS,
     dropped: Counter[Limit] | None = None,
 ) -> AsyncIterator[SitemapEntry]:
     """The page URLs of the ``start`` sitemaps and of the sitemaps their indexes list.
@@ -74,11 +93,14 @@ async def sitemap_entries(
     A sitemap is fetched only if ``in_scope`` takes its URL and ``robots`` allows it, at
     least ``delay_s`` (or the host's Crawl-delay, at most ``MAX_CRAWL_DELAY_S``) after the
     previous sitemap fetch from its host ended; a refused one is skipped with a logged
-    reason. Indexes are followed ``max_depth`` levels down; each sitemap is fetched once, at
-    most ``max_sitemaps`` in all. ``max_bytes`` caps each body, before and after gzip. Stops
-    after ``max_urls`` URLs. URLs are absolute, in sitemap order, not deduplicated.
-    ``dropped`` counts the sitemaps each limit left unread (or read in part).
+    reason. Indexes are followed ``limits.max_depth`` levels down; each sitemap is fetched
+    once, at most ``limits.max_sitemaps`` in all. ``limits.max_bytes`` caps each body, before
+    and after gzip. Stops after ``limits.max_urls`` URLs. URLs are absolute, in sitemap
+    order, not deduplicated. ``dropped`` counts the sitemaps each limit left unread (or read
+    in part).
     """
+    max_urls, max_depth = limits.max_urls, limits.max_depth
+    max_bytes, max_sitemaps = limits.max_bytes, limits.max_sitemaps
     drops: Counter[Limit] = Counter() if dropped is None else dropped
     gate = _Gate(in_scope, robots, delay_s, clock or SystemClock())
     queue = deque((url, 0) for url in dict.fromkeys(start))

@@ -19,7 +19,13 @@ from crawlfleet.counters import Counters, Limit, dropped_counter, merge
 from crawlfleet.errors import BadUrl
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.robots import FetchFn, RobotsCache, origin_of
-from crawlfleet.frontier.sitemaps import SitemapEntry, default_sitemaps, sitemap_entries
+from crawlfleet.frontier.sitemaps import (
+    DEFAULT_SITEMAP_LIMITS,
+    SitemapEntry,
+    SitemapLimits,
+    default_sitemaps,
+    sitemap_entries,
+)
 from crawlfleet.models import CrawlRequest, Link
 from crawlfleet.monitoring.events import EventBus, LinksAdded
 
@@ -55,8 +61,10 @@ class Admitter:
         fetch_url: FetchFn,
         clock: Clock,
         prefetch_concurrency: int = ROBOTS_PREFETCH_CONCURRENCY,
+        sitemap_limits: SitemapLimits = DEFAULT_SITEMAP_LIMITS,
     ) -> None:
         self._frontier = frontier
+        self._sitemap_limits = sitemap_limits
         self._clock = clock
         self._robots = robots
         self._events = events
@@ -110,6 +118,7 @@ class Admitter:
                 robots=self._robots,
                 delay_s=self._frontier.default_policy.delay_s,
                 clock=self._clock,
+                limits=self._sitemap_limits,
                 dropped=dropped,
             )
             async for entry in found:

@@ -20,6 +20,7 @@ from crawlfleet.frontier.frontier import Frontier, RetryPolicy
 from crawlfleet.frontier.ladder import BROWSER
 from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.frontier.scope import Scope, TrapLimits
+from crawlfleet.frontier.sitemaps import SitemapLimits
 from crawlfleet.frontier.store_types import Budget
 from crawlfleet.monitoring.browser_metrics import PoolFigures
 from crawlfleet.monitoring.events import EventBus
@@ -95,7 +96,23 @@ async def build_admitter(
     robots.txt and sitemaps through the crawl's sessions when it has proxies."""
     link = await session_link(settings, clock, stack, frontier)
     robots, fetch_url = build_robots(settings, clock, stack, Credentials(), link)
-    return Admitter(frontier, robots=robots, events=events, fetch_url=fetch_url, clock=clock)
+    return Admitter(
+        frontier,
+        robots=robots,
+        events=events,
+        fetch_url=fetch_url,
+        clock=clock,
+        sitemap_limits=sitemap_limits(settings),
+    )
+
+
+def sitemap_limits(settings: Settings) -> SitemapLimits:
+    return SitemapLimits(
+        max_urls=settings.sitemap_max_urls,
+        max_depth=settings.sitemap_max_depth,
+        max_sitemaps=settings.sitemap_max_sitemaps,
+        max_bytes=settings.sitemap_max_bytes,
+    )
 
 
 @dataclass(slots=True)
@@ -174,7 +191,14 @@ async def build_crawl(
     )
     parts = CrawlerParts(
         frontier=frontier,
-        admitter=Admitter(frontier, robots=robots, events=events, fetch_url=fetch_url, clock=clock),
+        admitter=Admitter(
+            frontier,
+            robots=robots,
+            events=events,
+            fetch_url=fetch_url,
+            clock=clock,
+            sitemap_limits=sitemap_limits(settings),
+        ),
         fetchers=fetchers,
         robots=robots,
         parsers=registry,
