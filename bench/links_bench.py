@@ -11,6 +11,9 @@ the process's peak RSS above what it held before the page was built. Two page sh
 
     .venv/bin/python bench/links_bench.py
     .venv/bin/python bench/links_bench.py --links 5000 50000 200000 --shape index
+    .venv/bin/python bench/links_bench.py --links 440000 --shape bare --cap 100000
+
+``--cap N`` gives the frontier the first N links only, as ``max_links_per_page`` does.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def one(links: int, shape: str, repeat: int) -> dict[str, Any]:
+def one(links: int, shape: str, repeat: int, cap: int | None) -> dict[str, Any]:
     """Measure one page in this process (run by ``main`` in a fresh one per size)."""
     from crawlfleet.frontier.memory import MemoryQueueStore
     from crawlfleet.models import CrawlRequest, FetchResult
@@ -69,10 +72,11 @@ def one(links: int, shape: str, repeat: int) -> dict[str, Any]:
         parsed = default_parser(page)
         parse_s = min(parse_s, time.perf_counter() - start)
         found = len(parsed.links)
+        kept = parsed.links if cap is None else parsed.links[:cap]  # as ParseBudget cuts
         start = time.perf_counter()
-        requests, offered, _ = frontier.new_requests(parsed.links, parent)
+        requests, offered, _ = frontier.new_requests(kept, parent)
         admit_s = min(admit_s, time.perf_counter() - start)
-        del parsed, requests
+        del parsed, kept, requests
     return {
         "shape": shape,
         "links": links,
@@ -90,17 +94,21 @@ def main() -> None:
     parser.add_argument("--links", type=int, nargs="+", default=[5_000, 50_000, 200_000])
     parser.add_argument("--shape", choices=("index", "bare", "both"), default="both")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--cap", type=int, help="links kept for the frontier (max_links_per_page)")
     parser.add_argument("--one", nargs=2, metavar=("LINKS", "SHAPE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(one(int(args.one[0]), args.one[1], args.repeat)))
+        print(json.dumps(one(int(args.one[0]), args.one[1], args.repeat, args.cap)))
         return
     shapes = ("index", "bare") if args.shape == "both" else (args.shape,)
+    print(f"cap: {args.cap or 'none'}")
     print("| shape | links | page MB | links found | parse s | new_requests s | peak RSS + MB |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for shape in shapes:
         for links in args.links:
             command = [sys.executable, __file__, "--repeat", str(args.repeat)]
+            if args.cap is not None:
+                command += ["--cap", str(args.cap)]
             out = subprocess.run(
                 [*command, "--one", str(links), shape], check=True, capture_output=True
             ).stdout

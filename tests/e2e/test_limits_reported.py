@@ -116,3 +116,12 @@ def test_a_distributed_crawl_counts_the_cut_links_in_its_store(
     status = runner.invoke(app, ["status", "--redis", redis_url, "--crawl-id", "cut"])
     assert status.exit_code == 0, status.output
     assert said in status.output
+
+
+def test_a_crawl_that_reached_max_pages_says_so(site: ThreadedDemoSite, tmp_path: Path) -> None:
+    output = crawl(site, tmp_path, "max_pages = 20")
+    assert len(fetched(site)) == 20
+    assert (
+        "max_pages reached: 20 URLs admitted, the links found after were not "
+        "(raise max_pages to crawl them)"
+    ) in output
