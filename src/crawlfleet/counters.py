@@ -25,7 +25,8 @@ Names (all plain increments; ``<t>`` is an item type):
                             not parsed
 ``fresh.not_modified``      of those, the 304s
 ``fresh.changed``           revisits of a known page with a new body (parsed)
-``dropped.<r>``             links, redirects, sitemap entries or sitemaps a limit dropped,
+``dropped.<r>``             links, redirects, sitemap entries or sitemaps a limit dropped
+                            (the budget's refusals included),
                             by the limit's name (``Limit``); a link counts on every page
                             it was dropped from
 ``filtered.<r>``            links the crawl's scope leaves out by choice, not by a limit
@@ -55,6 +56,10 @@ class Limit(StrEnum):
     MAX_PATH_SEGMENT_REPEATS = "max_path_segment_repeats"
     MAX_QUERY_PARAMS = "max_query_params"
     MAX_REDIRECTS = "max_redirects"
+    MAX_PAGES = "max_pages"
+    """New URLs the store refused past the crawl's budget (not marked seen: a URL linked
+    again is refused and counted again)."""
+    MAX_PAGES_PER_DOMAIN = "max_pages_per_domain"
     SITEMAP_URL_CHARS = "sitemap_url_chars"
     """Sitemap entries longer than the sitemaps.org limit (2,048 characters)."""
     SITEMAP_MAX_URLS = "sitemap_max_urls"
@@ -73,6 +78,8 @@ LIMIT_UNITS: Mapping[Limit, str] = {
             Limit.MAX_URL_CHARS,
             Limit.MAX_PATH_SEGMENT_REPEATS,
             Limit.MAX_QUERY_PARAMS,
+            Limit.MAX_PAGES,
+            Limit.MAX_PAGES_PER_DOMAIN,
         ),
         "links",
     ),

@@ -10,7 +10,7 @@ import pytest
 from crawlfleet.counters import Filtered, Limit, dropped_counter
 from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.frontier.sqlite import SqliteQueueStore
-from crawlfleet.frontier.store_types import LEASE_EXPIRED, Report, Signal
+from crawlfleet.frontier.store_types import LEASE_EXPIRED, Budget, Report, Signal
 from crawlfleet.records import Attempt, Outcome
 from tests.contract.test_queue_store import (
     FREE,
@@ -192,3 +192,15 @@ async def test_what_limits_dropped_is_counted_by_reason_per_domain_and_crawl(
     a, b = await store.domain("a.test", FREE), await store.domain("b.test", FREE)
     assert a.stats.dropped() == {Limit.MAX_LINKS_PER_PAGE: 1040, Limit.MAX_DEPTH: 4}
     assert b.stats.dropped() == {Limit.SITEMAP_MAX_BYTES: 2}
+
+
+async def test_requests_refused_by_the_budget_are_counted_by_limit(store: QueueStore) -> None:
+    assert await store.add([req("1"), req("2"), req("3", "b.test")], Budget(max_per_domain=1)) == 2
+    assert await store.add([req("4", "c.test"), req("5", "c.test")], Budget(max_total=3)) == 1
+    assert await store.add([req("1"), req("6", "d.test")], Budget(max_total=3)) == 0  # 1: seen
+    stats = await store.stats()
+    assert stats.dropped() == {Limit.MAX_PAGES: 2, Limit.MAX_PAGES_PER_DOMAIN: 1}
+    by_domain = {view.domain: view.stats.dropped() for view in await store.domains(FREE)}
+    assert by_domain["a.test"] == {Limit.MAX_PAGES_PER_DOMAIN: 1}
+    assert by_domain["c.test"] == {Limit.MAX_PAGES: 1}
+    assert by_domain["d.test"] == {Limit.MAX_PAGES: 1}

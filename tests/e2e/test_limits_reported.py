@@ -118,10 +118,13 @@ def test_a_distributed_crawl_counts_the_cut_links_in_its_store(
     assert said in status.output
 
 
-def test_a_crawl_that_reached_max_pages_says_so(site: ThreadedDemoSite, tmp_path: Path) -> None:
+def test_links_past_max_pages_are_counted(site: ThreadedDemoSite, tmp_path: Path) -> None:
     output = crawl(site, tmp_path, "max_pages = 20")
     assert len(fetched(site)) == 20
+    over = INDEX_LINKS - 1 - 19  # its links less itself (seen) and the 19 admitted
+    assert stats_json(tmp_path)["dropped"] == {"max_pages": over}
     assert (
-        "max_pages reached: 20 URLs admitted, the links found after were not "
-        "(raise max_pages to crawl them)"
-    ) in output
+        output.strip()
+        .splitlines()[-1]
+        .startswith(f"dropped by limits: {over} links (max_pages {over})")
+    )

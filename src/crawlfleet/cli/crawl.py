@@ -71,12 +71,6 @@ async def run_crawl(
         f"crawl {safe(settings.crawl_id)}: {counts.done} done, {counts.dead} dead-lettered, "
         f"{counts.pending} pending"
     )
-    if settings.max_pages is not None and counts.seen >= settings.max_pages:
-        console.print(
-            f"[yellow]max_pages reached: {counts.seen} URLs admitted, the links found after "
-            "were not (raise max_pages to crawl them)[/]",
-            soft_wrap=True,
-        )
     dropped = dropped_line(result.stats)
     if dropped is not None:  # the last word: a crawl that lost links to a limit says so
         console.print(f"[yellow]{dropped}[/]", soft_wrap=True)
