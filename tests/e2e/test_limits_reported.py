@@ -6,7 +6,11 @@ Before decision 0043 a cap of 5,000 links a page cut the lab's API index without
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import subprocess
+import time
+import urllib.request
 from collections import Counter
 from pathlib import Path
 
@@ -18,6 +22,8 @@ from crawlfleet.demosite import ThreadedDemoSite
 from crawlfleet.demosite.docindex import DOC_FUNCTIONS, GUIDES, doc_paths
 from tests.e2e.conftest import FAST as DIST_FAST
 from tests.e2e.conftest import Workers, dispatch
+from tests.fixtures.cli import CRAWLFLEET, SRC
+from tests.fixtures.redis_server import free_port
 
 runner = CliRunner(env={"COLUMNS": "300"})
 FAST = ["--allow-private-addresses", "--delay", "0", "--concurrency", "16"]
@@ -40,6 +46,34 @@ def fetched(site: ThreadedDemoSite) -> list[str]:
     paths = [r.path for r in site.log if r.role == "lab" and r.path != "/robots.txt"]
     assert [p for p, n in Counter(paths).items() if n > 1] == []
     return paths
+
+
+def dashboard_pages(state: Path, *paths: str) -> list[str]:
+    """The pages of ``crawlfleet dashboard --state`` at ``paths``, once it serves them."""
+    port = free_port()
+    board = subprocess.Popen(
+        [CRAWLFLEET, "dashboard", "--state", str(state), "--port", str(port)],
+        env={**os.environ, "PYTHONPATH": SRC},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                return [get_text(f"http://127.0.0.1:{port}{path}") for path in paths]
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+    finally:
+        board.terminate()
+        board.wait(10)
+
+
+def get_text(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=5) as reply:
+        return str(reply.read().decode())
 
 
 def stats_json(tmp_path: Path) -> dict[str, object]:
@@ -80,6 +114,10 @@ def test_links_cut_by_max_links_per_page_are_counted_and_said(
     status = runner.invoke(app, ["status", "--state", str(tmp_path / "state")])
     assert status.exit_code == 0, status.output
     assert f"dropped by limits: {cut} links (max_links_per_page {cut})" in status.output
+    # The dashboard reads the same counters and attempt.
+    pages = dashboard_pages(tmp_path / "state", "/crawl/default", "/crawl/default/attempts")
+    assert f"dropped by limits: {cut} links (max_links_per_page {cut})" in pages[0]
+    assert f"max_links_per_page: {cut} links" in pages[1]
 
 
 def test_the_depth_limit_is_counted_by_its_name(site: ThreadedDemoSite, tmp_path: Path) -> None:
