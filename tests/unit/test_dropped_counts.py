@@ -4,7 +4,7 @@ seeds, the sitemaps; and every view reads it from the store (decision 0043)."""
 from __future__ import annotations
 
 from crawlfleet.clock import FakeClock
-from crawlfleet.counters import CrawlStats, Filtered, Limit, dropped_counter
+from crawlfleet.counters import LIMIT_UNITS, CrawlStats, Filtered, Limit, dropped_counter
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.monitoring.metrics import Metrics
 from crawlfleet.monitoring.summary import dropped_line
@@ -113,3 +113,7 @@ async def test_metrics_serve_every_limit_as_a_label_from_the_start() -> None:
     assert {s.labels["reason"] for s in filtered if s.name.endswith("_total")} == {
         reason.value for reason in Filtered
     }
+
+
+def test_every_limit_has_a_unit_for_the_end_line() -> None:
+    assert set(LIMIT_UNITS) == set(Limit)
