@@ -46,7 +46,7 @@ def split_seeds(settings: Settings, seeds: Sequence[str]) -> tuple[list[str], li
     bad: list[str] = []
     for seed in seeds:
         try:
-            rules.canonical(seed)
+            rules.target(seed)
         except BadUrl as exc:
             bad.append(str(exc))
             continue

@@ -40,8 +40,9 @@ DEFAULT_STRIP_PARAMS = (
     "session_id",
     "jsessionid",
     "phpsessid",
-    "sid",
 )
+"""Query parameters left out of a URL's dedup key (``urls.UrlRules``), never out of the URL
+requested. Not ``sid``: on many sites it is an article id, and pages would be merged."""
 
 Rung = Literal["slow", "session", "tier", "impersonate", "browser"]
 """A rung of the strategy ladder (``frontier/ladder.py``)."""
@@ -110,7 +111,18 @@ class Settings(BaseSettings):
     obey_robots: bool = True
     robots_ttl_s: float = Field(default=3600.0, gt=0)
     robots_error_ttl_s: float = Field(default=600.0, gt=0)
+    max_crawl_delay_s: float = Field(
+        default=3600.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="a robots Crawl-delay is honoured up to this; a longer one is cut, reported",
+    )
     user_agent: str = Field(default=DEFAULT_USER_AGENT, min_length=1)
+    robots_token: str | None = Field(
+        default=None,
+        min_length=1,
+        description="the name robots.txt groups address us by (default: from user_agent)",
+    )
     domains: DomainOverrides = Field(
         default_factory=dict, description="per-domain delay_s / concurrency, keyed by host"
     )

@@ -123,6 +123,18 @@ async def test_robots_never_replaces_an_override(store: QueueStore) -> None:
     assert (await store.domain("a.test", FREE)).base_delay_s == 0.5
 
 
+async def test_a_capped_robots_delay_shows_its_source_and_never_replaces_an_override(
+    store: QueueStore,
+) -> None:
+    await store.set_delay("a.test", 600.0, DelaySource.ROBOTS_CAPPED)
+    view = await store.domain("a.test", FREE)
+    assert (view.base_delay_s, view.delay_source) == (600.0, DelaySource.ROBOTS_CAPPED)
+    await store.set_delay("a.test", 5.0, DelaySource.OVERRIDE)
+    await store.set_delay("a.test", 600.0, DelaySource.ROBOTS_CAPPED)
+    view = await store.domain("a.test", FREE)
+    assert (view.base_delay_s, view.delay_source) == (5.0, DelaySource.OVERRIDE)
+
+
 async def test_a_robots_delay_spaces_the_claims(store: QueueStore) -> None:
     await store.add([req(str(i)) for i in range(3)], NO_BUDGET)
     await store.set_delay("a.test", 10.0, DelaySource.ROBOTS)

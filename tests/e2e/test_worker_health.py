@@ -92,3 +92,24 @@ def test_the_dashboard_reads_its_connections_from_secret_files(tmp_path: Path) -
     env = {"CRAWLFLEET_REDIS_URL_FILE": str(redis_file)}
     line = assert_one_line_error(run_cli("dashboard", cwd=tmp_path, env=env))
     assert line == "error: a distributed dashboard needs both --redis URL and --postgres DSN"
+
+
+def test_health_fails_for_a_worker_stalled_with_a_full_task_window(
+    start_redis: Callable[..., RedisServer], postgres_dsn: str, workers: Workers, tmp_path: Path
+) -> None:
+    server = start_redis()
+    worker = workers.start(server.url, postgres_dsn)
+    deadline = time.monotonic() + 15
+    while health(server.url, tmp_path)[0] != 0 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    worker.terminate()
+
+    with redis.Redis.from_url(server.url) as client:
+        (name,) = client.hkeys(WORKERS)
+        beat = orjson.loads(client.hget(WORKERS, name) or b"{}")
+        assert beat["stalled_since"] is None
+        stalled = {**beat, "seen_at": time.time(), "stalled_since": time.time() - 45}
+        client.hset(WORKERS, name, orjson.dumps(stalled))
+    code, said = health(server.url, tmp_path)
+    assert code == 1
+    assert re.search(r": took no task for 4\d s, its task window full with no task running", said)

@@ -11,7 +11,7 @@ from crawlfleet.demosite import ThreadedDemoSite
 from crawlfleet.fetchers.http import HttpFetcher
 from crawlfleet.models import CrawlRequest
 from crawlfleet.parsing.login import load_logins
-from crawlfleet.runtime.login import LoginFailed, LoginFetcher, set_cookies
+from crawlfleet.runtime.login import LoginFailed, LoginFetcher
 from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.sessions.memory import MemorySessionStore
 from crawlfleet.settings import Settings
@@ -29,16 +29,6 @@ def fetcher(store: MemorySessionStore, password: str = "wonderland-42") -> Login
     secrets = SiteSecrets({"127.0.0.2": {"username": "alice", "password": password}}, {})
     logins = load_logins([str(EXAMPLE / "parsers.py")])
     return LoginFetcher(http, logins, store, secrets, FakeClock())
-
-
-def test_set_cookie_headers_joined_by_commas() -> None:
-    joined = (
-        "sessionid=abc; HttpOnly; Path=/, "
-        "old=; expires=Thu, 01 Jan 1970 00:00:00 GMT; Max-Age=0; Path=/, "
-        "csrftoken=t1; expires=Wed, 21 Oct 2037 07:28:00 GMT; Path=/members/"
-    )
-    assert set_cookies(joined) == {"sessionid": "abc", "old": None, "csrftoken": "t1"}
-    assert set_cookies(None) == {}
 
 
 async def test_a_second_process_uses_the_stored_session(site: ThreadedDemoSite) -> None:

@@ -176,6 +176,8 @@ def make_crawl(
             clock=clock,
             ttl_s=config.robots_ttl_s,
             error_ttl_s=config.robots_error_ttl_s,
+            robots_token=config.robots_token,
+            on_read=frontier.robots_delay,
         )
         if obey_robots
         else None

@@ -40,9 +40,43 @@ def test_unknown_coding_leaves_the_body() -> None:
     assert decode_body(body, "gzip, zstd-custom", cap_bytes=10_000, url=URL) == body
 
 
-def test_truncated_gzip_gives_what_it_has() -> None:
-    body = gzip.compress(TEXT)[:-30]
-    assert TEXT.startswith(decode_body(body, "gzip", cap_bytes=10_000, url=URL))
+TRUNCATED = {
+    "gzip": gzip.compress(TEXT)[:-30],
+    "deflate": zlib.compress(TEXT)[:-10],
+    "raw deflate": zlib.compress(TEXT, wbits=-zlib.MAX_WBITS)[:-10],
+    "br": brotli.compress(TEXT)[:-5],
+}
+
+
+@pytest.mark.parametrize("case", TRUNCATED)
+def test_a_stream_that_stops_before_its_end_is_an_error_naming_its_coding(case: str) -> None:
+    coding = case.removeprefix("raw ")
+    with pytest.raises(FetchError, match=f"truncated {coding} body") as caught:
+        decode_body(TRUNCATED[case], coding, cap_bytes=10_000, url=URL)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("case", TRUNCATED)
+def test_a_truncating_caller_gets_what_a_cut_stream_has(case: str) -> None:
+    coding = case.removeprefix("raw ")
+    decoded = decode_body(TRUNCATED[case], coding, cap_bytes=10_000, url=URL, truncate=True)
+    assert TEXT.startswith(decoded)
+
+
+def test_every_gzip_member_is_decoded() -> None:
+    body = gzip.compress(b"first ") + gzip.compress(b"second ") + gzip.compress(b"third")
+    assert decode_body(body, "gzip", cap_bytes=10_000, url=URL) == b"first second third"
+
+
+def test_the_cap_counts_every_gzip_member() -> None:
+    body = gzip.compress(TEXT) + gzip.compress(TEXT)
+    with pytest.raises(TooLarge, match="decompresses to more than"):
+        decode_body(body, "gzip", cap_bytes=len(TEXT) + 10, url=URL)
+
+
+def test_bytes_after_the_last_gzip_member_that_start_none_are_ignored() -> None:
+    body = gzip.compress(TEXT) + b"\0\0\0\0"
+    assert decode_body(body, "gzip", cap_bytes=10_000, url=URL) == TEXT
 
 
 @pytest.mark.parametrize("coding", ["gzip", "deflate", "br"])

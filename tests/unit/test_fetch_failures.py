@@ -42,7 +42,7 @@ def _request(url: str) -> CrawlRequest:
     ("reply", "message"),
     [
         (b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nshort", "payload is not completed"),
-        (b"garbage\r\n\r\n", "malformed response: Bad status line"),
+        (b"garbage\r\n\r\n", "malformed response: bad status line"),
         (b"", "Server disconnected"),
         (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "malformed response"),
     ],

@@ -12,7 +12,7 @@ import pytest
 from aiohttp import web
 
 from crawlfleet.clock import FakeClock
-from crawlfleet.errors import BadUrl, FetchError
+from crawlfleet.errors import BadUrl, ConfigError, FetchError
 from crawlfleet.frontier.robots import FetchFn, RobotsCache, origin_of, product_token
 from crawlfleet.models import FetchResult
 
@@ -293,8 +293,109 @@ async def test_file_urls_are_always_allowed(fetch: FetchFn) -> None:
 
 def test_product_token() -> None:
     assert product_token(UA) == "crawlfleet"
-    assert product_token("Mozilla/5.0 (X11)") == "mozilla"
     assert product_token("MyBot") == "mybot"
+    assert product_token("crawlfleet-examples/0.1 (quotes)") == "crawlfleet-examples"
+    assert product_token("Mozilla/5.0 (compatible; crawlfleet/0.1)") == "crawlfleet"
+    googlebot_chrome = (
+        "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Googlebot/2.1; "
+        "+http://www.google.com/bot.html) Chrome/120.0 Safari/537.36"
+    )
+    assert product_token(googlebot_chrome) == "googlebot"
+    assert product_token("Mozilla/5.0 (X11)", "Shop_Bot") == "shop_bot"
+
+
+def test_a_browser_user_agent_without_a_crawler_name_is_refused() -> None:
+    with pytest.raises(ConfigError, match="robots_token"):
+        product_token("Mozilla/5.0 (X11; Linux x86_64) Chrome/120.0 Safari/537.36")
+    with pytest.raises(ConfigError, match="robots_token"):
+        product_token(UA, "crawlfleet/1.0")
+
+
+def serve(site: Site, body: bytes) -> None:
+    async def robots(request: web.Request) -> web.StreamResponse:
+        return web.Response(body=body, content_type="text/plain")
+
+    site.robots = robots
+
+
+async def test_a_byte_order_mark_keeps_the_first_group(site: Site, fetch: FetchFn) -> None:
+    serve(site, b"\xef\xbb\xbfUser-agent: *\nDisallow: /private/\n")
+    cache = make_cache(fetch, FakeClock())
+    assert not (await cache.check(f"{site.base}/private/x")).allowed
+    assert (await cache.check(f"{site.base}/public/x")).allowed
+
+
+@pytest.mark.parametrize("name", ["crawlfleet/1.0", "crawlfleet bot", "CrawlFleet"])
+async def test_a_group_is_ours_up_to_its_first_odd_character(
+    site: Site, fetch: FetchFn, name: str
+) -> None:
+    serve(site, f"User-agent: {name}\nDisallow: /x\n\nUser-agent: *\nDisallow: /y\n".encode())
+    cache = make_cache(fetch, FakeClock())
+    assert not (await cache.check(f"{site.base}/x")).allowed
+    assert (await cache.check(f"{site.base}/y")).allowed
+
+
+async def test_a_browser_like_user_agent_answers_to_its_crawler_name(
+    site: Site, fetch: FetchFn
+) -> None:
+    serve(site, b"User-agent: crawlfleet\nDisallow: /x\n\nUser-agent: mozilla\nDisallow: /y\n")
+    ua = "Mozilla/5.0 (compatible; crawlfleet/0.1)"
+    cache = RobotsCache(fetch, user_agent=ua, clock=FakeClock(), ttl_s=60, error_ttl_s=60)
+    assert not (await cache.check(f"{site.base}/x")).allowed
+    assert (await cache.check(f"{site.base}/y")).allowed
+
+
+async def test_robots_token_overrides_the_user_agent(site: Site, fetch: FetchFn) -> None:
+    serve(site, b"User-agent: crawlfleet\nDisallow: /x\n\nUser-agent: shopbot\nDisallow: /y\n")
+    cache = RobotsCache(
+        fetch, user_agent=UA, robots_token="ShopBot", clock=FakeClock(), ttl_s=60, error_ttl_s=60
+    )
+    assert (await cache.check(f"{site.base}/x")).allowed
+    assert not (await cache.check(f"{site.base}/y")).allowed
+
+
+async def test_an_unknown_line_does_not_split_a_group(site: Site, fetch: FetchFn) -> None:
+    serve(site, b"User-agent: crawlfleet\nX-Unknown: 1\nUser-agent: otherbot\nDisallow: /x\n")
+    cache = make_cache(fetch, FakeClock())
+    assert not (await cache.check(f"{site.base}/x/page")).allowed
+
+
+async def test_a_crawl_delay_line_does_not_split_a_group(site: Site, fetch: FetchFn) -> None:
+    serve(site, b"User-agent: crawlfleet\nCrawl-delay: 4\nUser-agent: otherbot\nDisallow: /x\n")
+    decision = await make_cache(fetch, FakeClock()).check(f"{site.base}/x/page")
+    assert not decision.allowed
+    assert decision.crawl_delay_s == 4.0
+
+
+async def test_rules_match_the_url_as_it_will_be_requested(site: Site, fetch: FetchFn) -> None:
+    serve(site, b"User-agent: *\nDisallow: /list?page=\n")
+    cache = make_cache(fetch, FakeClock())
+    assert not (await cache.check(f"{site.base}/list?page=2&cat=a")).allowed
+    assert (await cache.check(f"{site.base}/list?cat=a&page=2")).allowed  # never reordered
+
+
+async def test_an_escape_is_not_the_character_it_escapes(site: Site, fetch: FetchFn) -> None:
+    # Google: "/a/baz" is not "/a/%62%61%7A"; protego decoded both and allowed it.
+    serve(site, b"User-agent: *\nDisallow: /\nAllow: /a/%62%61%7A\n")
+    cache = make_cache(fetch, FakeClock())
+    assert not (await cache.check(f"{site.base}/a/baz")).allowed
+    assert (await cache.check(f"{site.base}/a/%62%61%7a")).allowed
+
+
+async def test_five_redirects_are_followed_across_hosts(site: Site, fetch: FetchFn) -> None:
+    port = site.base.rsplit(":", 1)[1]
+
+    async def chain(request: web.Request) -> web.StreamResponse:
+        hop = int(request.query.get("hop", "0"))
+        if hop < 5:  # 127.0.0.1 and localhost in turn: another authority each hop
+            host = "localhost" if hop % 2 == 0 else "127.0.0.1"
+            raise web.HTTPFound(f"http://{host}:{port}/robots.txt?hop={hop + 1}")
+        return web.Response(body=b"User-agent: *\nDisallow: /x\n", content_type="text/plain")
+
+    site.robots = chain
+    cache = make_cache(fetch, FakeClock())
+    assert not (await cache.check(f"{site.base}/x")).allowed
+    assert site.hits["/robots.txt"] == 6
 
 
 def test_origin_of() -> None:

@@ -131,6 +131,9 @@ def crawl(
         bool | None, typer.Option("--allow-private-addresses", help="fetch loopback/private hosts")
     ] = None,
     user_agent: Annotated[str | None, typer.Option()] = None,
+    robots_token: Annotated[
+        str | None, typer.Option(help="the name robots.txt groups address us by")
+    ] = None,
     parsers: Annotated[
         str | None, typer.Option(help="parser modules or .py files, comma-separated")
     ] = None,
@@ -210,6 +213,7 @@ def crawl(
             max_depth=max_depth,
             allow_private_addresses=allow_private_addresses,
             user_agent=user_agent,
+            robots_token=robots_token,
             follow_sitemaps=sitemaps,
             obey_robots=obey_robots,
             redis_url=redis,

@@ -69,6 +69,14 @@ def dashboard(
         int | None, typer.Option(help="the crawl's --per-domain-concurrency")
     ] = None,
     host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allowed-host",
+            help="a host name the dashboard answers for besides localhost and IP addresses "
+            "(repeat for more; others get 421, against DNS rebinding)",
+        ),
+    ] = None,
     port: Annotated[int, typer.Option(min=0, max=65535)] = 8080,
     token: Annotated[
         str | None,
@@ -93,7 +101,7 @@ def dashboard(
             source: Source = _distributed(redis, postgres)
         else:
             source = _embedded(state, config, delay, per_domain_concurrency)
-        app = create_app(source, token=token, metrics=Metrics())
+        app = create_app(source, token=token, metrics=Metrics(), allowed_hosts=allowed_host or ())
         where = f"http://{host}:{port}/"
         mode = "actions need the token" if token else "read-only (no --token)"
         err.print(f"dashboard of {safe(source.mode)} crawls at {safe(where)}, {mode}")

@@ -20,6 +20,14 @@ The dashboard is read-only unless created with a ``token``: an action carries it
 form field ``token`` or an ``Authorization: Bearer`` header and is refused with 403
 otherwise (also when no token was configured). Requiring the token in the request body is
 also what keeps another site from posting actions through a visitor's browser.
+
+Other sites' pages get nothing else either (``HostGuard``): a request whose ``Host`` is a
+name that is neither ``localhost`` nor one of ``allowed_hosts`` is refused with 421, so a
+DNS-rebinding page (its own name pointed at this address) cannot read the JSON API; an IP
+literal is always accepted (a rebinding page cannot send one). Every answer forbids framing
+(``X-Frame-Options: DENY``, CSP ``frame-ancestors 'none'``) and sniffing. The message shown
+after an action is kept server-side and named by a random id in the redirect
+(``?done=ID``), so a link cannot make the dashboard say something.
 """
 
 from __future__ import annotations
@@ -27,8 +35,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-from collections.abc import AsyncIterator
-from typing import cast
+import ipaddress
+import secrets
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Collection
+from typing import Any, cast
 from urllib.parse import parse_qs, quote
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -53,6 +64,63 @@ ATTEMPT_ROWS = 200
 MAX_FORM_BYTES = 8192
 FRESH_S = 1.0
 """A page reuses a crawl's sample younger than this instead of reading the store again."""
+MAX_FLASHES = 100
+"""Messages of recent actions kept for their redirect; the oldest go first."""
+LOCAL_NAMES = frozenset({"localhost"})
+SECURITY_HEADERS = [
+    (b"x-frame-options", b"DENY"),
+    (b"content-security-policy", b"frame-ancestors 'none'"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+]
+
+
+def host_allowed(host_header: str, allowed: Collection[str]) -> bool:
+    """Whether a ``Host`` header names this dashboard: an IP literal, ``localhost``, or one
+    of ``allowed`` (names, case-insensitive; the port is ignored)."""
+    host = host_header.strip().lower()
+    if host.startswith("["):
+        host = host[1 : host.find("]")] if "]" in host else host
+    elif host.count(":") == 1:
+        host = host.partition(":")[0]
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return host in LOCAL_NAMES or host.rstrip(".") in allowed
+    return True
+
+
+class HostGuard:
+    """ASGI middleware: refuses a request for another host name; adds ``SECURITY_HEADERS``."""
+
+    def __init__(self, app: Any, allowed_hosts: Collection[str]) -> None:
+        self.app = app
+        self.allowed = frozenset(h.strip().lower().rstrip(".") for h in allowed_hosts)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), "")
+        if not host_allowed(host, self.allowed):
+            refused = Response(
+                "misdirected request: this dashboard does not answer for that host name "
+                "(start it with --allowed-host NAME to allow one)\n",
+                status_code=421,
+                media_type="text/plain",
+            )
+            await refused(scope, receive, _secured(send))
+            return
+        await self.app(scope, receive, _secured(send))
+
+
+def _secured(send: Any) -> Any:
+    async def send_secured(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", []), *SECURITY_HEADERS]}
+        await send(message)
+
+    return send_secured
 
 
 class Dashboard:
@@ -65,6 +133,7 @@ class Dashboard:
         self.token = token or None
         self.clock = clock
         self.sampler = Sampler(source, clock, metrics=metrics)
+        self.flashes: OrderedDict[str, str] = OrderedDict()
 
     async def history(self, crawl_id: str) -> CrawlHistory:
         history = self.sampler.crawls.get(crawl_id)
@@ -100,7 +169,7 @@ class Dashboard:
             items=await self.source.items(crawl_id),
             workers=await self.source.workers(),
             actions=self.token is not None,
-            flash=request.query_params.get("done", ""),
+            flash=self.flashes.pop(request.query_params.get("done", ""), ""),
         )
         return HTMLResponse(body)
 
@@ -173,7 +242,11 @@ class Dashboard:
                 return _message("not found", f"no action {what!r}", 404)
         except ActionRefused as exc:
             return _message("refused", str(exc), 409)
-        target = f"/crawl/{quote(crawl_id, safe='')}?{pages.query(done=done)}"
+        flash_id = secrets.token_urlsafe(12)
+        self.flashes[flash_id] = done
+        while len(self.flashes) > MAX_FLASHES:
+            self.flashes.popitem(last=False)
+        target = f"/crawl/{quote(crawl_id, safe='')}?{pages.query(done=flash_id)}"
         return RedirectResponse(target, status_code=303)
 
 
@@ -209,8 +282,10 @@ def create_app(
     clock: Clock | None = None,
     metrics: Metrics | None = None,
     sample: bool = True,
-) -> Starlette:
-    """The dashboard over ``source``; ``metrics`` serves its crawls at ``/metrics`` when given.
+    allowed_hosts: Collection[str] = (),
+) -> HostGuard:
+    """The dashboard over ``source``; ``metrics`` serves its crawls at ``/metrics`` when given;
+    ``allowed_hosts``: the names it answers for besides ``localhost`` and IP literals.
 
     With ``sample`` every crawl is sampled in the background while the app runs (the
     progress chart's history, the workers' rates, the metrics' snapshots); the source is
@@ -245,8 +320,9 @@ def create_app(
             return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
         routes.append(Route("/metrics", scrape))
-    return Starlette(
+    app = Starlette(
         routes=routes,
         lifespan=lifespan,
         exception_handlers={StateError: _state_error},
     )
+    return HostGuard(app, allowed_hosts)

@@ -1,4 +1,4 @@
-"""The frontier: URLs in (canonical, in scope, deduplicated), due work out, outcomes back.
+"""The frontier: URLs in (serialized, in scope, deduplicated by key), due work out, outcomes back.
 
 It wraps a ``QueueStore`` with the crawl's URL rules, scope, budget, default domain policy and
 retry policy. Every runtime (the embedded runner, a Celery worker, the dispatcher) talks to
@@ -7,6 +7,7 @@ the store through this class only: the store stays private.
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -40,10 +41,10 @@ from crawlfleet.records import Attempt, DeadLetter, Outcome, QueueCounts
 from crawlfleet.settings_domains import DomainOverride
 from crawlfleet.urls import UrlRules
 
+logger = logging.getLogger(__name__)
+
 REVISIT_BATCH = 10_000
 """Due known URLs queued again per store call (bounds the memory of one call)."""
-MAX_CRAWL_DELAY_S = 60.0
-"""A robots ``Crawl-delay`` above this is read as this (a typo must not stop a crawl)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +91,7 @@ class Frontier:
     def requests_for(
         self, links: Iterable[Link | str], parent: CrawlRequest | None
     ) -> tuple[list[CrawlRequest], list[tuple[str, Refusal]]]:
-        """Canonical in-scope requests for the links, and (url, why) for the rest."""
+        """In-scope requests for the links, and (url, why) for the rest."""
         requests, rejected, _ = build_requests(links, parent, self._rules_of_links, None)
         return requests, rejected
 
@@ -198,13 +199,34 @@ class Frontier:
         """Add counters that belong to no lease (links of no page, sitemap entries)."""
         await self._store.add_counters(domain, counters)
 
-    async def robots_delay(self, domain: str, crawl_delay_s: float) -> None:
-        """Record a robots ``Crawl-delay`` (capped, never below the default) for every process.
+    async def robots_delay(self, origin: str, crawl_delay_s: float | None) -> None:
+        """Record what a read of ``origin``'s robots.txt says of its domain's delay, for every
+        process: its ``Crawl-delay`` (never below the default), or, without one, the default
+        again where an earlier robots.txt had set the delay.
 
-        An override from the config is kept (the store ignores robots over it).
+        A ``Crawl-delay`` over ``max_crawl_delay_s`` is cut to it, with a warning and the
+        source ``robots-capped``. An override from the config is kept (the store ignores
+        robots over it).
         """
-        delay_s = max(self.default_policy.delay_s, min(crawl_delay_s, MAX_CRAWL_DELAY_S))
-        await self._store.set_delay(domain, delay_s, DelaySource.ROBOTS)
+        default = self.default_policy
+        domain = self.rules.politeness_key(f"{origin}/")
+        if crawl_delay_s is None:
+            view = await self._store.domain(domain, default)
+            if view.delay_source.from_robots:
+                await self._store.set_delay(domain, default.delay_s, DelaySource.CONFIG)
+            return
+        source = DelaySource.ROBOTS
+        if crawl_delay_s > default.max_crawl_delay_s:
+            source = DelaySource.ROBOTS_CAPPED
+            logger.warning(
+                "%s/robots.txt asks for a Crawl-delay of %g s; waiting %g s "
+                "(max_crawl_delay_s: raise it to honour the site's delay)",
+                origin,
+                crawl_delay_s,
+                default.max_crawl_delay_s,
+            )
+        delay_s = max(default.delay_s, min(crawl_delay_s, default.max_crawl_delay_s))
+        await self._store.set_delay(domain, delay_s, source)
 
     async def apply_overrides(self, overrides: Mapping[str, DomainOverride]) -> None:
         """Write per-domain delays and concurrency caps from the config into the store.

@@ -73,7 +73,7 @@ def max_in_flight(record: PolicyRecord, default: DomainPolicy) -> int:
 
 def set_delay(record: PolicyRecord, delay_s: float, source: DelaySource) -> bool:
     """Set the base delay unless ``source`` is robots and an override is in place; changed?"""
-    if source is DelaySource.ROBOTS and record.delay_source is DelaySource.OVERRIDE:
+    if source.from_robots and record.delay_source is DelaySource.OVERRIDE:
         return False
     record.base_delay_s = delay_s
     record.delay_source = source

@@ -1,7 +1,11 @@
-"""Links to requests: canonical, in scope, routed to a fetcher kind; redirects likewise.
+"""Links to requests: as a browser would send them, in scope, routed to a fetcher kind;
+redirects likewise.
 
 The part of the frontier that turns what a page links to into the ``CrawlRequest``s it
-offers its store (``Frontier.requests_for``, ``new_requests``, ``redirect``).
+offers its store (``Frontier.requests_for``, ``new_requests``, ``redirect``). A request's
+``url`` is the URL as requested (``UrlRules.target``); its fingerprint is taken of the URL's
+dedup key. The scope's domain, pattern and trap rules see the URL as requested, as robots.txt
+does: the URL a user finds in the pages, the attempt log and the exports.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from crawlfleet.models import CrawlRequest, Link
 from crawlfleet.urls import UrlRules, fingerprint, request_fingerprint
 
 Route = Callable[[str, str | None], str]
-"""The fetcher kind of a new request: ``route(canonical URL, kind its link names or None)``."""
+"""The fetcher kind of a new request: ``route(request URL, kind its link names or None)``."""
 
 
 def default_route(url: str, named: str | None) -> str:
@@ -42,15 +46,16 @@ def build_requests(
 ) -> tuple[list[CrawlRequest], list[tuple[str, Refusal]], int]:
     """The requests, the rejected links with why, and how many were skipped as ``offered``.
 
-    ``offered``: canonical URLs of plain requests the store was offered before (it would
-    refuse them as seen); the caller checked that the links' depth is within the scope.
+    ``offered``: request URLs of plain requests the store was offered before (it would
+    refuse them as seen: same URL, same key); the caller checked that the links' depth is
+    within the scope.
     """
     depth = parent.depth + 1 if parent is not None else 0
     parent_url = parent.url if parent is not None else None
     requests: list[CrawlRequest] = []
     rejected: list[tuple[str, Refusal]] = []
     known = 0
-    canonical = link_rules.rules.canonical
+    target = link_rules.rules.target
     politeness_key = link_rules.rules.politeness_key
     reason_to_skip = link_rules.scope.reason_to_skip
     route = link_rules.route
@@ -58,13 +63,13 @@ def build_requests(
         if isinstance(link, str):
             link = Link(link)
         # An offered URL was in scope (scope is fixed; the caller checked the depth), and so
-        # is a link whose canonical form was offered: as written, else once canonical.
+        # is a link whose request URL was offered: as written, else once serialized.
         memo = offered if not link.body and link.method == "GET" else None
         if memo is not None and memo.seen(link.url):
             known += 1
             continue
         try:
-            url = canonical(link.url)
+            url, key = target(link.url)
         except BadUrl as exc:
             rejected.append((link.url, Refusal(Filtered.BAD_URL, str(exc))))
             continue
@@ -78,7 +83,7 @@ def build_requests(
         requests.append(
             CrawlRequest(
                 url=url,
-                fingerprint=request_fingerprint(url, link.method, link.body),
+                fingerprint=request_fingerprint(key, link.method, link.body),
                 domain=politeness_key(url),
                 depth=depth,
                 priority=link.priority,
@@ -113,7 +118,7 @@ def redirect_request(
     if parent.hops >= max_redirects:
         return Refusal(Limit.MAX_REDIRECTS, f"too many redirects ({parent.hops + 1})")
     try:
-        url = link_rules.rules.canonical(location)
+        url, key = link_rules.rules.target(location)
     except BadUrl as exc:
         return Refusal(Filtered.BAD_URL, f"bad redirect: {exc}")
     reason = link_rules.scope.reason_to_skip(url, parent.depth)
@@ -121,7 +126,7 @@ def redirect_request(
         return Refusal(reason.reason, f"redirect to {url} skipped: {reason.text}")
     return CrawlRequest(
         url=url,
-        fingerprint=fingerprint(url),
+        fingerprint=fingerprint(key),
         domain=link_rules.rules.politeness_key(url),
         depth=parent.depth,
         priority=parent.priority,

@@ -1,15 +1,22 @@
-"""robots.txt: fetched once per origin, cached with a TTL, parsed by ``protego``.
+"""robots.txt: fetched once per origin, cached with a TTL, read by ``frontier.robots_txt``.
 
-What a fetch outcome means (RFC 9309):
+What a fetch outcome means (RFC 9309 section 2.3.1):
 
-- 2xx: the file is parsed, the first ``max_bytes`` only (default ``ROBOTS_MAX_BYTES``,
-  RFC 9309 section 2.5: at least 500 KiB); a redirect followed by the fetcher is fine. The
-  fetch function should read no more than that and return it, not fail on a larger file
-  (``HttpFetcher.fetch(..., truncate_at_bytes=ROBOTS_MAX_BYTES)``): a 20 MB robots.txt is
-  then parsed up to its cut, not taken for an unreachable one.
+- 2xx: the file is read, the first ``max_bytes`` only (default ``ROBOTS_MAX_BYTES``,
+  RFC 9309 section 2.5: at least 500 KiB). The fetch function follows redirects (at least
+  five hops, across hosts too: RFC 9309 section 2.3.1.2) and the rules found apply to the
+  origin asked for. It should read no more than ``max_bytes`` and return it, not fail on a
+  larger file (``HttpFetcher.fetch(..., truncate_at_bytes=ROBOTS_MAX_BYTES)``): a 20 MB
+  robots.txt is then read up to its cut, not taken for an unreachable one.
 - 3xx left unfollowed and 4xx other than 429: no usable file, everything is allowed.
-- 429, 5xx or a ``FetchError``: the file is unreachable, everything is disallowed for
-  ``error_ttl_s``; if an earlier copy of the file was parsed, that copy is used instead.
+- 429, 5xx or a ``FetchError`` (no answer, a redirect loop or a longer chain than the fetch
+  function follows): the file is unreachable, everything is disallowed for ``error_ttl_s``;
+  if an earlier copy of the file was read, that copy is used instead.
+
+Each rule is matched against the URL's request target as it will be sent (``request_target``,
+the fetcher's own function when wired), never a normalized form of it. Every read of a file
+(2xx or 4xx) is told to ``on_read`` with its ``Crawl-delay`` (None without one), so that a
+changed robots.txt changes the domain's delay (``Frontier.robots_delay``).
 
 Concurrent checks for one origin wait on a single fetch. At most ``max_hosts`` origins are
 kept, least recently used first out.
@@ -18,23 +25,27 @@ kept, least recently used first out.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from protego import Protego
-
 from crawlfleet.clock import Clock
-from crawlfleet.errors import BadUrl, FetchError
+from crawlfleet.errors import BadUrl, ConfigError, FetchError
+from crawlfleet.frontier.robots_txt import RobotsRules, parse_robots, path_and_query, valid_token
 from crawlfleet.models import FetchResult
 from crawlfleet.urls import plain_origin
 
 FetchFn = Callable[[str], Awaitable[FetchResult]]
 """Fetches an absolute URL: a ``FetchResult`` for any HTTP status, ``FetchError`` without one."""
+ReadFn = Callable[[str, float | None], Awaitable[None]]
+"""Told each read of an origin's robots.txt: the origin and its Crawl-delay (None: none)."""
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 ROBOTS_MAX_BYTES = 512 * 1024
+_COMPATIBLE = re.compile(r"compatible\s*;\s*([A-Za-z_-]+)", re.IGNORECASE)
+_FIRST_NAME = re.compile(r"\s*([A-Za-z_-]+)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,10 +65,32 @@ class RobotsDecision:
 ALWAYS_ALLOWED = RobotsDecision(allowed=True)
 
 
-def product_token(user_agent: str) -> str:
-    """The robots.txt name of a User-Agent: ``crawlfleet/0.1 (+https://…)`` -> ``crawlfleet``."""
-    token = user_agent.strip().split("/", 1)[0].split(None, 1)
-    return token[0].lower() if token else ""
+def product_token(user_agent: str, robots_token: str | None = None) -> str:
+    """The name robots.txt groups address us by, lower case.
+
+    ``robots_token`` when given; else the crawler named in a browser-like User-Agent
+    (``Mozilla/5.0 (compatible; crawlfleet/0.1)`` -> ``crawlfleet``); else the User-Agent's
+    first product (``crawlfleet/0.1 (+https://…)`` -> ``crawlfleet``), read as Google reads
+    a group's name: up to the first character outside ``[A-Za-z_-]``. ``ConfigError`` for
+    a token that is not such a name, or a browser's User-Agent that names no crawler.
+    """
+    if robots_token is not None:
+        if not valid_token(robots_token):
+            raise ConfigError(
+                f"bad setting 'robots_token': {robots_token!r} is not a product token "
+                "(letters, '_' and '-' only)"
+            )
+        return robots_token.lower()
+    compatible = _COMPATIBLE.search(user_agent)
+    if compatible is not None:
+        return compatible.group(1).lower()
+    first = _FIRST_NAME.match(user_agent)
+    if first is None or first.group(1).lower() == "mozilla":
+        raise ConfigError(
+            f"user_agent {user_agent!r} names no crawler for robots.txt to address: set "
+            "'robots_token', or send 'compatible; NAME/version' in it"
+        )
+    return first.group(1).lower()
 
 
 def origin_of(url: str) -> str:
@@ -88,32 +121,24 @@ class _Entry:
     Without ``rules`` the outcome is the same for every URL: ``permitted`` is that decision.
     """
 
-    __slots__ = ("expires_at", "permitted", "refused", "rules", "sitemaps")
+    __slots__ = ("expires_at", "permitted", "refused", "rules")
 
-    def __init__(self, rules: Protego | None, expires_at: float, token: str) -> None:
+    def __init__(self, rules: RobotsRules | None, expires_at: float) -> None:
         self.rules = rules
         self.expires_at = expires_at
-        delay_s = _crawl_delay_s(rules, token) if rules is not None else None
-        self.sitemaps = list(rules.sitemaps) if rules is not None else []
+        delay_s = rules.crawl_delay_s if rules is not None else None
         self.permitted = RobotsDecision(allowed=True, crawl_delay_s=delay_s)
         self.refused = RobotsDecision(False, "disallowed by robots.txt", delay_s)
 
     @classmethod
     def fixed(cls, decision: RobotsDecision, expires_at: float) -> _Entry:
-        entry = cls(None, expires_at, "")
+        entry = cls(None, expires_at)
         entry.permitted = decision
         return entry
 
-
-def _crawl_delay_s(rules: Protego, token: str) -> float | None:
-    """Crawl-delay, else the interval a Request-rate implies, else None."""
-    delay_s = rules.crawl_delay(token)
-    if delay_s is not None:
-        return float(delay_s)
-    rate = rules.request_rate(token)
-    if rate is not None and rate.requests > 0:
-        return float(rate.seconds) / rate.requests
-    return None
+    @property
+    def sitemaps(self) -> list[str]:
+        return self.rules.sitemaps if self.rules is not None else []
 
 
 class RobotsCache:
@@ -127,15 +152,21 @@ class RobotsCache:
         clock: Clock,
         ttl_s: float,
         error_ttl_s: float,
+        robots_token: str | None = None,
+        request_target: Callable[[str], str] = path_and_query,
+        on_read: ReadFn | None = None,
         max_bytes: int = ROBOTS_MAX_BYTES,
         max_hosts: int = 10_000,
     ) -> None:
+        """``user_agent`` and ``robots_token``: see ``product_token`` (``ConfigError``)."""
         if ttl_s <= 0 or error_ttl_s <= 0:
             raise ValueError("ttl_s and error_ttl_s must be positive")
         if max_bytes <= 0 or max_hosts <= 0:
             raise ValueError("max_bytes and max_hosts must be positive")
         self._fetch = fetch
-        self._token = product_token(user_agent)
+        self._token = product_token(user_agent, robots_token)
+        self._target = request_target
+        self._on_read = on_read
         self._clock = clock
         self._ttl_s = ttl_s
         self._error_ttl_s = error_ttl_s
@@ -153,7 +184,7 @@ class RobotsCache:
         if url.startswith("file:"):
             return ALWAYS_ALLOWED
         entry = await self._entry(origin_of(url))
-        if entry.rules is None or entry.rules.can_fetch(url, self._token):
+        if entry.rules is None or entry.rules.allowed(self._target(url)):
             return entry.permitted
         return entry.refused
 
@@ -178,37 +209,41 @@ class RobotsCache:
         return await asyncio.shield(task)
 
     async def _load(self, origin: str, *, stale: _Entry | None) -> _Entry:
-        entry = await self._fetch_entry(origin, stale)
+        entry, read = await self._fetch_entry(origin, stale)
+        if read and self._on_read is not None:
+            # Before any caller hears the decision: its Crawl-delay is in force first.
+            await self._on_read(origin, entry.permitted.crawl_delay_s)
         self._entries[origin] = entry
         self._entries.move_to_end(origin)
         while len(self._entries) > self._max_hosts:
             self._entries.popitem(last=False)
         return entry
 
-    async def _fetch_entry(self, origin: str, stale: _Entry | None) -> _Entry:
+    async def _fetch_entry(self, origin: str, stale: _Entry | None) -> tuple[_Entry, bool]:
+        """The origin's new entry, and whether a file was read (not kept from before)."""
         robots_url = f"{origin}/robots.txt"
         try:
             result = await self._fetch(robots_url)
         except FetchError as exc:
-            return self._unreachable(f"robots.txt unavailable ({exc})", stale)
+            return self._unreachable(f"robots.txt unavailable ({exc})", stale), False
         now = self._clock.now()
         status = result.status
         if 200 <= status < 300:
-            return _Entry(self._parse(result.body), now + self._ttl_s, self._token)
+            return _Entry(self._parse(result.body), now + self._ttl_s), True
         if status == 429 or status >= 500:
-            return self._unreachable(f"robots.txt unavailable ({status})", stale)
-        return _Entry.fixed(ALWAYS_ALLOWED, now + self._ttl_s)
+            return self._unreachable(f"robots.txt unavailable ({status})", stale), False
+        return _Entry.fixed(ALWAYS_ALLOWED, now + self._ttl_s), True
 
     def _unreachable(self, reason: str, stale: _Entry | None) -> _Entry:
         expires_at = self._clock.now() + self._error_ttl_s
         if stale is not None and stale.rules is not None:
-            return _Entry(stale.rules, expires_at, self._token)
+            return _Entry(stale.rules, expires_at)
         return _Entry.fixed(
             RobotsDecision(allowed=False, reason=reason, unavailable=True), expires_at
         )
 
-    def _parse(self, body: bytes) -> Protego:
+    def _parse(self, body: bytes) -> RobotsRules:
         if len(body) >= self._max_bytes:
             # Maybe cut by the fetcher: drop the last line, half a rule may mean another rule.
             body = body[: self._max_bytes].rpartition(b"\n")[0]
-        return Protego.parse(body.decode("utf-8", errors="replace"))
+        return parse_robots(body, self._token)

@@ -1,4 +1,4 @@
-"""Which canonical URLs belong to a crawl: allowed domains, allow/deny patterns, depth, traps.
+"""Which request URLs belong to a crawl: allowed domains, allow/deny patterns, depth, traps.
 
 The trap rules (``TrapLimits``) are on by default, because a crawl without them never ends on
 a calendar, a relative-link loop or a faceted search: a URL longer than 2,083 characters
@@ -84,7 +84,7 @@ DEFAULT_TRAP_LIMITS = TrapLimits()
 
 
 class Scope:
-    """Decides whether a canonical URL may enter the frontier.
+    """Decides whether a URL as requested may enter the frontier.
 
     ``allowed_domains`` match a host and all its subdomains; when empty, the registrable
     domains of the seeds are allowed. ``file:`` URLs are in scope only when a seed is one.

@@ -28,10 +28,10 @@ from crawlfleet.counters import Limit
 from crawlfleet.errors import BadUrl, FetchError
 from crawlfleet.frontier.robots import FetchFn, RobotsCache, origin_of
 from crawlfleet.frontier.sitemap_format import BadSitemap, SitemapEntry, SitemapReader, inflate
+from crawlfleet.frontier.store_types import DEFAULT_MAX_CRAWL_DELAY_S
 
 __all__ = [
     "DEFAULT_SITEMAP_LIMITS",
-    "MAX_CRAWL_DELAY_S",
     "SitemapEntry",
     "SitemapLimits",
     "default_sitemaps",
@@ -39,8 +39,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-MAX_CRAWL_DELAY_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +82,7 @@ async def sitemap_entries(
     in_scope: Callable[[str], bool] | None = None,
     robots: RobotsCache | None = None,
     delay_s: float = 0.0,
+    max_crawl_delay_s: float = DEFAULT_MAX_CRAWL_DELAY_S,
     clock: Clock | None = None,
     limits: SitemapLimits = DEFAULT_SITEMAP_LIMITS,
     dropped: Counter[Limit] | None = None,
@@ -91,7 +90,7 @@ async def sitemap_entries(
     """The page URLs of the ``start`` sitemaps and of the sitemaps their indexes list.
 
     A sitemap is fetched only if ``in_scope`` takes its URL and ``robots`` allows it, at
-    least ``delay_s`` (or the host's Crawl-delay, at most ``MAX_CRAWL_DELAY_S``) after the
+    least ``delay_s`` (or the host's Crawl-delay, at most ``max_crawl_delay_s``) after the
     previous sitemap fetch from its host ended; a refused one is skipped with a logged
     reason. Indexes are followed ``limits.max_depth`` levels down; each sitemap is fetched
     once, at most ``limits.max_sitemaps`` in all. ``limits.max_bytes`` caps each body, before
@@ -102,7 +101,7 @@ async def sitemap_entries(
     max_urls, max_depth = limits.max_urls, limits.max_depth
     max_bytes, max_sitemaps = limits.max_bytes, limits.max_sitemaps
     drops: Counter[Limit] = Counter() if dropped is None else dropped
-    gate = _Gate(in_scope, robots, delay_s, clock or SystemClock())
+    gate = _Gate(in_scope, robots, delay_s, max_crawl_delay_s, clock or SystemClock())
     queue = deque((url, 0) for url in dict.fromkeys(start))
     seen = set(start)
     count = 0
@@ -150,11 +149,13 @@ class _Gate:
         in_scope: Callable[[str], bool] | None,
         robots: RobotsCache | None,
         delay_s: float,
+        max_crawl_delay_s: float,
         clock: Clock,
     ) -> None:
         self._in_scope = in_scope
         self._robots = robots
         self._delay_s = delay_s
+        self._max_crawl_delay_s = max_crawl_delay_s
         self._clock = clock
         self._last_end: dict[str, float] = {}
 
@@ -172,7 +173,7 @@ class _Gate:
             if not decision.allowed:
                 raise _Skip(decision.reason or "disallowed by robots.txt")
             if decision.crawl_delay_s is not None:
-                delay_s = max(delay_s, min(decision.crawl_delay_s, MAX_CRAWL_DELAY_S))
+                delay_s = max(delay_s, min(decision.crawl_delay_s, self._max_crawl_delay_s))
         last_end = self._last_end.get(origin)
         if last_end is not None:
             await self._clock.sleep(last_end + delay_s - self._clock.now())

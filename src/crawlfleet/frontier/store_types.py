@@ -17,6 +17,8 @@ from enum import StrEnum
 from crawlfleet.counters import CrawlStats
 from crawlfleet.records import Attempt
 
+DEFAULT_MAX_CRAWL_DELAY_S = 3600.0
+"""The longest robots ``Crawl-delay`` honoured unless raised (decision 0039)."""
 LEASE_EXPIRED = "lease expired (worker lost)"
 """The error ``reap`` records in the history of a request whose lease expired."""
 
@@ -45,11 +47,16 @@ class BlockRules:
 
 @dataclass(frozen=True, slots=True)
 class DomainPolicy:
-    """The crawl-wide default politeness: delay, in-flight cap and block rules."""
+    """The crawl-wide default politeness: delay, in-flight cap and block rules.
+
+    ``max_crawl_delay_s``: the most a robots ``Crawl-delay`` is honoured up to (a larger one
+    is cut to it, with a warning and the source ``robots-capped``).
+    """
 
     delay_s: float
     max_in_flight: int
     blocks: BlockRules = field(default_factory=BlockRules)
+    max_crawl_delay_s: float = DEFAULT_MAX_CRAWL_DELAY_S
 
 
 class DelaySource(StrEnum):
@@ -57,7 +64,13 @@ class DelaySource(StrEnum):
 
     CONFIG = "config"
     ROBOTS = "robots"
+    ROBOTS_CAPPED = "robots-capped"
+    """robots.txt asked for a longer Crawl-delay than ``max_crawl_delay_s``: the cap is used."""
     OVERRIDE = "override"
+
+    @property
+    def from_robots(self) -> bool:
+        return self in (DelaySource.ROBOTS, DelaySource.ROBOTS_CAPPED)
 
 
 class Signal(StrEnum):

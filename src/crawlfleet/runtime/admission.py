@@ -2,8 +2,9 @@
 
 The dispatcher seeds a crawl with an ``Admitter`` alone (no fetchers, parsers or sinks); the
 crawl step admits each page's links through the same object. Before a domain's first URL is
-queued, its robots.txt is read so that a ``Crawl-delay`` reaches the store (for every process
-of the crawl) before any request of that domain is claimed.
+queued, its robots.txt is read, so that its ``Crawl-delay`` reaches the store (for every
+process of the crawl) before any request of that domain is claimed: the robots cache tells
+each read, this first one and every refetch after it, to ``Frontier.robots_delay``.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ class Admitted(NamedTuple):
 
 
 class Admitter:
-    """Canonicalizes, scopes and adds URLs; reads each new domain's robots.txt first.
+    """Serializes, scopes and adds URLs; reads each new domain's robots.txt first.
 
     The domains already prepared are remembered per process only to save robots lookups:
     what robots says is written to the store, never kept here.
@@ -117,6 +118,7 @@ class Admitter:
                 in_scope=self._in_scope,
                 robots=self._robots,
                 delay_s=self._frontier.default_policy.delay_s,
+                max_crawl_delay_s=self._frontier.default_policy.max_crawl_delay_s,
                 clock=self._clock,
                 limits=self._sitemap_limits,
                 dropped=dropped,
@@ -177,6 +179,4 @@ class Admitter:
         if self._robots is None or request.fetcher == "file":
             return
         async with self._prefetch:
-            decision = await self._robots.check(request.url)
-        if decision.crawl_delay_s is not None:
-            await self._frontier.robots_delay(request.domain, decision.crawl_delay_s)
+            await self._robots.check(request.url)  # its read is told to robots_delay

@@ -13,7 +13,7 @@ Where the state lives:
   tick (``TICK_S``). Cancel is distributed only: an embedded crawl is stopped with Ctrl-C.
 
 ``add_urls`` offers URLs to a running distributed crawl as seeds, through the crawl's own
-definition: canonicalized, scoped and robots-prepared as its dispatcher would.
+definition: serialized, scoped and robots-prepared as its dispatcher would.
 
 ``redis`` is imported inside the functions that use it, so the embedded runner needs none.
 """

@@ -15,7 +15,6 @@ from __future__ import annotations
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from urllib.parse import urljoin
 
 from crawlfleet.clock import Clock
 from crawlfleet.counters import Limit, dropped_counter, merge
@@ -40,6 +39,7 @@ from crawlfleet.runtime.freshness import GONE_STATUSES, NOT_MODIFIED, Freshness,
 from crawlfleet.runtime.login import LoginFailed
 from crawlfleet.runtime.strategy import Strategies, fetcher_kind
 from crawlfleet.settings import MAX_STEP_S
+from crawlfleet.urls import join
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,7 +233,11 @@ class Crawler:
     async def _redirected(self, step: Step, result: FetchResult) -> None:
         """Queue the Location like a link: the seen filter makes its page fetched once."""
         p = self.parts
-        location = urljoin(result.final_url, result.headers["location"])
+        location = join(result.final_url, result.headers["location"])
+        if location is None:
+            bad = result.headers["location"]
+            await self._complete(step, Outcome.FAILED, f"bad redirect Location {bad!r}")
+            return
         target = p.frontier.redirect(step.lease.request, location)
         if isinstance(target, Refusal):
             counters = {dropped_counter(target.reason): 1.0}

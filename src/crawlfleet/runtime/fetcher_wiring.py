@@ -17,7 +17,9 @@ from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.fetchers.files import FileFetcher
 from crawlfleet.fetchers.http import HttpFetcher
 from crawlfleet.fetchers.protocols import Fetcher, ViaFetcher
-from crawlfleet.frontier.robots import ROBOTS_MAX_BYTES, FetchFn, RobotsCache
+from crawlfleet.fetchers.target import target_of
+from crawlfleet.frontier.robots import ROBOTS_MAX_BYTES, FetchFn, ReadFn, RobotsCache
+from crawlfleet.frontier.robots_txt import path_and_query
 from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.runtime.fetch_chain import SessionLink, cached, hooked
 from crawlfleet.runtime.kinds import BASE_KINDS, IMPERSONATE
@@ -75,17 +77,34 @@ def robots_fetch(
     return fetch
 
 
+ROBOTS_MIN_REDIRECTS = 5
+"""Redirects the side fetch follows whatever ``max_redirects`` says (RFC 9309 2.3.1.2)."""
+
+
+def request_target(url: str) -> str:
+    """The request target the HTTP fetcher sends for ``url`` (what robots.txt rules match)."""
+    try:
+        return target_of(url).path_qs
+    except ValueError:  # never fetched either; robots.txt still answers for it
+        return path_and_query(url)
+
+
 def build_robots(
     settings: Settings,
     clock: Clock,
     stack: AsyncExitStack,
     credentials: Credentials,
     link: SessionLink | None = None,
+    on_read: ReadFn | None = None,
 ) -> tuple[RobotsCache | None, FetchFn]:
     """The robots.txt cache (None when robots are not obeyed) and the side fetch it and the
-    sitemap reader use (redirects followed; through a session of the URL's domain when the
-    crawl has proxies: ``link``)."""
-    http = HttpFetcher(settings, clock=clock, credentials=credentials)
+    sitemap reader use (redirects followed, at least ``ROBOTS_MIN_REDIRECTS``; through a
+    session of the URL's domain when the crawl has proxies: ``link``). ``on_read`` hears each
+    robots.txt read (``Frontier.robots_delay``). ``ConfigError`` when no product token can be
+    told from ``user_agent`` and ``robots_token``."""
+    hops = max(settings.max_redirects, ROBOTS_MIN_REDIRECTS)
+    side_settings = settings.model_copy(update={"max_redirects": hops})
+    http = HttpFetcher(side_settings, clock=clock, credentials=credentials)
     side: TruncatingFetcher = http
     if link is not None:
         rules = UrlRules(settings.strip_query_params, settings.politeness_key)
@@ -101,5 +120,8 @@ def build_robots(
         clock=clock,
         ttl_s=settings.robots_ttl_s,
         error_ttl_s=settings.robots_error_ttl_s,
+        robots_token=settings.robots_token,
+        request_target=request_target,
+        on_read=on_read,
     )
     return robots, fetch_url

@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
+import time
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import replace
-from http.cookies import CookieError, SimpleCookie
 from typing import Any
 from urllib.parse import urlencode, urljoin, urlsplit
 
@@ -34,6 +33,7 @@ from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.parsing.login import LoginSpec
 from crawlfleet.parsing.response import Response
 from crawlfleet.secretsfile import SiteSecrets
+from crawlfleet.sessions.cookies import CookieJar
 from crawlfleet.sessions.protocols import SessionStore, StoredSession
 from crawlfleet.settings import Settings
 from crawlfleet.urls import request_fingerprint
@@ -44,9 +44,6 @@ LOGIN_RETRY_S = 60.0
 """How long a failed login makes its domain's pages fail without trying again."""
 MAX_LOGIN_REDIRECTS = 10
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
-_COOKIE_SPLIT = re.compile(r",\s*(?=[^;,\s=]+=)")
-"""Repeated Set-Cookie headers arrive joined by ``", "``; an Expires date has a comma too,
-but what follows it is no ``name=``."""
 
 
 class LoginFailed(FetchError):
@@ -55,31 +52,14 @@ class LoginFailed(FetchError):
     transient = False
 
 
-def set_cookies(header: str | None) -> dict[str, str | None]:
-    """Cookie name -> value from (joined) Set-Cookie headers; None deletes the cookie."""
-    cookies: dict[str, str | None] = {}
-    for part in _COOKIE_SPLIT.split(header or ""):
-        jar: SimpleCookie = SimpleCookie()
-        try:
-            jar.load(part)
-        except CookieError:
-            continue
-        for name, morsel in jar.items():
-            expired = morsel["max-age"].strip() in ("0",) or morsel.value == ""
-            cookies[name] = None if expired else morsel.value
-    return cookies
-
-
-def cookie_header(cookies: Mapping[str, str]) -> str:
-    return "; ".join(f"{name}={value}" for name, value in cookies.items())
-
-
 class LoginSession:
     """What a login step drives: requests to its domain with a cookie jar, and its secrets.
 
     ``get`` and ``post`` follow redirects (a 301/302/303 continues as a GET) and keep every
-    cookie set on the way; they return the final page as a ``Response``. Relative URLs are
-    resolved against ``base_url`` (the first page of the domain the crawl asked for).
+    cookie set on the way in ``jar``, each sent only where its scope allows (another host
+    of a redirect gets none of this host's); they return the final page as a ``Response``.
+    Relative URLs are resolved against ``base_url`` (the first page of the domain the crawl
+    asked for).
     """
 
     def __init__(
@@ -89,7 +69,7 @@ class LoginSession:
         self._spec = spec
         self._secrets = secrets
         self.base_url = base_url
-        self.cookies: dict[str, str] = {}
+        self.jar = CookieJar()
 
     def secret(self, name: str) -> str:
         """The domain's secret ``name`` (secrets file or environment); ``LoginFailed`` if none."""
@@ -126,8 +106,9 @@ class LoginSession:
         target = urljoin(self.base_url, url)
         for _ in range(MAX_LOGIN_REDIRECTS + 1):
             sent = dict(headers)
-            if self.cookies:
-                sent["Cookie"] = cookie_header(self.cookies)
+            cookie = self.jar.header(target, time.time())
+            if cookie is not None:
+                sent["Cookie"] = cookie
             request = CrawlRequest(
                 url=target,
                 fingerprint=request_fingerprint(target, method, body),
@@ -137,11 +118,7 @@ class LoginSession:
                 headers=sent,
             )
             result = await self._fetcher.fetch(request)
-            for name, value in set_cookies(result.headers.get("set-cookie")).items():
-                if value is None:
-                    self.cookies.pop(name, None)
-                else:
-                    self.cookies[name] = value
+            self.jar.receive(result.final_url, result.headers.get("set-cookie"), time.time())
             location = result.headers.get("location")
             if result.status not in _REDIRECTS or not location:
                 return Response(result)
@@ -179,12 +156,12 @@ class LoginFetcher:
         if spec is None or self._is_login_page(spec, request.url):
             return await self._inner.fetch(request)
         session = await self._session(spec, request.url, stale=None)
-        result = await self._inner.fetch(with_cookies(request, session))
+        result = await self._inner.fetch(with_cookies(request, session, spec.domain))
         if not self._logged_out(spec, result):
             return result
         log.info("%s: logged out at %s; logging in again", spec.domain, request.url)
         session = await self._session(spec, request.url, stale=session.version)
-        result = await self._inner.fetch(with_cookies(request, session))
+        result = await self._inner.fetch(with_cookies(request, session, spec.domain))
         if self._logged_out(spec, result):
             raise LoginFailed(f"{request.url}: still logged out after logging in to {spec.domain}")
         return result
@@ -228,7 +205,7 @@ class LoginFetcher:
         session = LoginSession(self._inner, spec, url, self._secrets)
         try:
             await spec.function(session)
-            if not session.cookies:
+            if not len(session.jar):
                 raise LoginFailed(f"login for {spec.domain}: {spec.name} set no cookie")
         except Exception as exc:
             why = str(exc) if isinstance(exc, LoginFailed) else f"{type(exc).__name__}: {exc}"
@@ -237,15 +214,18 @@ class LoginFetcher:
             log.warning("%s", message)
             raise LoginFailed(message) from None
         self._failed.pop(spec.domain, None)
-        log.info("%s: logged in (%d cookies)", spec.domain, len(session.cookies))
-        return await self._store.save(spec.domain, session.cookies)
+        log.info("%s: logged in (%d cookies)", spec.domain, len(session.jar))
+        return await self._store.save(spec.domain, session.jar.stored())
 
 
-def with_cookies(request: CrawlRequest, session: StoredSession) -> CrawlRequest:
-    """``request`` sending the session's cookies (over a Cookie header of its own)."""
-    if not session.cookies:
+def with_cookies(request: CrawlRequest, session: StoredSession, owner: str) -> CrawlRequest:
+    """``request`` sending those of the session's cookies its URL may have (over a Cookie
+    header of its own); ``owner``: the login domain."""
+    jar = CookieJar.from_stored(session.cookies, owner)
+    cookie = jar.header(request.url, time.time())
+    if cookie is None:
         return request
-    return replace(request, headers={**request.headers, "Cookie": cookie_header(session.cookies)})
+    return replace(request, headers={**request.headers, "Cookie": cookie})
 
 
 async def open_session_store(settings: Settings, stack: AsyncExitStack) -> SessionStore:

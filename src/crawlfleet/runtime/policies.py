@@ -28,6 +28,7 @@ def domain_policy(settings: Settings) -> DomainPolicy:
     return DomainPolicy(
         delay_s=settings.delay_s,
         max_in_flight=settings.per_domain_concurrency,
+        max_crawl_delay_s=settings.max_crawl_delay_s,
         blocks=BlockRules(
             window=settings.block_window,
             min_samples=settings.block_min_samples,

@@ -15,7 +15,8 @@ What a fetch tells (all changes go to the shared ``ProxyPool`` state):
   the proxy's fault: quarantined, session retired, the
   error goes up (retried later);
 - a redirect to the same URL that sets a cookie (a cookie challenge) is followed once with
-  the session's jar; every ``Set-Cookie`` is kept in the jar.
+  the session's jar; every ``Set-Cookie`` is kept in the jar with its scope, and a request
+  sends only the cookies its URL may have (``sessions/cookies.py``, RFC 6265).
 
 The browser goes through the same link (``own_jar=True``): it gets the session's id, proxy,
 profile and jar in ``Via`` (a browser context per session) and hands the jar back after the
@@ -31,7 +32,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from urllib.parse import urljoin
 
 from crawlfleet.clock import Clock
 from crawlfleet.errors import BrowserFault, FetchError, ForbiddenAddress, TooLarge
@@ -44,10 +44,11 @@ from crawlfleet.models import CrawlRequest, FetchResult, Route
 from crawlfleet.proxies.endpoints import ProxyEndpoint
 from crawlfleet.proxies.pool import ProxyPool
 from crawlfleet.redact import redact
-from crawlfleet.runtime.login import cookie_header, set_cookies
 from crawlfleet.runtime.session_pool import SessionPool
+from crawlfleet.sessions.cookies import CookieJar
 from crawlfleet.sessions.protocols import CrawlSession
 from crawlfleet.settings_proxies import ProxySettings
+from crawlfleet.urls import join
 
 log = logging.getLogger(__name__)
 
@@ -165,30 +166,37 @@ class SessionFetcher:
             if result.cookies is not None:
                 await self._keep_jar(session, result.cookies)
             return result
-        result = await self._http.fetch(_with_jar(request, session), via=via)
+        result = await self._http.fetch(self._with_jar(request, session), via=via)
         session = await self._keep_cookies(session, result)
         location = result.headers.get("location")
         if (
             result.status in REDIRECT_STATUSES
             and location
-            and urljoin(result.final_url, location) == request.url
+            and (join(result.final_url, location) or "").partition("#")[0] == request.url
             and "set-cookie" in result.headers
         ):
-            result = await self._http.fetch(_with_jar(request, session), via=via)
+            result = await self._http.fetch(self._with_jar(request, session), via=via)
             await self._keep_cookies(session, result)
         return result
 
     async def _keep_cookies(self, session: CrawlSession, result: FetchResult) -> CrawlSession:
-        changes = set_cookies(result.headers.get("set-cookie"))
-        if not changes:
+        set_cookie = result.headers.get("set-cookie")
+        if set_cookie is None:
             return session
-        jar = dict(session.cookies)
-        for name, value in changes.items():
-            if value is None:
-                jar.pop(name, None)
-            else:
-                jar[name] = value
-        return await self._keep_jar(session, jar)
+        jar = CookieJar.from_stored(session.cookies, session.domain)
+        if not jar.receive(result.final_url, set_cookie, self._clock.now()):
+            return session
+        return await self._keep_jar(session, jar.stored())
+
+    def _with_jar(self, request: CrawlRequest, session: CrawlSession) -> CrawlRequest:
+        """``request`` sending the session's cookies for its URL before any of its own."""
+        jar = CookieJar.from_stored(session.cookies, session.domain)
+        cookie = jar.header(request.url, self._clock.now())
+        if cookie is None:
+            return request
+        own = {k: v for k, v in request.headers.items() if k.lower() != "cookie"}
+        theirs = [v for k, v in request.headers.items() if k.lower() == "cookie"]
+        return replace(request, headers={**own, "Cookie": "; ".join([cookie, *theirs])})
 
     async def _keep_jar(self, session: CrawlSession, jar: Mapping[str, str]) -> CrawlSession:
         if dict(jar) == dict(session.cookies):
@@ -237,16 +245,6 @@ def proxy_refused(result: FetchResult) -> bool:
         return True
     challenge = result.headers.get("www-authenticate", "").lower()
     return result.status == UNAUTHORIZED and "realm=" in challenge and "proxy" in challenge
-
-
-def _with_jar(request: CrawlRequest, session: CrawlSession) -> CrawlRequest:
-    """``request`` sending the session's cookies before any Cookie header of its own."""
-    if not session.cookies:
-        return request
-    own = {k: v for k, v in request.headers.items() if k.lower() != "cookie"}
-    theirs = [v for k, v in request.headers.items() if k.lower() == "cookie"]
-    cookie = "; ".join([cookie_header(session.cookies), *theirs])
-    return replace(request, headers={**own, "Cookie": cookie})
 
 
 def _first_line(exc: Exception) -> str:

@@ -95,7 +95,9 @@ async def build_admitter(
     """What seeds a crawl without fetchers, parsers or sinks (the dispatcher, ``add``);
     robots.txt and sitemaps through the crawl's sessions when it has proxies."""
     link = await session_link(settings, clock, stack, frontier)
-    robots, fetch_url = build_robots(settings, clock, stack, Credentials(), link)
+    robots, fetch_url = build_robots(
+        settings, clock, stack, Credentials(), link, on_read=frontier.robots_delay
+    )
     return Admitter(
         frontier,
         robots=robots,
@@ -179,7 +181,9 @@ async def build_crawl(
             budget=budget,
             frontier=frontier,
         )
-    robots, fetch_url = build_robots(settings, clock, stack, credentials, link)
+    robots, fetch_url = build_robots(
+        settings, clock, stack, credentials, link, on_read=frontier.robots_delay
+    )
     own_sinks = load_sinks(settings.sinks, settings)
     if own_sinks:
         sink = FanOutSink(sink, own_sinks)

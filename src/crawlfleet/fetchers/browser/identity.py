@@ -5,7 +5,9 @@ With ``[crawl.proxies]`` every browser fetch comes through a crawl session
 (``BrowserPool.page(identity)``) opened with the session's proxy (Playwright's per-context
 ``proxy``, credentials included: Debian's Chromium honours it on Linux, decision 0012), the
 User-Agent of its header profile and the profile's ``Accept-Language`` and client hints. The
-session's cookie jar is put into the context before each page and read back after it.
+session's cookie jar is put into the context before each page and read back after it, each
+cookie with its scope (domain or host-only, path, secure, expiry: ``sessions/cookies.py``),
+so Chromium sends it where the HTTP fetcher would.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from urllib.parse import urlsplit
 from playwright.async_api import BrowserContext
 
 from crawlfleet.fetchers.protocols import Via
+from crawlfleet.sessions.cookies import Cookie, CookieJar, domain_matches
 
 CONTEXT_HEADERS = ("accept-language", "sec-ch-ua", "sec-ch-ua-mobile", "sec-ch-ua-platform")
 """Profile headers a context sends with every request (the others are per request type)."""
@@ -66,20 +69,49 @@ class BrowserIdentity:
 
 
 async def load_jar(context: BrowserContext, url: str, cookies: Mapping[str, str]) -> None:
-    """Put the session's ``cookies`` into ``context`` for ``url``'s host (path ``/``)."""
+    """Put the session's stored ``cookies`` into ``context`` with their scopes (bare names
+    of an old jar: on ``url``'s host, every path)."""
     if not cookies:
         return
-    parts = urlsplit(url)
-    origin = f"{parts.scheme}://{parts.netloc}/"
-    await context.add_cookies([{"name": k, "value": v, "url": origin} for k, v in cookies.items()])
+    host = (urlsplit(url).hostname or "").lower()
+    jar = CookieJar.from_stored(cookies, host)
+    await context.add_cookies([_playwright_cookie(cookie) for cookie in jar])  # type: ignore[misc]
+
+
+def _playwright_cookie(cookie: Cookie) -> dict[str, Any]:
+    # Playwright's host-only cookie: a domain without a leading dot; a domain cookie: with one.
+    domain = cookie.domain if cookie.host_only else f".{cookie.domain}"
+    entry: dict[str, Any] = {
+        "name": cookie.name,
+        "value": cookie.value,
+        "domain": domain,
+        "path": cookie.path,
+        "secure": cookie.secure,
+    }
+    if cookie.expires_at is not None:
+        entry["expires"] = cookie.expires_at
+    return entry
 
 
 async def read_jar(context: BrowserContext, url: str) -> dict[str, str]:
-    """The cookies of ``context`` that ``url``'s host would be sent (any path), by name."""
+    """The stored form of the cookies of ``context`` under ``url``'s host's domains."""
     host = (urlsplit(url).hostname or "").lower()
-    jar: dict[str, str] = {}
+    kept = []
     for cookie in await context.cookies():
-        domain = cookie.get("domain", "").lower().lstrip(".")
-        if host == domain or host.endswith(f".{domain}"):
-            jar[cookie.get("name", "")] = cookie.get("value", "")
-    return jar
+        raw_domain = cookie.get("domain", "").lower()
+        domain = raw_domain.lstrip(".")
+        if not (domain_matches(host, domain) or domain_matches(domain, host)):
+            continue
+        expires = cookie.get("expires", -1)
+        kept.append(
+            Cookie(
+                name=cookie.get("name", ""),
+                value=cookie.get("value", ""),
+                domain=domain,
+                path=cookie.get("path", "/") or "/",
+                host_only=not raw_domain.startswith("."),
+                secure=bool(cookie.get("secure", False)),
+                expires_at=None if expires is None or expires < 0 else float(expires),
+            )
+        )
+    return CookieJar(kept).stored()

@@ -41,10 +41,16 @@ class WorkerBeat:
     """Steps running at ``seen_at``; None from a worker that does not report it."""
     pages: int | None = None
     """Steps the worker process ran to an outcome since it started, as of ``seen_at``."""
+    stalled_since: float | None = None
+    """Since when (epoch s) the worker's task window has been full with no task running."""
 
 
 def _count(value: object) -> int | None:
     return None if value is None else int(str(value))
+
+
+def _seconds(value: object) -> float | None:
+    return None if value is None else float(str(value))
 
 
 def connect(redis_url: str) -> RedisClient:
@@ -120,6 +126,7 @@ async def worker_beats(client: RedisClient) -> list[WorkerBeat]:
                 queues=tuple(str(q) for q in data["queues"]),
                 in_flight=_count(data.get("in_flight")),
                 pages=_count(data.get("pages")),
+                stalled_since=_seconds(data.get("stalled_since")),
             )
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             continue

@@ -115,9 +115,10 @@ class WorkerRuntime:
             self._loop = event_loop.new_event_loop()
         return self._loop.run_until_complete(coro)
 
-    def beat(self) -> None:
-        """Write the heartbeat now, naming the last crawl served (between tasks only)."""
-        self.run(self._heartbeat(self._last_crawl))
+    def beat(self, stalled_since: float | None = None) -> None:
+        """Write the heartbeat now, naming the last crawl served (between tasks only);
+        ``stalled_since``: since when (epoch s) the worker takes no task (``health``)."""
+        self.run(self._heartbeat(self._last_crawl, stalled_since=stalled_since))
 
     def shutdown(self) -> None:
         """Close every connection and the loop (worker shutdown)."""
@@ -230,7 +231,14 @@ class WorkerRuntime:
         log.info("worker %s joined crawl %s", self.name, settings.crawl_id)
         return _Crawl(settings.crawl_id, definition.run, stack, graph, settings.browser_pages)
 
-    async def _heartbeat(self, crawl_id: str, in_flight: int = 0, pages: int = 0) -> None:
+    async def _heartbeat(
+        self,
+        crawl_id: str,
+        in_flight: int = 0,
+        pages: int = 0,
+        *,
+        stalled_since: float | None = None,
+    ) -> None:
         beat = {
             "seen_at": time.time(),
             "queues": list(self.config.queues),
@@ -238,6 +246,7 @@ class WorkerRuntime:
             "crawl": crawl_id,
             "in_flight": in_flight,
             "pages": self.pages + pages,
+            "stalled_since": stalled_since,
         }
         try:
             await self._client().hset(WORKERS, self.name, orjson.dumps(beat))

@@ -7,18 +7,26 @@ writes it every ``IDLE_BEAT_EVERY_S`` from the consumer's event-loop timer. The 
 only between tasks, in the thread that runs them, so a fresh heartbeat proves more than a
 live process: the consumer loop turns and Redis answers this worker.
 
+A turning loop is not yet a working worker: a consumer whose task window stays full while
+no task runs takes nothing more (a task whose acknowledgement was lost; kombu's Redis ack
+used to do that when Redis restarted, see ``redis_transport``). Each beat says since when the
+window has been ``stalled`` that way (``window_stalled``).
+
 ``host_health`` is what ``crawlfleet worker --health`` reports (a container's health check,
 a Kubernetes liveness probe): the freshest heartbeat of a worker on this host (its name is
 ``HOST:PID``, ``wiring.worker_name``) must be under ``WORKER_SEEN_S`` old, the age after
-which ``status``, the dashboard and the dispatcher stop counting a worker as live.
+which ``status``, the dashboard and the dispatcher stop counting a worker as live, and must
+not say the worker has been stalled for ``WORKER_STALL_S`` or more.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from celery import Celery, bootsteps
+from celery.worker import state
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
@@ -30,6 +38,14 @@ log = logging.getLogger(__name__)
 
 IDLE_BEAT_EVERY_S = 10.0
 PROBE_TIMEOUT_S = 5.0
+WORKER_STALL_S = 2 * IDLE_BEAT_EVERY_S
+"""A worker stalled for this long (seen by two idle beats) is unhealthy."""
+
+
+def window_stalled(qos: Any, running: int) -> bool:
+    """Whether a consumer can take no task although none runs: its kombu ``QoS`` (prefetch
+    window) is full of deliveries that no running task accounts for."""
+    return running == 0 and not qos.can_consume()
 
 
 def add_idle_heartbeat(app: Celery, runtime: WorkerRuntime) -> None:
@@ -41,10 +57,26 @@ def add_idle_heartbeat(app: Celery, runtime: WorkerRuntime) -> None:
         def __init__(self, parent: Any, **kwargs: Any) -> None:
             super().__init__(parent, **kwargs)
             self._timer_entry: Any = None
+            self._stalled_since: float | None = None
 
         def start(self, parent: Any) -> None:
             runtime.beat()  # at once: a fresh worker is live before its first task
-            self._timer_entry = parent.timer.call_repeatedly(IDLE_BEAT_EVERY_S, runtime.beat)
+            self._timer_entry = parent.timer.call_repeatedly(
+                IDLE_BEAT_EVERY_S, self._beat, (parent,)
+            )
+
+        def _beat(self, parent: Any) -> None:
+            channel = getattr(parent.task_consumer, "channel", None)
+            qos = getattr(channel, "qos", None)
+            if qos is not None and window_stalled(qos, len(state.active_requests)):
+                self._stalled_since = self._stalled_since or time.time()
+                log.error(
+                    "no task taken for %.0f s: the task window is full but no task runs",
+                    time.time() - self._stalled_since,
+                )
+            else:
+                self._stalled_since = None
+            runtime.beat(self._stalled_since)
 
         def stop(self, parent: Any) -> None:
             if self._timer_entry is not None:
@@ -75,5 +107,11 @@ async def host_health(redis_url: str, host: str, now: float) -> tuple[bool, str]
         return False, (
             f"worker {beats[0].name}: last heartbeat {age_s:.0f} s ago "
             f"(live under {WORKER_SEEN_S:.0f} s)"
+        )
+    stalled_since = beats[0].stalled_since
+    if stalled_since is not None and now - stalled_since >= WORKER_STALL_S:
+        return False, (
+            f"worker {beats[0].name}: took no task for {now - stalled_since:.0f} s, its task "
+            "window full with no task running (restart it)"
         )
     return True, f"worker {beats[0].name}: heartbeat {age_s:.1f} s ago"

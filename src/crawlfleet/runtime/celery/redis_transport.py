@@ -1,4 +1,5 @@
-"""kombu's Redis transport, made to drop a queue entry that is not a message instead of dying.
+"""kombu's Redis transport, made to drop a queue entry that is not a message instead of dying,
+and to keep consuming when Redis is gone at the moment a task is acknowledged.
 
 kombu pops an entry off a queue list (``BRPOP``) and decodes it as JSON before anything can
 reject it: one ``LPUSH http <junk>`` on the broker raised out of the worker's event loop
@@ -6,6 +7,14 @@ reject it: one ``LPUSH http <junk>`` on the broker raised out of the worker's ev
 JSON, or is JSON but not a kombu message envelope, is logged and dropped (it is already off
 the list, so nothing is redelivered) and the worker goes on. A well-formed envelope with a
 body Celery does not accept is Celery's to reject, as before.
+
+kombu acknowledges a task on Redis by removing it from the unacknowledged index, and only
+then forgets it locally. With Redis down at that moment (a restart of a few seconds) the
+removal raised, the task stayed counted as delivered, and with a prefetch window of one the
+worker never took another task while its heartbeat stayed fresh. ``QoS`` forgets the task
+locally whatever Redis says and removes it from the index once Redis answers again (at the
+next delivery); until then it sits in the index, and were that to outlast the visibility
+timeout the task would be delivered again, which a crawl batch allows (tasks are idempotent).
 
 Used for ``redis://`` brokers (``app.make_app``); ``rediss://`` keeps kombu's own transport,
 whose TLS defaults depend on the scheme name.
@@ -15,16 +24,20 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import json
 import logging
 from queue import Empty
 from typing import Any
 
-from kombu.transport import redis
+from kombu.transport import redis, virtual
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 log = logging.getLogger(__name__)
 
 NOT_JSON = (json.JSONDecodeError, UnicodeDecodeError)
+UNREACHABLE = (RedisConnectionError, RedisTimeoutError, OSError)
 
 
 def envelope_problem(payload: Any) -> str | None:
@@ -73,8 +86,66 @@ def _drop_undecodable(exc: Exception) -> Empty:
     return Empty()
 
 
+class QoS(redis.QoS):
+    """kombu's Redis ack emulation, which frees the prefetch window even when Redis is down.
+
+    An acknowledged (or dropped) task whose removal from the unacknowledged index failed is
+    forgotten locally at once and its removal is sent again before the next delivery is
+    recorded.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]
+        self.unremoved: set[str] = set()
+        """Delivery tags settled here whose index entries Redis has not yet dropped."""
+
+    def append(self, message: Any, delivery_tag: str) -> None:
+        if self.unremoved:
+            with contextlib.suppress(*UNREACHABLE):  # sent again before the next delivery
+                self._remove_settled()
+        super().append(message, delivery_tag)  # type: ignore[no-untyped-call]
+
+    def ack(self, delivery_tag: str) -> None:
+        self._settle(delivery_tag)
+
+    def reject(self, delivery_tag: str, requeue: bool = False) -> None:
+        if not requeue:
+            self._settle(delivery_tag)
+            return
+        try:
+            super().reject(delivery_tag, requeue=True)  # type: ignore[no-untyped-call]
+        except UNREACHABLE as exc:
+            # Still in the index: restored to its queue after the visibility timeout.
+            virtual.QoS.ack(self, delivery_tag)  # type: ignore[no-untyped-call]
+            log.warning("requeue of task %s deferred, Redis unreachable: %s", delivery_tag, exc)
+
+    def _settle(self, delivery_tag: str) -> None:
+        virtual.QoS.ack(self, delivery_tag)  # type: ignore[no-untyped-call]
+        self.unremoved.add(delivery_tag)
+        try:
+            self._remove_settled()
+        except UNREACHABLE as exc:
+            log.warning(
+                "ack of task %s deferred until Redis answers (%d waiting): %s",
+                delivery_tag,
+                len(self.unremoved),
+                " ".join(str(exc).split()),
+            )
+
+    def _remove_settled(self) -> None:
+        """Drop every settled tag from the unacknowledged index; raises if Redis is down."""
+        tags = list(self.unremoved)
+        with self.pipe_or_acquire() as pipe:
+            for tag in tags:
+                self._remove_from_indices(tag, pipe)  # type: ignore[no-untyped-call]
+            pipe.execute()
+        self.unremoved.difference_update(tags)
+
+
 class Channel(redis.Channel):
-    """Reads like kombu's, and drops an entry that does not decode as JSON."""
+    """Reads like kombu's, drops an entry that does not decode as JSON, acks with ``QoS``."""
+
+    QoS = QoS
 
     def _brpop_read(self, **options: Any) -> Any:
         try:

@@ -10,12 +10,13 @@
 -- ARGV[1] epoch
 -- ARGV[2] domain
 -- ARGV[3] delay_s
--- ARGV[4] source: config | robots | override
+-- ARGV[4] source: config | robots | robots-capped | override
 
 check_epoch()
 redis.call('ZADD', K.admitted, 'NX', 0, ARGV[2])  -- listed by domains() from now on
 local key = domain_key(ARGV[2])
-if ARGV[4] == 'robots' and redis.call('HGET', key, 'source') == 'override' then
+local from_robots = ARGV[4] == 'robots' or ARGV[4] == 'robots-capped'
+if from_robots and redis.call('HGET', key, 'source') == 'override' then
   return 0
 end
 redis.call('HSET', key, 'delay', ARGV[3], 'source', ARGV[4])
