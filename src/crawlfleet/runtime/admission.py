@@ -110,7 +110,7 @@ class Admitter:
                 start = [f"{origin}/sitemap.xml"]
             batch: list[SitemapEntry] = []
             rules = self._frontier.rules
-            domain = rules.politeness_key(rules.canonical(seed))
+            domain = rules.politeness_key(rules.target(seed).url)
             dropped: Counter[Limit] = Counter()
             found = sitemap_entries(
                 self._fetch_url,
