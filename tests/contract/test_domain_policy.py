@@ -168,8 +168,15 @@ async def test_domains_lists_domains_with_a_policy_or_statistics(store: QueueSto
     await store.add_counters("f.test", {})
     await store.set_strategy("a.test", {"fetcher": "http"})
     views = await store.domains(FREE)
-    assert [(v.domain, v.queued) for v in views] == [("b.test", 1), ("a.test", 0), ("c.test", 0)]
-    assert views[2].stats.items("invalid") == {"page": 1}
+    # d.test and e.test: their refused request is counted (dropped.max_pages*, decision 0043)
+    assert {(v.domain, v.queued) for v in views} == {
+        ("b.test", 1), ("a.test", 0), ("c.test", 0), ("d.test", 0), ("e.test", 0)
+    }  # fmt: skip
+    assert [v.domain for v in views][:3] == ["b.test", "a.test", "c.test"]
+    by_domain = {v.domain: v for v in views}
+    assert by_domain["c.test"].stats.items("invalid") == {"page": 1}
+    assert by_domain["d.test"].stats.get("dropped.max_pages_per_domain") == 1
+    assert by_domain["e.test"].stats.get("dropped.max_pages") == 1
 
 
 # --- block window --------------------------------------------------------------------------

@@ -15,10 +15,12 @@ import pytest
 from aiohttp import web
 
 from crawlfleet.clock import FakeClock
+from crawlfleet.counters import Limit
 from crawlfleet.errors import FetchError
 from crawlfleet.frontier.robots import FetchFn, RobotsCache
 from crawlfleet.frontier.sitemaps import (
     SitemapEntry,
+    SitemapLimits,
     SitemapTally,
     default_sitemaps,
     sitemap_entries,
@@ -164,20 +166,24 @@ async def test_index_gz_text_broken_and_missing(
     assert f"{b}/missing.xml: HTTP 404" in messages
 
 
-async def test_depth_limit(site: Site, fetch: FetchFn, caplog: pytest.LogCaptureFixture) -> None:
+async def test_depth_limit(site: Site, fetch: FetchFn) -> None:
     b = site.base
     site.put("/a.xml", index([f"{b}/b.xml", f"{b}/pa.xml"]))
     site.put("/b.xml", index([f"{b}/c.xml"]))
     site.put("/c.xml", urlset([f"{b}/deep"]))
     site.put("/pa.xml", urlset([f"{b}/shallow"]))
+    dropped: Counter[Limit] = Counter()
     tally = SitemapTally()
-    with caplog.at_level(logging.WARNING, logger="crawlfleet.frontier.sitemaps"):
-        urls = await collect(sitemap_entries(fetch, [f"{b}/a.xml"], max_depth=1, tally=tally))
-    assert urls == [f"{b}/shallow"]
+    entries = sitemap_entries(
+        fetch, [f"{b}/a.xml"], limits=SitemapLimits(max_depth=1), dropped=dropped, tally=tally
+    )
+    assert await collect(entries) == [f"{b}/shallow"]
     assert site.hits["/c.xml"] == 0
+    assert dropped == {Limit.SITEMAP_MAX_DEPTH: 1}  # c.xml, listed too deep
     assert tally.sitemaps_over_limits == 1
-    assert f"sitemap {b}/c.xml not read: listed 2 levels down (max_depth=1)" in caplog.text
-    assert await collect(sitemap_entries(fetch, [f"{b}/a.xml"], max_depth=2)) == [
+    assert await collect(
+        sitemap_entries(fetch, [f"{b}/a.xml"], limits=SitemapLimits(max_depth=2))
+    ) == [
         f"{b}/shallow",
         f"{b}/deep",
     ]
@@ -187,7 +193,12 @@ async def test_index_cycles_are_fetched_once(site: Site, fetch: FetchFn) -> None
     b = site.base
     site.put("/a.xml", index([f"{b}/b.xml"]))
     site.put("/b.xml", index([f"{b}/a.xml", f"{b}/b.xml"]))
-    assert await collect(sitemap_entries(fetch, [f"{b}/a.xml", f"{b}/a.xml"], max_depth=10)) == []
+    assert (
+        await collect(
+            sitemap_entries(fetch, [f"{b}/a.xml", f"{b}/a.xml"], limits=SitemapLimits(max_depth=10))
+        )
+        == []
+    )
     assert site.hits == Counter({"/a.xml": 1, "/b.xml": 1})
 
 
@@ -195,9 +206,42 @@ async def test_max_urls_stops_early(site: Site, fetch: FetchFn) -> None:
     b = site.base
     site.put("/one.xml", urlset([f"{b}/{i}" for i in range(100)]))
     site.put("/two.xml", urlset([f"{b}/x"]))
-    urls = await collect(sitemap_entries(fetch, [f"{b}/one.xml", f"{b}/two.xml"], max_urls=10))
+    dropped: Counter[Limit] = Counter()
+    start = [f"{b}/one.xml", f"{b}/two.xml"]
+    urls = await collect(
+        sitemap_entries(fetch, start, limits=SitemapLimits(max_urls=10), dropped=dropped)
+    )
     assert urls == [f"{b}/{i}" for i in range(10)]
     assert site.hits["/two.xml"] == 0
+    assert dropped == {Limit.SITEMAP_MAX_URLS: 2}  # one.xml read in part, two.xml not at all
+
+
+async def test_exactly_max_urls_drops_nothing(site: Site, fetch: FetchFn) -> None:
+    site.put("/one.xml", urlset([f"{site.base}/{i}" for i in range(10)]))
+    dropped: Counter[Limit] = Counter()
+    entries = sitemap_entries(
+        fetch, [f"{site.base}/one.xml"], limits=SitemapLimits(max_urls=10), dropped=dropped
+    )
+    assert len(await collect(entries)) == 10
+    assert dropped == {}
+
+
+async def test_sitemaps_past_the_most_and_too_large_are_counted(site: Site, fetch: FetchFn) -> None:
+    b = site.base
+    site.put("/index.xml", index([f"{b}/s{i}.xml" for i in range(5)] + [f"{b}/big.xml"]))
+    for i in range(5):
+        site.put(f"/s{i}.xml", urlset([f"{b}/p{i}"]))
+    site.put("/big.xml", urlset([f"{b}/big/{i}" for i in range(100)]))
+    dropped: Counter[Limit] = Counter()
+    entries = sitemap_entries(
+        fetch,
+        [f"{b}/index.xml", f"{b}/big.xml"],
+        limits=SitemapLimits(max_sitemaps=4, max_bytes=2048),
+        dropped=dropped,
+    )
+    assert await collect(entries) == [f"{b}/p0", f"{b}/p1"]
+    # index.xml and big.xml are 2 of the 4; s2 .. s4 are past the most; big.xml is too large.
+    assert dropped == {Limit.SITEMAP_MAX_SITEMAPS: 3, Limit.SITEMAP_MAX_BYTES: 1}
 
 
 async def test_large_streamed_sitemap(site: Site, fetch: FetchFn) -> None:
@@ -229,7 +273,9 @@ async def test_gzip_bomb_is_capped(
     with caplog.at_level(logging.WARNING, logger="crawlfleet.frontier.sitemaps"):
         urls = await collect(
             sitemap_entries(
-                fetch, [f"{site.base}/zeros.xml.gz", f"{site.base}/bad.xml.gz"], max_bytes=1_000_000
+                fetch,
+                [f"{site.base}/zeros.xml.gz", f"{site.base}/bad.xml.gz"],
+                limits=SitemapLimits(max_bytes=1_000_000),
             )
         )
     assert urls == []

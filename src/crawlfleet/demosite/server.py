@@ -10,6 +10,7 @@ from aiohttp import web
 
 from crawlfleet.demosite.accesslog import AccessLog, AccessRecord
 from crawlfleet.demosite.catalogue import CatalogueEdits, conditional
+from crawlfleet.demosite.docindex import DocIndex
 from crawlfleet.demosite.guarded import Guarded, GuardRules
 from crawlfleet.demosite.hazards import FlakyCounters, Hazards
 from crawlfleet.demosite.jsapp import JsApp
@@ -146,6 +147,7 @@ class DemoSite:
             app.add_routes(Lab(self.url).routes())
             app.add_routes(Hazards(self._flaky).routes())
             app.add_routes(Picky().routes())
+            app.add_routes(DocIndex().routes())
         elif role == GUARDED:
             app.add_routes(Guarded(self._guard).routes())
         elif role == JSAPP:

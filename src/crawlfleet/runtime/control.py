@@ -198,9 +198,10 @@ async def add_urls(settings: Settings, urls: list[str], *, clock: Clock | None =
         admitter = await build_admitter(
             own, frontier, events=EventBus(), clock=clock or SystemClock(), stack=stack
         )
-        requests, rejected = frontier.requests_for(urls, None)
+        requests, refused = frontier.requests_for(urls, None)
         admitted = await admitter.add(requests)
         dispatching = bool(await client.sismember(ACTIVE_CRAWLS, crawl_id))
+    rejected = [(url, refusal.text) for url, refusal in refused]
     return Added(admitted, len(requests) - admitted, rejected, dispatching)
 
 

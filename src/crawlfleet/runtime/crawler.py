@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from crawlfleet.clock import Clock
+from crawlfleet.counters import Limit, dropped_counter, merge
 from crawlfleet.errors import ConfigError, FetchError
 from crawlfleet.events import DomainBlocked, EventBus, ParseFailed, RequestSkipped
 from crawlfleet.fetchers.hooks import Dropped
@@ -25,6 +26,7 @@ from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.ladder import BROWSER
 from crawlfleet.frontier.politeness import StatusClass, classify, judge, retry_after_block
 from crawlfleet.frontier.robots import RobotsCache
+from crawlfleet.frontier.scope import Refusal
 from crawlfleet.frontier.store_types import Report, Signal, Visit
 from crawlfleet.models import FetchResult, Lease
 from crawlfleet.parsing.budget import ParseBudget
@@ -32,7 +34,7 @@ from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.records import Outcome
 from crawlfleet.runtime.admission import Admitter
-from crawlfleet.runtime.attempts import Step, announce, attempt_of, item_counters
+from crawlfleet.runtime.attempts import Step, announce, attempt_of, item_counters, limits_note
 from crawlfleet.runtime.freshness import GONE_STATUSES, NOT_MODIFIED, Freshness, conditional
 from crawlfleet.runtime.login import LoginFailed
 from crawlfleet.runtime.strategy import Strategies, fetcher_kind
@@ -189,7 +191,7 @@ class Crawler:
             # The parser reads the request's context from the result, whatever the fetcher.
             if result.request is not request:
                 result = replace(result, request=request)
-            parsed = await p.parse_budget.parse(parser, result)
+            parsed, cut = await p.parse_budget.parse(parser, result)
         except Exception as exc:  # a parser's bug, or ParseBudgetExceeded: the page's own outcome
             error = f"{type(exc).__name__}: {exc}"
             detail = traceback.format_exc()
@@ -202,15 +204,19 @@ class Crawler:
                 visit=p.freshness.again(step.visit),
             )
             return
-        await p.admitter.admit(parsed.links, request)
+        _, refused = await p.admitter.admit(parsed.links, request)
         outcome = await p.pipeline.process(
             parsed.items, request.domain, fetched_at=result.fetched_at, page=request.url
         )
         counters = item_counters(outcome)
+        merge(counters, refused)
+        if cut:
+            counters[dropped_counter(Limit.MAX_LINKS_PER_PAGE)] = cut
         if step.visit is not None:
             counters["fresh.changed"] = 1
         known = p.freshness.next_visit(request, result, step.visit, parsed)
-        await self._complete(step, Outcome.OK, None, counters=counters, visit=known)
+        note = limits_note(counters, len(parsed.links) + cut)
+        await self._complete(step, Outcome.OK, None, detail=note, counters=counters, visit=known)
 
     async def _unchanged(self, step: Step, result: FetchResult) -> None:
         """A revisit found the page as it was: no parse; its items (if any) are seen again."""
@@ -233,8 +239,9 @@ class Crawler:
             await self._complete(step, Outcome.FAILED, f"bad redirect Location {bad!r}")
             return
         target = p.frontier.redirect(step.lease.request, location)
-        if isinstance(target, str):
-            await self._complete(step, Outcome.FAILED, target)
+        if isinstance(target, Refusal):
+            counters = {dropped_counter(target.reason): 1.0}
+            await self._complete(step, Outcome.FAILED, target.text, counters=counters)
             return
         await p.admitter.add([target])
         await self._complete(step, Outcome.OK, None)
