@@ -218,7 +218,10 @@ DATADOME_CAPTCHA = b"""<html><head><title>shop.example.com</title>
             Signal.BLOCK,
             "challenge page (HTTP 200, 'captcha-delivery' CAPTCHA)",
         ),
-        (403, b"", {}, Signal.BLOCK, "HTTP 403"),
+        # decision 0044: a plain refusal is this URL's (it was a block before)
+        (403, b"", {}, Signal.REFUSED, "HTTP 403"),
+        (401, b"<html><title>Sign in</title></html>", {}, Signal.REFUSED, "HTTP 401"),
+        (451, b"", {}, Signal.REFUSED, "HTTP 451"),
         (429, b"slow down", {"content-type": "text/plain"}, Signal.BLOCK, "HTTP 429"),
         (503, b"<html><title>Down for maintenance</title></html>", {}, Signal.NONE, ""),
         (404, b"<html><title>Not found</title>captcha</html>", {}, Signal.NONE, ""),
@@ -232,7 +235,18 @@ def test_judge(
     got_signal, got_reason = judge(result(status, body, headers))
     assert got_signal is signal
     assert got_reason.startswith(reason)
-    assert bool(got_reason) == (signal is Signal.BLOCK)
+    assert bool(got_reason) == (signal in (Signal.BLOCK, Signal.REFUSED))
+
+
+@pytest.mark.parametrize("status", [401, 403, 451])
+def test_a_refusal_of_a_url_that_succeeded_before_is_a_block(status: int) -> None:
+    signal, reason = judge(result(status), succeeded_before=True)
+    assert (signal, reason) == (Signal.BLOCK, f"HTTP {status} to a URL that succeeded before")
+
+
+def test_what_succeeded_before_changes_no_other_judgement() -> None:
+    for status, signal in ((200, Signal.SUCCESS), (404, Signal.NONE), (429, Signal.BLOCK)):
+        assert judge(result(status), succeeded_before=True)[0] is signal
 
 
 def test_a_product_page_mentioning_captcha_is_a_success_at_any_size() -> None:

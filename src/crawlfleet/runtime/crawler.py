@@ -2,7 +2,7 @@
 
 This module knows no backend and keeps no per-domain state: every runner calls
 ``Crawler.process`` with a lease from the frontier, and everything a step learns about a
-domain (its response judged a block or a success, a Retry-After, the statistics) goes back
+domain (its response judged a block, a refusal or a success, a Retry-After, the statistics) goes back
 with the lease's end in one ``Report``, which the store applies atomically for every process.
 
 Order within a step makes every crash point recoverable by refetching: discovered links are
@@ -23,7 +23,13 @@ from crawlfleet.fetchers.hooks import Dropped
 from crawlfleet.fetchers.protocols import Fetcher
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.ladder import BROWSER
-from crawlfleet.frontier.politeness import StatusClass, classify, judge, retry_after_block
+from crawlfleet.frontier.politeness import (
+    RETRIED_REFUSALS,
+    StatusClass,
+    classify,
+    judge,
+    retry_after_block,
+)
 from crawlfleet.frontier.robots import RobotsCache
 from crawlfleet.frontier.store_types import Report, Signal, Visit
 from crawlfleet.models import FetchResult, Lease
@@ -126,7 +132,7 @@ class Crawler:
             step = Step(lease, started, route=exc.route, kind=kind, screenshot=exc.screenshot)
             await self._fail(step, str(exc), retry=exc.transient)
             return
-        signal, why = judge(result)
+        signal, why = judge(result, succeeded_before=visit is not None)
         step = Step(lease, started, result, signal, why, kind=kind, visit=visit)
         await self._fetched(step, result)
 
@@ -165,6 +171,9 @@ class Crawler:
             return
         if step.signal is Signal.BLOCK:
             await self._fail(step, f"blocked: {step.reason}")
+            return
+        if step.signal is Signal.REFUSED and result.status in RETRIED_REFUSALS:
+            await self._fail(step, f"refused: {step.reason}")  # this URL only (decision 0044)
             return
         if kind is StatusClass.TRANSIENT:
             await self._fail(step, f"HTTP {result.status}")
