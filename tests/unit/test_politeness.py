@@ -16,6 +16,7 @@ from crawlfleet.frontier.politeness import (
     classify,
     judge,
     parse_retry_after,
+    told_domain,
 )
 from crawlfleet.frontier.store_types import Signal
 from crawlfleet.models import FetchResult
@@ -239,14 +240,18 @@ def test_judge(
 
 
 @pytest.mark.parametrize("status", [401, 403, 451])
-def test_a_refusal_of_a_url_that_succeeded_before_is_a_block(status: int) -> None:
-    signal, reason = judge(result(status), succeeded_before=True)
-    assert (signal, reason) == (Signal.BLOCK, f"HTTP {status} to a URL that succeeded before")
+def test_a_refusal_of_a_url_that_succeeded_before_tells_its_domain_a_block(status: int) -> None:
+    signal, reason = judge(result(status))
+    told = told_domain(signal, reason, succeeded_before=True)
+    assert told == (Signal.BLOCK, f"HTTP {status} to a URL that succeeded before")
+    assert told_domain(signal, reason, succeeded_before=False) == (Signal.REFUSED, reason)
 
 
 def test_what_succeeded_before_changes_no_other_judgement() -> None:
     for status, signal in ((200, Signal.SUCCESS), (404, Signal.NONE), (429, Signal.BLOCK)):
-        assert judge(result(status), succeeded_before=True)[0] is signal
+        judged = judge(result(status))
+        assert judged[0] is signal
+        assert told_domain(*judged, succeeded_before=True) == judged
 
 
 def test_a_product_page_mentioning_captcha_is_a_success_at_any_size() -> None:

@@ -171,6 +171,31 @@ async def test_a_401_or_451_fails_its_url_at_once() -> None:
     assert (stats.get("outcome.failed"), stats.get("blocks")) == (2, 0)
 
 
+async def test_a_page_that_succeeded_before_and_is_now_refused_is_a_block() -> None:
+    clock = FakeClock(T0)
+    urls = [page(n) for n in range(1, 7)]
+    fetcher = CannedFetcher(clock, dict.fromkeys(urls, html()))
+    crawl = make_crawl(fetcher, seeds=[A], obey_robots=False, max_retries=0, recrawl_after="0s")
+    escalated = crawl.collect(DomainEscalated)
+    await seed(crawl, *urls)
+    await crawl.run(concurrency=1)
+    assert escalated == []
+
+    fetcher.pages = {url: [FORBIDDEN] for url in urls}  # the revisits are refused: a ban
+    clock.advance(10)
+    assert await crawl.frontier.revisit(clock.now()) == 6
+    await crawl.run(concurrency=1)
+
+    why = "HTTP 403 to a URL that succeeded before"
+    assert [(e.level, e.reason) for e in escalated] == [
+        (1, f"6 of 12 recent responses blocked; last: {why}")
+    ]
+    letters = await crawl.frontier.dead_letters()  # each URL fails as a refused one
+    assert {d.errors[-1] for d in letters} == {"refused: HTTP 403"}
+    view = await crawl.frontier.domain("a.test")
+    assert (view.level, view.block_reason) == (1, why)
+
+
 # --- the window's rules --------------------------------------------------------------------
 
 

@@ -163,12 +163,12 @@ RETRIED_REFUSALS = frozenset({403})
 """Refusals the crawl step retries as a URL failure (a 403 may lift); 401 and 451 are final."""
 
 
-def judge(result: FetchResult, *, succeeded_before: bool = False) -> tuple[Signal, str]:
+def judge(result: FetchResult) -> tuple[Signal, str]:
     """What a response says about being blocked by its domain, and why (empty for neither).
 
     429 is a block. A 401, 403 or 451 is a refusal of this URL (decision 0044: the store
-    decides whether refusals add up to a ban), or a block when the URL succeeded before
-    (``succeeded_before``: a revisit of a page fetched once). A ban marker counts only on a
+    decides whether refusals add up to a ban; ``told_domain`` makes it a block when the URL
+    succeeded before). A ban marker counts only on a
     page that looks like a challenge, which is a block: a 403/429/503 HTML page carrying one,
     or a small (``MAX_CHALLENGE_BYTES``) 200 HTML page whose ``<title>`` carries one, that
     runs Cloudflare's challenge scripts, or that has hardly any links and a bot-wall vendor's
@@ -184,8 +184,6 @@ def judge(result: FetchResult, *, succeeded_before: bool = False) -> tuple[Signa
         if status == 429:
             return Signal.BLOCK, f"HTTP {status}"
     if status in REFUSALS:
-        if succeeded_before:
-            return Signal.BLOCK, f"HTTP {status} to a URL that succeeded before"
         return Signal.REFUSED, f"HTTP {status}"
     if not 200 <= status < 300:
         return Signal.NONE, ""
@@ -194,6 +192,14 @@ def judge(result: FetchResult, *, succeeded_before: bool = False) -> tuple[Signa
         if reason:
             return Signal.BLOCK, f"challenge page (HTTP {status}, {reason})"
     return Signal.SUCCESS, ""
+
+
+def told_domain(signal: Signal, reason: str, *, succeeded_before: bool) -> tuple[Signal, str]:
+    """What a judged response tells its domain's block window: a refusal of a URL that
+    succeeded before (a revisit of a page fetched once) is a block, not the URL's own fate."""
+    if signal is Signal.REFUSED and succeeded_before:
+        return Signal.BLOCK, f"{reason} to a URL that succeeded before"
+    return signal, reason
 
 
 def _marker_in(result: FetchResult, lowered: bytes) -> str:

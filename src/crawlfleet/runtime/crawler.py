@@ -29,6 +29,7 @@ from crawlfleet.frontier.politeness import (
     classify,
     judge,
     retry_after_block,
+    told_domain,
 )
 from crawlfleet.frontier.robots import RobotsCache
 from crawlfleet.frontier.store_types import Report, Signal, Visit
@@ -132,7 +133,7 @@ class Crawler:
             step = Step(lease, started, route=exc.route, kind=kind, screenshot=exc.screenshot)
             await self._fail(step, str(exc), retry=exc.transient)
             return
-        signal, why = judge(result, succeeded_before=visit is not None)
+        signal, why = judge(result)
         step = Step(lease, started, result, signal, why, kind=kind, visit=visit)
         await self._fetched(step, result)
 
@@ -261,7 +262,8 @@ class Crawler:
     ) -> None:
         p = self.parts
         attempt = attempt_of(step, outcome, error, detail, p.worker, p.clock.now())
-        report = Report(attempt, step.signal, step.reason, counters or {}, visit=visit)
+        signal, reason = told(step)
+        report = Report(attempt, signal, reason, counters or {}, visit=visit)
         announce(attempt, await p.frontier.complete(step.lease, report), p.events, p.strategies)
 
     async def _fail(
@@ -276,9 +278,15 @@ class Crawler:
         """Retry the request later or bury it; only this request waits (unless ``block_until``)."""
         p = self.parts
         attempt = attempt_of(step, Outcome.RETRY, error, None, p.worker, p.clock.now())
-        report = Report(attempt, step.signal, step.reason, block_until=block_until)
+        signal, reason = told(step)
+        report = Report(attempt, signal, reason, block_until=block_until)
         retried, ended = await p.frontier.fail(
             step.lease, error, attempt.at, report, not_before=not_before, retry=retry
         )
         outcome = Outcome.RETRY if retried else Outcome.DEAD
         announce(replace(attempt, outcome=outcome), ended, p.events, p.strategies)
+
+
+def told(step: Step) -> tuple[Signal, str]:
+    """The signal and reason a step's report gives its domain (``politeness.told_domain``)."""
+    return told_domain(step.signal, step.reason, succeeded_before=step.visit is not None)
