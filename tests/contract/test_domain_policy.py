@@ -285,22 +285,43 @@ async def test_refusals_across_kinds_escalate_at_the_refusal_threshold(store: Qu
     assert changes == [None, None, None, PolicyChange("a.test", 1, "escalated", reason, T0 + 14)]
 
 
-async def test_a_refused_url_counts_once_however_often_it_is_retried(store: QueueStore) -> None:
-    await store.add([req("x/0")], NO_BUDGET)
-    for attempt in range(6):  # the first refusal, then five retries of the same URL
-        (lease,) = await claim(store, limit=1, now=T0 + attempt, policy=WARY)
-        assert lease.request.url.endswith("/x/0")
-        assert lease.request.attempt == attempt
+async def refuse_retries(store: QueueStore, name: str, at: float) -> list[PolicyChange | None]:
+    """Refuse ``name`` on its first attempt and 5 retries, 10 s apart, then bury it; each
+    lease end's change."""
+    await store.add([req(name)], NO_BUDGET)
+    changes = []
+    for attempt in range(6):
+        (lease,) = await claim(store, limit=1, now=at + 10 * attempt, policy=WARY)
+        assert (lease.request.url.rsplit("/", 2)[-2:], lease.request.attempt) == (
+            name.split("/"),
+            attempt,
+        )
         if attempt < 5:
-            assert await refuse(store, lease, T0 + attempt) is None
+            changes.append(await refuse(store, lease, at + 10 * attempt))
         else:  # out of retries
-            dead = await bury(store, lease, "e", T0 + 5, WARY, Signal.REFUSED, reason="HTTP 403")
-            assert dead.change is None
+            dead = await bury(store, lease, "e", at + 50, WARY, Signal.REFUSED, reason="HTTP 403")
+            changes.append(dead.change)
+    return changes
+
+
+async def test_a_refused_url_counts_once_while_others_succeed(store: QueueStore) -> None:
+    await store.add([req("ok")], NO_BUDGET)
+    (ok,) = await claim(store, policy=WARY)
+    assert (await complete(store, ok, T0, WARY, Signal.SUCCESS)).change is None
+    assert await refuse_retries(store, "x/0", T0 + 1) == [None] * 6  # "oX": its retries add none
     await store.add([req(f"y/{n}") for n in range(4)], NO_BUDGET)
-    others = await claim(store, limit=4, now=T0 + 6, policy=WARY)
-    changes = [await refuse(store, lease, T0 + 6) for lease in others]
-    # only now is the window full: x/0 once, then y/0..y/3
+    others = await claim(store, limit=4, now=T0 + 60, policy=WARY)
+    changes = [await refuse(store, lease, T0 + 60) for lease in others]
+    # only now is the window full: "oX" then y/0..y/3 pushed the success out
     assert [c.level if c else None for c in changes] == [None, None, None, 1]
+
+
+async def test_a_host_refusing_its_one_url_escalates_on_its_retries(store: QueueStore) -> None:
+    changes = await refuse_retries(store, "x/0", T0)
+    reason = "5 of 5 recent responses refused or blocked (1 kind of URL); last: HTTP 403"
+    assert changes[:4] == [None] * 4  # no success in the window: every refusal counts
+    assert changes[4] == PolicyChange("a.test", 1, "escalated", reason, T0 + 50)
+    assert changes[5] is None  # a new, empty window
 
 
 async def test_a_block_rule_reached_by_a_refusal_names_the_blocks(store: QueueStore) -> None:

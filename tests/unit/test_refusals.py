@@ -14,6 +14,7 @@ from crawlfleet.frontier.policy import (
     KIND_MARKS,
     REFUSAL_RULE,
     ban_rule,
+    refused_again,
     url_kind,
     window_mark,
 )
@@ -157,6 +158,28 @@ async def test_one_url_refused_on_every_retry_never_escalates() -> None:
     assert escalated == []
 
 
+async def test_a_host_that_refuses_its_seed_from_the_first_request_climbs() -> None:
+    """No success yet: each retry's refusal counts (the README's "give the climb room")."""
+    clock = FakeClock(T0)
+    fetcher = CannedFetcher(clock, {f"{A}/": FORBIDDEN})
+    crawl = make_crawl(
+        fetcher,
+        seeds=[A],
+        obey_robots=False,
+        max_retries=10,
+        block_window=4,
+        block_min_samples=2,
+        block_cooldown_s=1.0,
+    )
+    escalated = crawl.collect(DomainEscalated)
+    await seed(crawl, f"{A}/")
+
+    await crawl.run(concurrency=1)
+
+    assert len(fetcher.fetched) == 11
+    assert [e.level for e in escalated] == [1, 2]  # a full window of 4 refusals each
+
+
 async def test_a_401_or_451_fails_its_url_at_once() -> None:
     clock = FakeClock(T0)
     pages = {f"{A}/login": Canned(401, b""), f"{A}/legal": Canned(451, b""), f"{A}/1": html()}
@@ -227,7 +250,10 @@ def test_the_marks_of_refusals_are_neither_block_nor_success() -> None:
     assert CLEAN not in KIND_MARKS
     assert window_mark(report(Signal.REFUSED)) in KIND_MARKS
     assert window_mark(report(Signal.REFUSED, f"{A}/x/2")) == window_mark(report(Signal.REFUSED))
-    assert window_mark(report(Signal.REFUSED, retry=1)) == ""
+    assert window_mark(report(Signal.REFUSED, retry=1)) == window_mark(report(Signal.REFUSED))
+    assert refused_again(report(Signal.REFUSED, retry=1))
+    assert not refused_again(report(Signal.REFUSED))
+    assert not refused_again(report(Signal.BLOCK, retry=1))
     assert window_mark(report(Signal.BLOCK, retry=1)) == BLOCKED
     assert window_mark(report(Signal.NONE)) == ""
 

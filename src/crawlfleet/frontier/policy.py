@@ -5,9 +5,10 @@ re-implements them in Lua (``frontier/redis/lua``). The exact rules, for a lease
 ``report`` at ``at = report.attempt.at`` with rules ``r = default.blocks``:
 
 1. ``judge`` (the block window), by ``mark = window_mark(report)``: ``"o"`` for a
-   ``SUCCESS``, ``"b"`` for a ``BLOCK``, for a ``REFUSED`` first attempt one of
-   ``KIND_MARKS`` naming the kind of its URL (``url_kind``), ``""`` (nothing happens) for
-   ``NONE`` and for the refusal of a retry (a refused URL counts once):
+   ``SUCCESS``, ``"b"`` for a ``BLOCK``, for a ``REFUSED`` one of ``KIND_MARKS`` naming the
+   kind of its URL (``url_kind``), ``""`` for ``NONE``. Nothing happens for ``""``, nor for
+   the refusal of a retry (``refused_again``) while ``window`` holds an ``"o"``: a refused
+   URL counts once while other URLs succeed, every time when none does.
 
    - ``"o"``: append it to ``window``, keep its last ``r.window`` characters, ``streak += 1``;
      if ``level > 0`` and ``streak >= r.recover_after``: ``level -= 1``, ``streak = 0``,
@@ -113,19 +114,22 @@ def url_kind(url: str) -> str:
 
 
 def window_mark(report: Report) -> str:
-    """The character ``report`` adds to its domain's block window (``""``: none).
-
-    A refused URL counts once: the refusal of a retry (``attempt.retry > 0``) adds nothing.
-    """
+    """The character ``report`` adds to its domain's block window (``""``: none)."""
     signal = report.signal
     if signal is Signal.SUCCESS:
         return CLEAN
     if signal is Signal.BLOCK:
         return BLOCKED
-    if signal is Signal.REFUSED and report.attempt.retry == 0:
+    if signal is Signal.REFUSED:
         kind = url_kind(report.attempt.url).encode()
         return KIND_MARKS[zlib.crc32(kind) % len(KIND_MARKS)]
     return ""
+
+
+def refused_again(report: Report) -> bool:
+    """Whether ``report`` is the refusal of a retry: it counts only while no success is in
+    the window (a refused URL counts once while its domain's other URLs succeed)."""
+    return report.signal is Signal.REFUSED and report.attempt.retry > 0
 
 
 def escalation_reason(rule: str, count: int, judged: int, kinds: int, last: str) -> str:
@@ -161,7 +165,7 @@ def judge(
     """Move the block window by one response; the level change it caused, if any."""
     rules = default.blocks
     mark = window_mark(report)
-    if not mark:
+    if not mark or (refused_again(report) and CLEAN in record.window):
         return None
     record.window = (record.window + mark)[-rules.window :]
     if mark == CLEAN:

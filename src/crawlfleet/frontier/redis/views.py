@@ -9,7 +9,7 @@ import orjson
 
 from crawlfleet.counters import CrawlStats
 from crawlfleet.frontier.accounting import expired_attempt, expired_counters, report_counters
-from crawlfleet.frontier.policy import escalation_reason, window_mark
+from crawlfleet.frontier.policy import escalation_reason, refused_again, window_mark
 from crawlfleet.frontier.store_types import (
     DelaySource,
     DomainPolicy,
@@ -82,6 +82,7 @@ def report_args(report: Report, default: DomainPolicy) -> list[Arg]:
         ",".join(rules.ladder),
         float(rules.refusal_threshold),
         rules.refusal_kinds,
+        1 if refused_again(report) else 0,
     ]
 
 

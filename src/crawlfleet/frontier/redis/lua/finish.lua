@@ -28,7 +28,7 @@
 -- KEYS[16] domain
 -- KEYS[17] dstats
 -- ARGV[1] epoch
--- then per lease end ARGV[2..23] (the numbers of the first; the next starts at 24):
+-- then per lease end ARGV[2..24] (the numbers of the first; the next starts at 25):
 -- ARGV[2] lease token
 -- ARGV[3] complete | retry | bury
 -- ARGV[4] retry: not_before; bury: died_at (epoch s)
@@ -47,9 +47,10 @@
 -- ARGV[20] counters: a JSON object, name -> number
 -- ARGV[21] the ladder's rungs, comma-separated ('' for none): frontier/ladder.py's rules
 -- ARGV[22..23] block rules: refusal_threshold, refusal_kinds
+-- ARGV[24] 1 when the report is the refusal of a retry: no mark while the window holds an 'o'
 
 check_epoch()
-local ARGS = 22  -- a lease end's arguments
+local ARGS = 23  -- a lease end's arguments
 
 -- The rule by which a block window shows a ban (frontier/policy.py's ban_rule): the rule,
 -- its count and the number of distinct refusal marks; nil when it shows none.
@@ -128,6 +129,9 @@ local function finish(o)
   local fields = {}
 
   local mark = ARGV[o + 7]
+  if ARGV[o + 24] == '1' and string.find(window, 'o', 1, true) then
+    mark = ''
+  end
   if mark == 'o' then
     window = string.sub(window .. 'o', -size)
     streak = streak + 1
