@@ -27,7 +27,7 @@ from crawlfleet.demosite.refusals import (
     page_path,
     refused_path,
 )
-from tests.e2e.conftest import Workers, dispatch
+from tests.e2e.conftest import Workers, attempt_workers, dispatch
 
 runner = CliRunner(env={"COLUMNS": "300"})
 DELAY_S = 0.05
@@ -60,9 +60,11 @@ def run_log(site: ThreadedDemoSite, run: str) -> list[AccessRecord]:
     return [r for r in site.log if r.role == "lab" and r.path.startswith(f"/refusals/{run}/")]
 
 
-def check_refusals_only(site: ThreadedDemoSite, run: str, layout: str, elapsed_s: float) -> None:
-    """Every page fetched once, every refused URL tried 1 + 3 times, and within the budget."""
+def check_refusals_only(site: ThreadedDemoSite, run: str, layout: str, ended_at: float) -> None:
+    """Every page fetched once, every refused URL tried 1 + 3 times, and the crawl, from its
+    first request to its end (``ended_at``, epoch s), within the budget."""
     log = run_log(site, run)
+    elapsed_s = ended_at - min(r.wall_s for r in log)
     pages = Counter(r.path for r in log if r.status == 200)
     expected = {page_path(run, layout, n) for n in range(1, REFUSALS_PAGES + 1)}
     assert set(pages) == {f"/refusals/{run}/{layout}/", *expected}
@@ -70,6 +72,7 @@ def check_refusals_only(site: ThreadedDemoSite, run: str, layout: str, elapsed_s
     refused = Counter(r.path for r in log if r.status == 403)
     assert refused == {refused_path(run, layout, n): 4 for n in REFUSED}
     requests = len(log) + 1  # and robots.txt
+    print(f"{layout}: {elapsed_s:.1f} s, {requests} requests, budget {budget_s(requests):.1f} s")
     assert elapsed_s <= budget_s(requests), f"{elapsed_s:.1f} s for {requests} requests"
 
 
@@ -86,12 +89,10 @@ def test_five_percent_refused_urls_do_not_slow_an_embedded_crawl(
     state = str(tmp_path / "state")
     seed = site.url("lab", f"/refusals/{run}/{layout}/")
     args = ["crawl", seed, "--config", config(tmp_path, run, RETRIES), "--state", state, *FAST]
-    started = time.monotonic()
     crawled = runner.invoke(app, args)
-    elapsed_s = time.monotonic() - started
     assert crawled.exit_code == 0, crawled.output
 
-    check_refusals_only(site, run, layout, elapsed_s)
+    check_refusals_only(site, run, layout, time.time())
     status = runner.invoke(app, ["status", "--state", state])
     assert status.exit_code == 0, status.output
     assert "level" not in domain_row(status.output)
@@ -112,16 +113,13 @@ def test_five_percent_refused_urls_do_not_slow_two_workers(
         workers.start(redis_url, postgres_dsn, concurrency=4)
     seed = site.url("lab", f"/refusals/{run}/{layout}/")
     stores = ["--redis", redis_url, "--postgres", postgres_dsn, "--crawl-id", run]
-    started = time.monotonic()
     result = dispatch(
         seed, "--config", config(tmp_path, run, RETRIES), *stores, *FAST, timeout_s=300.0
     )
-    elapsed_s = time.monotonic() - started
     assert result.returncode == 0, result.stdout
 
-    check_refusals_only(site, run, layout, elapsed_s)
-    served_by = {r.client for r in run_log(site, run)}
-    assert served_by  # (one address: both workers fetch from this machine)
+    check_refusals_only(site, run, layout, time.time())
+    assert len(attempt_workers(postgres_dsn)) == 2  # both workers fetched
     status = runner.invoke(app, ["status", "--redis", redis_url, "--crawl-id", run])
     assert status.exit_code == 0, status.output
     assert "level" not in domain_row(status.output)
