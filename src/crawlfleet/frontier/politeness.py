@@ -2,9 +2,9 @@
 
 The crawl step asks two questions of each ``FetchResult``: ``classify`` (what to do with the
 request: parse, retry, follow, give up) and ``judge`` (what it says about the domain: a
-block, a refusal of this URL, a clean success, or neither). The judge's signal goes to the store with the lease's
-end, and the store's block window decides whether the whole domain slows down; nothing here
-keeps state.
+block, a refusal of this URL, a clean success, or neither). The judge's signal goes to the
+store with the lease's end, and the store's block window decides whether the whole domain
+slows down; nothing here keeps state.
 
 All of it is deterministic given the clock and the random generator passed in.
 """
@@ -168,13 +168,13 @@ def judge(result: FetchResult) -> tuple[Signal, str]:
 
     429 is a block. A 401, 403 or 451 is a refusal of this URL (decision 0044: the store
     decides whether refusals add up to a ban; ``told_domain`` makes it a block when the URL
-    succeeded before). A ban marker counts only on a
-    page that looks like a challenge, which is a block: a 403/429/503 HTML page carrying one,
-    or a small (``MAX_CHALLENGE_BYTES``) 200 HTML page whose ``<title>`` carries one, that
-    runs Cloudflare's challenge scripts, or that has hardly any links and a bot-wall vendor's
-    script, or a CAPTCHA widget with a bot phrase ("unusual traffic"). A product page that
-    mentions "captcha" or "access denied" in its text is a success. Other 2xx are successes;
-    everything else (404, 500, a redirect) is neither.
+    succeeded before). A ban marker counts only on a page that looks like a challenge, which
+    is a block: a 403/429/503 HTML page carrying one, or a small (``MAX_CHALLENGE_BYTES``)
+    200 HTML page whose ``<title>`` carries one, that runs Cloudflare's challenge scripts, or
+    that has hardly any links and a bot-wall vendor's script, or a CAPTCHA widget with a bot
+    phrase ("unusual traffic"). A product page that mentions "captcha" or "access denied" in
+    its text is a success. Other 2xx are successes; everything else (404, 500, a redirect) is
+    neither.
     """
     status = result.status
     if status in (403, 429, 503):

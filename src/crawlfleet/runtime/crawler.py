@@ -2,8 +2,9 @@
 
 This module knows no backend and keeps no per-domain state: every runner calls
 ``Crawler.process`` with a lease from the frontier, and everything a step learns about a
-domain (its response judged a block, a refusal or a success, a Retry-After, the statistics) goes back
-with the lease's end in one ``Report``, which the store applies atomically for every process.
+domain (its response judged a block, a refusal or a success, a Retry-After, the statistics)
+goes back with the lease's end in one ``Report``, which the store applies atomically for
+every process.
 
 Order within a step makes every crash point recoverable by refetching: discovered links are
 enqueued, then items stored, then the lease completed. A crash before completion leaves the
