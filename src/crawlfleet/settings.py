@@ -134,6 +134,12 @@ class Settings(BaseSettings):
     block_recover_after: int = Field(default=20, ge=1)
     block_max_level: int = Field(default=5, ge=0, le=10)
     block_cooldown_s: float = Field(default=30.0, ge=0, allow_inf_nan=False)
+    block_refusal_threshold: float = Field(
+        default=0.8, gt=0, le=1, description="share of a full window refused that is a ban"
+    )
+    block_refusal_kinds: int = Field(
+        default=3, ge=1, description="kinds of URL (folders) those refusals must span"
+    )
     ladder: list[Rung] = Field(
         default_factory=lambda: list(get_args(Rung)),
         description="what each block level changes; rungs the crawl cannot use are skipped",

@@ -19,6 +19,7 @@ from crawlfleet.demosite.members import Members
 from crawlfleet.demosite.mixed import Mixed
 from crawlfleet.demosite.picky import Picky
 from crawlfleet.demosite.quotes import Quotes
+from crawlfleet.demosite.refusals import Refusals
 from crawlfleet.demosite.robots_sites import RobotsSite
 from crawlfleet.demosite.roles import (
     DEFAULT_ADDRESSES,
@@ -148,6 +149,7 @@ class DemoSite:
             app.add_routes(Hazards(self._flaky).routes())
             app.add_routes(Picky().routes())
             app.add_routes(DocIndex().routes())
+            app.add_routes(Refusals().routes())
         elif role == GUARDED:
             app.add_routes(Guarded(self._guard).routes())
         elif role == JSAPP:

@@ -2,8 +2,9 @@
 
 This module knows no backend and keeps no per-domain state: every runner calls
 ``Crawler.process`` with a lease from the frontier, and everything a step learns about a
-domain (its response judged a block or a success, a Retry-After, the statistics) goes back
-with the lease's end in one ``Report``, which the store applies atomically for every process.
+domain (its response judged a block, a refusal or a success, a Retry-After, the statistics)
+goes back with the lease's end in one ``Report``, which the store applies atomically for
+every process.
 
 Order within a step makes every crash point recoverable by refetching: discovered links are
 enqueued, then items stored, then the lease completed. A crash before completion leaves the
@@ -24,7 +25,14 @@ from crawlfleet.fetchers.hooks import Dropped
 from crawlfleet.fetchers.protocols import Fetcher
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.ladder import BROWSER
-from crawlfleet.frontier.politeness import StatusClass, classify, judge, retry_after_block
+from crawlfleet.frontier.politeness import (
+    RETRIED_REFUSALS,
+    StatusClass,
+    classify,
+    judge,
+    retry_after_block,
+    told_domain,
+)
 from crawlfleet.frontier.robots import RobotsCache
 from crawlfleet.frontier.scope import Refusal
 from crawlfleet.frontier.store_types import Report, Signal, Visit
@@ -168,6 +176,9 @@ class Crawler:
         if step.signal is Signal.BLOCK:
             await self._fail(step, f"blocked: {step.reason}")
             return
+        if step.signal is Signal.REFUSED and result.status in RETRIED_REFUSALS:
+            await self._fail(step, f"refused: {step.reason}")  # this URL only (decision 0044)
+            return
         if kind is StatusClass.TRANSIENT:
             await self._fail(step, f"HTTP {result.status}")
             return
@@ -263,7 +274,8 @@ class Crawler:
     ) -> None:
         p = self.parts
         attempt = attempt_of(step, outcome, error, detail, p.worker, p.clock.now())
-        report = Report(attempt, step.signal, step.reason, counters or {}, visit=visit)
+        signal, reason = told(step)
+        report = Report(attempt, signal, reason, counters or {}, visit=visit)
         announce(attempt, await p.frontier.complete(step.lease, report), p.events, p.strategies)
 
     async def _fail(
@@ -278,9 +290,15 @@ class Crawler:
         """Retry the request later or bury it; only this request waits (unless ``block_until``)."""
         p = self.parts
         attempt = attempt_of(step, Outcome.RETRY, error, None, p.worker, p.clock.now())
-        report = Report(attempt, step.signal, step.reason, block_until=block_until)
+        signal, reason = told(step)
+        report = Report(attempt, signal, reason, block_until=block_until)
         retried, ended = await p.frontier.fail(
             step.lease, error, attempt.at, report, not_before=not_before, retry=retry
         )
         outcome = Outcome.RETRY if retried else Outcome.DEAD
         announce(replace(attempt, outcome=outcome), ended, p.events, p.strategies)
+
+
+def told(step: Step) -> tuple[Signal, str]:
+    """The signal and reason a step's report gives its domain (``politeness.told_domain``)."""
+    return told_domain(step.signal, step.reason, succeeded_before=step.visit is not None)
