@@ -97,6 +97,7 @@ async def _distributed(redis_url: str, crawl_id: str | None) -> None:
     from crawlfleet.runtime.celery.crawls import (
         WORKER_SEEN_S,
         connect,
+        dispatcher_ages,
         list_crawls,
         open_crawl_frontier,
         worker_beats,
@@ -106,6 +107,7 @@ async def _distributed(redis_url: str, crawl_id: str | None) -> None:
     try:
         ids, active = await list_crawls(client)
         beats = await worker_beats(client)
+        dispatcher_age_s = await dispatcher_ages(client, time.time())
         if crawl_id is not None:
             if crawl_id not in ids:
                 raise StateError(f"no crawl {crawl_id!r} in Redis at {redact(redis_url)}")
@@ -123,7 +125,12 @@ async def _distributed(redis_url: str, crawl_id: str | None) -> None:
         for name in ids:
             frontier = await open_crawl_frontier(redis_url, name, stack)
             c = await frontier.counts()
-            state = crawl_state(asked[name], dispatching=name in active, pending=c.pending)
+            state = crawl_state(
+                asked[name],
+                dispatching=name in active,
+                pending=c.pending,
+                dispatcher_age_s=dispatcher_age_s.get(name),
+            )
             dropped = sum((await frontier.stats()).dropped().values())
             row = (c.queued, c.leased, c.done, c.dead, c.seen, dropped)
             crawls.add_row(safe(name), state, *(str(n) for n in row))

@@ -45,11 +45,22 @@ class RunState(StrEnum):
     CANCELLED = "cancelled"
 
 
-def crawl_state(asked: RunState, *, dispatching: bool, pending: int) -> str:
-    """``paused`` or ``cancelled`` when asked, else ``dispatching``, ``stopped`` or ``finished``."""
+DISPATCHER_SEEN_S = 30.0
+"""A dispatched crawl whose dispatcher has not beaten for this long has lost it."""
+
+
+def crawl_state(
+    asked: RunState, *, dispatching: bool, pending: int, dispatcher_age_s: float | None
+) -> str:
+    """``paused`` or ``cancelled`` when asked, else ``dispatching``, ``dispatcher gone`` (a
+    crawl marked dispatched whose dispatcher's last beat, ``dispatcher_age_s`` ago or never,
+    is older than ``DISPATCHER_SEEN_S``: killed, or its host lost), ``stopped`` or
+    ``finished``."""
     if asked is not RunState.RUNNING:
         return asked.value
     if dispatching:
+        if dispatcher_age_s is None or dispatcher_age_s >= DISPATCHER_SEEN_S:
+            return "dispatcher gone"
         return "dispatching"
     return "stopped" if pending else "finished"
 
