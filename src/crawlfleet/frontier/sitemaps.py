@@ -1,4 +1,9 @@
-"""Page URLs from sitemaps: which sitemaps are read, in what order, and how fast.
+"""Page URLs from sitemaps: one sitemap's body read, and a standalone reader of many.
+
+A crawl reads its sitemaps as requests of its frontier (decision 0052): a sitemap request
+carries ``{SITEMAP_KEY: depth}`` in its ``data``, is claimed, paced and retried like a page,
+and its body is read by ``read_sitemap`` (``runtime/admission.py`` admits what it lists).
+``sitemap_entries`` reads sitemaps one after another on its own, with the same rules.
 
 A sitemap is fetched like a page: only when the crawl's scope takes its URL (an index may list
 sitemaps on any host), when robots.txt allows it, and no sooner than the host's delay (or its
@@ -15,11 +20,14 @@ None when absent or unreadable), which moves a known URL up (``Frontier.expedite
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import hashlib
 import itertools
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.errors import BadUrl, FetchError
@@ -27,9 +35,28 @@ from crawlfleet.frontier.robots import FetchFn, RobotsCache, origin_of
 from crawlfleet.frontier.sitemap_format import BadSitemap, SitemapEntry, SitemapReader, inflate
 from crawlfleet.frontier.store_types import DEFAULT_MAX_CRAWL_DELAY_S
 
-__all__ = ["SitemapEntry", "SitemapTally", "default_sitemaps", "sitemap_entries"]
+__all__ = [
+    "SITEMAP_KEY",
+    "SitemapEntry",
+    "SitemapTally",
+    "default_sitemaps",
+    "read_sitemap",
+    "sitemap_depth",
+    "sitemap_entries",
+    "sitemap_fingerprint",
+]
 
 logger = logging.getLogger(__name__)
+
+SITEMAP_KEY = "sitemap"
+"""The key, in a sitemap request's ``data``, of its depth below the sitemaps the crawl started
+from (0 for robots.txt's ``Sitemap:`` lines and /sitemap.xml)."""
+MAX_DEPTH = 3
+"""Sitemap index levels followed below the start sitemaps."""
+MAX_SITEMAPS = 10_000
+"""Sitemaps read in all (a crawl's, or one ``sitemap_entries`` call's)."""
+MAX_BYTES = 50 * 1024 * 1024
+"""A sitemap body's cap, before and after gzip (the sitemaps.org limit)."""
 
 
 @dataclass(slots=True)
@@ -42,6 +69,61 @@ class SitemapTally:
     sitemaps_read: int = 0
     sitemaps_skipped: int = 0  # not fetched, refused, too large, undecompressable
     sitemaps_over_limits: int = 0  # listed by an index past max_depth or max_sitemaps
+    sitemaps_queued: int = 0  # child sitemaps listed by an index, to be read
+
+    def counters(self) -> dict[str, float]:
+        """The tally as crawl statistics (``sitemaps.<name>``), the zeros left out."""
+        names = {
+            "read": self.sitemaps_read,
+            "entries": self.entries,
+            "queued": self.sitemaps_queued,
+            "over_limits": self.sitemaps_over_limits,
+            "skipped": self.sitemaps_skipped,
+            "broken_entries": self.broken_entries,
+            "xml_faults": self.xml_faults,
+        }
+        return {f"sitemaps.{name}": float(n) for name, n in names.items() if n}
+
+
+def sitemap_depth(data: Mapping[str, Any]) -> int | None:
+    """The depth of a sitemap request (from its ``data``); None for any other request."""
+    depth = data.get(SITEMAP_KEY)
+    return depth if isinstance(depth, int) else None
+
+
+def sitemap_fingerprint(page_fingerprint: str) -> str:
+    """The fingerprint of the sitemap request of a URL, apart from its page's: a URL read as
+    a sitemap is still fetched as a page when a page links to it."""
+    return hashlib.sha1(f"sitemap {page_fingerprint}".encode()).hexdigest()[:32]
+
+
+def read_sitemap(
+    url: str, body: bytes, tally: SitemapTally, max_bytes: int = MAX_BYTES
+) -> Generator[tuple[list[SitemapEntry], list[str]]]:
+    """The page entries and the child sitemap URLs of one sitemap body, a chunk at a time.
+
+    Raises ``BadSitemap`` when the body cannot be inflated (what came before it was handed
+    out). Its broken entries and XML faults are counted in ``tally`` and told in one warning
+    line when the reading ends (close the iterator when leaving it early).
+    """
+    reader = SitemapReader()
+    try:
+        for chunk in itertools.chain(inflate(body, max_bytes), [None]):
+            reader.feed(chunk)
+            yield reader.take_pages(), reader.take_sitemaps()
+    finally:
+        _report(url, reader, tally)
+
+
+def warn_over_limits(child: str, depth: int, max_depth: int, max_sitemaps: int) -> None:
+    """The warning line of a child sitemap left unread by a limit."""
+    logger.warning(
+        "sitemap %s not read: listed %d levels down (max_depth=%d) or past max_sitemaps=%d",
+        child,
+        depth,
+        max_depth,
+        max_sitemaps,
+    )
 
 
 class _Skip(Exception):
@@ -70,9 +152,9 @@ async def sitemap_entries(
     max_crawl_delay_s: float = DEFAULT_MAX_CRAWL_DELAY_S,
     clock: Clock | None = None,
     max_urls: int = 1_000_000,
-    max_depth: int = 3,
-    max_bytes: int = 50 * 1024 * 1024,
-    max_sitemaps: int = 10_000,
+    max_depth: int = MAX_DEPTH,
+    max_bytes: int = MAX_BYTES,
+    max_sitemaps: int = MAX_SITEMAPS,
     tally: SitemapTally | None = None,
 ) -> AsyncIterator[SitemapEntry]:
     """The page URLs of the ``start`` sitemaps and of the sitemaps their indexes list.
@@ -91,7 +173,6 @@ async def sitemap_entries(
     seen = set(start)
     while queue:
         url, depth = queue.popleft()
-        reader = SitemapReader()
         try:
             await gate.enter(url)
             try:
@@ -99,36 +180,28 @@ async def sitemap_entries(
             finally:
                 gate.leave(url)
             tally.sitemaps_read += 1
-            for chunk in itertools.chain(inflate(body, max_bytes), [None]):
-                reader.feed(chunk)
-                for page in reader.take_pages():
-                    yield page
-                    tally.entries += 1
-                    if tally.entries >= max_urls:
-                        logger.warning("sitemaps: stopped at max_urls=%d URLs", max_urls)
-                        return
-                for child in reader.take_sitemaps():
-                    if child in seen:
-                        continue
-                    if depth < max_depth and len(seen) < max_sitemaps:
-                        seen.add(child)
-                        queue.append((child, depth + 1))
-                    else:
-                        tally.sitemaps_over_limits += 1
-                        logger.warning(
-                            "sitemap %s not read: listed %d levels down (max_depth=%d) or "
-                            "past max_sitemaps=%d",
-                            child,
-                            depth + 1,
-                            max_depth,
-                            max_sitemaps,
-                        )
-                await asyncio.sleep(0)  # a 50 MB sitemap must not stall the event loop
+            with contextlib.closing(read_sitemap(url, body, tally, max_bytes)) as chunks:
+                for pages, children in chunks:
+                    for page in pages:
+                        yield page
+                        tally.entries += 1
+                        if tally.entries >= max_urls:
+                            logger.warning("sitemaps: stopped at max_urls=%d URLs", max_urls)
+                            return
+                    for child in children:
+                        if child in seen:
+                            continue
+                        if depth < max_depth and len(seen) < max_sitemaps:
+                            seen.add(child)
+                            queue.append((child, depth + 1))
+                            tally.sitemaps_queued += 1
+                        else:
+                            tally.sitemaps_over_limits += 1
+                            warn_over_limits(child, depth + 1, max_depth, max_sitemaps)
+                    await asyncio.sleep(0)  # a 50 MB sitemap must not stall the event loop
         except (_Skip, BadSitemap) as exc:
             tally.sitemaps_skipped += 1
             logger.warning("skipping sitemap %s: %s", url, exc)
-        finally:
-            _report(url, reader, tally)
 
 
 def _report(url: str, reader: SitemapReader, tally: SitemapTally) -> None:

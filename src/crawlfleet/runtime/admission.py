@@ -1,5 +1,9 @@
 """Admission: URLs from seeds, sitemaps and pages into the frontier, robots.txt read first.
 
+Sitemaps are requests of the frontier too (decision 0052): ``seed_sitemaps`` queues the
+seeds' sitemaps, and the crawl step hands each sitemap it fetched to ``read_sitemap``, which
+admits its pages and queues the sitemaps an index lists, one level deeper.
+
 The dispatcher seeds a crawl with an ``Admitter`` alone (no fetchers, parsers or sinks); the
 crawl step admits each page's links through the same object. Before a domain's first URL is
 queued, its robots.txt is read, so that its ``Crawl-delay`` reaches the store (for every
@@ -10,16 +14,34 @@ each read, this first one and every refetch after it, to ``Frontier.robots_delay
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 from collections.abc import Iterable
+from dataclasses import replace
 
 from crawlfleet.clock import Clock
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.robots import FetchFn, RobotsCache, origin_of
-from crawlfleet.frontier.sitemaps import SitemapEntry, default_sitemaps, sitemap_entries
-from crawlfleet.models import CrawlRequest, Link
+from crawlfleet.frontier.sitemaps import (
+    MAX_DEPTH,
+    MAX_SITEMAPS,
+    SITEMAP_KEY,
+    SitemapEntry,
+    SitemapTally,
+    default_sitemaps,
+    read_sitemap,
+    sitemap_depth,
+    sitemap_fingerprint,
+    warn_over_limits,
+)
+from crawlfleet.models import CrawlRequest, FetchResult, Link
 from crawlfleet.monitoring.events import EventBus, LinksAdded
 
-SITEMAP_BATCH = 1000
+log = logging.getLogger(__name__)
+
+SITEMAP_PRIORITY = -1
+"""A sitemap request's priority: below a page's default (0), so a domain's queued pages are
+fetched before its next sitemap is read (decision 0052)."""
 ROBOTS_PREFETCH_CONCURRENCY = 16
 """robots.txt files read at once for the new domains of one batch of links: a page linking
 as many hosts that never answer holds its step for one robots timeout, not one per host."""
@@ -55,34 +77,80 @@ class Admitter:
         return await self.admit(urls, None)
 
     async def seed_sitemaps(self, seeds: Iterable[str]) -> int:
-        """Offer the URLs of the seeds' sitemaps (robots.txt ``Sitemap:`` and /sitemap.xml).
-
-        A known URL whose ``<lastmod>`` is after its last visit is due at once
-        (``Frontier.expedite``).
-        """
+        """Queue the seeds' sitemaps (robots.txt ``Sitemap:`` and /sitemap.xml) as requests;
+        returns how many were new (none on a resumed crawl: they are known)."""
         origins = {origin_of(seed): seed for seed in seeds if not seed.startswith("file:")}
-        admitted = 0
+        start: list[str] = []
         for origin, seed in origins.items():
             if self._robots is not None:
-                start = await default_sitemaps(self._robots, seed)
+                start += await default_sitemaps(self._robots, seed)
             else:
-                start = [f"{origin}/sitemap.xml"]
-            batch: list[SitemapEntry] = []
-            found = sitemap_entries(
-                self._fetch_url,
-                start,
-                in_scope=self._in_scope,
-                robots=self._robots,
-                delay_s=self._frontier.default_policy.delay_s,
-                max_crawl_delay_s=self._frontier.default_policy.max_crawl_delay_s,
-                clock=self._clock,
-            )
-            async for entry in found:
-                batch.append(entry)
-                if len(batch) >= SITEMAP_BATCH:
-                    admitted += await self._admit_entries(batch)
-                    batch = []
-            admitted += await self._admit_entries(batch)
+                start.append(f"{origin}/sitemap.xml")
+        tally = SitemapTally()
+        admitted = await self._queue_sitemaps(start, 0, tally)
+        if tally.sitemaps_skipped:
+            log.warning("%d start sitemaps out of the crawl's scope", tally.sitemaps_skipped)
+        return admitted
+
+    async def fetch_sitemap(self, url: str) -> FetchResult:
+        """Fetch a sitemap by the side fetch (redirects followed), as robots.txt is."""
+        return await self._fetch_url(url)
+
+    async def read_sitemap(self, request: CrawlRequest, body: bytes) -> SitemapTally:
+        """Admit the pages of a sitemap request's body and queue the sitemaps it lists.
+
+        A known page whose ``<lastmod>`` is after its last visit is due at once
+        (``Frontier.expedite``). A child sitemap past ``MAX_DEPTH`` levels, past
+        ``MAX_SITEMAPS`` queued in the crawl, or past half the page budget still free is
+        left, counted and told in a warning line. ``BadSitemap`` when the body cannot be
+        inflated (what came before it is admitted).
+        """
+        depth = sitemap_depth(request.data) or 0
+        tally = SitemapTally(sitemaps_read=1)
+        room = await self._sitemap_room()
+        with contextlib.closing(read_sitemap(request.url, body, tally)) as chunks:
+            for pages, children in chunks:
+                tally.entries += len(pages)
+                await self._admit_entries(pages)
+                if children and (depth >= MAX_DEPTH or room <= 0):
+                    tally.sitemaps_over_limits += len(children)
+                    warn_over_limits(children[0], depth + 1, MAX_DEPTH, MAX_SITEMAPS)
+                    if len(children) > 1:
+                        log.warning(
+                            "... and %d more sitemaps of %s", len(children) - 1, request.url
+                        )
+                elif children:
+                    kept, left = children[:room], children[room:]
+                    room -= await self._queue_sitemaps(kept, depth + 1, tally)
+                    if left:
+                        tally.sitemaps_over_limits += len(left)
+                        warn_over_limits(left[0], depth + 1, MAX_DEPTH, MAX_SITEMAPS)
+                        log.warning("... and %d more sitemaps of %s", len(left) - 1, request.url)
+                await asyncio.sleep(0)  # a 50 MB sitemap must not stall the event loop
+        return tally
+
+    async def _sitemap_room(self) -> int:
+        """How many more sitemaps may be queued: ``MAX_SITEMAPS`` in the crawl, and at most
+        half of what the budget (``max_total``) still admits, the rest left for pages."""
+        queued = (await self._frontier.stats()).get("sitemaps.queued")
+        room = MAX_SITEMAPS - queued
+        max_total = self._frontier.budget.max_total
+        if max_total is not None:
+            room = min(room, (max_total - (await self._frontier.counts()).seen) // 2)
+        return room
+
+    async def _queue_sitemaps(self, urls: list[str], depth: int, tally: SitemapTally) -> int:
+        """Add sitemap requests at ``depth``; how many were new. Out-of-scope ones are
+        counted as skipped, with a warning line each."""
+        data = {SITEMAP_KEY: depth}
+        links = [Link(url, SITEMAP_PRIORITY, "http", data) for url in urls]
+        requests, rejected = self._frontier.requests_for(links, None)
+        for url, reason in rejected:
+            log.warning("skipping sitemap %s: %s", url, reason)
+        tally.sitemaps_skipped += len(rejected)
+        own = [replace(r, fingerprint=sitemap_fingerprint(r.fingerprint)) for r in requests]
+        admitted = await self.add(own)
+        tally.sitemaps_queued += admitted
         return admitted
 
     async def _admit_entries(self, entries: list[SitemapEntry]) -> int:
@@ -95,10 +163,6 @@ class Admitter:
             for request in requests:
                 await self._frontier.expedite(request, entry.lastmod, now)
         return admitted
-
-    def _in_scope(self, url: str) -> bool:
-        requests, _rejected = self._frontier.requests_for([url], None)
-        return bool(requests)
 
     async def admit(self, links: Iterable[str | Link], parent: CrawlRequest | None) -> int:
         """Offer links found on ``parent`` (seeds when None); returns how many were new."""

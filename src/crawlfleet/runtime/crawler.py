@@ -24,6 +24,8 @@ from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.ladder import BROWSER
 from crawlfleet.frontier.politeness import StatusClass, classify, judge, retry_after_block
 from crawlfleet.frontier.robots import RobotsCache
+from crawlfleet.frontier.sitemap_format import BadSitemap
+from crawlfleet.frontier.sitemaps import sitemap_depth
 from crawlfleet.frontier.store_types import Report, Signal, Visit
 from crawlfleet.models import FetchResult, Lease
 from crawlfleet.monitoring.events import DomainBlocked, EventBus, ParseFailed, RequestSkipped
@@ -92,6 +94,9 @@ class Crawler:
         """
         p = self.parts
         request = lease.request
+        if sitemap_depth(request.data) is not None:
+            await self._sitemap(lease)
+            return
         kind = request.fetcher
         if p.strategies is not None and kind == "http":
             kind = fetcher_kind(kind, await p.strategies.of(request.domain), p.fetchers)
@@ -104,14 +109,8 @@ class Crawler:
                 f"no {request.fetcher!r} fetcher in this process for {request.url} "
                 f"(it serves {sorted(p.fetchers)})"
             )
-        if p.robots is not None and request.fetcher != "file":
-            decision = await p.robots.check(request.url)
-            if decision.unavailable:
-                await self._fail(Step(lease, p.clock.now()), decision.reason or "")
-                return
-            if not decision.allowed:
-                await self._skip(lease, decision.reason or "disallowed by robots.txt")
-                return
+        if not await self._allowed(lease):
+            return
         visit = await p.freshness.known(request)
         started = p.clock.now()
         try:
@@ -129,6 +128,57 @@ class Crawler:
         signal, why = judge(result)
         step = Step(lease, started, result, signal, why, kind=kind, visit=visit)
         await self._fetched(step, result)
+
+    async def _allowed(self, lease: Lease) -> bool:
+        """Whether robots.txt lets the request be fetched; if not, its lease is ended."""
+        p = self.parts
+        request = lease.request
+        if p.robots is None or request.fetcher == "file":
+            return True
+        decision = await p.robots.check(request.url)
+        if decision.unavailable:
+            await self._fail(Step(lease, p.clock.now()), decision.reason or "")
+        elif not decision.allowed:
+            await self._skip(lease, decision.reason or "disallowed by robots.txt")
+        return decision.allowed and not decision.unavailable
+
+    async def _sitemap(self, lease: Lease) -> None:
+        """A sitemap request's step: fetched by the side fetch (redirects followed), its
+        pages admitted and its child sitemaps queued (``Admitter.read_sitemap``); retried,
+        failed and revisited like a page. Its counters are ``sitemaps.*``."""
+        p = self.parts
+        request = lease.request
+        if not await self._allowed(lease):
+            return
+        visit = await p.freshness.known(request)
+        started = p.clock.now()
+        try:
+            result = await p.admitter.fetch_sitemap(request.url)
+        except FetchError as exc:
+            await self._fail(Step(lease, started, route=exc.route), str(exc), retry=exc.transient)
+            return
+        step = Step(lease, started, result, visit=visit)
+        status = classify(result)
+        if status is StatusClass.TRANSIENT or status is StatusClass.RETRY_AFTER:
+            await self._fail(step, f"HTTP {result.status}")
+            return
+        if not 200 <= result.status < 300:
+            counters = {"sitemaps.skipped": 1.0}
+            await self._complete(step, Outcome.FAILED, f"HTTP {result.status}", counters=counters)
+            return
+        if p.freshness.unchanged(result, visit):
+            known = p.freshness.next_visit(request, result, visit, None)
+            counters = {"sitemaps.unchanged": 1.0}
+            await self._complete(step, Outcome.OK, None, counters=counters, visit=known)
+            return
+        try:
+            tally = await p.admitter.read_sitemap(request, result.body)
+        except BadSitemap as exc:
+            counters = {"sitemaps.skipped": 1.0}
+            await self._complete(step, Outcome.FAILED, f"sitemap: {exc}", counters=counters)
+            return
+        known = p.freshness.next_visit(request, result, None, None)
+        await self._complete(step, Outcome.OK, None, counters=tally.counters(), visit=known)
 
     async def abandon(self, lease: Lease, started: float, error: str) -> None:
         """Record a step stopped from outside (the watchdog): retried later, or buried."""
