@@ -115,17 +115,6 @@ def read_sitemap(
         _report(url, reader, tally)
 
 
-def warn_over_limits(child: str, depth: int, max_depth: int, max_sitemaps: int) -> None:
-    """The warning line of a child sitemap left unread by a limit."""
-    logger.warning(
-        "sitemap %s not read: listed %d levels down (max_depth=%d) or past max_sitemaps=%d",
-        child,
-        depth,
-        max_depth,
-        max_sitemaps,
-    )
-
-
 class _Skip(Exception):
     """This sitemap is skipped; the message says why."""
 
@@ -197,7 +186,14 @@ async def sitemap_entries(
                             tally.sitemaps_queued += 1
                         else:
                             tally.sitemaps_over_limits += 1
-                            warn_over_limits(child, depth + 1, max_depth, max_sitemaps)
+                            logger.warning(
+                                "sitemap %s not read: listed %d levels down (max_depth=%d) or "
+                                "past max_sitemaps=%d",
+                                child,
+                                depth + 1,
+                                max_depth,
+                                max_sitemaps,
+                            )
                     await asyncio.sleep(0)  # a 50 MB sitemap must not stall the event loop
         except (_Skip, BadSitemap) as exc:
             tally.sitemaps_skipped += 1

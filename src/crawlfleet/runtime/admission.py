@@ -32,7 +32,6 @@ from crawlfleet.frontier.sitemaps import (
     read_sitemap,
     sitemap_depth,
     sitemap_fingerprint,
-    warn_over_limits,
 )
 from crawlfleet.models import CrawlRequest, FetchResult, Link
 from crawlfleet.monitoring.events import EventBus, LinksAdded
@@ -107,37 +106,39 @@ class Admitter:
         """
         depth = sitemap_depth(request.data) or 0
         tally = SitemapTally(sitemaps_read=1)
-        room = await self._sitemap_room()
+        room, limit = await self._sitemap_room(depth)
         with contextlib.closing(read_sitemap(request.url, body, tally)) as chunks:
             for pages, children in chunks:
                 tally.entries += len(pages)
                 await self._admit_entries(pages)
-                if children and (depth >= MAX_DEPTH or room <= 0):
-                    tally.sitemaps_over_limits += len(children)
-                    warn_over_limits(children[0], depth + 1, MAX_DEPTH, MAX_SITEMAPS)
-                    if len(children) > 1:
-                        log.warning(
-                            "... and %d more sitemaps of %s", len(children) - 1, request.url
-                        )
-                elif children:
-                    kept, left = children[:room], children[room:]
-                    room -= await self._queue_sitemaps(kept, depth + 1, tally)
-                    if left:
-                        tally.sitemaps_over_limits += len(left)
-                        warn_over_limits(left[0], depth + 1, MAX_DEPTH, MAX_SITEMAPS)
-                        log.warning("... and %d more sitemaps of %s", len(left) - 1, request.url)
+                kept, left = children[: max(room, 0)], children[max(room, 0) :]
+                room -= await self._queue_sitemaps(kept, depth + 1, tally)
+                if left:
+                    tally.sitemaps_over_limits += len(left)
+                    log.warning(
+                        "%d sitemaps listed by %s not read (first %s): %s",
+                        len(left),
+                        request.url,
+                        left[0],
+                        limit,
+                    )
                 await asyncio.sleep(0)  # a 50 MB sitemap must not stall the event loop
         return tally
 
-    async def _sitemap_room(self) -> int:
-        """How many more sitemaps may be queued: ``MAX_SITEMAPS`` in the crawl, and at most
-        half of what the budget (``max_total``) still admits, the rest left for pages."""
+    async def _sitemap_room(self, depth: int) -> tuple[int, str]:
+        """How many more sitemaps a sitemap at ``depth`` may queue, and the limit that says
+        so: ``MAX_DEPTH`` levels, ``MAX_SITEMAPS`` queued in the crawl, and half of what the
+        budget (``max_total``) still admits, the rest left for pages."""
+        if depth >= MAX_DEPTH:
+            return 0, f"{depth + 1} levels down (max depth {MAX_DEPTH})"
         queued = (await self._frontier.stats()).get("sitemaps.queued")
-        room = MAX_SITEMAPS - queued
+        room, limit = MAX_SITEMAPS - queued, f"past {MAX_SITEMAPS} sitemaps in the crawl"
         max_total = self._frontier.budget.max_total
         if max_total is not None:
-            room = min(room, (max_total - (await self._frontier.counts()).seen) // 2)
-        return room
+            free = max_total - (await self._frontier.counts()).seen
+            if free // 2 < room:
+                room, limit = free // 2, f"past half of the {free} requests --max-pages leaves"
+        return room, limit
 
     async def _queue_sitemaps(self, urls: list[str], depth: int, tally: SitemapTally) -> int:
         """Add sitemap requests at ``depth``; how many were new. Out-of-scope ones are
