@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from tests.e2e.conftest import Workers, dispatch
 from tests.fixtures.loopback import serve
 
 NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
@@ -173,3 +174,23 @@ def test_sigterm_while_reading_sitemaps_stops_and_a_rerun_reads_none_twice(
     assert [path for path, n in sitemaps.items() if n > 1] == []
     assert len(sitemaps) == site.children + 1
     assert len(set(site.paths("/p/"))) == site.children
+
+
+@pytest.mark.parametrize("index_site", [(2000, 5)], indirect=True)
+def test_distributed_workers_read_a_large_sitemap_index_between_pages(
+    index_site: IndexSite, redis_url: str, postgres_dsn: str, workers: Workers
+) -> None:
+    site = index_site
+    workers.start(redis_url, postgres_dsn, concurrency=2)
+    started = time.monotonic()
+    args = ["--redis", redis_url, "--postgres", postgres_dsn, "--crawl-id", "sitemapq"]
+    args += ["--sitemaps", "--allow-private-addresses", "--delay", "0.5", "--max-pages", "8"]
+    result = dispatch(f"{site.base}/", *args, timeout_s=60)
+    assert result.returncode == 0, result.stdout
+    first_page_s = (site.first_page_at() or float("inf")) - started
+    assert first_page_s < 8.0
+    fetched = [path for _, path in site.log if path != "/robots.txt"]
+    assert len(fetched) == 8, fetched
+    assert len(site.paths("/s/")) == 3
+    assert site.paths("/p/")
+    assert "sitemaps: 4 read" in result.stdout
