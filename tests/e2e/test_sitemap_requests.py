@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import signal
 import subprocess
@@ -32,6 +33,9 @@ class IndexSite:
 
     children: int
     per_child: int
+    disallow: str = ""
+    foreign: str = ""
+    """A sitemap URL on another host the index lists too (none when empty)."""
     base: str = ""
     log: list[tuple[float, str]] = field(default_factory=list)
 
@@ -48,13 +52,16 @@ class IndexSite:
 
     async def robots(self, request: web.Request) -> web.Response:
         self._seen(request)
-        return web.Response(text="User-agent: *\nAllow: /\n")
+        rule = f"Disallow: {self.disallow}" if self.disallow else "Allow: /"
+        return web.Response(text=f"User-agent: *\n{rule}\n")
 
     async def index(self, request: web.Request) -> web.Response:
         self._seen(request)
         entries = "".join(
             f"<sitemap><loc>{self.base}/s/{n}.xml</loc></sitemap>" for n in range(self.children)
         )
+        if self.foreign:
+            entries += f"<sitemap><loc>{self.foreign}</loc></sitemap>"
         xml = f'<?xml version="1.0"?><sitemapindex xmlns="{NS}">{entries}</sitemapindex>'
         return web.Response(text=xml, content_type="application/xml")
 
@@ -81,8 +88,7 @@ class IndexSite:
 
 @pytest.fixture
 def index_site(request: pytest.FixtureRequest) -> Iterator[IndexSite]:
-    children, per_child = request.param
-    site = IndexSite(children, per_child)
+    site = IndexSite(*request.param)
     loop = asyncio.new_event_loop()
     ready = threading.Event()
     done = asyncio.Event()
@@ -146,6 +152,8 @@ def test_a_large_sitemap_index_holds_back_no_page_and_max_pages_bounds_it(
     assert site.paths("/sitemap.xml") == ["/sitemap.xml"]
     assert site.paths("/p/"), "no page listed by the sitemaps was fetched"
     assert "sitemaps: 4 read" in err, err
+    times = [at for at, path in site.log if path != "/robots.txt"]
+    assert min(b - a for a, b in itertools.pairwise(times)) >= 0.45  # sitemaps paced as pages
 
 
 @pytest.mark.parametrize("index_site", [(200, 1)], indirect=True)
@@ -174,6 +182,23 @@ def test_sigterm_while_reading_sitemaps_stops_and_a_rerun_reads_none_twice(
     assert [path for path, n in sitemaps.items() if n > 1] == []
     assert len(sitemaps) == site.children + 1
     assert len(set(site.paths("/p/"))) == site.children
+
+
+@pytest.mark.parametrize(
+    "index_site", [(3, 1, "/s/1.xml", "http://127.0.0.9/s.xml")], indirect=True
+)
+def test_a_child_sitemap_out_of_scope_or_disallowed_by_robots_is_not_fetched(
+    index_site: IndexSite, tmp_path: Path
+) -> None:
+    site = index_site
+    crawl = start_crawl(site, tmp_path / "state", "--delay", "0")
+    _, err = crawl.communicate(timeout=60)
+    assert crawl.returncode == 0, err
+    assert sorted(site.paths("/s/")) == ["/s/0.xml", "/s/2.xml"]
+    assert sorted(site.paths("/p/")) == ["/p/0-0", "/p/2-0"]
+    assert "skipping sitemap http://127.0.0.9/s.xml" in err
+    assert "sitemaps: 3 read" in err
+    assert "1 skipped" in err
 
 
 @pytest.mark.parametrize("index_site", [(2000, 5)], indirect=True)
