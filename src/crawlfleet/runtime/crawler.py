@@ -143,34 +143,26 @@ class Crawler:
         return decision.allowed and not decision.unavailable
 
     async def _sitemap(self, lease: Lease) -> None:
-        """A sitemap request's step: fetched by the side fetch (redirects followed), its
-        pages admitted and its child sitemaps queued (``Admitter.read_sitemap``); retried,
-        failed and revisited like a page. Its counters are ``sitemaps.*``."""
+        """A sitemap request's step: fetched by the side fetch (redirects followed), then
+        judged, retried, failed and revisited like a page; read instead of parsed."""
         p = self.parts
-        request = lease.request
         if not await self._allowed(lease):
             return
-        visit = await p.freshness.known(request)
+        visit = await p.freshness.known(lease.request)
         started = p.clock.now()
         try:
-            result = await p.admitter.fetch_sitemap(request.url)
+            result = await p.admitter.fetch_sitemap(lease.request.url)
         except FetchError as exc:
             await self._fail(Step(lease, started, route=exc.route), str(exc), retry=exc.transient)
             return
-        step = Step(lease, started, result, visit=visit)
-        status = classify(result)
-        if status is StatusClass.TRANSIENT or status is StatusClass.RETRY_AFTER:
-            await self._fail(step, f"HTTP {result.status}")
-            return
-        if not 200 <= result.status < 300:
-            counters = {"sitemaps.skipped": 1.0}
-            await self._complete(step, Outcome.FAILED, f"HTTP {result.status}", counters=counters)
-            return
-        if p.freshness.unchanged(result, visit):
-            known = p.freshness.next_visit(request, result, visit, None)
-            counters = {"sitemaps.unchanged": 1.0}
-            await self._complete(step, Outcome.OK, None, counters=counters, visit=known)
-            return
+        signal, why = judge(result)
+        await self._fetched(Step(lease, started, result, signal, why, visit=visit), result)
+
+    async def _read_sitemap(self, step: Step, result: FetchResult) -> None:
+        """Admit a sitemap's pages and queue its child sitemaps (``Admitter.read_sitemap``);
+        its counters are ``sitemaps.*``."""
+        p = self.parts
+        request = step.lease.request
         try:
             tally = await p.admitter.read_sitemap(request, result.body)
         except BadSitemap as exc:
@@ -228,6 +220,9 @@ class Crawler:
             return
         if kind is StatusClass.REDIRECT:
             await self._redirected(step, result)
+            return
+        if sitemap_depth(lease.request.data) is not None:
+            await self._read_sitemap(step, result)
             return
         await self._parsed(step, result)
 
