@@ -113,3 +113,32 @@ async def test_a_url_read_as_a_sitemap_is_still_fetched_as_a_page_when_linked() 
     await crawl.run()
     assert len(fetcher.fetches(f"{A}/sitemap.xml")) == 2
     assert f"{A}/p0" in fetcher.urls()
+
+
+async def test_a_sitemap_is_revisited_like_a_page_and_read_again_only_when_changed() -> None:
+    clock = FakeClock(T0)
+    later = Canned(
+        body=f'<urlset xmlns="{NS}"><url><loc>{A}/p0</loc><lastmod>2100-01-01</lastmod></url>'
+        "</urlset>".encode(),
+        headers=XML,
+    )
+    fetcher = CannedFetcher(
+        clock,
+        {f"{A}/": html(), f"{A}/sitemap.xml": [urlset("/p0"), later], f"{A}/p0": html()},
+    )
+    crawl = make_crawl(fetcher, seeds=[f"{A}/"], recrawl_after="1d", recrawl_min="1d")
+    await seed(crawl, f"{A}/")
+    await crawl.admitter.seed_sitemaps([f"{A}/"])
+    await crawl.run()
+    clock.advance(1.5 * 86_400)  # the sitemap and every page are due again
+    assert await crawl.frontier.revisit(clock.now()) == 3
+    await crawl.run(concurrency=1)
+    assert len(fetcher.fetches(f"{A}/sitemap.xml")) == 2
+    assert (await crawl.frontier.stats()).get("sitemaps.read") == 2  # changed: read again
+    clock.advance(1.5 * 86_400)
+    await crawl.frontier.revisit(clock.now())
+    await crawl.run(concurrency=1)
+    assert len(fetcher.fetches(f"{A}/sitemap.xml")) == 3
+    stats = await crawl.frontier.stats()
+    assert stats.get("sitemaps.read") == 2  # the same body: not read again
+    assert stats.get("fresh.unchanged") >= 1
