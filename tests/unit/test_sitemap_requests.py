@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from itertools import pairwise
 
+import pytest
+
 from crawlfleet.clock import FakeClock
 from crawlfleet.records import Outcome
 from tests.unit.crawler_kit import T0, Canned, CannedFetcher, html, make_crawl, seed
@@ -69,12 +71,13 @@ async def test_a_sitemap_that_fails_is_retried_and_a_rerun_reads_none_again() ->
     assert await crawl.admitter.seed_sitemaps([f"{A}/"]) == 0  # known: a rerun reads none
 
 
-async def test_an_index_queues_child_sitemaps_into_half_the_budget_left() -> None:
+@pytest.mark.parametrize("budget", ["max_pages", "max_pages_per_domain"])
+async def test_an_index_queues_child_sitemaps_into_half_the_budget_left(budget: str) -> None:
     clock = FakeClock(T0)
     children = [f"/c{n}.xml" for n in range(20)]
     pages = {f"{A}{child}": urlset(f"/p{n}-0", f"/p{n}-1") for n, child in enumerate(children)}
     fetcher = CannedFetcher(clock, {f"{A}/": html(), f"{A}/sitemap.xml": index(*children), **pages})
-    crawl = make_crawl(fetcher, seeds=[f"{A}/"], max_pages=10)
+    crawl = make_crawl(fetcher, seeds=[f"{A}/"], **{budget: 10})
     await seed(crawl, f"{A}/")
     await crawl.admitter.seed_sitemaps([f"{A}/"])
     await crawl.run(concurrency=1)

@@ -35,6 +35,7 @@ from crawlfleet.frontier.sitemaps import (
 )
 from crawlfleet.models import CrawlRequest, FetchResult, Link
 from crawlfleet.monitoring.events import EventBus, LinksAdded
+from crawlfleet.records import Outcome
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +107,7 @@ class Admitter:
         """
         depth = sitemap_depth(request.data) or 0
         tally = SitemapTally(sitemaps_read=1)
-        room, limit = await self._sitemap_room(depth)
+        room, limit = await self._sitemap_room(depth, request.domain)
         with contextlib.closing(read_sitemap(request.url, body, tally)) as chunks:
             for pages, children in chunks:
                 tally.entries += len(pages)
@@ -125,19 +126,29 @@ class Admitter:
                 await asyncio.sleep(0)  # a 50 MB sitemap must not stall the event loop
         return tally
 
-    async def _sitemap_room(self, depth: int) -> tuple[int, str]:
-        """How many more sitemaps a sitemap at ``depth`` may queue, and the limit that says
-        so: ``MAX_DEPTH`` levels, ``MAX_SITEMAPS`` queued in the crawl, and half of what the
-        budget (``max_total``) still admits, the rest left for pages."""
+    async def _sitemap_room(self, depth: int, domain: str) -> tuple[int, str]:
+        """How many more sitemaps a sitemap at ``depth`` of ``domain`` may queue, and the
+        limit that says so: ``MAX_DEPTH`` levels, ``MAX_SITEMAPS`` queued in the crawl, and
+        half of what the budget (``max_total``, and ``max_per_domain`` for ``domain``) still
+        admits, the rest left for pages."""
         if depth >= MAX_DEPTH:
             return 0, f"{depth + 1} levels down (max depth {MAX_DEPTH})"
         queued = (await self._frontier.stats()).get("sitemaps.queued")
         room, limit = MAX_SITEMAPS - queued, f"past {MAX_SITEMAPS} sitemaps in the crawl"
-        max_total = self._frontier.budget.max_total
-        if max_total is not None:
-            free = max_total - (await self._frontier.counts()).seen
+        budget = self._frontier.budget
+        if budget.max_total is not None:
+            free = budget.max_total - (await self._frontier.counts()).seen
             if free // 2 < room:
                 room, limit = free // 2, f"past half of the {free} requests --max-pages leaves"
+        if budget.max_per_domain is not None:
+            view = await self._frontier.domain(domain)
+            ended = sum(
+                view.stats.get(f"outcome.{o.value}") for o in Outcome if o is not Outcome.RETRY
+            )
+            free = budget.max_per_domain - (view.queued + view.in_flight + ended)
+            if free // 2 < room:
+                room = free // 2
+                limit = f"past half of the {free} requests max_pages_per_domain leaves"
         return room, limit
 
     async def _queue_sitemaps(self, urls: list[str], depth: int, tally: SitemapTally) -> int:
