@@ -219,3 +219,19 @@ def test_distributed_workers_read_a_large_sitemap_index_between_pages(
     assert len(site.paths("/s/")) == 3
     assert site.paths("/p/")
     assert "sitemaps: 4 read" in result.stdout
+
+
+@pytest.mark.parametrize("index_site", [(5, 2)], indirect=True)
+def test_distributed_rerun_of_a_crawl_reads_no_sitemap_again(
+    index_site: IndexSite, redis_url: str, postgres_dsn: str, workers: Workers
+) -> None:
+    site = index_site
+    workers.start(redis_url, postgres_dsn, concurrency=2)
+    args = ["--redis", redis_url, "--postgres", postgres_dsn, "--crawl-id", "sitemapq-rerun"]
+    args += ["--sitemaps", "--allow-private-addresses", "--delay", "0.05"]
+    for _ in range(2):
+        result = dispatch(f"{site.base}/", *args, timeout_s=60)
+        assert result.returncode == 0, result.stdout
+    sitemaps = Counter(site.paths("/s/")) + Counter(site.paths("/sitemap.xml"))
+    assert sitemaps == Counter({f"/s/{n}.xml": 1 for n in range(5)} | {"/sitemap.xml": 1})
+    assert len(set(site.paths("/p/"))) == 10
