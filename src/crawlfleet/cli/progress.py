@@ -29,7 +29,8 @@ def eta_text(seconds: float | None) -> str:
 
 
 def progress_line(sample: Sample) -> str:
-    """``done/total done · queue Q · R pages/s · E errors · ETA [(bottleneck: D)]``.
+    """``done/total done · queue Q · R pages/s · E errors · ETA [(bottleneck: D)]
+    [· S sitemaps read]``.
 
     The ETA is politeness-aware (``monitoring.eta``); the bottleneck is named when a
     domain's pace, not the fleet's rate, sets it.
@@ -43,6 +44,9 @@ def progress_line(sample: Sample) -> str:
     )
     if eta.bottleneck is not None:
         line += f" (bottleneck: {eta.bottleneck})"
+    sitemaps = sample.stats.get("sitemaps.read")
+    if sitemaps:
+        line += f" · {sitemaps} sitemaps read"
     return line
 
 
@@ -146,6 +150,16 @@ def summary(result: CrawlResult) -> Group:
             f"{rate:.1f} responses/s"
         )
     )
+    sitemaps = s.get("sitemaps.read")
+    if sitemaps:
+        parts.append(
+            Text(
+                f"sitemaps: {sitemaps} read (among the pages ok), {s.get('sitemaps.entries')} page"
+                f" URLs listed, {s.get('sitemaps.queued')} child sitemaps queued,"
+                f" {s.get('sitemaps.over_limits')} left by limits,"
+                f" {s.get('sitemaps.skipped')} skipped"
+            )
+        )
     unchanged, changed = s.get("fresh.unchanged"), s.get("fresh.changed")
     if unchanged or changed:
         parts.append(

@@ -35,6 +35,8 @@ from crawlfleet.frontier.politeness import (
 )
 from crawlfleet.frontier.robots import RobotsCache
 from crawlfleet.frontier.scope import Refusal
+from crawlfleet.frontier.sitemap_format import BadSitemap
+from crawlfleet.frontier.sitemaps import sitemap_depth
 from crawlfleet.frontier.store_types import Report, Signal, Visit
 from crawlfleet.models import FetchResult, Lease
 from crawlfleet.parsing.budget import ParseBudget
@@ -102,6 +104,9 @@ class Crawler:
         """
         p = self.parts
         request = lease.request
+        if sitemap_depth(request.data) is not None:
+            await self._sitemap(lease)
+            return
         kind = request.fetcher
         if p.strategies is not None and kind == "http":
             kind = fetcher_kind(kind, await p.strategies.of(request.domain), p.fetchers)
@@ -114,14 +119,8 @@ class Crawler:
                 f"no {request.fetcher!r} fetcher in this process for {request.url} "
                 f"(it serves {sorted(p.fetchers)})"
             )
-        if p.robots is not None and request.fetcher != "file":
-            decision = await p.robots.check(request.url)
-            if decision.unavailable:
-                await self._fail(Step(lease, p.clock.now()), decision.reason or "")
-                return
-            if not decision.allowed:
-                await self._skip(lease, decision.reason or "disallowed by robots.txt")
-                return
+        if not await self._allowed(lease):
+            return
         visit = await p.freshness.known(request)
         started = p.clock.now()
         try:
@@ -139,6 +138,49 @@ class Crawler:
         signal, why = judge(result)
         step = Step(lease, started, result, signal, why, kind=kind, visit=visit)
         await self._fetched(step, result)
+
+    async def _allowed(self, lease: Lease) -> bool:
+        """Whether robots.txt lets the request be fetched; if not, its lease is ended."""
+        p = self.parts
+        request = lease.request
+        if p.robots is None or request.fetcher == "file":
+            return True
+        decision = await p.robots.check(request.url)
+        if decision.unavailable:
+            await self._fail(Step(lease, p.clock.now()), decision.reason or "")
+        elif not decision.allowed:
+            await self._skip(lease, decision.reason or "disallowed by robots.txt")
+        return decision.allowed and not decision.unavailable
+
+    async def _sitemap(self, lease: Lease) -> None:
+        """A sitemap request's step: fetched by the side fetch (redirects followed), then
+        judged, retried, failed and revisited like a page; read instead of parsed."""
+        p = self.parts
+        if not await self._allowed(lease):
+            return
+        visit = await p.freshness.known(lease.request)
+        started = p.clock.now()
+        try:
+            result = await p.admitter.fetch_sitemap(lease.request.url)
+        except FetchError as exc:
+            await self._fail(Step(lease, started, route=exc.route), str(exc), retry=exc.transient)
+            return
+        signal, why = judge(result)
+        await self._fetched(Step(lease, started, result, signal, why, visit=visit), result)
+
+    async def _read_sitemap(self, step: Step, result: FetchResult) -> None:
+        """Admit a sitemap's pages and queue its child sitemaps (``Admitter.read_sitemap``);
+        its counters are ``sitemaps.*``."""
+        p = self.parts
+        request = step.lease.request
+        try:
+            tally = await p.admitter.read_sitemap(request, result.body)
+        except BadSitemap as exc:
+            counters = {"sitemaps.skipped": 1.0}
+            await self._complete(step, Outcome.FAILED, f"sitemap: {exc}", counters=counters)
+            return
+        known = p.freshness.next_visit(request, result, None, None)
+        await self._complete(step, Outcome.OK, None, counters=tally.counters(), visit=known)
 
     async def abandon(self, lease: Lease, started: float, error: str) -> None:
         """Record a step stopped from outside (the watchdog): retried later, or buried."""
@@ -191,6 +233,9 @@ class Crawler:
             return
         if kind is StatusClass.REDIRECT:
             await self._redirected(step, result)
+            return
+        if sitemap_depth(lease.request.data) is not None:
+            await self._read_sitemap(step, result)
             return
         await self._parsed(step, result)
 
