@@ -36,6 +36,7 @@ from crawlfleet.proxies.pool import ProxyPool
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.backends import Backends, open_store
 from crawlfleet.runtime.browser_lane import browser_lane, build_browser
+from crawlfleet.runtime.body_bytes import BodyBytes
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
 from crawlfleet.runtime.fetch_chain import login_link, session_link
 from crawlfleet.runtime.fetcher_wiring import build_fetchers, build_robots
@@ -188,6 +189,7 @@ async def build_crawl(
         parse_budget=budget,
         strategies=Strategies(frontier, clock),
         freshness=Freshness(frontier, recrawl_policy(settings), clock),
+        body_bytes=BodyBytes(settings.max_body_bytes_in_flight),
     )
     proxies = link.pool if link is not None else None
     return CrawlGraph(Crawler(parts), frontier, stack, proxies, pool_figures)
