@@ -11,7 +11,9 @@ run on the main thread (or the process handles ``SIGALRM`` itself), is parsed in
 budget's threads (lexbor releases the GIL while it builds the tree, so the loop goes on), and
 a parse not done within ``max_parse_s`` (waiting for a thread included) fails; a thread
 cannot be stopped, so that parse runs on in the background and its result is dropped. Both
-failures are ``ParseBudgetExceeded``.
+failures are ``ParseBudgetExceeded``. Before a thread takes it, a page waits until the pages
+parsing there hold few enough bytes (``tree_memory.ParseBytes``, decision 0048: a tree is
+10-20 times its page); that wait is not part of ``max_parse_s``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -27,6 +30,7 @@ from crawlfleet.models import DEFAULT_MAX_CONTEXT_BYTES, FetchResult, ParseResul
 from crawlfleet.parsing.deadline import MAIN_THREAD_DEADLINE, DeadlinePassed
 from crawlfleet.parsing.payloads import check_payloads
 from crawlfleet.parsing.protocols import Parser
+from crawlfleet.parsing.tree_memory import TRIM_AFTER_BYTES, ParseBytes, return_free_heap
 from crawlfleet.settings import Settings
 
 # Pages up to this size are parsed on the loop's thread. lexbor builds a 20 KB page's tree in
@@ -138,6 +142,7 @@ class ParseBudget:
     def __init__(self, limits: ParseLimits, *, threads: int = 2) -> None:
         self.limits = limits
         self._executor = ThreadPoolExecutor(threads, thread_name_prefix="crawlfleet-parse")
+        self._parse_bytes = ParseBytes()
 
     async def parse(self, parser: Parser, result: FetchResult) -> ParseResult:
         """``parser(result)`` with at most ``max_links`` links.
@@ -154,10 +159,18 @@ class ParseBudget:
             except DeadlinePassed:
                 raise self._late(result) from None
         loop = asyncio.get_running_loop()
-        work = loop.run_in_executor(self._executor, self._parse, parser, result)
+        size = len(result.body)
+        await self._parse_bytes.take(size)  # before the deadline starts (tree_memory.py)
+        try:
+            done = self._executor.submit(self._parse, parser, result)
+        except BaseException:
+            self._parse_bytes.give_back(size)
+            raise
+        # The bytes are given back when the thread is done, even with a parse past its deadline.
+        done.add_done_callback(lambda _: _call_soon(loop, self._parse_bytes.give_back, size))
         try:
             async with asyncio.timeout(self.limits.max_parse_s) as deadline:
-                return await work
+                return await asyncio.wrap_future(done)
         except TimeoutError:
             if not deadline.expired():
                 raise  # the parser's own
@@ -175,6 +188,8 @@ class ParseBudget:
                 f"{result.final_url}: HTML nested deeper than {limits.max_nesting_depth} elements"
             )
         parsed = parser(result)
+        if len(result.body) >= TRIM_AFTER_BYTES:
+            return_free_heap()  # the tree is gone; glibc would keep its pages
         check_payloads(parsed.links, limits.max_context_bytes)
         if len(parsed.links) > limits.max_links:
             return ParseResult(items=parsed.items, links=parsed.links[: limits.max_links])
@@ -183,3 +198,11 @@ class ParseBudget:
     def close(self) -> None:
         """Drop queued parses; a running one finishes in its thread."""
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _call_soon(loop: asyncio.AbstractEventLoop, give_back: Callable[[int], None], size: int) -> None:
+    """``give_back(size)`` on ``loop`` from a parse thread; nothing if the loop is closed."""
+    try:
+        loop.call_soon_threadsafe(give_back, size)
+    except RuntimeError:  # the loop closed while the parse ran on
+        pass
