@@ -23,6 +23,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from dataclasses import dataclass
 
 from crawlfleet.errors import ParseBudgetExceeded
@@ -200,9 +201,9 @@ class ParseBudget:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
 
-def _call_soon(loop: asyncio.AbstractEventLoop, give_back: Callable[[int], None], size: int) -> None:
+def _call_soon(
+    loop: asyncio.AbstractEventLoop, give_back: Callable[[int], None], size: int
+) -> None:
     """``give_back(size)`` on ``loop`` from a parse thread; nothing if the loop is closed."""
-    try:
+    with suppress(RuntimeError):  # the loop closed while the parse ran on
         loop.call_soon_threadsafe(give_back, size)
-    except RuntimeError:  # the loop closed while the parse ran on
-        pass

@@ -35,8 +35,8 @@ from crawlfleet.pipeline.protocols import PageTracker
 from crawlfleet.proxies.pool import ProxyPool
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.backends import Backends, open_store
-from crawlfleet.runtime.browser_lane import browser_lane, build_browser
 from crawlfleet.runtime.body_bytes import BodyBytes
+from crawlfleet.runtime.browser_lane import browser_lane, build_browser
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
 from crawlfleet.runtime.fetch_chain import login_link, session_link
 from crawlfleet.runtime.fetcher_wiring import build_fetchers, build_robots
