@@ -12,6 +12,7 @@ from collections.abc import Collection, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING
 
 from crawlfleet.clock import Clock
 from crawlfleet.errors import StateError
@@ -22,7 +23,6 @@ from crawlfleet.frontier.ladder import BROWSER
 from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.frontier.scope import Scope, TrapLimits
 from crawlfleet.frontier.store_types import Budget
-from crawlfleet.monitoring.browser_metrics import PoolFigures
 from crawlfleet.monitoring.events import EventBus
 from crawlfleet.parsing.budget import ParseBudget, ParseLimits
 from crawlfleet.parsing.default import default_parser
@@ -48,6 +48,9 @@ from crawlfleet.runtime.strategy import Strategies
 from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.settings import Settings
 from crawlfleet.urls import UrlRules
+
+if TYPE_CHECKING:  # prometheus_client (~45 ms to import) only where metrics are served
+    from crawlfleet.monitoring.browser_metrics import PoolFigures
 
 
 def worker_name() -> str:
