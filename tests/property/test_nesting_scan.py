@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import random
 import re
 from collections import Counter
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -70,3 +72,15 @@ def test_runs_cut_out_never_join_into_new_tags() -> None:
     # Each `b` stays open; had `<x>t</x` been cut out to nothing, `<` and `/b>` would join
     # into an end tag that closes it.
     assert nested_deeper_than(b"<b><<x>t</x/b>" * 2100, 2000)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pages_cut_a_piece_at_a_time_answer_as_a_scan_of_every_tag(seed: int) -> None:
+    # ~1.5 MB: the runs are cut in pieces of 256 KiB, whose ends fall anywhere in the soup.
+    rng = random.Random(seed)
+    pieces = [b"<a>", b"</a>", b"<ab>", b"</ab>", b"<b>", b"</b>", b"<span x=1>", b"</span>"]
+    pieces += [b"<p>", b"<", b"t"]
+    html = b"".join(rng.choice(pieces) for _ in range(400_000))
+    depth = deepest(html)
+    for max_depth in (depth - 7, depth - 1, depth, depth + 6):
+        assert nested_deeper_than(html, max_depth) is (depth > max_depth)
