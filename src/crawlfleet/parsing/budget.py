@@ -60,6 +60,7 @@ def _closed_run(level: int) -> str:
 
 
 _CLOSED_RUN = re.compile(_closed_run(1).encode())
+# One re.sub call holds the GIL throughout: runs are cut this many bytes at a time.
 _PIECE_BYTES = 256 * 1024
 # Real pages spend more bytes than this on a tag: a page shorter than the limit times this
 # is first bounded by counting its start tags, a longer one goes straight to the runs.
@@ -118,7 +119,7 @@ def _cut_closed_runs(html: bytes) -> bytes:
     ``_PIECE_BYTES``, a parse thread lets the event loop in between them. Each piece ends
     before a ``<``, so no tag is split; a run across two pieces is left whole, as if uncut.
     """
-    pieces = []
+    pieces: list[bytes] = []
     start = 0
     while start < len(html):
         end = html.find(b"<", start + _PIECE_BYTES)
