@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from crawlfleet.clock import Clock
 from crawlfleet.counters import Limit, dropped_counter, merge
@@ -45,6 +45,7 @@ from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.records import Outcome
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.attempts import Step, announce, attempt_of, item_counters, limits_note
+from crawlfleet.runtime.body_bytes import BodyBytes, StepBody
 from crawlfleet.runtime.freshness import GONE_STATUSES, NOT_MODIFIED, Freshness, conditional
 from crawlfleet.runtime.login import LoginFailed
 from crawlfleet.runtime.strategy import Strategies, fetcher_kind
@@ -61,7 +62,8 @@ class CrawlerParts:
     step (the ``ClaimLoop``'s watchdog). ``freshness`` sends a known URL's validators and
     remembers each visit (``runtime/freshness.py``). ``strategies``: the domains' strategy
     slots, which may fetch an ``http`` request with the ``impersonate`` or the ``browser``
-    fetcher (None: every request is fetched with its own kind).
+    fetcher (None: every request is fetched with its own kind). ``body_bytes``: the bodies
+    this process's steps hold, which the claim loop keeps within its budget (0048).
     """
 
     frontier: Frontier
@@ -78,6 +80,7 @@ class CrawlerParts:
     freshness: Freshness
     max_step_s: float = MAX_STEP_S
     strategies: Strategies | None = None
+    body_bytes: BodyBytes = field(default_factory=BodyBytes)
 
 
 class Crawler:
@@ -102,6 +105,10 @@ class Crawler:
         Raises ``ConfigError`` for a request whose fetcher kind this process has no fetcher
         for (the claim should never have handed it out here).
         """
+        with self.parts.body_bytes.step() as body:
+            await self._process(lease, body)
+
+    async def _process(self, lease: Lease, body: StepBody) -> None:
         p = self.parts
         request = lease.request
         if sitemap_depth(request.data) is not None:
@@ -135,6 +142,7 @@ class Crawler:
             step = Step(lease, started, route=exc.route, kind=kind, screenshot=exc.screenshot)
             await self._fail(step, str(exc), retry=exc.transient)
             return
+        body.fetched(len(result.body))
         signal, why = judge(result)
         step = Step(lease, started, result, signal, why, kind=kind, visit=visit)
         await self._fetched(step, result)
