@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from multidict import CIMultiDict
 from yarl import URL
 
+from crawlfleet.archive.protocols import ResponseKeeper, Sent
 from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.errors import FetchError, ForbiddenAddress
 from crawlfleet.fetchers.addresses import (
@@ -51,7 +52,8 @@ class HttpFetcher:
     Cookies are not kept between fetches. ``credentials`` are sent as Basic auth to their
     own origin only, hop by hop; userinfo in a URL is never sent. The request's method, body
     and headers are sent as ``fetchers.hops.Hop`` says, redirect by redirect. Create, use and close it in
-    one event loop.
+    one event loop. ``keeper`` (the crawl's archive) gets every response returned, with its
+    body as sent, before ``fetch`` returns it.
     """
 
     def __init__(
@@ -62,8 +64,10 @@ class HttpFetcher:
         forbidden: AddressPredicate | None = None,
         follow_redirects: bool = True,
         credentials: Credentials | None = None,
+        keeper: ResponseKeeper | None = None,
     ) -> None:
         self._settings = settings
+        self._keeper = keeper
         self._credentials = credentials if credentials is not None else Credentials()
         self._follow = follow_redirects
         self._clock = clock or SystemClock()
@@ -153,6 +157,7 @@ class HttpFetcher:
                     else None
                 )
                 if location is None:
+                    sent_body = raw
                     if encoding := headers.get("content-encoding"):
                         async with asyncio.timeout_at(deadline):
                             raw = await self._decoded(raw, encoding, url, truncate_at_bytes)
@@ -167,7 +172,7 @@ class HttpFetcher:
             raise
         except Exception as exc:
             raise self._describe(exc, url) from exc
-        return FetchResult(
+        result = FetchResult(
             url=request.url,
             final_url=url,
             status=status,
@@ -179,6 +184,10 @@ class HttpFetcher:
             fetched_at=self._clock.now(),
             request=request,
         )
+        if self._keeper is not None:
+            cut = truncate_at_bytes is not None and len(sent_body) >= truncate_at_bytes
+            self._keeper.keep(result, Sent(hop.method, headers_sent, hop.body, sent_body, cut))
+        return result
 
     async def _exchange(
         self,

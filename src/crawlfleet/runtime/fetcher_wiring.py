@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 
+from crawlfleet.archive.protocols import ResponseKeeper
 from crawlfleet.clock import Clock
 from crawlfleet.errors import ConfigError
 from crawlfleet.fetchers.cache import TruncatingFetcher
@@ -32,14 +33,17 @@ def build_fetchers(
     credentials: Credentials,
     logged_in: Callable[[Fetcher], Fetcher] = lambda fetcher: fetcher,
     routed: Callable[[ViaFetcher], Fetcher] = lambda fetcher: fetcher,
+    keeper: ResponseKeeper | None = None,
 ) -> dict[str, Fetcher]:
     """The crawl's fetchers by kind; redirects become queued links (``Crawler``).
 
     The HTTP chain, top to bottom: hooks, cache, ``logged_in``, ``routed`` (crawl sessions)
     (``runtime.fetch_chain``); the ``impersonate`` fetcher (when servable) sits in the same
-    chain.
+    chain. ``keeper`` (the archive) gets every response of the HTTP fetcher.
     """
-    http = HttpFetcher(settings, clock=clock, follow_redirects=False, credentials=credentials)
+    http = HttpFetcher(
+        settings, clock=clock, follow_redirects=False, credentials=credentials, keeper=keeper
+    )
     fetchers: dict[str, Fetcher] = {
         "http": hooked(cached(logged_in(routed(http)), settings, clock), settings),
         "file": FileFetcher(settings, clock=clock),
@@ -81,11 +85,12 @@ def build_robots(
     stack: AsyncExitStack,
     credentials: Credentials,
     link: SessionLink | None = None,
+    keeper: ResponseKeeper | None = None,
 ) -> tuple[RobotsCache | None, FetchFn]:
     """The robots.txt cache (None when robots are not obeyed) and the side fetch it and the
     sitemap reader use (redirects followed; through a session of the URL's domain when the
-    crawl has proxies: ``link``)."""
-    http = HttpFetcher(settings, clock=clock, credentials=credentials)
+    crawl has proxies: ``link``); the archive (``keeper``) gets their responses."""
+    http = HttpFetcher(settings, clock=clock, credentials=credentials, keeper=keeper)
     side: TruncatingFetcher = http
     if link is not None:
         rules = UrlRules(settings.strip_query_params, settings.politeness_key)

@@ -35,6 +35,7 @@ from crawlfleet.pipeline.protocols import PageTracker
 from crawlfleet.proxies.pool import ProxyPool
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.backends import Backends, open_store
+from crawlfleet.runtime.archiving import open_archive
 from crawlfleet.runtime.browser_lane import browser_lane, build_browser
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
 from crawlfleet.runtime.fetch_chain import login_link, session_link
@@ -147,7 +148,8 @@ async def build_crawl(
     logged_in = await login_link(settings, clock, stack, secrets)
     frontier = build_frontier(settings, store, seeds, router)
     link = await session_link(settings, clock, stack, frontier)
-    fetchers = build_fetchers(settings, clock, credentials, logged_in, link or _direct)
+    archive = open_archive(settings, stack)  # closed after the fetchers (the stack is LIFO)
+    fetchers = build_fetchers(settings, clock, credentials, logged_in, link or _direct, archive)
     for fetcher in fetchers.values():
         stack.push_async_callback(fetcher.close)
     pool_figures: PoolFigures | None = None
@@ -163,7 +165,7 @@ async def build_crawl(
             budget=budget,
             frontier=frontier,
         )
-    robots, fetch_url = build_robots(settings, clock, stack, credentials, link)
+    robots, fetch_url = build_robots(settings, clock, stack, credentials, link, archive)
     own_sinks = load_sinks(settings.sinks, settings)
     if own_sinks:
         sink = FanOutSink(sink, own_sinks)

@@ -1,0 +1,133 @@
+"""What a fetched response becomes in the archive: a ``request`` and a ``response`` record, or
+a ``revisit`` when the page is unchanged since its last capture.
+
+A 304, or a 200 whose payload digest equals the URL's newest capture's, is written as a
+``revisit`` record (profile identical-payload-digest) holding only the response's head and
+pointing at that capture (``WARC-Refers-To-Target-URI``/``-Date``): an unchanged page is
+not stored twice. Every record is in the capture index before ``keep`` returns, so before
+the crawl step that fetched it completes its lease.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+import orjson
+from fastwarc.warc import WarcRecord, WarcRecordType
+
+from crawlfleet.archive.protocols import Capture, CaptureIndex, Sent
+from crawlfleet.archive.warc import (
+    REVISIT_PROFILE,
+    WarcFiles,
+    http_request_head,
+    http_response_head,
+    new_record,
+    payload_digest,
+    warc_date,
+)
+from crawlfleet.models import FetchResult
+
+NOT_MODIFIED = 304
+
+
+class Archive:
+    """The crawl's ``ResponseKeeper``: WARC files plus their capture index.
+
+    ``crawl_id`` goes into every record (``X-Crawlfleet-Crawl-Id``), with the request's
+    attempt (``X-Crawlfleet-Attempt``, 1 for a first try) and its parser context when it has
+    one (``X-Crawlfleet-Context``, JSON), so a reparse sees what the crawl saw.
+    """
+
+    def __init__(self, files: WarcFiles, index: CaptureIndex, *, crawl_id: str) -> None:
+        self._files = files
+        self._index = index
+        self._crawl_id = crawl_id
+        self.records = 0
+        """Response and revisit records written by this process."""
+        self.revisits = 0
+
+    def keep(self, result: FetchResult, sent: Sent) -> None:
+        url = result.final_url
+        status = result.status
+        digest = payload_digest(sent.body)
+        earlier = self._index.latest(url) if status in (200, NOT_MODIFIED) else None
+        revisit = earlier is not None and (status == NOT_MODIFIED or earlier.digest == digest)
+        request = self._request(result, sent)
+        if revisit:
+            assert earlier is not None
+            response = self._revisit(result, earlier)
+            digest = earlier.digest
+        else:
+            response = self._response(result, sent, digest)
+        request.headers["WARC-Concurrent-To"] = response.headers["WARC-Record-ID"]
+        _, written = self._files.write([request, response])
+        kind = "revisit" if revisit else "response"
+        mime = result.content_type
+        self._index.add(
+            [
+                Capture(
+                    url,
+                    result.fetched_at,
+                    status,
+                    digest,
+                    written.file,
+                    written.offset,
+                    written.length,
+                    kind,
+                    mime,
+                )
+            ]
+        )
+        self.records += 1
+        self.revisits += revisit
+
+    def close(self) -> None:
+        self._files.close()
+        self._index.close()
+
+    def _common(self, record: WarcRecord, result: FetchResult) -> None:
+        headers = record.headers
+        headers["WARC-Target-URI"] = result.final_url
+        headers["X-Crawlfleet-Crawl-Id"] = self._crawl_id
+        if result.request is not None:
+            headers["X-Crawlfleet-Attempt"] = str(result.request.attempt + 1)
+
+    def _request(self, result: FetchResult, sent: Sent) -> WarcRecord:
+        parts = urlsplit(result.final_url)
+        target = parts.path or "/"
+        if parts.query:
+            target += "?" + parts.query
+        record = new_record(WarcRecordType.request, result.fetched_at)
+        self._common(record, result)
+        record.headers["Content-Type"] = "application/http; msgtype=request"
+        head = http_request_head(
+            sent.method, target, parts.netloc, sent.request_headers, sent.request_body
+        )
+        record.set_bytes_content(head)
+        return record
+
+    def _response(self, result: FetchResult, sent: Sent, digest: str) -> WarcRecord:
+        record = new_record(WarcRecordType.response, result.fetched_at)
+        self._common(record, result)
+        headers = record.headers
+        headers["Content-Type"] = "application/http; msgtype=response"
+        headers["WARC-Payload-Digest"] = digest
+        if sent.truncated:
+            headers["WARC-Truncated"] = "length"
+        request = result.request
+        if request is not None and request.data:
+            headers["X-Crawlfleet-Context"] = orjson.dumps(request.data).decode()
+        record.set_bytes_content(http_response_head(result.status, result.headers) + sent.body)
+        return record
+
+    def _revisit(self, result: FetchResult, earlier: Capture) -> WarcRecord:
+        record = new_record(WarcRecordType.revisit, result.fetched_at)
+        self._common(record, result)
+        headers = record.headers
+        headers["Content-Type"] = "application/http; msgtype=response"
+        headers["WARC-Profile"] = REVISIT_PROFILE
+        headers["WARC-Payload-Digest"] = earlier.digest
+        headers["WARC-Refers-To-Target-URI"] = earlier.url
+        headers["WARC-Refers-To-Date"] = warc_date(earlier.at)
+        record.set_bytes_content(http_response_head(result.status, result.headers))
+        return record

@@ -1,0 +1,179 @@
+"""Writing WARC/1.1 files: one gzip member a record, a ``warcinfo`` first, rolled at a size.
+
+Records are built with ``fastwarc`` (decision 0049: twice warcio's speed at the same
+compression). A file is named ``<crawl>-<UTC time>-<host>-<pid>-<sequence>.warc.gz``, so two
+processes (or one process's successive files) never write to one file. Each record is
+compressed into memory and then appended with one ``write``: a process killed mid-way leaves
+whole records plus at most one cut member at the end, which readers skip.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import os
+import socket
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from http import HTTPStatus
+from pathlib import Path
+from typing import BinaryIO
+
+from fastwarc.stream_io import GzipWriter
+from fastwarc.warc import WarcRecord, WarcRecordType
+
+from crawlfleet.errors import StateError
+
+DEFAULT_FILE_BYTES = 1_000_000_000
+COMPRESSION_LEVEL = 6
+"""zlib's default: level 9 costs 3x the CPU for 2 % smaller files (decision 0049)."""
+REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+_HOP_HEADERS = frozenset({"transfer-encoding"})
+"""Headers describing how the bytes travelled, which the payload no longer reflects."""
+
+
+def payload_digest(body: bytes) -> str:
+    """The ``sha1:`` base32 digest WARC tools expect in ``WARC-Payload-Digest``."""
+    return "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode()
+
+
+def warc_date(at: float) -> str:
+    """``at`` (epoch seconds) as a WARC/1.1 date, to the microsecond."""
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(at))
+    return f"{stamp}.{int(at % 1 * 1_000_000):06d}Z"
+
+
+def http_response_head(status: int, headers: Mapping[str, str]) -> bytes:
+    """The status line and headers of a response as a WARC block starts.
+
+    The payload is kept as sent but without its transfer coding (the wire undid it): the
+    ``Transfer-Encoding`` header is renamed ``X-Crawlfleet-Was-Transfer-Encoding`` so that a
+    reader does not undo it again.
+    """
+    try:
+        reason = HTTPStatus(status).phrase
+    except ValueError:
+        reason = ""
+    lines = [f"HTTP/1.1 {status} {reason}".rstrip()]
+    for name, value in headers.items():
+        if name in _HOP_HEADERS:
+            name = f"x-crawlfleet-was-{name}"
+        lines.append(f"{name}: {value}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
+
+
+def http_request_head(
+    method: str, target: str, host: str, headers: Mapping[str, str], body: bytes | None
+) -> bytes:
+    """The request line and headers of a request, as sent (``Host`` first)."""
+    lines = [f"{method} {target} HTTP/1.1", f"Host: {host}"]
+    lines += [f"{k}: {v}" for k, v in headers.items() if k.lower() != "host"]
+    if body:
+        lines.append(f"Content-Length: {len(body)}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace") + (body or b"")
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """Where a record went: ``file`` relative to the archive's root, its gzip member's
+    ``offset`` and ``length``."""
+
+    file: str
+    offset: int
+    length: int
+
+
+class WarcFiles:
+    """Appends records to a rolling series of WARC files under ``directory``; not thread-safe.
+
+    A file past ``max_file_bytes`` is closed before the next record (a record is never
+    split); every file starts with a ``warcinfo`` record naming the crawl.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        crawl_id: str,
+        max_file_bytes: int = DEFAULT_FILE_BYTES,
+        software: str = "crawlfleet",
+    ) -> None:
+        self.directory = directory
+        self._crawl_id = crawl_id
+        self._max_file_bytes = max_file_bytes
+        self._software = software
+        self._host = socket.gethostname().replace("-", "_") or "host"
+        self._sequence = 0
+        self._file: BinaryIO | None = None
+        self._name = ""
+        self._size = 0
+        self.closed_files: list[Path] = []
+        """Every file finished so far, oldest first."""
+
+    def write(self, records: Iterable[WarcRecord]) -> list[Written]:
+        """Append ``records`` (gzip member each) to the current file, in one ``write``."""
+        if self._file is None or self._size >= self._max_file_bytes:
+            self._roll()
+        assert self._file is not None  # _roll opened it
+        buffer = io.BytesIO()
+        places: list[Written] = []
+        for record in records:
+            start = buffer.tell()
+            _compress(record, buffer)
+            places.append(Written(self._name, self._size + start, buffer.tell() - start))
+        data = buffer.getvalue()
+        try:
+            self._file.write(data)
+            self._file.flush()  # to the OS: a killed process keeps what it reported
+        except OSError as exc:
+            raise StateError(f"cannot write the archive file {self._name}: {exc}") from None
+        self._size += len(data)
+        return places
+
+    def close(self) -> None:
+        """Finish the current file (nothing to do when none was opened)."""
+        if self._file is None:
+            return
+        file, self._file = self._file, None
+        file.close()
+        self.closed_files.append(self.directory / self._name)
+
+    def _roll(self) -> None:
+        self.close()
+        stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
+        name = f"{self._crawl_id}-{stamp}-{self._host}-{os.getpid()}-{self._sequence:05d}.warc.gz"
+        self._sequence += 1
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._file = (self.directory / name).open("xb")
+        except OSError as exc:
+            raise StateError(
+                f"cannot create the archive file {self.directory / name}: {exc}"
+            ) from None
+        self._name, self._size = name, 0
+        info = (
+            f"software: {self._software}\r\nformat: WARC File Format 1.1\r\n"
+            f"hostname: {socket.gethostname()}\r\nx-crawlfleet-crawl-id: {self._crawl_id}\r\n"
+        ).encode()
+        record = new_record(WarcRecordType.warcinfo, time.time())
+        record.headers["WARC-Filename"] = name
+        record.headers["Content-Type"] = "application/warc-fields"
+        record.set_bytes_content(info)
+        self.write([record])
+
+
+def new_record(kind: WarcRecordType, at: float) -> WarcRecord:
+    """A record of ``kind`` with a fresh id and ``at`` as its date."""
+    record = WarcRecord()
+    record.init_headers(kind, f"uuid:{uuid.uuid4()}".encode())
+    record.headers["WARC-Date"] = warc_date(at)
+    return record
+
+
+def _compress(record: WarcRecord, out: io.BytesIO) -> None:
+    gzip = GzipWriter(out, compression_level=COMPRESSION_LEVEL)
+    record.write(gzip, checksum_data=True)
+    gzip.finish()

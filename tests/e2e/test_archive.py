@@ -1,0 +1,87 @@
+"""``--archive DIR``: every response a crawl fetched is in WARC/1.1 files that an independent
+reader (warcio) reads back, with the bytes the server sent; a recrawl's unchanged pages are
+``revisit`` records."""
+
+from __future__ import annotations
+
+import urllib.request
+from collections import Counter
+from pathlib import Path
+
+from typer.testing import CliRunner
+from warcio.archiveiterator import ArchiveIterator
+
+from crawlfleet.cli.main import app
+from crawlfleet.demosite import ThreadedDemoSite
+
+runner = CliRunner(env={"COLUMNS": "300"})
+FAST = ["--allow-private-addresses", "--delay", "0", "--concurrency", "8"]
+
+
+def crawl(state: Path, *args: str) -> str:
+    result = runner.invoke(app, ["crawl", "--state", str(state), *args, *FAST])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def records(archive: Path) -> list[tuple[str, dict[str, str], int | None, bytes]]:
+    """Every record of every file: type, WARC headers, HTTP status, payload (digests checked)."""
+    found = []
+    files = sorted(archive.rglob("*.warc.gz"))
+    assert files
+    for path in files:
+        with path.open("rb") as handle:
+            for record in ArchiveIterator(handle, check_digests="raise"):
+                assert record.rec_headers.protocol == "WARC/1.1"
+                status = (
+                    int(record.http_headers.get_statuscode())
+                    if record.http_headers and record.rec_type != "request"
+                    else None
+                )
+                headers = dict(record.rec_headers.headers)
+                found.append((record.rec_type, headers, status, record.content_stream().read()))
+    return found
+
+
+def sent_by(url: str) -> bytes:
+    """The body the server sends for ``url`` (no redirect followed, no decoding)."""
+
+    class Keep(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: object, **kwargs: object) -> None:
+            return None
+
+    opener = urllib.request.build_opener(Keep)
+    try:
+        with opener.open(url) as response:
+            return bytes(response.read())
+    except urllib.error.HTTPError as exc:
+        return bytes(exc.read())
+
+
+def test_every_response_is_archived_with_the_bytes_the_server_sent(
+    site: ThreadedDemoSite, tmp_path: Path
+) -> None:
+    archive = tmp_path / "warc"
+    crawl(tmp_path / "state", site.url("lab"), "--archive", str(archive))
+    fetched = Counter(record.path for record in site.log)
+    found = records(archive)
+    kinds = Counter(kind for kind, *_ in found)
+    responses = [
+        (h["WARC-Target-URI"], status, body)
+        for kind, h, status, body in found
+        if kind == "response"
+    ]
+    assert kinds["warcinfo"] == len(list(archive.rglob("*.warc.gz")))
+    assert kinds["request"] == kinds["response"] == len(responses) == sum(fetched.values())
+    statuses = Counter(status for _, status, _ in responses)
+    assert statuses[200] > 5
+    assert statuses[404] == 1
+    assert statuses[301] + statuses[302] >= 1
+    urls = {url for url, _, _ in responses}
+    assert site.url("lab", "/robots.txt") in urls
+    for url, _, body in responses:
+        assert body == sent_by(url), url
+    for kind, headers, *_ in found:
+        if kind in ("request", "response"):
+            assert headers["X-Crawlfleet-Crawl-Id"] == "default"
+            assert headers["WARC-Date"].endswith("Z")
