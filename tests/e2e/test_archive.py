@@ -85,3 +85,54 @@ def test_every_response_is_archived_with_the_bytes_the_server_sent(
         if kind in ("request", "response"):
             assert headers["X-Crawlfleet-Crawl-Id"] == "default"
             assert headers["WARC-Date"].endswith("Z")
+
+
+def test_a_content_coded_page_is_kept_as_sent_and_read_back_decoded(
+    site: ThreadedDemoSite, tmp_path: Path
+) -> None:
+    archive = tmp_path / "warc"
+    seed = site.url("lab", "/nested?depth=3")
+    crawl(tmp_path / "state", seed, "--archive", str(archive), "--max-depth", "0")
+    [path] = archive.rglob("*.warc.gz")
+    with path.open("rb") as handle:
+        for record in ArchiveIterator(handle, check_digests="raise"):
+            if record.rec_type == "response" and record.rec_headers["WARC-Target-URI"] == seed:
+                assert record.http_headers["Content-Encoding"] == "gzip"
+                assert record.raw_stream.read() == sent_by(seed)
+                break
+        else:
+            raise AssertionError(f"no response record for {seed}")
+    with path.open("rb") as handle:
+        decoded = [
+            r.content_stream().read()
+            for r in ArchiveIterator(handle)
+            if r.rec_type == "response" and r.rec_headers["WARC-Target-URI"] == seed
+        ]
+    assert b"<div><div><div>" in decoded[0]
+
+
+def test_a_recrawl_writes_unchanged_pages_as_revisits(
+    site: ThreadedDemoSite, tmp_path: Path
+) -> None:
+    archive = tmp_path / "warc"
+    state = tmp_path / "state"
+    crawl(state, site.url("lab"), "--archive", str(archive))
+    first = records(archive)
+    crawl(state, site.url("lab"), "--archive", str(archive), "--fresh")
+    both = records(archive)
+    again = both[len(first) :]
+    earlier = {
+        h["WARC-Target-URI"]: h
+        for kind, h, status, _ in first
+        if kind == "response" and status == 200
+    }
+    revisits = [(h, body) for kind, h, _, body in again if kind == "revisit"]
+    assert len(revisits) == len(earlier)
+    for headers, body in revisits:
+        before = earlier[headers["WARC-Target-URI"]]
+        assert headers["WARC-Profile"].endswith("/revisit/identical-payload-digest")
+        assert headers["WARC-Payload-Digest"] == before["WARC-Payload-Digest"]
+        assert headers["WARC-Refers-To-Target-URI"] == before["WARC-Target-URI"]
+        assert headers["WARC-Refers-To-Date"] == before["WARC-Date"]
+        assert body == b""
+    assert all(status != 200 for kind, _, status, _ in again if kind == "response")

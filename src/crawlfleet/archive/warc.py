@@ -144,15 +144,19 @@ class WarcFiles:
     def _roll(self) -> None:
         self.close()
         stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
-        name = f"{self._crawl_id}-{stamp}-{self._host}-{os.getpid()}-{self._sequence:05d}.warc.gz"
-        self._sequence += 1
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            self._file = (self.directory / name).open("xb")
-        except OSError as exc:
-            raise StateError(
-                f"cannot create the archive file {self.directory / name}: {exc}"
-            ) from None
+        while True:  # a name taken (another writer of this process, this second): the next one
+            name = f"{self._crawl_id}-{stamp}-{self._host}-{os.getpid()}-{self._sequence:05d}"
+            name += ".warc.gz"
+            self._sequence += 1
+            try:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                self._file = (self.directory / name).open("xb")
+                break
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                where = self.directory / name
+                raise StateError(f"cannot create the archive file {where}: {exc}") from None
         self._name, self._size = name, 0
         info = (
             f"software: {self._software}\r\nformat: WARC File Format 1.1\r\n"

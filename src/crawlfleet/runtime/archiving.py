@@ -1,18 +1,21 @@
 """Opening a crawl's archive (``--archive``): its WARC files and their capture index.
 
-Embedded, the index is ``archive.sqlite`` in the crawl's state directory.
+Embedded, the index is ``archive.sqlite`` in the crawl's state directory. ``fastwarc`` is
+imported only here, so a crawl without an archive runs without the ``archive`` extra.
 """
 
 from __future__ import annotations
 
 from contextlib import AsyncExitStack
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from crawlfleet.archive.index import INDEX_FILE, SqliteCaptureIndex
-from crawlfleet.archive.keeper import Archive
-from crawlfleet.archive.warc import WarcFiles
 from crawlfleet.errors import ConfigError
 from crawlfleet.settings import Settings
+
+if TYPE_CHECKING:
+    from crawlfleet.archive.keeper import Archive
 
 
 def archive_root(target: str) -> Path:
@@ -34,6 +37,13 @@ def open_archive(settings: Settings, stack: AsyncExitStack) -> Archive | None:
             "--archive keeps its index in an embedded crawl's state only (no --redis)"
         )
     root = archive_root(settings.archive)
+    try:
+        from crawlfleet.archive.keeper import Archive  # fastwarc: the archive extra
+        from crawlfleet.archive.warc import WarcFiles
+    except ImportError as exc:
+        raise ConfigError(
+            f"--archive needs the archive extra ({exc}): pip install 'crawlfleet[archive]'"
+        ) from None
     settings.state_dir.mkdir(parents=True, exist_ok=True)
     index = SqliteCaptureIndex(settings.state_dir / INDEX_FILE)
     index.set_root(str(root))
