@@ -136,3 +136,38 @@ def test_a_recrawl_writes_unchanged_pages_as_revisits(
         assert headers["WARC-Refers-To-Date"] == before["WARC-Date"]
         assert body == b""
     assert all(status != 200 for kind, _, status, _ in again if kind == "response")
+
+
+def test_the_index_finds_a_capture_and_exports_cdxj(site: ThreadedDemoSite, tmp_path: Path) -> None:
+    archive, state = tmp_path / "warc", tmp_path / "state"
+    crawl(state, site.url("lab"), "--archive", str(archive))
+    archived = sum(1 for kind, *_ in records(archive) if kind == "response")
+    page = site.url("lab", "/page/1")
+    listed = runner.invoke(app, ["archive", "list", page, "--state", str(state)])
+    assert listed.exit_code == 0, listed.output
+    assert page in listed.stdout
+    got = tmp_path / "page.html"
+    fetched = runner.invoke(app, ["archive", "get", page, "--state", str(state), "-o", str(got)])
+    assert fetched.exit_code == 0, fetched.output
+    assert got.read_bytes() == sent_by(page)
+    nested = site.url("lab", "/nested?depth=3")  # gzip on the wire: get undoes it
+    crawl(tmp_path / "other", nested, "--archive", str(archive), "--max-depth", "0")
+    decoded = runner.invoke(app, ["archive", "get", nested, "--state", str(tmp_path / "other")])
+    assert decoded.exit_code == 0, decoded.output
+    assert "<div><div><div>" in decoded.stdout
+    cdxj = tmp_path / "index.cdxj"
+    exported = runner.invoke(app, ["archive", "cdxj", "--state", str(state), "-o", str(cdxj)])
+    assert exported.exit_code == 0, exported.output
+    lines = cdxj.read_text().splitlines()
+    assert lines == sorted(lines)
+    assert len(lines) == archived
+    key, stamp, fields = lines[0].split(" ", 2)
+    assert key.startswith("4,0,0,127:")
+    assert len(stamp) == 14
+    assert '"filename":' in fields
+
+
+def test_archive_commands_without_an_archive_say_so(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["archive", "list", "--state", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "no archive index" in result.output

@@ -28,6 +28,9 @@ from crawlfleet.archive.warc import (
 from crawlfleet.models import FetchResult
 
 NOT_MODIFIED = 304
+FETCH_HEADER = "X-Crawlfleet-Fetch"
+"""``page`` on a crawl step's records, ``side`` on robots.txt and sitemap reads (never parsed
+by a reparse)."""
 
 
 class Archive:
@@ -35,16 +38,17 @@ class Archive:
 
     ``crawl_id`` goes into every record (``X-Crawlfleet-Crawl-Id``), with the request's
     attempt (``X-Crawlfleet-Attempt``, 1 for a first try) and its parser context when it has
-    one (``X-Crawlfleet-Context``, JSON), so a reparse sees what the crawl saw.
+    one (``X-Crawlfleet-Context``, JSON), so a reparse sees what the crawl saw. ``side``: the
+    keeper of the same archive for robots.txt and sitemap reads.
     """
 
-    def __init__(self, files: WarcFiles, index: CaptureIndex, *, crawl_id: str) -> None:
+    def __init__(
+        self, files: WarcFiles, index: CaptureIndex, *, crawl_id: str, fetch: str = "page"
+    ) -> None:
         self._files = files
         self._index = index
         self._crawl_id = crawl_id
-        self.records = 0
-        """Response and revisit records written by this process."""
-        self.revisits = 0
+        self._fetch = fetch
 
     def keep(self, result: FetchResult, sent: Sent) -> None:
         url = result.final_url
@@ -78,8 +82,10 @@ class Archive:
                 )
             ]
         )
-        self.records += 1
-        self.revisits += revisit
+
+    @property
+    def side(self) -> Archive:
+        return Archive(self._files, self._index, crawl_id=self._crawl_id, fetch="side")
 
     def close(self) -> None:
         self._files.close()
@@ -89,6 +95,7 @@ class Archive:
         headers = record.headers
         headers["WARC-Target-URI"] = result.final_url
         headers["X-Crawlfleet-Crawl-Id"] = self._crawl_id
+        headers[FETCH_HEADER] = self._fetch
         if result.request is not None:
             headers["X-Crawlfleet-Attempt"] = str(result.request.attempt + 1)
 

@@ -7,6 +7,7 @@ import os
 import typer
 
 from crawlfleet.cli import (
+    archive,
     changes,
     crawl,
     dashboard,
@@ -46,6 +47,7 @@ def _secret_files() -> None:
 
 
 app.command()(crawl.crawl)
+archive.register(app)
 changes.register(app)
 dlq.register(app)
 demo.register(app)

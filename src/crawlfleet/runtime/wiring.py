@@ -34,8 +34,8 @@ from crawlfleet.pipeline.processors import default_processors
 from crawlfleet.pipeline.protocols import PageTracker
 from crawlfleet.proxies.pool import ProxyPool
 from crawlfleet.runtime.admission import Admitter
-from crawlfleet.runtime.backends import Backends, open_store
 from crawlfleet.runtime.archiving import open_archive
+from crawlfleet.runtime.backends import Backends, open_store
 from crawlfleet.runtime.browser_lane import browser_lane, build_browser
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
 from crawlfleet.runtime.fetch_chain import login_link, session_link
@@ -165,7 +165,9 @@ async def build_crawl(
             budget=budget,
             frontier=frontier,
         )
-    robots, fetch_url = build_robots(settings, clock, stack, credentials, link, archive)
+    robots, fetch_url = build_robots(
+        settings, clock, stack, credentials, link, archive and archive.side
+    )
     own_sinks = load_sinks(settings.sinks, settings)
     if own_sinks:
         sink = FanOutSink(sink, own_sinks)

@@ -1,0 +1,90 @@
+"""Reading an archive back: its WARC files, one capture at its offset, every page in order."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from fastwarc.warc import ArchiveIterator, WarcRecord, WarcRecordType
+
+from crawlfleet.archive.keeper import FETCH_HEADER
+from crawlfleet.archive.protocols import Capture
+from crawlfleet.errors import StateError
+
+WARC_SUFFIX = ".warc.gz"
+
+
+@dataclass(frozen=True, slots=True)
+class Archived:
+    """A ``response`` or ``revisit`` record read back.
+
+    ``headers``: the HTTP headers, names in lower case; ``body``: the payload as the server
+    sent it (content codings not undone; empty in a revisit); ``context``: the parser context
+    of the request (``Response.context``); ``page``: fetched by a crawl step (not a robots.txt
+    or sitemap read); ``at``: the WARC-Date (epoch seconds).
+    """
+
+    url: str
+    kind: str
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    at: float
+    digest: str
+    page: bool = True
+    context: dict[str, Any] = field(default_factory=dict)
+
+
+def warc_files(root: Path) -> list[Path]:
+    """The WARC files under ``root`` (and its subfolders), by name; ``StateError`` for none."""
+    if not root.is_dir():
+        raise StateError(f"no archive directory at {root}")
+    files = sorted(root.rglob(f"*{WARC_SUFFIX}"))
+    if not files:
+        raise StateError(f"no {WARC_SUFFIX} files under {root}")
+    return files
+
+
+def read_file(path: Path) -> Iterator[Archived]:
+    """The ``response`` and ``revisit`` records of one WARC file, in order."""
+    kinds = WarcRecordType.response | WarcRecordType.revisit
+    with path.open("rb") as handle:
+        for record in ArchiveIterator(handle, record_types=kinds, parse_http=True):
+            yield _archived(record)
+
+
+def read_capture(root: Path, capture: Capture) -> Archived:
+    """The record ``capture`` points at, read from its offset (no file is scanned)."""
+    path = root / capture.file
+    try:
+        with path.open("rb") as handle:
+            handle.seek(capture.offset)
+            member = handle.read(capture.length)
+    except OSError as exc:
+        raise StateError(f"cannot read {path}: {exc}") from None
+    for record in ArchiveIterator(io.BytesIO(member), parse_http=True):  # one gzip member
+        if record.record_type in (WarcRecordType.response, WarcRecordType.revisit):
+            return _archived(record)
+    raise StateError(f"no response at {path} offset {capture.offset}: is the index stale?")
+
+
+def _archived(record: WarcRecord) -> Archived:
+    warc = record.headers
+    http = record.http_headers
+    context = warc.get("X-Crawlfleet-Context")
+    kind = "revisit" if record.record_type == WarcRecordType.revisit else "response"
+    return Archived(
+        url=warc.get("WARC-Target-URI") or "",
+        kind=kind,
+        status=http.status_code if http is not None else 0,
+        headers={k.lower(): v for k, v in http.items()} if http is not None else {},
+        body=record.reader.read(),
+        at=record.record_date.timestamp() if record.record_date else 0.0,
+        digest=warc.get("WARC-Payload-Digest") or "",
+        page=warc.get(FETCH_HEADER, "page") == "page",
+        context=orjson.loads(context) if context else {},
+    )

@@ -1,0 +1,139 @@
+"""``crawlfleet archive list|get|cdxj``: the captures a crawl archived (``--archive``).
+
+Each reads the crawl's capture index (embedded: ``archive.sqlite`` in ``--state DIR``) and
+finds a capture without scanning the WARC files.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from crawlfleet.archive.index import INDEX_FILE, SqliteCaptureIndex
+from crawlfleet.cli.console import fail, safe
+from crawlfleet.errors import CrawlfleetError, StateError
+from crawlfleet.fetchers.decoding import decode_body
+from crawlfleet.settings import Settings
+
+archive_app = typer.Typer(help="Find the pages a crawl archived (--archive).", no_args_is_help=True)
+out = Console()
+err = Console(stderr=True)
+
+StateOpt = Annotated[
+    Path,
+    typer.Option("--state", help="state directory of an embedded crawl"),
+]
+DEFAULT_STATE = Path(".crawlfleet")
+
+
+def _index(state: Path) -> SqliteCaptureIndex:
+    return SqliteCaptureIndex.existing(state / INDEX_FILE)
+
+
+def _when(epoch_s: float) -> str:
+    return dt.datetime.fromtimestamp(epoch_s, dt.UTC).isoformat(timespec="seconds")
+
+
+@archive_app.command("list")
+def list_(
+    url: Annotated[str | None, typer.Argument(help="only the captures of this URL")] = None,
+    state: StateOpt = DEFAULT_STATE,
+    limit: Annotated[int, typer.Option(min=1, help="rows at most")] = 1000,
+) -> None:
+    """The captures of URL (or of every URL), oldest first."""
+    try:
+        index = _index(state)
+        captures = index.find(url, limit=limit)
+        index.close()
+    except (CrawlfleetError, OSError) as exc:
+        fail(exc, err)
+    table = Table("time", "status", "kind", "digest", "file", "offset", "length", "url")
+    for c in captures:
+        table.add_row(
+            _when(c.at),
+            str(c.status),
+            c.kind,
+            c.digest,
+            c.file,
+            str(c.offset),
+            str(c.length),
+            c.url,
+        )
+    out.print(table, soft_wrap=True)
+    err.print(
+        f"{len(captures)} capture(s)" + (f" (at most {limit})" if len(captures) == limit else "")
+    )
+
+
+@archive_app.command("get")
+def get(
+    url: Annotated[str, typer.Argument(help="the URL of a capture")],
+    state: StateOpt = DEFAULT_STATE,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="file to write (default: stdout)")
+    ] = None,
+    raw: Annotated[
+        bool, typer.Option("--raw", help="the body as sent (content codings not undone)")
+    ] = False,
+) -> None:
+    """The body of URL's newest capture (its status and place on stderr)."""
+    from crawlfleet.archive.reading import read_capture  # fastwarc: the archive extra
+
+    try:
+        index = _index(state)
+        capture, root = index.latest(url), index.root
+        index.close()
+        if capture is None or root is None:
+            raise StateError(f"no capture of {url} in {state / INDEX_FILE}")
+        archived = read_capture(Path(root), capture)
+        body = archived.body
+        coding = archived.headers.get("content-encoding")
+        if coding and not raw:
+            cap_bytes = Settings.model_fields["max_decompressed_bytes"].default
+            body = decode_body(body, coding, cap_bytes=cap_bytes, url=url)
+    except (CrawlfleetError, OSError) as exc:
+        fail(exc, err)
+    err.print(
+        f"{archived.status} {safe(capture.mime)} fetched {_when(capture.at)} "
+        f"({safe(capture.file)} at {capture.offset})",
+        soft_wrap=True,
+    )
+    if output is None:
+        sys.stdout.buffer.write(body)
+        sys.stdout.buffer.flush()
+    else:
+        output.write_bytes(body)
+
+
+@archive_app.command("cdxj")
+def cdxj(
+    state: StateOpt = DEFAULT_STATE,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="file to write (default: stdout)")
+    ] = None,
+) -> None:
+    """Every capture as CDXJ lines (pywb's index format), sorted."""
+    from crawlfleet.archive.cdxj import cdxj_lines
+
+    try:
+        index = _index(state)
+        lines = cdxj_lines(index.find())
+        index.close()
+    except (CrawlfleetError, OSError) as exc:
+        fail(exc, err)
+    text = "".join(f"{line}\n" for line in lines)
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.write_text(text, encoding="utf-8")
+    err.print(f"{len(lines)} capture(s)")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(archive_app, name="archive")
