@@ -80,7 +80,7 @@ def _archived(record: WarcRecord) -> Archived:
     return Archived(
         url=warc.get("WARC-Target-URI") or "",
         kind=kind,
-        status=http.status_code if http is not None else 0,
+        status=(http.status_code or 0) if http is not None else 0,
         headers={k.lower(): v for k, v in http.items()} if http is not None else {},
         body=record.reader.read(),
         at=record.record_date.timestamp() if record.record_date else 0.0,
