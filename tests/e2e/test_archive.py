@@ -171,3 +171,44 @@ def test_archive_commands_without_an_archive_say_so(tmp_path: Path) -> None:
     result = runner.invoke(app, ["archive", "list", "--state", str(tmp_path)])
     assert result.exit_code == 2
     assert "no archive index" in result.output
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_reparse_gives_the_crawls_items_and_asks_the_site_nothing(
+    site: ThreadedDemoSite, tmp_path: Path
+) -> None:
+    """The aisles example carries each item's category as context from its listing: the
+    reparse sees the same context (kept in the records) and writes the same export."""
+    example = EXAMPLES / "aisles"
+    config = ["--config", str(example / "crawl.toml"), "--parsers", str(example / "parsers.py")]
+    archive, crawled, reparsed = tmp_path / "warc", tmp_path / "crawl.jsonl", tmp_path / "re.jsonl"
+    crawl(
+        tmp_path / "state",
+        site.url("shop", "/aisles/"),
+        *config,
+        "--archive",
+        str(archive),
+        "-o",
+        str(crawled),
+    )
+    site.clear_log()
+    result = runner.invoke(
+        app, ["reparse", "--archive", str(archive), *config, "-o", str(reparsed)]
+    )
+    assert result.exit_code == 0, result.output
+    assert site.log == []
+    assert crawled.read_bytes().count(b"\n") == 50
+    assert reparsed.read_bytes() == crawled.read_bytes()
+    assert "no request made" in result.output
+    assert "links found (not crawled)" in result.output
+    assert "1 side fetch" in result.output  # robots.txt is not a page
+
+
+def test_reparse_of_no_archive_says_so(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    result = runner.invoke(app, ["reparse", "--archive", str(tmp_path), "-o", str(out)])
+    assert result.exit_code == 2
+    assert "no .warc.gz files" in result.output
+    assert not out.exists()

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from crawlfleet.models import FetchResult
 
@@ -71,3 +71,24 @@ class CaptureIndex(Protocol):
     def find(self, url: str | None = None, *, limit: int | None = None) -> list[Capture]: ...
 
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Archived:
+    """A ``response`` or ``revisit`` record read back.
+
+    ``headers``: the HTTP headers, names in lower case; ``body``: the payload as the server
+    sent it (content codings not undone; empty in a revisit); ``context``: the parser context
+    of the request (``Response.context``); ``page``: fetched by a crawl step (not a robots.txt
+    or sitemap read); ``at``: the WARC-Date (epoch seconds).
+    """
+
+    url: str
+    kind: str
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    at: float
+    digest: str
+    page: bool = True
+    context: dict[str, Any] = field(default_factory=dict)

@@ -4,39 +4,16 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import orjson
 from fastwarc.warc import ArchiveIterator, WarcRecord, WarcRecordType
 
 from crawlfleet.archive.keeper import FETCH_HEADER
-from crawlfleet.archive.protocols import Capture
+from crawlfleet.archive.protocols import Archived, Capture
 from crawlfleet.errors import StateError
 
 WARC_SUFFIX = ".warc.gz"
-
-
-@dataclass(frozen=True, slots=True)
-class Archived:
-    """A ``response`` or ``revisit`` record read back.
-
-    ``headers``: the HTTP headers, names in lower case; ``body``: the payload as the server
-    sent it (content codings not undone; empty in a revisit); ``context``: the parser context
-    of the request (``Response.context``); ``page``: fetched by a crawl step (not a robots.txt
-    or sitemap read); ``at``: the WARC-Date (epoch seconds).
-    """
-
-    url: str
-    kind: str
-    status: int
-    headers: dict[str, str]
-    body: bytes
-    at: float
-    digest: str
-    page: bool = True
-    context: dict[str, Any] = field(default_factory=dict)
 
 
 def warc_files(root: Path) -> list[Path]:

@@ -19,6 +19,7 @@ from crawlfleet.cli import (
     ops,
     parsers,
     proxies,
+    reparse,
     shell,
     status,
     vacuum,
@@ -48,6 +49,7 @@ def _secret_files() -> None:
 
 app.command()(crawl.crawl)
 archive.register(app)
+reparse.register(app)
 changes.register(app)
 dlq.register(app)
 demo.register(app)

@@ -1,0 +1,97 @@
+"""``crawlfleet reparse --archive DIR --parsers FILE.py -o OUT``: a crawl's parsers run again
+over its archived pages, without a request to any site.
+
+The items go through the crawl's pipeline into an items file (``--state DIR``'s, or a
+temporary one) and are exported to ``OUT`` as ``crawlfleet export`` writes them (JSONL:
+one ``{"type", "key", ...}`` object a line).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from crawlfleet.archive.protocols import Archived
+from crawlfleet.cli.console import fail, safe
+from crawlfleet.errors import ConfigError, CrawlfleetError
+from crawlfleet.pipeline.export import ITEMS_FILE, export_items
+from crawlfleet.runtime.reparse import ReparseFigures, reparse
+from crawlfleet.settings import Settings
+from crawlfleet.settings_loading import load_settings
+
+err = Console(stderr=True)
+
+
+def _records(root: Path) -> Iterator[Archived]:
+    from crawlfleet.archive.reading import read_file, warc_files  # fastwarc: the archive extra
+
+    return itertools.chain.from_iterable(read_file(path) for path in warc_files(root))
+
+
+async def _run(settings: Settings, root: Path, items_file: Path) -> ReparseFigures:
+    from crawlfleet.pipeline.sinks.sqlite import SqliteSink
+
+    sink = await SqliteSink.open(items_file, crawl_id=settings.crawl_id)
+    try:
+        return await reparse(settings, _records(root), sink, sink)
+    finally:
+        await sink.close()
+
+
+def reparse_command(
+    archive: Annotated[
+        Path, typer.Option("--archive", help="directory of the WARC files (and subfolders)")
+    ],
+    output: Annotated[Path, typer.Option("-o", "--output", help="items file to write")],
+    parsers: Annotated[
+        str | None, typer.Option(help="parser modules or .py files, comma-separated")
+    ] = None,
+    config: Annotated[Path | None, typer.Option("--config", help="TOML settings file")] = None,
+    state: Annotated[
+        Path | None,
+        typer.Option("--state", help="keep the items in this directory's items file too"),
+    ] = None,
+) -> None:
+    """Parse the archived pages again, as if just fetched; no request is made."""
+    try:
+        settings = load_settings(config)
+        if parsers:
+            settings.parsers = [*settings.parsers, *(p.strip() for p in parsers.split(",") if p)]
+        with contextlib.ExitStack() as stack:
+            if state is None:
+                where = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+            else:
+                where = state
+                where.mkdir(parents=True, exist_ok=True)
+            items_file = where / ITEMS_FILE
+            if state is None and output.resolve() == items_file.resolve():
+                raise ConfigError("give -o another file than the items file")
+            figures = asyncio.run(_run(settings, archive, items_file))
+            written = export_items(items_file, output, crawl_id=settings.crawl_id)
+    except (CrawlfleetError, OSError) as exc:
+        fail(exc, err)
+    rate = figures.pages / figures.elapsed_s if figures.elapsed_s > 0 else 0.0
+    skipped = ", ".join(f"{n} {why}" for why, n in sorted(figures.skipped.items())) or "none"
+    err.print(
+        f"reparsed {figures.pages} pages of {figures.records} records in "
+        f"{figures.elapsed_s:.1f} s ({rate:.0f} pages/s), no request made; "
+        f"items: {figures.items['stored']} stored, {figures.items['invalid']} invalid, "
+        f"{figures.items['dropped']} dropped; {figures.links} links found (not crawled); "
+        f"not parsed: {skipped}",
+        soft_wrap=True,
+    )
+    if figures.first_error:
+        err.print(f"first error: {safe(figures.first_error)}", soft_wrap=True)
+    err.print(f"wrote {written} items to {safe(str(output))}", soft_wrap=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("reparse")(reparse_command)
