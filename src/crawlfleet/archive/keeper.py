@@ -4,12 +4,15 @@ a ``revisit`` when the page is unchanged since its last capture.
 A 304, or a 200 whose payload digest equals the URL's newest capture's, is written as a
 ``revisit`` record (profile identical-payload-digest) holding only the response's head and
 pointing at that capture (``WARC-Refers-To-Target-URI``/``-Date``): an unchanged page is
-not stored twice. Every record is in the capture index before ``keep`` returns, so before
-the crawl step that fetched it completes its lease.
+not stored twice. Every record is written to its file (and handed to the OS) before ``keep``
+returns, so before the crawl step that fetched it completes its lease. Index rows are written
+in batches (``IndexBatch``): a process killed mid-crawl may leave its last second of captures
+in the files but not in the index.
 """
 
 from __future__ import annotations
 
+import time
 from urllib.parse import urlsplit
 
 import orjson
@@ -33,6 +36,42 @@ FETCH_HEADER = "X-Crawlfleet-Fetch"
 by a reparse)."""
 
 
+class IndexBatch:
+    """Captures on their way to a ``CaptureIndex``: written every ``max_rows`` or ``max_age_s``
+    and at ``close``; ``latest`` sees them before they are written.
+
+    One index row a transaction cost 70 µs a page, a third of archiving it (decision 0049).
+    """
+
+    def __init__(self, index: CaptureIndex, *, max_rows: int = 256, max_age_s: float = 1.0) -> None:
+        self._index = index
+        self._max_rows = max_rows
+        self._max_age_s = max_age_s
+        self._pending: dict[str, Capture] = {}
+        self._rows: list[Capture] = []
+        self._since = time.monotonic()
+
+    def add(self, capture: Capture) -> None:
+        self._rows.append(capture)
+        if capture.kind == "response":
+            self._pending[capture.url] = capture
+        if len(self._rows) >= self._max_rows or time.monotonic() - self._since >= self._max_age_s:
+            self.flush()
+
+    def latest(self, url: str) -> Capture | None:
+        return self._pending.get(url) or self._index.latest(url)
+
+    def flush(self) -> None:
+        if self._rows:
+            self._index.add(self._rows)
+        self._rows, self._pending = [], {}
+        self._since = time.monotonic()
+
+    def close(self) -> None:
+        self.flush()
+        self._index.close()
+
+
 class Archive:
     """The crawl's ``ResponseKeeper``: WARC files plus their capture index.
 
@@ -43,7 +82,7 @@ class Archive:
     """
 
     def __init__(
-        self, files: WarcFiles, index: CaptureIndex, *, crawl_id: str, fetch: str = "page"
+        self, files: WarcFiles, index: IndexBatch, *, crawl_id: str, fetch: str = "page"
     ) -> None:
         self._files = files
         self._index = index
@@ -68,19 +107,17 @@ class Archive:
         kind = "revisit" if revisit else "response"
         mime = result.content_type
         self._index.add(
-            [
-                Capture(
-                    url,
-                    result.fetched_at,
-                    status,
-                    digest,
-                    written.file,
-                    written.offset,
-                    written.length,
-                    kind,
-                    mime,
-                )
-            ]
+            Capture(
+                url,
+                result.fetched_at,
+                status,
+                digest,
+                written.file,
+                written.offset,
+                written.length,
+                kind,
+                mime,
+            )
         )
 
     @property

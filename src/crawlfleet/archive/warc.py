@@ -1,7 +1,9 @@
 """Writing WARC/1.1 files: one gzip member a record, a ``warcinfo`` first, rolled at a size.
 
-Records are built with ``fastwarc`` (decision 0049: twice warcio's speed at the same
-compression). A file is named ``<crawl>-<UTC time>-<host>-<pid>-<sequence>.warc.gz``, so two
+Records are serialized by ``fastwarc`` and each compressed into one gzip member by ISA-L
+(``isal``) at level 1: together 60 µs for a 21 KB page where warcio's own gzip takes 510 µs
+(decision 0049). Records carry a ``WARC-Payload-Digest`` (what revisits and replay tools
+use), no ``WARC-Block-Digest``. A file is named ``<crawl>-<UTC time>-<host>-<pid>-<sequence>.warc.gz``, so two
 processes (or one process's successive files) never write to one file. Each record is
 compressed into memory and then appended with one ``write``: a process killed mid-way leaves
 whole records plus at most one cut member at the end, which readers skip.
@@ -10,9 +12,11 @@ whole records plus at most one cut member at the end, which readers skip.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import io
 import os
+import random
 import socket
 import time
 import uuid
@@ -22,14 +26,17 @@ from http import HTTPStatus
 from pathlib import Path
 from typing import BinaryIO
 
-from fastwarc.stream_io import GzipWriter
 from fastwarc.warc import WarcRecord, WarcRecordType
+from isal import isal_zlib
 
 from crawlfleet.errors import StateError
 
 DEFAULT_FILE_BYTES = 1_000_000_000
-COMPRESSION_LEVEL = 6
-"""zlib's default: level 9 costs 3x the CPU for 2 % smaller files (decision 0049)."""
+COMPRESSION_LEVEL = 1
+"""ISA-L's level 1: 39 µs for 21 KB of HTML, files 12 % larger than zlib's level 6 at a
+tenth of its CPU (decision 0049)."""
+_GZIP_WBITS = 31
+_random = random.Random()
 REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 _HOP_HEADERS = frozenset({"transfer-encoding"})
 """Headers describing how the bytes travelled, which the payload no longer reflects."""
@@ -40,10 +47,20 @@ def payload_digest(body: bytes) -> str:
     return "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode()
 
 
+@functools.lru_cache(maxsize=4)
+def _second(whole_s: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole_s))
+
+
 def warc_date(at: float) -> str:
     """``at`` (epoch seconds) as a WARC/1.1 date, to the microsecond."""
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(at))
-    return f"{stamp}.{int(at % 1 * 1_000_000):06d}Z"
+    whole_s = int(at)
+    return f"{_second(whole_s)}.{int((at - whole_s) * 1_000_000):06d}Z"
+
+
+def _record_id() -> bytes:
+    """A random (version 4) UUID URN; ``random``, not ``os.urandom``: an id, not a secret."""
+    return f"uuid:{uuid.UUID(int=_random.getrandbits(128), version=4)}".encode()
 
 
 def http_response_head(status: int, headers: Mapping[str, str]) -> bytes:
@@ -172,12 +189,14 @@ class WarcFiles:
 def new_record(kind: WarcRecordType, at: float) -> WarcRecord:
     """A record of ``kind`` with a fresh id and ``at`` as its date."""
     record = WarcRecord()
-    record.init_headers(kind, f"uuid:{uuid.uuid4()}".encode())
+    record.init_headers(kind, _record_id())
     record.headers["WARC-Date"] = warc_date(at)
     return record
 
 
 def _compress(record: WarcRecord, out: io.BytesIO) -> None:
-    gzip = GzipWriter(out, compression_level=COMPRESSION_LEVEL)
-    record.write(gzip, checksum_data=True)
-    gzip.finish()
+    plain = io.BytesIO()
+    record.write(plain, checksum_data=False)
+    gzip = isal_zlib.compressobj(COMPRESSION_LEVEL, isal_zlib.DEFLATED, _GZIP_WBITS)
+    out.write(gzip.compress(plain.getbuffer()))
+    out.write(gzip.flush())

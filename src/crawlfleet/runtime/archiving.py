@@ -38,7 +38,7 @@ def open_archive(settings: Settings, stack: AsyncExitStack) -> Archive | None:
         )
     root = archive_root(settings.archive)
     try:
-        from crawlfleet.archive.keeper import Archive  # fastwarc: the archive extra
+        from crawlfleet.archive.keeper import Archive, IndexBatch  # fastwarc: the archive extra
         from crawlfleet.archive.warc import WarcFiles
     except ImportError as exc:
         raise ConfigError(
@@ -48,6 +48,6 @@ def open_archive(settings: Settings, stack: AsyncExitStack) -> Archive | None:
     index = SqliteCaptureIndex(settings.state_dir / INDEX_FILE)
     index.set_root(str(root))
     files = WarcFiles(root, crawl_id=settings.crawl_id, max_file_bytes=settings.archive_file_bytes)
-    archive = Archive(files, index, crawl_id=settings.crawl_id)
+    archive = Archive(files, IndexBatch(index), crawl_id=settings.crawl_id)
     stack.callback(archive.close)
     return archive
