@@ -40,6 +40,7 @@ async def _run(settings: Settings, root: Path, items_file: Path) -> ReparseFigur
     from crawlfleet.pipeline.sinks.sqlite import SqliteSink
 
     sink = await SqliteSink.open(items_file, crawl_id=settings.crawl_id)
+    sink.write_in_turns()  # one transaction an event-loop turn, as in a crawl (decision 0027)
     try:
         return await reparse(settings, _records(root), sink, sink)
     finally:
@@ -79,10 +80,12 @@ def reparse_command(
     except (CrawlfleetError, OSError) as exc:
         fail(exc, err)
     rate = figures.pages / figures.elapsed_s if figures.elapsed_s > 0 else 0.0
+    cpu_ms = figures.cpu_s * 1000 / figures.pages if figures.pages else 0.0
     skipped = ", ".join(f"{n} {why}" for why, n in sorted(figures.skipped.items())) or "none"
     err.print(
         f"reparsed {figures.pages} pages of {figures.records} records in "
-        f"{figures.elapsed_s:.1f} s ({rate:.0f} pages/s), no request made; "
+        f"{figures.elapsed_s:.1f} s ({rate:.0f} pages/s, {cpu_ms:.2f} CPU ms a page), "
+        "no request made; "
         f"items: {figures.items['stored']} stored, {figures.items['invalid']} invalid, "
         f"{figures.items['dropped']} dropped; {figures.links} links found (not crawled); "
         f"not parsed: {skipped}",

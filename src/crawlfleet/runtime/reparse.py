@@ -50,6 +50,7 @@ class ReparseFigures:
     skipped: Counter[str] = field(default_factory=Counter)
     first_error: str | None = None
     elapsed_s: float = 0.0
+    cpu_s: float = 0.0
 
 
 def archived_result(archived: Archived, rules: UrlRules, *, cap_bytes: int) -> FetchResult:
@@ -83,7 +84,7 @@ async def reparse(
     settings: Settings, records: Iterable[Archived], sink: Sink, rejects: RejectStore | None
 ) -> ReparseFigures:
     """Parse every page of ``records`` with ``settings``' parsers into ``sink``."""
-    started = time.perf_counter()
+    started, started_cpu = time.perf_counter(), time.process_time()
     registry = load_parsers(
         settings.parsers,
         settings.selector_parsers,
@@ -108,6 +109,7 @@ async def reparse(
     finally:
         budget.close()
     figures.elapsed_s = time.perf_counter() - started
+    figures.cpu_s = time.process_time() - started_cpu
     return figures
 
 
