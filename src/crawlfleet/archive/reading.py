@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from crawlfleet.archive.protocols import Archived, Capture
 from crawlfleet.errors import StateError
 
 WARC_SUFFIX = ".warc.gz"
+S3_SCHEME = "s3://"
 
 
 def warc_files(root: Path) -> list[Path]:
@@ -34,19 +36,50 @@ def read_file(path: Path) -> Iterator[Archived]:
             yield _archived(record)
 
 
-def read_capture(root: Path, capture: Capture) -> Archived:
-    """The record ``capture`` points at, read from its offset (no file is scanned)."""
-    path = root / capture.file
-    try:
-        with path.open("rb") as handle:
-            handle.seek(capture.offset)
-            member = handle.read(capture.length)
-    except OSError as exc:
-        raise StateError(f"cannot read {path}: {exc}") from None
+def read_capture(root: str, capture: Capture) -> Archived:
+    """The record ``capture`` points at, in the archive at ``root`` (a directory or an
+    ``s3://`` URL), read from its offset: no file is scanned."""
+    where = f"{capture.file} at offset {capture.offset}"
+    if root.startswith(S3_SCHEME):
+        from crawlfleet.archive.s3 import S3Archive, S3Location  # boto3
+
+        archive = S3Archive(S3Location.parse(root))
+        member = archive.read_range(capture.file, capture.offset, capture.length)
+    else:
+        path = Path(root) / capture.file
+        try:
+            with path.open("rb") as handle:
+                handle.seek(capture.offset)
+                member = handle.read(capture.length)
+        except OSError as exc:
+            raise StateError(f"cannot read {path}: {exc}") from None
     for record in ArchiveIterator(io.BytesIO(member), parse_http=True):  # one gzip member
         if record.record_type in (WarcRecordType.response, WarcRecordType.revisit):
             return _archived(record)
-    raise StateError(f"no response at {path} offset {capture.offset}: is the index stale?")
+    raise StateError(f"no response record in {where} of {root}: is the index stale?")
+
+
+def archive_records(source: str) -> Iterator[Archived]:
+    """Every ``response`` and ``revisit`` record of the archive at ``source`` (a directory,
+    its subfolders included, or an ``s3://`` URL: each object downloaded in turn to a
+    temporary file), file by file in name order. ``StateError`` for an archive without files.
+    """
+    if not source.startswith(S3_SCHEME):
+        for path in warc_files(Path(source)):
+            yield from read_file(path)
+        return
+    from crawlfleet.archive.s3 import S3Archive, S3Location  # boto3
+
+    archive = S3Archive(S3Location.parse(source))
+    stored = archive.files()
+    if not stored:
+        raise StateError(f"no {WARC_SUFFIX} objects under {source}")
+    with tempfile.TemporaryDirectory(prefix="crawlfleet-reparse-") as tmp:
+        for file in stored:
+            local = Path(tmp) / "current.warc.gz"
+            archive.download(file.name, local)
+            yield from read_file(local)
+            local.unlink()
 
 
 def _archived(record: WarcRecord) -> Archived:

@@ -20,7 +20,7 @@ import random
 import socket
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
@@ -107,7 +107,8 @@ class WarcFiles:
     """Appends records to a rolling series of WARC files under ``directory``; not thread-safe.
 
     A file past ``max_file_bytes`` is closed before the next record (a record is never
-    split); every file starts with a ``warcinfo`` record naming the crawl.
+    split); every file starts with a ``warcinfo`` record naming the crawl. ``on_closed`` gets
+    each finished file (``archive/s3.py`` uploads it).
     """
 
     def __init__(
@@ -117,7 +118,9 @@ class WarcFiles:
         crawl_id: str,
         max_file_bytes: int = DEFAULT_FILE_BYTES,
         software: str = "crawlfleet",
+        on_closed: Callable[[Path], None] | None = None,
     ) -> None:
+        self._on_closed = on_closed
         self.directory = directory
         self._crawl_id = crawl_id
         self._max_file_bytes = max_file_bytes
@@ -156,7 +159,10 @@ class WarcFiles:
             return
         file, self._file = self._file, None
         file.close()
-        self.closed_files.append(self.directory / self._name)
+        path = self.directory / self._name
+        self.closed_files.append(path)
+        if self._on_closed is not None:
+            self._on_closed(path)
 
     def _roll(self) -> None:
         self.close()

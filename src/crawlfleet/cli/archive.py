@@ -91,7 +91,7 @@ def get(
         index.close()
         if capture is None or root is None:
             raise StateError(f"no capture of {url} in {state / INDEX_FILE}")
-        archived = read_capture(Path(root), capture)
+        archived = read_capture(root, capture)
         body = archived.body
         coding = archived.headers.get("content-encoding")
         if coding and not raw:

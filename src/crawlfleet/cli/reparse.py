@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,13 +29,13 @@ from crawlfleet.settings_loading import load_settings
 err = Console(stderr=True)
 
 
-def _records(root: Path) -> Iterator[Archived]:
-    from crawlfleet.archive.reading import read_file, warc_files  # fastwarc: the archive extra
+def _records(source: str) -> Iterator[Archived]:
+    from crawlfleet.archive.reading import archive_records  # fastwarc: the archive extra
 
-    return itertools.chain.from_iterable(read_file(path) for path in warc_files(root))
+    return archive_records(source)
 
 
-async def _run(settings: Settings, root: Path, items_file: Path) -> ReparseFigures:
+async def _run(settings: Settings, root: str, items_file: Path) -> ReparseFigures:
     from crawlfleet.pipeline.sinks.sqlite import SqliteSink
 
     sink = await SqliteSink.open(items_file, crawl_id=settings.crawl_id)
@@ -49,7 +48,10 @@ async def _run(settings: Settings, root: Path, items_file: Path) -> ReparseFigur
 
 def reparse_command(
     archive: Annotated[
-        Path, typer.Option("--archive", help="directory of the WARC files (and subfolders)")
+        str,
+        typer.Option(
+            "--archive", help="directory of the WARC files (and subfolders), or s3://bucket/prefix"
+        ),
     ],
     output: Annotated[Path, typer.Option("-o", "--output", help="items file to write")],
     parsers: Annotated[
