@@ -4,6 +4,8 @@ reader (warcio) reads back, with the bytes the server sent; a recrawl's unchange
 
 from __future__ import annotations
 
+import os
+import time
 import urllib.request
 from collections import Counter
 from pathlib import Path
@@ -212,3 +214,28 @@ def test_reparse_of_no_archive_says_so(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "no .warc.gz files" in result.output
     assert not out.exists()
+
+
+def test_prune_removes_old_files_and_their_captures(site: ThreadedDemoSite, tmp_path: Path) -> None:
+    archive, state = tmp_path / "warc", tmp_path / "state"
+    crawl(state, site.url("lab"), "--archive", str(archive))
+    [old] = archive.rglob("*.warc.gz")
+    forty_days_ago = time.time() - 40 * 86_400
+    os.utime(old, (forty_days_ago, forty_days_ago))
+    crawl(tmp_path / "state", site.url("lab"), "--archive", str(archive), "--fresh")
+    assert len(list(archive.rglob("*.warc.gz"))) == 2
+    args = ["archive", "prune", "--older-than", "30d", "--state", str(state)]
+    dry = runner.invoke(app, [*args, "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert old.name in dry.stdout
+    assert old.exists()
+    pruned = runner.invoke(app, args)
+    assert pruned.exit_code == 0, pruned.output
+    assert not old.exists()
+    assert len(list(archive.rglob("*.warc.gz"))) == 1
+    listed = runner.invoke(app, ["archive", "cdxj", "--state", str(state)])
+    assert old.name not in listed.stdout
+    assert listed.stdout.count("\n") > 10  # the second crawl's captures stay
+    bad = runner.invoke(app, [*args[:2], "--older-than", "soon", "--state", str(state)])
+    assert bad.exit_code == 2
+    assert "--older-than 'soon'" in bad.output

@@ -181,3 +181,16 @@ def test_an_unreachable_bucket_fails_the_crawl_and_keeps_the_files(
     assert "not uploaded" in result.output
     assert "NoSuchBucket" in result.output
     assert list((state / "archive-spool").glob("*.warc.gz"))
+
+
+def test_prune_removes_the_bucket_objects(s3: str, site: ThreadedDemoSite, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    crawl = ["crawl", site.url("lab", "/page/1"), *FAST, "--max-depth", "0", "--state", str(state)]
+    result = runner.invoke(app, [*crawl, "--archive", f"s3://{BUCKET}/old"])
+    assert result.exit_code == 0, result.output
+    assert objects("old/")
+    pruned = runner.invoke(app, ["archive", "prune", "--older-than", "0s", "--state", str(state)])
+    assert pruned.exit_code == 0, pruned.output
+    assert objects("old/") == {}
+    listed = runner.invoke(app, ["archive", "list", "--state", str(state)])
+    assert "0 capture(s)" in listed.output

@@ -23,6 +23,7 @@ CREATE TABLE IF NOT EXISTS captures (
     kind TEXT NOT NULL, mime TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS captures_by_url ON captures (url, at);
+CREATE INDEX IF NOT EXISTS captures_by_file ON captures (file);
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 _COLUMNS = "url, at, status, digest, file, offset, length, kind, mime"
@@ -78,6 +79,17 @@ class SqliteCaptureIndex:
             f"SELECT {_COLUMNS} FROM captures {where} ORDER BY url, at{cap}", args
         ).fetchall()
         return [Capture(*row) for row in rows]
+
+    def forget_files(self, names: Sequence[str]) -> int:
+        """Drop the captures in the files ``names`` (pruned); how many rows went."""
+        try:
+            with write(self._db) as db:
+                return sum(
+                    db.execute("DELETE FROM captures WHERE file = ?", (name,)).rowcount
+                    for name in names
+                )
+        except sqlite3.Error as exc:
+            raise StateError(f"cannot write the archive index {self.path}: {exc}") from None
 
     def close(self) -> None:
         self._db.close()

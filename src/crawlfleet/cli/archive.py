@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -133,6 +134,39 @@ def cdxj(
     else:
         output.write_text(text, encoding="utf-8")
     err.print(f"{len(lines)} capture(s)")
+
+
+@archive_app.command("prune")
+def prune_(
+    older_than: Annotated[
+        str, typer.Option("--older-than", help="age of the files to remove: 30d, 12h, 1w, ...")
+    ],
+    state: StateOpt = DEFAULT_STATE,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="only list them")] = False,
+) -> None:
+    """Remove the archive's WARC files (directory or bucket) older than an age, and their
+    captures from the index."""
+    from crawlfleet.archive.retention import prune
+    from crawlfleet.recrawl import duration_s
+
+    try:
+        age_s = duration_s(older_than)
+        index = _index(state)
+        try:
+            pruned = prune(index, time.time() - age_s, dry_run=dry_run)
+        finally:
+            index.close()
+    except ValueError as exc:
+        fail(f"--older-than {older_than!r}: {exc}", err)
+    except (CrawlfleetError, OSError) as exc:
+        fail(exc, err)
+    for name in pruned.files:
+        out.print(safe(name), soft_wrap=True)
+    verb = "would remove" if dry_run else "removed"
+    err.print(
+        f"{verb} {len(pruned.files)} file(s), {pruned.size_bytes / 1e6:.1f} MB"
+        + ("" if dry_run else f", {pruned.captures} capture(s) from the index")
+    )
 
 
 def register(app: typer.Typer) -> None:
