@@ -2,8 +2,8 @@
 
 Two keys checked on their own (``output``'s format, ``redis_url``), then the rules between
 keys, in this order: timeouts, block window, proxy wait and ladder; recrawl tuning; the
-bound on one crawl step. Each failure is a ``ValueError`` whose text ``settings_loading``
-turns into one line.
+bound on one crawl step; an archive only in an embedded crawl. Each failure is a
+``ValueError`` whose text ``settings_loading`` turns into one line.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ def check_agreement(settings: Settings) -> None:
     _timeouts_consistent(settings)
     _recrawl_rules_apply(settings)
     _a_step_fits_its_bound(settings)
+    _archive_is_embedded(settings)
 
 
 def _timeouts_consistent(settings: Settings) -> None:
@@ -100,4 +101,12 @@ def _a_step_fits_its_bound(settings: Settings) -> None:
             f"max_step_s ({settings.max_step_s:g}) must be >= {STEP_TIMEOUTS} x total_timeout_s"
             f" + max_parse_s{browser} ({least_s:g}): a step may read robots.txt, fetch its"
             " page, parse it and read the robots.txt of its links' new hosts"
+        )
+
+
+def _archive_is_embedded(settings: Settings) -> None:
+    # The capture index lives in the state directory (archive/index.py): none in PostgreSQL yet.
+    if settings.archive is not None and settings.redis_url is not None:
+        raise ValueError(
+            "archive: only an embedded crawl keeps an archive yet (not with redis_url)"
         )

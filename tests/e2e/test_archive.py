@@ -239,3 +239,19 @@ def test_prune_removes_old_files_and_their_captures(site: ThreadedDemoSite, tmp_
     bad = runner.invoke(app, [*args[:2], "--older-than", "soon", "--state", str(state)])
     assert bad.exit_code == 2
     assert "--older-than 'soon'" in bad.output
+
+
+def test_a_distributed_crawl_with_an_archive_is_refused_at_once(tmp_path: Path) -> None:
+    result = runner.invoke(
+        app,
+        [
+            "crawl",
+            "http://127.0.0.1:1/",
+            "--redis",
+            "redis://127.0.0.1:1/0",
+            "--archive",
+            str(tmp_path),
+        ],
+    )
+    assert result.exit_code == 2
+    assert "only an embedded crawl keeps an archive" in result.output

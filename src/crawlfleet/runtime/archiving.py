@@ -42,15 +42,11 @@ def archive_root(target: str) -> str:
 def open_archive(settings: Settings, stack: AsyncExitStack) -> Archive | None:
     """The crawl's archive, closed by ``stack`` (None without ``archive``).
 
-    ``ConfigError`` for a distributed crawl (its capture index is not kept yet) and when
-    the ``archive`` extra is missing.
+    ``ConfigError`` when the ``archive`` extra is missing (a distributed crawl with an
+    archive is refused by the settings' checks).
     """
     if settings.archive is None:
         return None
-    if settings.redis_url is not None:
-        raise ConfigError(
-            "--archive keeps its index in an embedded crawl's state only (no --redis)"
-        )
     root = archive_root(settings.archive)
     try:
         from crawlfleet.archive.keeper import Archive, IndexBatch  # fastwarc: the archive extra
