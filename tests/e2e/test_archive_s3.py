@@ -4,12 +4,17 @@ MinIO), found through the index and reparsed from the bucket."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import shutil
+import signal
 import socket
+import sqlite3
 import subprocess
+import sys
 import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +22,7 @@ import boto3
 import pytest
 from typer.testing import CliRunner
 from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
 
 from crawlfleet.archive.s3 import PART_BYTES, S3Archive, S3Location
 from crawlfleet.cli.main import app
@@ -194,3 +200,36 @@ def test_prune_removes_the_bucket_objects(s3: str, site: ThreadedDemoSite, tmp_p
     assert objects("old/") == {}
     listed = runner.invoke(app, ["archive", "list", "--state", str(state)])
     assert "0 capture(s)" in listed.output
+
+
+def test_sigkill_loses_no_capture_whose_lease_end_was_stored(
+    s3: str, site: ThreadedDemoSite, tmp_path: Path
+) -> None:
+    """What is promised: a page whose attempt is in the state file has its record in the
+    spool file (written before the lease ended), and the next crawl uploads that file."""
+    state, target = tmp_path / "state", f"s3://{BUCKET}/killed"
+    args = [sys.executable, "-m", "crawlfleet", "crawl", site.url("quotes"), "--state", str(state)]
+    args += ["--allow-private-addresses", "--delay", "0.02", "--archive", target]
+    crawl = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while len(site.log) < 15:
+        assert time.monotonic() < deadline, "the crawl did not get going"
+        time.sleep(0.01)
+    os.kill(crawl.pid, signal.SIGKILL)
+    crawl.communicate(timeout=10)
+    db = sqlite3.connect(state / "state.sqlite")
+    reported = {url for (url,) in db.execute("SELECT url FROM attempts WHERE status IS NOT NULL")}
+    db.close()
+    assert reported
+    assert objects("killed/") == {}  # the killed crawl's file was still in its spool
+    again = subprocess.run(args, capture_output=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    archived = set()
+    for data in objects("killed/").values():
+        with contextlib.suppress(
+            ArchiveLoadFailed, EOFError, OSError, zlib.error
+        ):  # a cut last record
+            for record in ArchiveIterator(io.BytesIO(data)):
+                if record.rec_type in ("response", "revisit"):
+                    archived.add(record.rec_headers["WARC-Target-URI"])
+    assert reported <= archived
