@@ -2,7 +2,7 @@
 
 Two keys checked on their own (``output``'s format, ``redis_url``), then the rules between
 keys, in this order: timeouts, block window, proxy wait and ladder; recrawl tuning; the
-bound on one crawl step; an archive only in an embedded crawl. Each failure is a
+bound on one crawl step; a distributed archive's index. Each failure is a
 ``ValueError`` whose text ``settings_loading`` turns into one line.
 """
 
@@ -52,7 +52,7 @@ def check_agreement(settings: Settings) -> None:
     _timeouts_consistent(settings)
     _recrawl_rules_apply(settings)
     _a_step_fits_its_bound(settings)
-    _archive_is_embedded(settings)
+    _archive_has_an_index(settings)
 
 
 def _timeouts_consistent(settings: Settings) -> None:
@@ -104,9 +104,8 @@ def _a_step_fits_its_bound(settings: Settings) -> None:
         )
 
 
-def _archive_is_embedded(settings: Settings) -> None:
-    # The capture index lives in the state directory (archive/index.py): none in PostgreSQL yet.
-    if settings.archive is not None and settings.redis_url is not None:
-        raise ValueError(
-            "archive: only an embedded crawl keeps an archive yet (not with redis_url)"
-        )
+def _archive_has_an_index(settings: Settings) -> None:
+    # A distributed crawl's capture index is in its PostgreSQL (archive/postgres_index.py).
+    distributed = settings.redis_url is not None
+    if settings.archive is not None and distributed and settings.postgres_dsn is None:
+        raise ValueError("archive: a distributed crawl keeps its archive index in postgres_dsn")

@@ -241,17 +241,12 @@ def test_prune_removes_old_files_and_their_captures(site: ThreadedDemoSite, tmp_
     assert "--older-than 'soon'" in bad.output
 
 
-def test_a_distributed_crawl_with_an_archive_is_refused_at_once(tmp_path: Path) -> None:
+def test_a_distributed_crawl_with_an_archive_and_no_postgres_is_refused_at_once(
+    tmp_path: Path,
+) -> None:
+    redis = ["--redis", "redis://127.0.0.1:1/0"]
     result = runner.invoke(
-        app,
-        [
-            "crawl",
-            "http://127.0.0.1:1/",
-            "--redis",
-            "redis://127.0.0.1:1/0",
-            "--archive",
-            str(tmp_path),
-        ],
+        app, ["crawl", "http://127.0.0.1:1/", *redis, "--archive", str(tmp_path)]
     )
     assert result.exit_code == 2
-    assert "only an embedded crawl keeps an archive" in result.output
+    assert "keeps its archive index in postgres_dsn" in result.output

@@ -12,6 +12,7 @@ in the files but not in the index.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from urllib.parse import urlsplit
 
@@ -38,37 +39,61 @@ by a reparse)."""
 
 class IndexBatch:
     """Captures on their way to a ``CaptureIndex``: written every ``max_rows`` or ``max_age_s``
-    and at ``close``; ``latest`` sees them before they are written.
+    and at ``close``; ``latest`` sees them until they are written.
 
     One index row a transaction cost 70 µs a page, a third of archiving it (decision 0049).
+    ``threaded``: the index is a network database (PostgreSQL), called from a thread so the
+    event loop never waits on it; an SQLite index is called in place.
     """
 
-    def __init__(self, index: CaptureIndex, *, max_rows: int = 256, max_age_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        index: CaptureIndex,
+        *,
+        max_rows: int = 256,
+        max_age_s: float = 1.0,
+        threaded: bool = False,
+    ) -> None:
         self._index = index
         self._max_rows = max_rows
         self._max_age_s = max_age_s
+        self._threaded = threaded
         self._pending: dict[str, Capture] = {}
         self._rows: list[Capture] = []
         self._since = time.monotonic()
 
-    def add(self, capture: Capture) -> None:
+    async def add(self, capture: Capture) -> None:
         self._rows.append(capture)
         if capture.kind == "response":
             self._pending[capture.url] = capture
         if len(self._rows) >= self._max_rows or time.monotonic() - self._since >= self._max_age_s:
-            self.flush()
+            await self.flush()
 
-    def latest(self, url: str) -> Capture | None:
-        return self._pending.get(url) or self._index.latest(url)
+    async def latest(self, url: str) -> Capture | None:
+        found = self._pending.get(url)
+        if found is not None:
+            return found
+        if self._threaded:
+            return await asyncio.to_thread(self._index.latest, url)
+        return self._index.latest(url)
 
-    def flush(self) -> None:
-        if self._rows:
-            self._index.add(self._rows)
-        self._rows, self._pending = [], {}
+    async def flush(self) -> None:
+        rows, self._rows = self._rows, []
         self._since = time.monotonic()
+        if not rows:
+            return
+        if self._threaded:
+            await asyncio.to_thread(self._index.add, rows)
+        else:
+            self._index.add(rows)
+        for capture in rows:  # written: the index answers for them now
+            if self._pending.get(capture.url) is capture:
+                del self._pending[capture.url]
 
     def close(self) -> None:
-        self.flush()
+        rows, self._rows = self._rows, []
+        if rows:
+            self._index.add(rows)
         self._index.close()
 
 
@@ -89,11 +114,11 @@ class Archive:
         self._crawl_id = crawl_id
         self._fetch = fetch
 
-    def keep(self, result: FetchResult, sent: Sent) -> None:
+    async def keep(self, result: FetchResult, sent: Sent) -> None:
         url = result.final_url
         status = result.status
         digest = payload_digest(sent.body)
-        earlier = self._index.latest(url) if status in (200, NOT_MODIFIED) else None
+        earlier = await self._index.latest(url) if status in (200, NOT_MODIFIED) else None
         revisit = earlier is not None and (status == NOT_MODIFIED or earlier.digest == digest)
         request = self._request(result, sent)
         if revisit:
@@ -106,7 +131,7 @@ class Archive:
         _, written = self._files.write([request, response])
         kind = "revisit" if revisit else "response"
         mime = result.content_type
-        self._index.add(
+        await self._index.add(
             Capture(
                 url,
                 result.fetched_at,

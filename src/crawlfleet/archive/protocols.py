@@ -32,7 +32,7 @@ class ResponseKeeper(Protocol):
     archive cannot be written (the crawl stops rather than lose captures silently).
     """
 
-    def keep(self, result: FetchResult, sent: Sent) -> None: ...
+    async def keep(self, result: FetchResult, sent: Sent) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,12 +57,21 @@ class Capture:
 
 
 class CaptureIndex(Protocol):
-    """Every capture of a crawl's archive, by URL.
+    """Every capture of a crawl's archive, by URL (SQLite embedded, PostgreSQL distributed).
 
     ``add`` makes captures findable (written through before it returns); ``latest``: the
     newest ``response`` capture of ``url`` (None: never archived in full); ``find``: the
-    captures of ``url`` (None: all), oldest first.
+    captures of ``url`` (None: all), by URL then time; ``root``: where the files are (None
+    until ``set_root``); ``forget_files``: drop the captures of pruned files, returning how
+    many. Failures are ``StateError``s naming the index.
     """
+
+    @property
+    def root(self) -> str | None: ...
+
+    def set_root(self, root: str) -> None: ...
+
+    def forget_files(self, names: Sequence[str]) -> int: ...
 
     def add(self, captures: Sequence[Capture]) -> None: ...
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from crawlfleet.archive.index import SqliteCaptureIndex
+from crawlfleet.archive.protocols import CaptureIndex
 from crawlfleet.errors import StateError
 
 S3_SCHEME = "s3://"
@@ -38,12 +38,12 @@ def _stored(root: str) -> list[tuple[str, int, float]]:
     return found
 
 
-def prune(index: SqliteCaptureIndex, cutoff: float, *, dry_run: bool = False) -> Pruned:
+def prune(index: CaptureIndex, cutoff: float, *, dry_run: bool = False) -> Pruned:
     """Remove the files of ``index``'s archive last changed before ``cutoff`` (epoch s), then
     their captures from the index; with ``dry_run`` only say which."""
     root = index.root
     if root is None:
-        raise StateError(f"the archive index {index.path} names no archive")
+        raise StateError("the archive index names no archive directory or bucket")
     old = [(name, size) for name, size, modified in _stored(root) if modified < cutoff]
     names = [name for name, _ in old]
     captures = 0

@@ -1,7 +1,8 @@
 """``crawlfleet archive list|get|cdxj``: the captures a crawl archived (``--archive``).
 
-Each reads the crawl's capture index (embedded: ``archive.sqlite`` in ``--state DIR``) and
-finds a capture without scanning the WARC files.
+Each reads the crawl's capture index (embedded: ``archive.sqlite`` in ``--state DIR``;
+distributed: PostgreSQL, ``--postgres DSN --crawl-id ID``) and finds a capture without
+scanning the WARC files.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from crawlfleet.archive.index import INDEX_FILE, SqliteCaptureIndex
+from crawlfleet.archive.protocols import CaptureIndex
 from crawlfleet.cli.console import fail, safe
 from crawlfleet.errors import CrawlfleetError, StateError
 from crawlfleet.fetchers.decoding import decode_body
@@ -33,8 +35,19 @@ StateOpt = Annotated[
 DEFAULT_STATE = Path(".crawlfleet")
 
 
-def _index(state: Path) -> SqliteCaptureIndex:
-    return SqliteCaptureIndex.existing(state / INDEX_FILE)
+PostgresOpt = Annotated[
+    str | None, typer.Option("--postgres", help="PostgreSQL DSN of a distributed crawl")
+]
+CrawlIdOpt = Annotated[str, typer.Option("--crawl-id", help="the distributed crawl")]
+
+
+def _index(state: Path, postgres: str | None, crawl_id: str) -> CaptureIndex:
+    """An embedded crawl's index (``--state``), or a distributed one's (``--postgres``)."""
+    if postgres is None:
+        return SqliteCaptureIndex.existing(state / INDEX_FILE)
+    from crawlfleet.archive.postgres_index import PostgresCaptureIndex  # psycopg
+
+    return PostgresCaptureIndex(postgres, crawl_id)
 
 
 def _when(epoch_s: float) -> str:
@@ -45,11 +58,13 @@ def _when(epoch_s: float) -> str:
 def list_(
     url: Annotated[str | None, typer.Argument(help="only the captures of this URL")] = None,
     state: StateOpt = DEFAULT_STATE,
+    postgres: PostgresOpt = None,
+    crawl_id: CrawlIdOpt = "default",
     limit: Annotated[int, typer.Option(min=1, help="rows at most")] = 1000,
 ) -> None:
     """The captures of URL (or of every URL), oldest first."""
     try:
-        index = _index(state)
+        index = _index(state, postgres, crawl_id)
         captures = index.find(url, limit=limit)
         index.close()
     except (CrawlfleetError, OSError) as exc:
@@ -76,6 +91,8 @@ def list_(
 def get(
     url: Annotated[str, typer.Argument(help="the URL of a capture")],
     state: StateOpt = DEFAULT_STATE,
+    postgres: PostgresOpt = None,
+    crawl_id: CrawlIdOpt = "default",
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="file to write (default: stdout)")
     ] = None,
@@ -87,11 +104,11 @@ def get(
     from crawlfleet.archive.reading import read_capture  # fastwarc: the archive extra
 
     try:
-        index = _index(state)
+        index = _index(state, postgres, crawl_id)
         capture, root = index.latest(url), index.root
         index.close()
         if capture is None or root is None:
-            raise StateError(f"no capture of {url} in {state / INDEX_FILE}")
+            raise StateError(f"no capture of {url} in the archive index")
         archived = read_capture(root, capture)
         body = archived.body
         coding = archived.headers.get("content-encoding")
@@ -115,6 +132,8 @@ def get(
 @archive_app.command("cdxj")
 def cdxj(
     state: StateOpt = DEFAULT_STATE,
+    postgres: PostgresOpt = None,
+    crawl_id: CrawlIdOpt = "default",
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="file to write (default: stdout)")
     ] = None,
@@ -123,7 +142,7 @@ def cdxj(
     from crawlfleet.archive.cdxj import cdxj_lines
 
     try:
-        index = _index(state)
+        index = _index(state, postgres, crawl_id)
         lines = cdxj_lines(index.find())
         index.close()
     except (CrawlfleetError, OSError) as exc:
@@ -142,6 +161,8 @@ def prune_(
         str, typer.Option("--older-than", help="age of the files to remove: 30d, 12h, 1w, ...")
     ],
     state: StateOpt = DEFAULT_STATE,
+    postgres: PostgresOpt = None,
+    crawl_id: CrawlIdOpt = "default",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="only list them")] = False,
 ) -> None:
     """Remove the archive's WARC files (directory or bucket) older than an age, and their
@@ -151,7 +172,7 @@ def prune_(
 
     try:
         age_s = duration_s(older_than)
-        index = _index(state)
+        index = _index(state, postgres, crawl_id)
         try:
             pruned = prune(index, time.time() - age_s, dry_run=dry_run)
         finally:

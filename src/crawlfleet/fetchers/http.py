@@ -186,7 +186,9 @@ class HttpFetcher:
         )
         if self._keeper is not None:
             cut = truncate_at_bytes is not None and len(sent_body) >= truncate_at_bytes
-            self._keeper.keep(result, Sent(hop.method, headers_sent, hop.body, sent_body, cut))
+            await self._keeper.keep(
+                result, Sent(hop.method, headers_sent, hop.body, sent_body, cut)
+            )
         return result
 
     async def _exchange(

@@ -1,20 +1,26 @@
 """Opening a crawl's archive (``--archive``): its WARC files and their capture index.
 
-Embedded, the index is ``archive.sqlite`` in the crawl's state directory. A directory target
-gets the files themselves; an ``s3://bucket/prefix`` target gets them from a spool in the
-state directory (``archive-spool``), each uploaded once rolled (``archive/s3.py``).
+Embedded, the index is ``archive.sqlite`` in the crawl's state directory; distributed, the
+``archive_captures`` table in the crawl's PostgreSQL (every worker writes there). A directory
+target gets the files themselves (workers: a directory they share); an ``s3://bucket/prefix``
+target gets them from a spool in the state directory (``archive-spool``; a worker's own
+``archive-spool/<host>-<pid>``), each uploaded once rolled (``archive/s3.py``). A worker
+also uploads what a dead worker of its host left in its spool.
 ``fastwarc``, ``isal`` and ``boto3`` (the ``archive`` extra) are imported only when a crawl
 archives.
 """
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from crawlfleet.archive.index import INDEX_FILE, SqliteCaptureIndex
+from crawlfleet.archive.protocols import CaptureIndex
 from crawlfleet.errors import ConfigError
 from crawlfleet.settings import Settings
 
@@ -58,8 +64,8 @@ def open_archive(settings: Settings, stack: AsyncExitStack) -> Archive | None:
     settings.state_dir.mkdir(parents=True, exist_ok=True)
     directory, on_closed = Path(root), None
     if root.startswith(S3_SCHEME):
-        directory, on_closed = _spool(root, settings.state_dir / SPOOL_DIR, stack)
-    index = SqliteCaptureIndex(settings.state_dir / INDEX_FILE)
+        directory, on_closed = _spool(root, settings, stack)
+    index = open_capture_index(settings)
     index.set_root(root)
     files = WarcFiles(
         directory,
@@ -67,18 +73,57 @@ def open_archive(settings: Settings, stack: AsyncExitStack) -> Archive | None:
         max_file_bytes=settings.archive_file_bytes,
         on_closed=on_closed,
     )
-    archive = Archive(files, IndexBatch(index), crawl_id=settings.crawl_id)
+    batch = IndexBatch(index, threaded=settings.redis_url is not None)
+    archive = Archive(files, batch, crawl_id=settings.crawl_id)
     stack.callback(archive.close)  # before the uploads are waited for (the stack is LIFO)
     return archive
 
 
-def _spool(root: str, spool: Path, stack: AsyncExitStack) -> tuple[Path, Callable[[Path], None]]:
+def open_capture_index(settings: Settings) -> CaptureIndex:
+    """The crawl's capture index: SQLite in its state directory, or PostgreSQL with
+    ``redis_url`` (``ConfigError`` without ``postgres_dsn``)."""
+    if settings.redis_url is None:
+        return SqliteCaptureIndex(settings.state_dir / INDEX_FILE)
+    if settings.postgres_dsn is None:
+        raise ConfigError("a distributed crawl's archive index needs --postgres DSN")
+    from crawlfleet.archive.postgres_index import PostgresCaptureIndex  # psycopg
+
+    return PostgresCaptureIndex(settings.postgres_dsn, settings.crawl_id)
+
+
+def _spool(
+    root: str, settings: Settings, stack: AsyncExitStack
+) -> tuple[Path, Callable[[Path], None]]:
     """The spool the files are written to and what uploads each finished one; files a
-    killed crawl left in the spool are uploaded first."""
+    killed crawl (or a dead worker of this host) left in a spool are uploaded first."""
     from crawlfleet.archive.s3 import S3Archive, S3Location, Uploader
 
+    base = settings.state_dir / SPOOL_DIR
+    host = socket.gethostname()
+    spool = base if settings.redis_url is None else base / f"{host}-{os.getpid()}"
     uploader = Uploader(S3Archive(S3Location.parse(root)), spool)
     stack.callback(uploader.close)
-    for leftover in uploader.leftovers():
+    leftovers = uploader.leftovers()
+    if settings.redis_url is not None:
+        leftovers += [
+            path for dead in _dead_spools(base, host) for path in sorted(dead.glob("*.warc.gz"))
+        ]
+    for leftover in leftovers:
         uploader.submit(leftover)
     return spool, uploader.submit
+
+
+def _dead_spools(base: Path, host: str) -> list[Path]:
+    """The spools of this host's workers whose process is gone."""
+    found = []
+    for spool in base.glob(f"{host}-*"):
+        pid = spool.name.rpartition("-")[2]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            found.append(spool)
+        except PermissionError:  # alive, another user's
+            continue
+    return found
