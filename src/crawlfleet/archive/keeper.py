@@ -38,8 +38,10 @@ by a reparse)."""
 
 
 class IndexBatch:
-    """Captures on their way to a ``CaptureIndex``: written every ``max_rows`` or ``max_age_s``
-    and at ``close``; ``latest`` sees them until they are written.
+    """Captures on their way to a ``CaptureIndex``: written every ``max_rows``, at most
+    ``max_age_s`` after they came (a timer: a worker's last captures are written while it
+    waits for more work) and at ``close``; ``latest`` sees them until they are written. A
+    failed background write is raised by the next ``add`` (and ``close``).
 
     One index row a transaction cost 70 µs a page, a third of archiving it (decision 0049).
     ``threaded``: the index is a network database (PostgreSQL), called from a thread so the
@@ -61,8 +63,16 @@ class IndexBatch:
         self._pending: dict[str, Capture] = {}
         self._rows: list[Capture] = []
         self._since = time.monotonic()
+        self._timer: asyncio.TimerHandle | None = None
+        self._writes: set[asyncio.Task[None]] = set()
+        self._failure: BaseException | None = None
 
     async def add(self, capture: Capture) -> None:
+        if self._failure is not None:
+            raise self._failure
+        if self._timer is None:
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(self._max_age_s, self._flush_soon)
         self._rows.append(capture)
         if capture.kind == "response":
             self._pending[capture.url] = capture
@@ -76,6 +86,17 @@ class IndexBatch:
         if self._threaded:
             return await asyncio.to_thread(self._index.latest, url)
         return self._index.latest(url)
+
+    def _flush_soon(self) -> None:
+        self._timer = None
+        task = asyncio.ensure_future(self.flush())
+        self._writes.add(task)
+        task.add_done_callback(self._written)
+
+    def _written(self, task: asyncio.Task[None]) -> None:
+        self._writes.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            self._failure = task.exception()
 
     async def flush(self) -> None:
         rows, self._rows = self._rows, []
@@ -91,10 +112,14 @@ class IndexBatch:
                 del self._pending[capture.url]
 
     def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
         rows, self._rows = self._rows, []
         if rows:
             self._index.add(rows)
         self._index.close()
+        if self._failure is not None:
+            raise self._failure
 
 
 class Archive:
