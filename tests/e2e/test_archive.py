@@ -250,3 +250,20 @@ def test_a_distributed_crawl_with_an_archive_and_no_postgres_is_refused_at_once(
     )
     assert result.exit_code == 2
     assert "keeps its archive index in postgres_dsn" in result.output
+
+
+def test_reparse_with_a_state_keeps_the_items_in_its_items_file(
+    site: ThreadedDemoSite, tmp_path: Path
+) -> None:
+    archive = tmp_path / "warc"
+    crawl(tmp_path / "state", site.url("quotes"), "--archive", str(archive))
+    out, kept = tmp_path / "re.jsonl", tmp_path / "kept"
+    result = runner.invoke(
+        app, ["reparse", "--archive", str(archive), "--state", str(kept), "-o", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    exported = tmp_path / "export.jsonl"
+    again = runner.invoke(app, ["export", "--state", str(kept), "-o", str(exported)])
+    assert again.exit_code == 0, again.output
+    assert exported.read_bytes() == out.read_bytes()
+    assert out.read_bytes().count(b"\n") > 10
