@@ -10,11 +10,13 @@ import urllib.request
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 from warcio.archiveiterator import ArchiveIterator
 
 from crawlfleet.cli.main import app
 from crawlfleet.demosite import ThreadedDemoSite
+from crawlfleet.demosite.jsapp import JS_ITEMS, item_name
 
 runner = CliRunner(env={"COLUMNS": "300"})
 FAST = ["--allow-private-addresses", "--delay", "0", "--concurrency", "8"]
@@ -267,3 +269,34 @@ def test_reparse_with_a_state_keeps_the_items_in_its_items_file(
     assert again.exit_code == 0, again.output
     assert exported.read_bytes() == out.read_bytes()
     assert out.read_bytes().count(b"\n") > 10
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_the_browsers_rendered_pages_are_archived_marked_and_reparse_alike(
+    site: ThreadedDemoSite, tmp_path: Path
+) -> None:
+    parsers = ["--parsers", str(EXAMPLES / "jsapp" / "parsers.py")]
+    archive, crawled, reparsed = tmp_path / "warc", tmp_path / "crawl.jsonl", tmp_path / "re.jsonl"
+    crawl(
+        tmp_path / "state",
+        site.url("jsapp", "/"),
+        *parsers,
+        "--archive",
+        str(archive),
+        "-o",
+        str(crawled),
+    )
+    rendered = [
+        (headers, body)
+        for kind, headers, _, body in records(archive)
+        if kind == "response" and headers.get("X-Crawlfleet-Rendered") == "dom"
+    ]
+    assert rendered
+    assert any(item_name(7).encode() in body for _, body in rendered)  # written by script
+    result = runner.invoke(
+        app, ["reparse", "--archive", str(archive), *parsers, "-o", str(reparsed)]
+    )
+    assert result.exit_code == 0, result.output
+    assert reparsed.read_bytes() == crawled.read_bytes()
+    assert crawled.read_bytes().count(b'"js_item"') == JS_ITEMS

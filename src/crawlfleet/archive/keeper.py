@@ -32,6 +32,9 @@ from crawlfleet.archive.warc import (
 from crawlfleet.models import FetchResult
 
 NOT_MODIFIED = 304
+RENDERED_HEADER = "X-Crawlfleet-Rendered"
+"""``dom`` on a browser page's record: its payload is the rendered DOM (UTF-8 markup), not the
+bytes the server sent."""
 FETCH_HEADER = "X-Crawlfleet-Fetch"
 """``page`` on a crawl step's records, ``side`` on robots.txt and sitemap reads (never parsed
 by a reparse)."""
@@ -211,7 +214,11 @@ class Archive:
         request = result.request
         if request is not None and request.data:
             headers["X-Crawlfleet-Context"] = orjson.dumps(request.data).decode()
-        record.set_bytes_content(http_response_head(result.status, result.headers) + sent.body)
+        rendered = result.fetcher == "browser"
+        if rendered:
+            headers[RENDERED_HEADER] = "dom"
+        head = http_response_head(result.status, result.headers, rendered=rendered)
+        record.set_bytes_content(head + sent.body)
         return record
 
     def _revisit(self, result: FetchResult, earlier: Capture) -> WarcRecord:

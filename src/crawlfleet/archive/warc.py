@@ -40,6 +40,8 @@ _random = random.Random()
 REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 _HOP_HEADERS = frozenset({"transfer-encoding"})
 """Headers describing how the bytes travelled, which the payload no longer reflects."""
+_BODY_HEADERS = frozenset({"content-encoding", "content-length"})
+"""Headers describing the server's body, which a rendered DOM is not."""
 
 
 def payload_digest(body: bytes) -> str:
@@ -63,12 +65,13 @@ def _record_id() -> bytes:
     return f"uuid:{uuid.UUID(int=_random.getrandbits(128), version=4)}".encode()
 
 
-def http_response_head(status: int, headers: Mapping[str, str]) -> bytes:
+def http_response_head(status: int, headers: Mapping[str, str], *, rendered: bool = False) -> bytes:
     """The status line and headers of a response as a WARC block starts.
 
     The payload is kept as sent but without its transfer coding (the wire undid it): the
     ``Transfer-Encoding`` header is renamed ``X-Crawlfleet-Was-Transfer-Encoding`` so that a
-    reader does not undo it again.
+    reader does not undo it again. A ``rendered`` payload (the browser's DOM) has neither the
+    server's coding nor its length: those headers are renamed too.
     """
     try:
         reason = HTTPStatus(status).phrase
@@ -76,7 +79,7 @@ def http_response_head(status: int, headers: Mapping[str, str]) -> bytes:
         reason = ""
     lines = [f"HTTP/1.1 {status} {reason}".rstrip()]
     for name, value in headers.items():
-        if name in _HOP_HEADERS:
+        if name in _HOP_HEADERS or (rendered and name in _BODY_HEADERS):
             name = f"x-crawlfleet-was-{name}"
         lines.append(f"{name}: {value}")
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")

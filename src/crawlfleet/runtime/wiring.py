@@ -154,7 +154,7 @@ async def build_crawl(
         stack.push_async_callback(fetcher.close)
     pool_figures: PoolFigures | None = None
     if wants_browser:
-        browser = build_browser(settings, clock, router)
+        browser = build_browser(settings, clock, router, archive)
         pool_figures = browser.pool.stats
         stack.push_async_callback(browser.close)
         fetchers["browser"] = browser_lane(
