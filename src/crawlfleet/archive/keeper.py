@@ -114,13 +114,16 @@ class IndexBatch:
             if self._pending.get(capture.url) is capture:
                 del self._pending[capture.url]
 
-    def close(self) -> None:
+    async def close(self) -> None:
+        """Write what is left (after the writes under way) and close the index."""
         if self._timer is not None:
             self._timer.cancel()
-        rows, self._rows = self._rows, []
-        if rows:
-            self._index.add(rows)
-        self._index.close()
+        if self._writes:
+            await asyncio.gather(*self._writes, return_exceptions=True)
+        try:
+            await self.flush()
+        finally:
+            self._index.close()
         if self._failure is not None:
             raise self._failure
 
@@ -177,9 +180,11 @@ class Archive:
     def side(self) -> Archive:
         return Archive(self._files, self._index, crawl_id=self._crawl_id, fetch="side")
 
-    def close(self) -> None:
-        self._files.close()
-        self._index.close()
+    async def close(self) -> None:
+        try:
+            self._files.close()
+        finally:
+            await self._index.close()
 
     def _common(self, record: WarcRecord, result: FetchResult) -> None:
         headers = record.headers

@@ -75,7 +75,7 @@ def open_archive(settings: Settings, stack: AsyncExitStack) -> Archive | None:
     )
     batch = IndexBatch(index, threaded=settings.redis_url is not None)
     archive = Archive(files, batch, crawl_id=settings.crawl_id)
-    stack.callback(archive.close)  # before the uploads are waited for (the stack is LIFO)
+    stack.push_async_callback(archive.close)  # before the uploads are waited for (LIFO)
     return archive
 
 
