@@ -89,6 +89,7 @@ def test_every_response_is_archived_with_the_bytes_the_server_sent(
         if kind in ("request", "response"):
             assert headers["X-Crawlfleet-Crawl-Id"] == "default"
             assert headers["WARC-Date"].endswith("Z")
+            assert headers["WARC-IP-Address"] == "127.0.0.4"  # the lab host's address
 
 
 def test_a_content_coded_page_is_kept_as_sent_and_read_back_decoded(

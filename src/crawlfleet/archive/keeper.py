@@ -154,7 +154,7 @@ class Archive:
         request = self._request(result, sent)
         if revisit:
             assert earlier is not None
-            response = self._revisit(result, earlier)
+            response = self._revisit(result, sent, earlier)
             digest = earlier.digest
         else:
             response = self._response(result, sent, digest)
@@ -186,9 +186,11 @@ class Archive:
         finally:
             await self._index.close()
 
-    def _common(self, record: WarcRecord, result: FetchResult) -> None:
+    def _common(self, record: WarcRecord, result: FetchResult, sent: Sent) -> None:
         headers = record.headers
         headers["WARC-Target-URI"] = result.final_url
+        if sent.address is not None:
+            headers["WARC-IP-Address"] = sent.address
         headers["X-Crawlfleet-Crawl-Id"] = self._crawl_id
         headers[FETCH_HEADER] = self._fetch
         if result.request is not None:
@@ -200,7 +202,7 @@ class Archive:
         if parts.query:
             target += "?" + parts.query
         record = new_record(WarcRecordType.request, result.fetched_at)
-        self._common(record, result)
+        self._common(record, result, sent)
         record.headers["Content-Type"] = "application/http; msgtype=request"
         head = http_request_head(
             sent.method, target, parts.netloc, sent.request_headers, sent.request_body
@@ -210,7 +212,7 @@ class Archive:
 
     def _response(self, result: FetchResult, sent: Sent, digest: str) -> WarcRecord:
         record = new_record(WarcRecordType.response, result.fetched_at)
-        self._common(record, result)
+        self._common(record, result, sent)
         headers = record.headers
         headers["Content-Type"] = "application/http; msgtype=response"
         headers["WARC-Payload-Digest"] = digest
@@ -226,9 +228,9 @@ class Archive:
         record.set_bytes_content(head + sent.body)
         return record
 
-    def _revisit(self, result: FetchResult, earlier: Capture) -> WarcRecord:
+    def _revisit(self, result: FetchResult, sent: Sent, earlier: Capture) -> WarcRecord:
         record = new_record(WarcRecordType.revisit, result.fetched_at)
-        self._common(record, result)
+        self._common(record, result, sent)
         headers = record.headers
         headers["Content-Type"] = "application/http; msgtype=response"
         headers["WARC-Profile"] = REVISIT_PROFILE

@@ -15,7 +15,8 @@ class Sent:
 
     ``request_headers``: the headers sent with the request of the last hop, in their order;
     ``body``: the response body as the server sent it (content codings not undone; the
-    transfer coding is); ``truncated``: the fetch kept only the first bytes of the body.
+    transfer coding is); ``truncated``: the fetch kept only the first bytes of the body;
+    ``address``: the server's IP address (None: unknown, e.g. through a proxy).
     """
 
     method: str
@@ -23,6 +24,7 @@ class Sent:
     request_body: bytes | None
     body: bytes
     truncated: bool = False
+    address: str | None = None
 
 
 class ResponseKeeper(Protocol):

@@ -40,6 +40,7 @@ class Exchange:
         "headers",
         "keep_alive",
         "limit",
+        "peer",
         "size",
         "status",
         "unanswered",
@@ -75,6 +76,8 @@ class Exchange:
         self.error: FetchError | TimeoutError | None = None
         self.unanswered = False
         """The server closed the connection before a byte of the response."""
+        self.peer: str | None = None
+        """The server's IP address (the archive's ``WARC-IP-Address``)."""
 
     @property
     def body(self) -> bytes:
@@ -90,6 +93,7 @@ class Connection(asyncio.Protocol):
         self._parser = httptools.HttpResponseParser(self)
         self._loop = asyncio.get_running_loop()
         self.transport: asyncio.Transport | None = None
+        self.peer: str | None = None
         self.exchange: Exchange | None = None
         self.closed = False
         self.idle_since = 0.0
@@ -100,6 +104,8 @@ class Connection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is no subclass
+        address = transport.get_extra_info("peername")
+        self.peer = str(address[0]) if address else None
 
     def data_received(self, data: bytes) -> None:
         exchange = self.exchange
@@ -190,6 +196,7 @@ class Connection(asyncio.Protocol):
         """Write a request and wait until ``exchange`` is done or failed."""
         assert self.transport is not None
         self.exchange = exchange
+        exchange.peer = self.peer
         self._last_read = self._loop.time()
         wake = min(self._last_read + self._read_timeout_s, exchange.deadline)
         self._timer = self._loop.call_at(wake, self._check)

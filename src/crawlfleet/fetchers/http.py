@@ -136,10 +136,11 @@ class HttpFetcher:
                     sent.update(proxy_headers)
                 headers_sent = _merged(base, sent) if sent else base
                 if proxy is None:
-                    status, headers, raw = await self._exchange(
+                    status, headers, raw, peer = await self._exchange(
                         url, target, hop, headers_sent, truncate_at_bytes, deadline
                     )
                 else:
+                    peer = None  # the proxy's address, not the server's
                     async with asyncio.timeout_at(deadline):
                         status, headers, raw = await self._proxied_session().exchange(
                             url,
@@ -186,9 +187,8 @@ class HttpFetcher:
         )
         if self._keeper is not None:
             cut = truncate_at_bytes is not None and len(sent_body) >= truncate_at_bytes
-            await self._keeper.keep(
-                result, Sent(hop.method, headers_sent, hop.body, sent_body, cut)
-            )
+            kept = Sent(hop.method, headers_sent, hop.body, sent_body, cut, peer)
+            await self._keeper.keep(result, kept)
         return result
 
     async def _exchange(
@@ -199,8 +199,9 @@ class HttpFetcher:
         headers: Mapping[str, str],
         truncate_at_bytes: int | None,
         deadline: float,
-    ) -> tuple[int, dict[str, str], bytes]:
-        """One direct hop on the wire: status, lower-case headers, the body as sent."""
+    ) -> tuple[int, dict[str, str], bytes, str | None]:
+        """One direct hop on the wire: status, lower-case headers, the body as sent, the
+        server's IP address."""
         head = request_head(hop.method, target.path_qs, target.authority, headers, hop.body)
         exchange = await self._wire.request(
             url,
@@ -212,7 +213,7 @@ class HttpFetcher:
             idempotent=hop.method in _IDEMPOTENT,
             deadline=deadline,
         )
-        return exchange.status, exchange.headers, exchange.body
+        return exchange.status, exchange.headers, exchange.body, exchange.peer
 
     async def _decoded(
         self, body: bytes, encoding: str, url: str, truncate_at_bytes: int | None
