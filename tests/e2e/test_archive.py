@@ -10,6 +10,7 @@ import urllib.request
 from collections import Counter
 from pathlib import Path
 
+import orjson
 import pytest
 from typer.testing import CliRunner
 from warcio.archiveiterator import ArchiveIterator
@@ -301,3 +302,22 @@ def test_the_browsers_rendered_pages_are_archived_marked_and_reparse_alike(
     assert result.exit_code == 0, result.output
     assert reparsed.read_bytes() == crawled.read_bytes()
     assert crawled.read_bytes().count(b'"js_item"') == JS_ITEMS
+
+
+def test_reparse_into_postgresql_stores_the_crawls_items_under_a_crawl_id(
+    site: ThreadedDemoSite, tmp_path: Path, postgres_dsn: str
+) -> None:
+    archive, crawled, out = tmp_path / "warc", tmp_path / "crawl.jsonl", tmp_path / "re.jsonl"
+    crawl(tmp_path / "state", site.url("quotes"), "--archive", str(archive), "-o", str(crawled))
+    args = ["reparse", "--archive", str(archive), "--postgres", postgres_dsn, "--crawl-id", "re"]
+    result = runner.invoke(app, [*args, "-o", str(out)])
+    assert result.exit_code == 0, result.output
+
+    def keys(path: Path) -> set[tuple[str, str]]:
+        return {(o["type"], o["key"]) for o in map(orjson.loads, path.read_bytes().splitlines())}
+
+    assert keys(out) == keys(crawled)
+    assert len(keys(out)) > 10
+    both = runner.invoke(app, [*args, "--state", str(tmp_path / "s"), "-o", str(out)])
+    assert both.exit_code == 2
+    assert "not both" in both.output

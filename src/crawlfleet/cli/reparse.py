@@ -2,8 +2,9 @@
 over its archived pages, without a request to any site.
 
 The items go through the crawl's pipeline into an items file (``--state DIR``'s, or a
-temporary one) and are exported to ``OUT`` as ``crawlfleet export`` writes them (JSONL:
-one ``{"type", "key", ...}`` object a line).
+temporary one), or into a distributed crawl's PostgreSQL (``--postgres DSN --crawl-id ID``),
+and are exported to ``OUT`` as ``crawlfleet export`` writes them (JSONL: one
+``{"type", "key", ...}`` object a line).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from rich.console import Console
 from crawlfleet.archive.protocols import Archived
 from crawlfleet.cli.console import fail, safe
 from crawlfleet.errors import ConfigError, CrawlfleetError
-from crawlfleet.pipeline.export import ITEMS_FILE, export_items
+from crawlfleet.pipeline.export import ITEMS_FILE, export_items, export_postgres
 from crawlfleet.runtime.reparse import ReparseFigures, reparse
 from crawlfleet.settings import Settings
 from crawlfleet.settings_loading import load_settings
@@ -46,6 +47,40 @@ async def _run(settings: Settings, root: str, items_file: Path) -> ReparseFigure
         await sink.close()
 
 
+async def _run_postgres(settings: Settings, root: str, dsn: str) -> ReparseFigures:
+    """Into a distributed crawl's items (PostgreSQL, the crawl id's rows), as its workers write."""
+    from crawlfleet.pipeline.sinks.postgres import PostgresRejects, PostgresSink
+    from crawlfleet.pipeline.sinks.postgres_schema import migrate
+
+    await asyncio.to_thread(migrate, dsn)
+    sink = await PostgresSink.open(dsn, crawl_id=settings.crawl_id)
+    try:
+        rejects = await PostgresRejects.open(dsn, crawl_id=settings.crawl_id)
+        try:
+            return await reparse(settings, _records(root), sink, rejects)
+        finally:
+            await rejects.close()
+    finally:
+        await sink.close()
+
+
+def _embedded(
+    settings: Settings, archive: str, output: Path, state: Path | None
+) -> tuple[ReparseFigures, int]:
+    """Into an items file (``state``'s, or a temporary one), exported to ``output``."""
+    with contextlib.ExitStack() as stack:
+        if state is None:
+            where = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        else:
+            where = state
+            where.mkdir(parents=True, exist_ok=True)
+        items_file = where / ITEMS_FILE
+        if state is None and output.resolve() == items_file.resolve():
+            raise ConfigError("give -o another file than the items file")
+        figures = asyncio.run(_run(settings, archive, items_file))
+        return figures, export_items(items_file, output, crawl_id=settings.crawl_id)
+
+
 def reparse_command(
     archive: Annotated[
         str,
@@ -62,23 +97,26 @@ def reparse_command(
         Path | None,
         typer.Option("--state", help="keep the items in this directory's items file too"),
     ] = None,
+    postgres: Annotated[
+        str | None,
+        typer.Option("--postgres", help="write the items into a distributed crawl's PostgreSQL"),
+    ] = None,
+    crawl_id: Annotated[
+        str | None, typer.Option("--crawl-id", help="the crawl whose items these are")
+    ] = None,
 ) -> None:
     """Parse the archived pages again, as if just fetched; no request is made."""
     try:
-        settings = load_settings(config)
+        settings = load_settings(config, crawl_id=crawl_id)
         if parsers:
             settings.parsers = [*settings.parsers, *(p.strip() for p in parsers.split(",") if p)]
-        with contextlib.ExitStack() as stack:
-            if state is None:
-                where = Path(stack.enter_context(tempfile.TemporaryDirectory()))
-            else:
-                where = state
-                where.mkdir(parents=True, exist_ok=True)
-            items_file = where / ITEMS_FILE
-            if state is None and output.resolve() == items_file.resolve():
-                raise ConfigError("give -o another file than the items file")
-            figures = asyncio.run(_run(settings, archive, items_file))
-            written = export_items(items_file, output, crawl_id=settings.crawl_id)
+        if postgres is not None and state is not None:
+            raise ConfigError("give --state DIR or --postgres DSN, not both")
+        if postgres is not None:
+            figures = asyncio.run(_run_postgres(settings, archive, postgres))
+            written = export_postgres(postgres, output, crawl_id=settings.crawl_id)
+        else:
+            figures, written = _embedded(settings, archive, output, state)
     except (CrawlfleetError, OSError) as exc:
         fail(exc, err)
     rate = figures.pages / figures.elapsed_s if figures.elapsed_s > 0 else 0.0
