@@ -8,6 +8,11 @@ from typing import Any, Protocol
 
 from crawlfleet.models import FetchResult
 
+WARC_SUFFIX = ".warc.gz"
+"""How every file of an archive ends."""
+S3_SCHEME = "s3://"
+"""How an archive in object storage is named: ``s3://bucket/prefix``."""
+
 
 @dataclass(frozen=True, slots=True)
 class Sent:

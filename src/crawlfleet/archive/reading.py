@@ -11,11 +11,8 @@ import orjson
 from fastwarc.warc import ArchiveIterator, WarcRecord, WarcRecordType
 
 from crawlfleet.archive.keeper import FETCH_HEADER
-from crawlfleet.archive.protocols import Archived, Capture
+from crawlfleet.archive.protocols import S3_SCHEME, WARC_SUFFIX, Archived, Capture
 from crawlfleet.errors import StateError
-
-WARC_SUFFIX = ".warc.gz"
-S3_SCHEME = "s3://"
 
 
 def warc_files(root: Path) -> list[Path]:

@@ -5,11 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from crawlfleet.archive.protocols import CaptureIndex
+from crawlfleet.archive.protocols import S3_SCHEME, WARC_SUFFIX, CaptureIndex
 from crawlfleet.errors import StateError
-
-S3_SCHEME = "s3://"
-WARC_SUFFIX = ".warc.gz"
 
 
 @dataclass(frozen=True, slots=True)

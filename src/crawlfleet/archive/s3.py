@@ -25,11 +25,11 @@ import boto3
 from boto3.s3.transfer import TransferConfig
 from botocore.exceptions import BotoCoreError, ClientError
 
+from crawlfleet.archive.protocols import WARC_SUFFIX
 from crawlfleet.errors import ConfigError, StateError
 
 PART_BYTES = 8 * 1024 * 1024
 """Multipart threshold and part size (S3's minimum part is 5 MiB)."""
-WARC_SUFFIX = ".warc.gz"
 
 
 @dataclass(frozen=True, slots=True)

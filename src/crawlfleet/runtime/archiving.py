@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from crawlfleet.archive.index import INDEX_FILE, SqliteCaptureIndex
-from crawlfleet.archive.protocols import CaptureIndex
+from crawlfleet.archive.protocols import S3_SCHEME, WARC_SUFFIX, CaptureIndex
 from crawlfleet.errors import ConfigError
 from crawlfleet.settings import Settings
 
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from crawlfleet.archive.keeper import Archive
 
 SPOOL_DIR = "archive-spool"
-S3_SCHEME = "s3://"
 
 
 def archive_root(target: str) -> str:
@@ -106,7 +105,9 @@ def _spool(
     leftovers = uploader.leftovers()
     if settings.redis_url is not None:
         leftovers += [
-            path for dead in _dead_spools(base, host) for path in sorted(dead.glob("*.warc.gz"))
+            path
+            for dead in _dead_spools(base, host)
+            for path in sorted(dead.glob(f"*{WARC_SUFFIX}"))
         ]
     for leftover in leftovers:
         uploader.submit(leftover)
