@@ -16,6 +16,7 @@ import sys
 import time
 import zlib
 from collections.abc import Iterator
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 import boto3
@@ -27,6 +28,8 @@ from warcio.exceptions import ArchiveLoadFailed
 from crawlfleet.archive.s3 import PART_BYTES, S3Archive, S3Location
 from crawlfleet.cli.main import app
 from crawlfleet.demosite import ThreadedDemoSite
+from crawlfleet.runtime.archiving import open_archive
+from crawlfleet.settings_loading import load_settings
 from tests.e2e.test_archive import EXAMPLES, sent_by
 from tests.fixtures.redis_server import free_port
 
@@ -233,3 +236,24 @@ def test_sigkill_loses_no_capture_whose_lease_end_was_stored(
                 if record.rec_type in ("response", "revisit"):
                     archived.add(record.rec_headers["WARC-Target-URI"])
     assert reported <= archived
+
+
+async def test_a_worker_uploads_what_a_dead_worker_of_its_host_left_in_its_spool(
+    s3: str, tmp_path: Path, postgres_dsn: str
+) -> None:
+    settings = load_settings(
+        None,
+        redis_url="redis://127.0.0.1:1/0",
+        postgres_dsn=postgres_dsn,
+        archive=f"s3://{BUCKET}/fleet",
+        state_dir=tmp_path / "state",
+    )
+    spools = tmp_path / "state" / "archive-spool"
+    dead = spools / f"{socket.gethostname()}-{2**22 + 12345}"  # past pid_max: never alive
+    dead.mkdir(parents=True)
+    (dead / "arch-20260101000000-host-1-00000.warc.gz").write_bytes(b"left by a dead worker")
+    async with AsyncExitStack() as stack:
+        assert open_archive(settings, stack) is not None
+    stored = objects("fleet/")
+    assert stored == {"fleet/arch-20260101000000-host-1-00000.warc.gz": b"left by a dead worker"}
+    assert not (dead / "arch-20260101000000-host-1-00000.warc.gz").exists()
