@@ -321,3 +321,26 @@ def test_reparse_into_postgresql_stores_the_crawls_items_under_a_crawl_id(
     both = runner.invoke(app, [*args, "--state", str(tmp_path / "s"), "-o", str(out)])
     assert both.exit_code == 2
     assert "not both" in both.output
+
+
+def test_a_record_cut_short_is_counted_not_parsed(site: ThreadedDemoSite, tmp_path: Path) -> None:
+    archive = tmp_path / "warc"
+    crawl(
+        tmp_path / "state",
+        site.url("lab", "/page/1"),
+        "--archive",
+        str(archive),
+        "--max-depth",
+        "0",
+    )
+    [path] = archive.rglob("*.warc.gz")
+    path.write_bytes(path.read_bytes()[:-100])  # what a writer killed mid-record leaves
+    out = tmp_path / "re.jsonl"
+    result = runner.invoke(app, ["reparse", "--archive", str(archive), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "1 damaged record" in result.output
+    got = runner.invoke(
+        app, ["archive", "get", site.url("lab", "/page/1"), "--state", str(tmp_path / "state")]
+    )
+    assert got.exit_code == 2
+    assert "damaged" in got.output

@@ -91,7 +91,8 @@ class CaptureIndex(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Archived:
-    """A ``response`` or ``revisit`` record read back.
+    """A ``response`` or ``revisit`` record read back (``kind``; ``damaged``: a response
+    whose payload fails its digest, cut short).
 
     ``headers``: the HTTP headers, names in lower case; ``body``: the payload as the server
     sent it (content codings not undone; empty in a revisit); ``context``: the parser context

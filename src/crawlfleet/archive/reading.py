@@ -12,6 +12,7 @@ from fastwarc.warc import ArchiveIterator, WarcRecord, WarcRecordType
 
 from crawlfleet.archive.keeper import FETCH_HEADER
 from crawlfleet.archive.protocols import S3_SCHEME, WARC_SUFFIX, Archived, Capture
+from crawlfleet.archive.warc import payload_digest
 from crawlfleet.errors import StateError
 
 
@@ -25,8 +26,13 @@ def warc_files(root: Path) -> list[Path]:
     return files
 
 
+DAMAGED = "damaged"
+"""The kind of a response record whose payload does not match its ``WARC-Payload-Digest``."""
+
+
 def read_file(path: Path) -> Iterator[Archived]:
-    """The ``response`` and ``revisit`` records of one WARC file, in order."""
+    """The ``response`` and ``revisit`` records of one WARC file, in order; a response whose
+    payload fails its digest comes as kind ``damaged``."""
     kinds = WarcRecordType.response | WarcRecordType.revisit
     with path.open("rb") as handle:
         for record in ArchiveIterator(handle, record_types=kinds, parse_http=True):
@@ -84,14 +90,18 @@ def _archived(record: WarcRecord) -> Archived:
     http = record.http_headers
     context = warc.get("X-Crawlfleet-Context")
     kind = "revisit" if record.record_type == WarcRecordType.revisit else "response"
+    body = record.reader.read()
+    digest = warc.get("WARC-Payload-Digest") or ""
+    if kind == "response" and digest.startswith("sha1:") and payload_digest(body) != digest:
+        kind = DAMAGED  # cut short (the last record of a killed writer's file)
     return Archived(
         url=warc.get("WARC-Target-URI") or "",
         kind=kind,
         status=(http.status_code or 0) if http is not None else 0,
         headers={k.lower(): v for k, v in http.items()} if http is not None else {},
-        body=record.reader.read(),
+        body=body,
         at=record.record_date.timestamp() if record.record_date else 0.0,
-        digest=warc.get("WARC-Payload-Digest") or "",
+        digest=digest,
         page=warc.get(FETCH_HEADER, "page") == "page",
         context=orjson.loads(context) if context else {},
     )

@@ -101,7 +101,7 @@ def get(
     ] = False,
 ) -> None:
     """The body of URL's newest capture (its status and place on stderr)."""
-    from crawlfleet.archive.reading import read_capture  # fastwarc: the archive extra
+    from crawlfleet.archive.reading import DAMAGED, read_capture  # fastwarc: the extra
 
     try:
         index = _index(state, postgres, crawl_id)
@@ -110,6 +110,8 @@ def get(
         if capture is None or root is None:
             raise StateError(f"no capture of {url} in the archive index")
         archived = read_capture(root, capture)
+        if archived.kind == DAMAGED:
+            raise StateError(f"the capture of {url} in {capture.file} is damaged (cut short)")
         body = archived.body
         coding = archived.headers.get("content-encoding")
         if coding and not raw:

@@ -41,7 +41,8 @@ from crawlfleet.urls import UrlRules, fingerprint
 @dataclass(slots=True)
 class ReparseFigures:
     """What a reparse did: records read, pages parsed, items by fate, links found, and the
-    records not parsed by reason (``revisit``, ``side fetch``, ``HTTP 404``, ``parse error``)."""
+    records not parsed by reason (``revisit``, ``side fetch``, ``damaged record``,
+    ``HTTP 404``, ``parse error``)."""
 
     records: int = 0
     pages: int = 0
@@ -116,6 +117,8 @@ async def reparse(
 def _not_a_page(archived: Archived) -> str | None:
     if archived.kind == "revisit":
         return "revisit"
+    if archived.kind != "response":
+        return f"{archived.kind} record"
     if not archived.page:
         return "side fetch"
     return None
