@@ -4,6 +4,8 @@ reader (warcio) reads back, with the bytes the server sent; a recrawl's unchange
 
 from __future__ import annotations
 
+import base64
+import gzip
 import os
 import time
 import urllib.request
@@ -344,3 +346,17 @@ def test_a_record_cut_short_is_counted_not_parsed(site: ThreadedDemoSite, tmp_pa
     )
     assert got.exit_code == 2
     assert "damaged" in got.output
+
+
+def test_no_credential_goes_into_the_archive(site: ThreadedDemoSite, tmp_path: Path) -> None:
+    archive = tmp_path / "warc"
+    staff = site.url("shop", "/staff/").replace("http://", "http://staff:backstage-7@")
+    crawl(tmp_path / "state", staff, "--archive", str(archive), "--max-depth", "0")
+    requests = [(h, body) for kind, h, _, body in records(archive) if kind == "request"]
+    assert requests
+    raw = b"".join(gzip.decompress(path.read_bytes()) for path in archive.rglob("*.warc.gz"))
+    assert b"backstage-7" not in raw
+    assert base64.b64encode(b"staff:backstage-7") not in raw
+    assert b"Authorization: [redacted]" in raw
+    statuses = [s for kind, _, s, _ in records(archive) if kind == "response"]
+    assert 200 in statuses  # the page behind Basic auth was fetched with it

@@ -40,6 +40,9 @@ _random = random.Random()
 REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 _HOP_HEADERS = frozenset({"transfer-encoding"})
 """Headers describing how the bytes travelled, which the payload no longer reflects."""
+SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
+"""Request headers whose values never go into the archive."""
+REDACTED = "[redacted]"
 _BODY_HEADERS = frozenset({"content-encoding", "content-length"})
 """Headers describing the server's body, which a rendered DOM is not."""
 
@@ -88,12 +91,21 @@ def http_response_head(status: int, headers: Mapping[str, str], *, rendered: boo
 def http_request_head(
     method: str, target: str, host: str, headers: Mapping[str, str], body: bytes | None
 ) -> bytes:
-    """The request line and headers of a request, as sent (``Host`` first)."""
+    """The request line and headers of a request as sent (``Host`` first), less its secrets.
+
+    The values of ``SECRET_HEADERS`` are replaced by ``REDACTED`` and a body is left out
+    (a login form carries a password): ``Content-Length`` still says how long it was.
+    """
     lines = [f"{method} {target} HTTP/1.1", f"Host: {host}"]
-    lines += [f"{k}: {v}" for k, v in headers.items() if k.lower() != "host"]
+    for name, value in headers.items():
+        lowered = name.lower()
+        if lowered == "host":
+            continue
+        lines.append(f"{name}: {REDACTED if lowered in SECRET_HEADERS else value}")
     if body:
         lines.append(f"Content-Length: {len(body)}")
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace") + (body or b"")
+        lines.append("X-Crawlfleet-Body: left out")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
 
 
 @dataclass(frozen=True, slots=True)
