@@ -102,6 +102,9 @@ class IndexBatch:
             self._failure = task.exception()
 
     async def flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         rows, self._rows = self._rows, []
         self._since = time.monotonic()
         if not rows:

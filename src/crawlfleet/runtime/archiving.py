@@ -72,7 +72,10 @@ def open_archive(settings: Settings, stack: AsyncExitStack) -> Archive | None:
         max_file_bytes=settings.archive_file_bytes,
         on_closed=on_closed,
     )
-    batch = IndexBatch(index, threaded=settings.redis_url is not None)
+    if settings.redis_url is None:
+        batch = IndexBatch(index)
+    else:  # a worker's loop stops between tasks: each row written before its lease ends
+        batch = IndexBatch(index, max_rows=1, threaded=True)
     archive = Archive(files, batch, crawl_id=settings.crawl_id)
     stack.push_async_callback(archive.close)  # before the uploads are waited for (LIFO)
     return archive
