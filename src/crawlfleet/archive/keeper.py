@@ -6,8 +6,8 @@ A 304, or a 200 whose payload digest equals the URL's newest capture's, is writt
 pointing at that capture (``WARC-Refers-To-Target-URI``/``-Date``): an unchanged page is
 not stored twice. Every record is written to its file (and handed to the OS) before ``keep``
 returns, so before the crawl step that fetched it completes its lease. Index rows are written
-in batches (``IndexBatch``): a process killed mid-crawl may leave its last second of captures
-in the files but not in the index.
+in batches (``IndexBatch``; the distributed runtime's of one row): a process killed mid-crawl
+may leave its last second of captures in the files but not in the index.
 """
 
 from __future__ import annotations
