@@ -242,6 +242,13 @@ class Settings(BaseSettings):
     # Storage
     state_dir: Path = Path(".crawlfleet")
     output: OutputPath | None = None
+    archive: str | None = Field(
+        default=None,
+        description="keep every response fetched as WARC files in this directory (archive/)",
+    )
+    archive_file_bytes: int = Field(
+        default=1_000_000_000, ge=1_000_000, description="size at which a WARC file is rolled"
+    )
     attempt_log_max_rows: int | None = Field(
         default=DEFAULT_ATTEMPT_LOG_MAX_ROWS,
         ge=1_000,

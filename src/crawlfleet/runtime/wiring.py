@@ -34,6 +34,7 @@ from crawlfleet.pipeline.processors import default_processors
 from crawlfleet.pipeline.protocols import PageTracker
 from crawlfleet.proxies.pool import ProxyPool
 from crawlfleet.runtime.admission import Admitter
+from crawlfleet.runtime.archiving import open_archive
 from crawlfleet.runtime.backends import Backends, open_store
 from crawlfleet.runtime.body_bytes import BodyBytes
 from crawlfleet.runtime.browser_lane import browser_lane, build_browser
@@ -169,12 +170,13 @@ async def build_crawl(
     logged_in = await login_link(settings, clock, stack, secrets)
     frontier = build_frontier(settings, store, seeds, router)
     link = await session_link(settings, clock, stack, frontier)
-    fetchers = build_fetchers(settings, clock, credentials, logged_in, link or _direct)
+    archive = open_archive(settings, stack)  # closed after the fetchers (the stack is LIFO)
+    fetchers = build_fetchers(settings, clock, credentials, logged_in, link or _direct, archive)
     for fetcher in fetchers.values():
         stack.push_async_callback(fetcher.close)
     pool_figures: PoolFigures | None = None
     if wants_browser:
-        browser = build_browser(settings, clock, router)
+        browser = build_browser(settings, clock, router, archive)
         pool_figures = browser.pool.stats
         stack.push_async_callback(browser.close)
         fetchers["browser"] = browser_lane(
@@ -186,7 +188,13 @@ async def build_crawl(
             frontier=frontier,
         )
     robots, fetch_url = build_robots(
-        settings, clock, stack, credentials, link, on_read=frontier.robots_delay
+        settings,
+        clock,
+        stack,
+        credentials,
+        link,
+        on_read=frontier.robots_delay,
+        keeper=archive and archive.side,
     )
     own_sinks = load_sinks(settings.sinks, settings)
     if own_sinks:
