@@ -35,7 +35,7 @@ from crawlfleet.frontier.politeness import (
 )
 from crawlfleet.frontier.robots import RobotsCache
 from crawlfleet.frontier.scope import Refusal
-from crawlfleet.frontier.sitemap_format import BadSitemap
+from crawlfleet.frontier.sitemap_format import BadSitemap, SitemapTooLarge
 from crawlfleet.frontier.sitemaps import sitemap_depth
 from crawlfleet.frontier.store_types import Report, Signal, Visit
 from crawlfleet.models import FetchResult, Lease
@@ -183,8 +183,10 @@ class Crawler:
         request = step.lease.request
         try:
             tally = await p.admitter.read_sitemap(request, result.body)
-        except BadSitemap as exc:
-            counters = {"sitemaps.skipped": 1.0}
+        except BadSitemap as exc:  # too large: a limit's drop (sitemap_max_bytes), not a fault
+            too_large = isinstance(exc, SitemapTooLarge)
+            counted = dropped_counter(Limit.SITEMAP_MAX_BYTES) if too_large else "sitemaps.skipped"
+            counters = {counted: 1.0}
             await self._complete(step, Outcome.FAILED, f"sitemap: {exc}", counters=counters)
             return
         known = p.freshness.next_visit(request, result, None, None)
