@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import shlex
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING
@@ -17,10 +18,11 @@ from typing import TYPE_CHECKING
 import orjson
 
 from crawlfleet.clock import Clock, SystemClock
+from crawlfleet.counters import CrawlStats
 from crawlfleet.errors import BadUrl, ConfigError, StateError
 from crawlfleet.monitoring.events import EventBus
 from crawlfleet.monitoring.stats import Sample, StatsView
-from crawlfleet.monitoring.summary import CrawlResult, read_result
+from crawlfleet.monitoring.summary import CrawlResult, RunContext, read_result
 from crawlfleet.pipeline.export import export_items
 from crawlfleet.runtime import event_loop
 from crawlfleet.runtime.backends import extra_missing, open_embedded, open_proxy_stores
@@ -130,6 +132,7 @@ class Crawl:
                 stack=stack,
             )
             view = StatsView(graph.frontier)
+            context = self._context(await graph.frontier.stats())
             if self._metrics is not None:
                 proxies = graph.proxies.all if graph.proxies is not None else None
                 self._metrics.watch(
@@ -159,6 +162,7 @@ class Crawl:
                 crawl_id=settings.crawl_id,
                 reason=run.reason,
                 elapsed_s=clock.now() - started,
+                context=context,
             )
         if settings.output is not None and backends.items_file is not None:
             written = await asyncio.to_thread(export_items, backends.items_file, settings.output)
@@ -180,6 +184,7 @@ class Crawl:
                 settings, self.seeds, broker_url=None, fresh=self._fresh, clock=clock, stack=stack
             )
             view = StatsView(crawl.frontier)
+            context = self._context(await crawl.frontier.stats())
             if self._metrics is not None:
                 proxies = None
                 if settings.proxies is not None:
@@ -200,7 +205,23 @@ class Crawl:
                 crawl_id=settings.crawl_id,
                 reason=run.reason,
                 elapsed_s=clock.now() - started,
+                context=context,
             )
+
+    def _context(self, baseline: CrawlStats) -> RunContext:
+        """What the outcome judge needs to know of this run (read when it starts)."""
+        settings = self.settings
+        rules = UrlRules(settings.strip_query_params, settings.politeness_key)
+        if settings.redis_url is not None:
+            target = f"--redis {shlex.quote(settings.redis_url)} --crawl-id {settings.crawl_id}"
+        else:
+            target = f"--state {shlex.quote(str(settings.state_dir))}"
+        return RunContext(
+            seed_domains=[rules.politeness_key(rules.canonical(seed)) for seed in self.seeds],
+            baseline=baseline,
+            target=target,
+            distributed=settings.redis_url is not None,
+        )
 
     def _watch(self, stop: asyncio.Event) -> None:
         """Make ``stop`` the event this crawl's ``stop`` sets (set now if already asked)."""

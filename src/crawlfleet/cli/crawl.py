@@ -1,8 +1,9 @@
 """``crawlfleet crawl``: run a crawl embedded (default) or distributed (``--redis``).
 
 A thin layer over ``crawlfleet.Crawl``: flags to settings, progress and summary on stderr,
-signals, exit codes (0 complete, 2 bad input or state, 3 pages failed to parse beyond
-``--max-parse-errors``, 4 cancelled, 130 interrupted).
+signals, the outcome judge's lines (``monitoring/outcome.py``), exit codes (0 complete, 2 bad
+input or state, 3 pages failed to parse beyond ``--max-parse-errors``, 4 cancelled, 5 finished
+with a shortfall: got nothing or lost something, unless ``--allow-shortfall``; 130 interrupted).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from crawlfleet.cli.console import fail, safe
 from crawlfleet.cli.progress import LOG_EVERY_S, CrawlProgress, summary
 from crawlfleet.errors import ConfigError, CrawlfleetError
 from crawlfleet.monitoring.metric_snapshot import DEFAULT_BIND, DEFAULT_TOP_DOMAINS
+from crawlfleet.monitoring.outcome import SHORTFALL_EXIT
 from crawlfleet.monitoring.summary import CANCELLED_EXIT, PARSE_ERROR_EXIT
 from crawlfleet.runtime import event_loop
 from crawlfleet.settings import Settings
@@ -40,6 +42,7 @@ async def run_crawl(
     *,
     fresh: bool,
     max_parse_errors: int = 0,
+    allow_shortfall: bool = False,
     log_every_s: float = LOG_EVERY_S,
     metrics: Metrics | None = None,
 ) -> int:
@@ -71,7 +74,10 @@ async def run_crawl(
         f"crawl {safe(settings.crawl_id)}: {counts.done} done, {counts.dead} dead-lettered, "
         f"{counts.pending} pending"
     )
-    code = result.exit_code(max_parse_errors)
+    for finding in result.findings:
+        colour = "red" if finding.shortfall else "yellow"
+        console.print(f"[{colour}]{safe(finding.line)}[/]", soft_wrap=True, highlight=False)
+    code = result.exit_code(max_parse_errors, allow_shortfall=allow_shortfall)
     if code == CANCELLED_EXIT:
         err.print("crawl cancelled; crawl again with --fresh to start over")
     elif not result.complete:
@@ -88,6 +94,12 @@ async def run_crawl(
         err.print(
             f"[red]error:[/] {result.parse_errors} pages failed to parse "
             f"(--max-parse-errors {max_parse_errors})",
+            soft_wrap=True,
+        )
+    elif code == SHORTFALL_EXIT:
+        err.print(
+            f"[red]error:[/] the crawl finished with a shortfall (exit {SHORTFALL_EXIT}); "
+            "--allow-shortfall accepts it",
             soft_wrap=True,
         )
     return code
@@ -172,6 +184,14 @@ def crawl(
         int,
         typer.Option(min=0, help=f"pages allowed to fail parsing before exit {PARSE_ERROR_EXIT}"),
     ] = 0,
+    allow_shortfall: Annotated[
+        bool,
+        typer.Option(
+            "--allow-shortfall",
+            envvar="CRAWLFLEET_ALLOW_SHORTFALL",
+            help=f"exit 0, not {SHORTFALL_EXIT}, when the crawl got nothing or lost something",
+        ),
+    ] = False,
     progress_every: Annotated[
         float,
         typer.Option(min=0.1, help="seconds between progress lines when stderr is no terminal"),
@@ -241,6 +261,7 @@ def crawl(
                 seeds or [],
                 fresh=fresh,
                 max_parse_errors=max_parse_errors,
+                allow_shortfall=allow_shortfall,
                 log_every_s=progress_every,
                 metrics=metrics,
             )

@@ -101,8 +101,12 @@ def _row(name: str, s: CrawlStats) -> list[str]:
 
 
 def summary_table(result: CrawlResult) -> Table:
-    """Per domain, then in total: pages, status classes, bytes, latency, retries, dead, ..."""
-    table = Table(title="crawl summary")
+    """Per domain, then in total: pages, status classes, bytes, latency, retries, dead, ...
+
+    The figures are the crawl's totals (of every run, when it was resumed); the title says so.
+    """
+    resumed = result.run.counters != result.stats.counters
+    table = Table(title="crawl summary (totals of all runs)" if resumed else "crawl summary")
     columns = ("domain", "pages", "statuses", "bytes", "mean latency", "retries", "dead")
     for column in (*columns, "skipped", "parse errors"):
         table.add_column(column, justify="left" if column in ("domain", "statuses") else "right")
@@ -127,6 +131,10 @@ def items_table(result: CrawlResult) -> Table | None:
     return table
 
 
+def _stored(stats: CrawlStats) -> int:
+    return sum(stats.items("stored").values())
+
+
 def summary(result: CrawlResult) -> Group:
     """The summary tables, the top parse errors and the fetch totals, for printing."""
     parts: list[Table | Text] = [summary_table(result)]
@@ -136,19 +144,26 @@ def summary(result: CrawlResult) -> Group:
     if result.top_parse_errors:
         parts.append(Text(f"{result.parse_errors} pages failed to parse; most frequent errors:"))
         parts.extend(Text(f"  {count}x {error}") for error, count in result.top_parse_errors)
-    s = result.stats
-    rate = s.fetched / result.elapsed_s if result.elapsed_s > 0 else 0.0
+    s, run = result.stats, result.run
+    rate = run.fetched / result.elapsed_s if result.elapsed_s > 0 else 0.0
     parts.append(
         Text(
-            f"fetched {s.fetched} responses ({s.pages} pages ok) in {result.elapsed_s:.1f} s, "
-            f"{rate:.1f} responses/s"
+            f"this run: fetched {run.fetched} responses ({run.pages} pages ok) in "
+            f"{result.elapsed_s:.1f} s, {rate:.1f} responses/s"
         )
     )
-    unchanged, changed = s.get("fresh.unchanged"), s.get("fresh.changed")
+    if run.counters != s.counters:
+        parts.append(
+            Text(
+                f"crawl totals (all runs): fetched {s.fetched} responses ({s.pages} pages ok), "
+                f"{_stored(s)} items stored"
+            )
+        )
+    unchanged, changed = run.get("fresh.unchanged"), run.get("fresh.changed")
     if unchanged or changed:
         parts.append(
             Text(
-                f"revisits: {unchanged} unchanged ({s.get('fresh.not_modified')} answered 304),"
+                f"revisits: {unchanged} unchanged ({run.get('fresh.not_modified')} answered 304),"
                 f" {changed} changed"
             )
         )

@@ -107,7 +107,8 @@ class Crawler:
         if p.robots is not None and request.fetcher != "file":
             decision = await p.robots.check(request.url)
             if decision.unavailable:
-                await self._fail(Step(lease, p.clock.now()), decision.reason or "")
+                step = Step(lease, p.clock.now())
+                await self._fail(step, decision.reason or "", retry=decision.transient)
                 return
             if not decision.allowed:
                 await self._skip(lease, decision.reason or "disallowed by robots.txt")

@@ -1,0 +1,78 @@
+"""The outcome judge's rules (``monitoring/outcome.py``) over figures made by hand."""
+
+from __future__ import annotations
+
+from crawlfleet.counters import CrawlStats
+from crawlfleet.monitoring.outcome import Finding, RunFacts, judge
+
+
+def facts(**changes: object) -> RunFacts:
+    ok = CrawlStats({"outcome.ok": 3, "attempts": 3, "items.stored.page": 3})
+    base: dict[str, object] = {
+        "seed_domains": ["example.com"],
+        "stats": ok,
+        "run": ok,
+        "domains": {"example.com": ok},
+        "dead": 0,
+        "done": 3,
+        "dead_classes": {},
+        "failures": [],
+        "target": "--state s",
+        "distributed": False,
+    }
+    return RunFacts(**{**base, **changes})  # type: ignore[arg-type]
+
+
+def test_a_run_that_got_its_pages_has_nothing_to_say() -> None:
+    assert judge(facts()) == []
+
+
+def test_pages_without_items_name_the_parsers_option_of_the_runtime() -> None:
+    pages = CrawlStats({"outcome.ok": 3, "attempts": 3})
+    embedded = judge(facts(stats=pages, run=pages, domains={"example.com": pages}))
+    assert embedded == [
+        Finding(
+            "nothing-stored",
+            "no item stored: 3 pages ok, but no parser returned an item; check --parsers",
+            True,
+        )
+    ]
+    distributed = judge(facts(stats=pages, run=pages, distributed=True))
+    assert "check the worker's --parsers" in distributed[0].line
+
+
+def test_limit_drops_are_a_note_that_keeps_the_exit_code() -> None:
+    stats = CrawlStats({**facts().stats.counters, "dropped.max_depth": 7, "dropped.x": 0})
+    assert judge(facts(stats=stats)) == [
+        Finding("limits", "limits dropped max_depth 7; raise the setting to keep them", False)
+    ]
+
+
+def test_dead_letters_of_several_classes_are_requeued_together_on_a_distributed_crawl() -> None:
+    found = judge(
+        facts(
+            dead=3,
+            dead_classes={"example.com": {"HTTP 500": 2}, "other.org": {"timeout": 1}},
+            target="--redis redis://h --crawl-id c",
+            distributed=True,
+        )
+    )
+    assert found == [
+        Finding(
+            "dead-letters",
+            "3 URLs dead-lettered (HTTP 500 2, timeout 1); retry them: crawlfleet dlq requeue"
+            " --redis redis://h --crawl-id c, then run the same crawl command again",
+            True,
+        )
+    ]
+
+
+def test_a_seed_domain_with_only_skipped_pages_says_so() -> None:
+    skipped = CrawlStats({"outcome.skipped": 2, "attempts": 2})
+    found = judge(facts(domains={"example.com": skipped}))
+    assert found[0] == Finding(
+        "seed-empty",
+        "seed domain example.com: 0 pages ok: 2 pages skipped (robots.txt disallows them, or a"
+        " hook dropped them)",
+        True,
+    )
