@@ -3,7 +3,8 @@
 The same ``Settings`` object as the CLI decides the runtime: embedded (asyncio + SQLite under
 ``state_dir``) by default, distributed when ``redis_url`` and ``postgres_dsn`` are set (this
 process is then the dispatcher; ``crawlfleet worker`` processes do the fetching). Either way
-the run returns a ``CrawlResult`` read from the store's counters.
+the run returns a ``CrawlResult`` read from the store's counters. ``settings.output`` is
+written when the run ends: from the items file (embedded) or from PostgreSQL (distributed).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from crawlfleet.errors import BadUrl, ConfigError, StateError
 from crawlfleet.monitoring.events import EventBus
 from crawlfleet.monitoring.stats import Sample, StatsView
 from crawlfleet.monitoring.summary import CrawlResult, RunContext, read_result
-from crawlfleet.pipeline.export import export_items
+from crawlfleet.pipeline.export import export_items, export_postgres, format_of
 from crawlfleet.runtime import event_loop
 from crawlfleet.runtime.backends import extra_missing, open_embedded, open_proxy_stores
 from crawlfleet.runtime.control import FileControl
@@ -178,6 +179,11 @@ class Crawl:
             raise extra_missing(exc) from None
 
         settings, clock = self.settings, self._clock
+        if settings.output is not None and format_of(settings.output) == "sqlite":
+            raise ConfigError(
+                "-o of a distributed crawl is exported from PostgreSQL: jsonl, json, csv or "
+                "parquet (an .sqlite copy is for embedded crawls)"
+            )
         started = clock.now()
         async with AsyncExitStack() as stack:
             crawl = await open_crawl(
@@ -199,7 +205,7 @@ class Crawl:
             dispatcher = Dispatcher(crawl, clock=clock, on_tick=lambda: self._progress(view))
             self._watch(dispatcher.stop)
             run = await dispatcher.run()
-            return await read_result(
+            result = await read_result(
                 crawl.frontier,
                 crawl.attempts,
                 crawl_id=settings.crawl_id,
@@ -207,6 +213,12 @@ class Crawl:
                 elapsed_s=clock.now() - started,
                 context=context,
             )
+        if settings.output is not None and settings.postgres_dsn is not None:
+            written = await asyncio.to_thread(
+                export_postgres, settings.postgres_dsn, settings.output, crawl_id=settings.crawl_id
+            )
+            result = dataclasses.replace(result, exported_items=written)
+        return result
 
     def _context(self, baseline: CrawlStats) -> RunContext:
         """What the outcome judge needs to know of this run (read when it starts)."""

@@ -115,3 +115,21 @@ def test_a_recrawl_reports_its_own_figures_and_labels_the_totals(
     fetched_now, fetched_all = int(this_run.split()[3]), int(totals.split()[5])
     assert fetched_all == 2 * fetched_now > 0, (this_run, totals)
     assert f"revisits: {fetched_now} unchanged" in again.stderr
+
+
+def test_tables_are_not_cut_when_the_output_is_no_terminal(
+    testsite: ThreadedDemoSite, tmp_path: Path
+) -> None:
+    state = tmp_path / "state"
+    no_columns = {"COLUMNS": ""}  # as in a CI log: no terminal, no COLUMNS
+    result = run_cli(
+        "crawl", testsite.url("quotes"), "--state", str(state), *FAST,
+        "--allow-private-addresses", cwd=tmp_path, env=no_columns,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "…" not in result.stderr
+    assert "127.0.0.3" in result.stderr
+    assert "parse errors" in result.stderr
+    status = run_cli("status", "--state", str(state), cwd=tmp_path, env=no_columns)
+    assert status.returncode == 0, status.stderr
+    assert "…" not in status.stdout

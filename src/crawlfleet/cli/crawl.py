@@ -16,11 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
 from crawlfleet.api import Crawl, split_seeds
 from crawlfleet.cli.collector import tune_collector
-from crawlfleet.cli.console import fail, safe
+from crawlfleet.cli.console import fail, make_console, safe
 from crawlfleet.cli.progress import LOG_EVERY_S, CrawlProgress, summary
 from crawlfleet.errors import ConfigError, CrawlfleetError
 from crawlfleet.monitoring.metric_snapshot import DEFAULT_BIND, DEFAULT_TOP_DOMAINS
@@ -33,7 +32,7 @@ from crawlfleet.settings_loading import load_settings
 if TYPE_CHECKING:
     from crawlfleet.monitoring.metrics import Metrics
 
-err = Console(stderr=True)
+err = make_console(stderr=True)
 
 
 async def run_crawl(
@@ -53,7 +52,7 @@ async def run_crawl(
     if not good:
         raise ConfigError("no valid seed URL given")
     settings = settings.model_copy(update={"seeds": []})
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     with CrawlProgress(console, tty=sys.stderr.isatty(), log_every_s=log_every_s) as progress:
         crawl = Crawl(
             settings, seeds=good, fresh=fresh, on_progress=progress.update, metrics=metrics

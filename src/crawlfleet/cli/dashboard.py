@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from crawlfleet.cli.console import fail, safe
+from crawlfleet.cli.console import fail, make_console, safe
 from crawlfleet.dashboard.embedded import EmbeddedSource
 from crawlfleet.dashboard.sources import Source
 from crawlfleet.errors import ConfigError, CrawlfleetError
@@ -31,7 +30,7 @@ from crawlfleet.settings_loading import load_settings
 TOKEN_ENV = "CRAWLFLEET_DASHBOARD_TOKEN"
 MIN_TOKEN_CHARS = 12
 
-err = Console(stderr=True)
+err = make_console(stderr=True)
 
 
 def _extra_missing(exc: ImportError) -> ConfigError:

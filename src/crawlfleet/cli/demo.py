@@ -6,9 +6,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from crawlfleet.cli.console import fail, safe
+from crawlfleet.cli.console import fail, make_console, safe
 from crawlfleet.cli.crawl import run_crawl
 from crawlfleet.errors import CrawlfleetError
 from crawlfleet.runtime import event_loop
@@ -29,7 +28,7 @@ def register(app: typer.Typer) -> None:
         """Crawl the local demo site (shop, quotes, lab hosts on 127.0.0.x) into OUTPUT."""
         from crawlfleet.demosite import ThreadedDemoSite  # aiohttp's server: for this command
 
-        console = Console(stderr=True)
+        console = make_console(stderr=True)
         with ThreadedDemoSite(port=0) as site:
             seeds = [site.url(role, "/") for role in DEMO_ROLES]
             console.print(f"demo site up: {safe(', '.join(seeds))}")

@@ -13,10 +13,9 @@ from collections.abc import Coroutine
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from crawlfleet.cli.console import fail, safe
+from crawlfleet.cli.console import fail, make_console, safe
 from crawlfleet.cli.target import CrawlIdOpt, RedisOpt, StateOpt, open_target, target_settings
 from crawlfleet.errors import ConfigError, CrawlfleetError
 from crawlfleet.monitoring.deadletters import (
@@ -27,8 +26,8 @@ from crawlfleet.monitoring.deadletters import (
 )
 
 dlq_app = typer.Typer(help="Inspect, requeue and purge dead-lettered URLs.", no_args_is_help=True)
-out = Console()
-err = Console(stderr=True)
+out = make_console()
+err = make_console(stderr=True)
 
 FingerprintsArg = Annotated[
     list[str] | None, typer.Argument(help="fingerprints (default: every dead letter)")

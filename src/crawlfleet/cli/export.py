@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from crawlfleet.cli.console import fail, safe
+from crawlfleet.cli.console import fail, make_console, safe
 from crawlfleet.errors import ConfigError, CrawlfleetError
 from crawlfleet.pipeline.export import export_items, export_postgres, since_epoch
 from crawlfleet.runtime.backends import extra_missing, state_paths
@@ -76,7 +75,7 @@ def export(
             )
     except (CrawlfleetError, OSError) as exc:
         fail(exc)
-    Console(stderr=True).print(f"wrote {count} items to {safe(output)}")
+    make_console(stderr=True).print(f"wrote {count} items to {safe(output)}")
 
 
 def _from_postgres(

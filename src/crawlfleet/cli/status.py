@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from crawlfleet.cli.console import fail, safe
+from crawlfleet.cli.console import fail, make_console, safe
 from crawlfleet.errors import CrawlfleetError
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.store_types import DomainView
@@ -28,8 +27,8 @@ from crawlfleet.records import Outcome
 from crawlfleet.redisurl import check_redis_url
 from crawlfleet.runtime.control import FileControl, RedisControl, RunState, crawl_state
 
-out = Console()
-err = Console(stderr=True)
+out = make_console()
+err = make_console(stderr=True)
 
 DOMAIN_ROWS = 50
 

@@ -1,0 +1,55 @@
+"""A distributed crawl tells the same truth (issue #37.1 and #37.3): the outcome judge's
+lines and exit 5, and ``-o`` exported from PostgreSQL at the end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from crawlfleet.demosite import ThreadedDemoSite
+from tests.e2e.conftest import FAST, Workers, dispatch, postgres_items
+from tests.fixtures.cli import assert_one_line_error, run_cli
+
+
+def test_a_refused_seed_says_why_and_how_to_retry_with_the_crawl_s_options(
+    site: ThreadedDemoSite, redis_url: str, postgres_dsn: str, workers: Workers
+) -> None:
+    workers.start(redis_url, postgres_dsn, concurrency=2)
+    target = ["--redis", redis_url, "--postgres", postgres_dsn, "--crawl-id", "refused"]
+    result = dispatch(site.url("shop"), *target, "--delay", "0")
+    assert result.returncode == 5, result.stdout
+    lines = result.stdout.splitlines()
+    assert (
+        "seed domain 127.0.0.2: 0 pages ok: 1 dead-lettered (forbidden address: a loopback or "
+        "private address, refused unless --allow-private-addresses)"
+    ) in lines
+    assert (
+        "1 URLs dead-lettered (forbidden address 1); retry them: crawlfleet dlq requeue --class "
+        f"'forbidden address' --redis {redis_url} --crawl-id refused, then run the same crawl "
+        "command again with --allow-private-addresses"
+    ) in lines
+
+
+def test_output_of_a_distributed_crawl_is_exported_from_postgres(
+    site: ThreadedDemoSite, redis_url: str, postgres_dsn: str, workers: Workers, tmp_path: Path
+) -> None:
+    workers.start(redis_url, postgres_dsn, concurrency=2)
+    out = tmp_path / "items.jsonl"
+    target = ["--redis", redis_url, "--postgres", postgres_dsn, "--crawl-id", "exported"]
+    result = dispatch(site.url("quotes"), *target, *FAST, "-o", str(out))
+    assert result.returncode == 0, result.stdout
+    records = [orjson.loads(line) for line in out.read_bytes().splitlines()]
+    assert {(r["type"], r["key"]) for r in records} == postgres_items(postgres_dsn)
+    assert f"wrote {len(records)} items to {out}" in result.stdout
+
+
+def test_an_sqlite_output_of_a_distributed_crawl_is_refused_at_start(
+    site: ThreadedDemoSite, redis_url: str, postgres_dsn: str, tmp_path: Path
+) -> None:
+    target = ["--redis", redis_url, "--postgres", postgres_dsn, "--crawl-id", "sq"]
+    out = str(tmp_path / "items.sqlite")
+    result = run_cli("crawl", site.url("quotes"), *target, *FAST, "-o", out, cwd=tmp_path)
+    assert assert_one_line_error(result).startswith(
+        "error: -o of a distributed crawl is exported from PostgreSQL"
+    )
