@@ -19,6 +19,7 @@ import typer
 from rich.table import Table
 
 from crawlfleet.cli.console import fail, make_console, safe
+from crawlfleet.cli.target import CRAWL_ID_ENV, REDIS_ENV, from_environment
 from crawlfleet.errors import CrawlfleetError
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.store_types import DomainView
@@ -140,15 +141,23 @@ async def _distributed(redis_url: str, crawl_id: str | None) -> None:
 
 def status(
     redis: Annotated[
-        str | None, typer.Option("--redis", help="Redis URL of the distributed crawls")
+        str | None,
+        typer.Option("--redis", envvar=REDIS_ENV, help="Redis URL of the distributed crawls"),
     ] = None,
-    crawl_id: Annotated[str | None, typer.Option(help="show only this crawl, per domain")] = None,
+    crawl_id: Annotated[
+        str | None,
+        typer.Option(envvar=CRAWL_ID_ENV, help="show only this crawl, per domain"),
+    ] = None,
     state: Annotated[
         Path | None, typer.Option("--state", help="state directory of an embedded crawl")
     ] = None,
 ) -> None:
     """Counts per state, DLQ size and per-domain rows of crawls, and the workers seen."""
     try:
+        if state is not None and from_environment(redis, REDIS_ENV):
+            redis = None  # an explicit --state wins over the environment
+        if redis is not None and state is not None:
+            raise CrawlfleetError("give --redis URL (distributed) or --state DIR, not both")
         if redis is not None:
             asyncio.run(_distributed(check_redis_url(redis), crawl_id))
         elif state is not None:
