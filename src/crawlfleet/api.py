@@ -27,7 +27,7 @@ from crawlfleet.monitoring.summary import CrawlResult, RunContext, read_result
 from crawlfleet.pipeline.export import export_items, export_postgres, format_of
 from crawlfleet.runtime import event_loop
 from crawlfleet.runtime.backends import extra_missing, open_embedded, open_proxy_stores
-from crawlfleet.runtime.control import FileControl
+from crawlfleet.runtime.control import Control, FileControl, RunState
 from crawlfleet.runtime.local import LocalRunner
 from crawlfleet.runtime.wiring import build_crawl
 from crawlfleet.settings import Settings
@@ -133,6 +133,7 @@ class Crawl:
                 stack=stack,
             )
             view = StatsView(graph.frontier)
+            control = FileControl(settings.state_dir)
             context = self._context(await graph.frontier.stats())
             if self._metrics is not None:
                 proxies = graph.proxies.all if graph.proxies is not None else None
@@ -149,8 +150,8 @@ class Crawl:
                 clock=clock,
                 events=events,
                 crawl_id=settings.crawl_id,
-                on_tick=lambda: self._progress(view),
-                control=FileControl(settings.state_dir),
+                on_tick=lambda: self._progress(view, control),
+                control=control,
                 kind_limits={"browser": settings.browser_pages},
             )
             self._watch(runner.stop)
@@ -175,6 +176,7 @@ class Crawl:
         try:
             from crawlfleet.runtime.celery.dispatched import open_crawl
             from crawlfleet.runtime.celery.dispatcher import Dispatcher
+            from crawlfleet.runtime.control import RedisControl
         except ImportError as exc:
             raise extra_missing(exc) from None
 
@@ -202,7 +204,10 @@ class Crawl:
                     beats=crawl.beats,
                     proxies=proxies,
                 )
-            dispatcher = Dispatcher(crawl, clock=clock, on_tick=lambda: self._progress(view))
+            control = RedisControl(crawl.client, settings.crawl_id)
+            dispatcher = Dispatcher(
+                crawl, clock=clock, on_tick=lambda: self._progress(view, control)
+            )
             self._watch(dispatcher.stop)
             run = await dispatcher.run()
             result = await read_result(
@@ -241,8 +246,10 @@ class Crawl:
         if self._stop_asked:
             stop.set()
 
-    async def _progress(self, view: StatsView) -> None:
+    async def _progress(self, view: StatsView, control: Control) -> None:
         sample = await view.sample(self._clock.now())
+        if await control.state() is RunState.PAUSED:
+            sample = dataclasses.replace(sample, paused=True)
         if self._metrics is not None:
             await self._metrics.refresh()
         if self._on_progress is not None:

@@ -29,7 +29,7 @@ def eta_text(seconds: float | None) -> str:
 
 
 def progress_line(sample: Sample) -> str:
-    """``done/total done · queue Q · R pages/s · E errors · ETA [(bottleneck: D)]``.
+    """``[paused · ]done/total done · queue Q · R pages/s · E errors · ETA [(bottleneck: D)]``.
 
     The ETA is politeness-aware (``monitoring.eta``); the bottleneck is named when a
     domain's pace, not the fleet's rate, sets it.
@@ -43,7 +43,7 @@ def progress_line(sample: Sample) -> str:
     )
     if eta.bottleneck is not None:
         line += f" (bottleneck: {eta.bottleneck})"
-    return line
+    return f"paused · {line}" if sample.paused else line
 
 
 class CrawlProgress:

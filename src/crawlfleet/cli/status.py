@@ -13,7 +13,7 @@ import asyncio
 import time
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Protocol
 
 import typer
 from rich.table import Table
@@ -65,23 +65,34 @@ def domain_table(views: list[DomainView], now: float, title: str) -> Table:
     return table
 
 
-async def _domains(frontier: Frontier, title: str) -> None:
-    out.print(domain_table(await frontier.domains(DOMAIN_ROWS), time.time(), title))
+class _DomainSource(Protocol):
+    async def domains(self, limit: int = 100) -> list[DomainView]: ...
+
+
+async def _domains(source: _DomainSource, title: str) -> None:
+    out.print(domain_table(await source.domains(DOMAIN_ROWS), time.time(), title))
 
 
 async def _embedded(state: Path) -> None:
-    from crawlfleet.runtime.wiring import open_frontier
+    """Read the state file read-only (as the dashboard does): a running crawl is shown too."""
+    from crawlfleet.monitoring.sqlite_reader import SqliteStateReader
+    from crawlfleet.runtime.backends import state_paths
+    from crawlfleet.runtime.policies import domain_policy
     from crawlfleet.settings import Settings
+    from crawlfleet.statedir import recorded_politeness
 
-    async with AsyncExitStack() as stack:
-        frontier = await open_frontier(Settings(state_dir=state), stack)
-        c = await frontier.counts()
+    settings = Settings(state_dir=state, **recorded_politeness(state))
+    reader = SqliteStateReader.open(state_paths(state)[0], domain_policy(settings))
+    try:
+        c = await reader.counts()
         paused = await FileControl(state).state() is RunState.PAUSED
         out.print(
             f"crawl in {safe(str(state))}{' (paused)' if paused else ''}: {c.queued} queued, "
             f"{c.leased} leased, {c.done} done, {c.dead} dead, {c.seen} seen"
         )
-        await _domains(frontier, "domains")
+        await _domains(reader, "domains")
+    finally:
+        await reader.close()
 
 
 async def _distributed(redis_url: str, crawl_id: str | None) -> None:
