@@ -133,3 +133,18 @@ def test_tables_are_not_cut_when_the_output_is_no_terminal(
     status = run_cli("status", "--state", str(state), cwd=tmp_path, env=no_columns)
     assert status.returncode == 0, status.stderr
     assert "…" not in status.stdout
+
+
+def test_the_guarded_host_without_proxies_says_its_pages_were_only_redirects(
+    testsite: ThreadedDemoSite, tmp_path: Path
+) -> None:
+    result = run_cli(
+        "crawl", testsite.url("guarded"), "--state", str(tmp_path / "state"), *FAST,
+        "--allow-private-addresses", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 5, result.stderr
+    assert (
+        "no item stored: the 1 pages ok were all redirects (3xx) to URLs seen before or out of "
+        "scope (a challenge? the site refuses crawlers: see the README's Hard targets (proxies,"
+        " the ladder))"
+    ) in result.stderr.splitlines()

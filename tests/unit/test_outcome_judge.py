@@ -76,3 +76,20 @@ def test_a_seed_domain_with_only_skipped_pages_says_so() -> None:
         " hook dropped them)",
         True,
     )
+
+
+def test_a_blocked_class_points_at_the_hard_targets() -> None:
+    nothing = CrawlStats({"outcome.dead": 1, "attempts": 1})
+    found = judge(
+        facts(
+            stats=nothing,
+            run=nothing,
+            domains={"example.com": nothing},
+            dead=1,
+            dead_classes={"example.com": {"blocked: HTTP 403": 1}},
+        )
+    )
+    assert found[0].line == (
+        "seed domain example.com: 0 pages ok: 1 dead-lettered (blocked: HTTP 403: the site "
+        "refuses crawlers: see the README's Hard targets (proxies, the ladder))"
+    )

@@ -45,6 +45,16 @@ _MEANINGS: Mapping[str, str] = {
 }
 """What a dead-letter class means, for the classes a first crawl commonly meets."""
 
+HARD_TARGETS = "the site refuses crawlers: see the README's Hard targets (proxies, the ladder)"
+
+
+def _meaning(name: str) -> str:
+    """``: what it means`` for a known dead-letter class, else nothing."""
+    if name in _MEANINGS:
+        return f": {_MEANINGS[name]}"
+    return f": {HARD_TARGETS}" if name.startswith("blocked") else ""
+
+
 _FLAGS: Mapping[str, str] = {"forbidden address": "--allow-private-addresses"}
 """The crawl option without which a dead-letter class comes back on the retry."""
 
@@ -111,7 +121,7 @@ def _seed_domains(facts: RunFacts) -> list[Finding]:
         classes = facts.dead_classes.get(domain, {})
         if classes:
             name, count = max(classes.items(), key=lambda pair: (pair[1], pair[0]))
-            meaning = f": {_MEANINGS[name]}" if name in _MEANINGS else ""
+            meaning = _meaning(name)
             cause = f"{count} dead-lettered ({name}{meaning})"
         elif stats.get(f"outcome.{Outcome.FAILED.value}"):
             cause = f"{stats.get(f'outcome.{Outcome.FAILED.value}')} pages failed"
@@ -142,9 +152,16 @@ def _logins(facts: RunFacts) -> list[Finding]:
 
 
 def _nothing_stored(facts: RunFacts) -> Finding:
-    if facts.stats.pages:
+    stats = facts.stats
+    redirects = stats.get("fetched.ok.3xx")
+    if stats.pages and redirects == stats.pages:
+        why = (
+            f"the {redirects} pages ok were all redirects (3xx) to URLs seen before or out of "
+            f"scope (a challenge? {HARD_TARGETS})"
+        )
+    elif stats.pages:
         parsers = "the worker's --parsers" if facts.distributed else "--parsers"
-        why = f"{facts.stats.pages} pages ok, but no parser returned an item; check {parsers}"
+        why = f"{stats.pages} pages ok, but no parser returned an item; check {parsers}"
     else:
         why = "no page was fetched ok"
     return Finding("nothing-stored", f"no item stored: {why}", shortfall=True)
