@@ -25,6 +25,7 @@ from crawlfleet.monitoring.events import EventBus
 from crawlfleet.monitoring.stats import Sample, StatsView
 from crawlfleet.monitoring.summary import CrawlResult, RunContext, read_result
 from crawlfleet.pipeline.export import export_items, export_postgres, format_of
+from crawlfleet.pipeline.reject_reasons import TOP_REASONS, RejectReason, sqlite_reasons
 from crawlfleet.runtime import event_loop
 from crawlfleet.runtime.backends import extra_missing, open_embedded, open_proxy_stores
 from crawlfleet.runtime.control import Control, FileControl, RunState
@@ -166,6 +167,11 @@ class Crawl:
                 elapsed_s=clock.now() - started,
                 context=context,
             )
+        if backends.items_file is not None and result.stats.items("invalid"):
+            reasons = await asyncio.to_thread(
+                sqlite_reasons, backends.items_file, crawl_id=settings.crawl_id, limit=TOP_REASONS
+            )
+            result = dataclasses.replace(result, top_reject_reasons=_triples(reasons))
         if settings.output is not None and backends.items_file is not None:
             written = await asyncio.to_thread(export_items, backends.items_file, settings.output)
             result = dataclasses.replace(result, exported_items=written)
@@ -218,6 +224,14 @@ class Crawl:
                 elapsed_s=clock.now() - started,
                 context=context,
             )
+        if settings.postgres_dsn is not None and result.stats.items("invalid"):
+            from crawlfleet.pipeline.sinks.postgres_reject_reasons import postgres_reasons
+
+            reasons = await asyncio.to_thread(
+                postgres_reasons, settings.postgres_dsn, crawl_id=settings.crawl_id,
+                limit=TOP_REASONS,
+            )  # fmt: skip
+            result = dataclasses.replace(result, top_reject_reasons=_triples(reasons))
         if settings.output is not None and settings.postgres_dsn is not None:
             written = await asyncio.to_thread(
                 export_postgres, settings.postgres_dsn, settings.output, crawl_id=settings.crawl_id
@@ -254,6 +268,10 @@ class Crawl:
             await self._metrics.refresh()
         if self._on_progress is not None:
             self._on_progress(sample)
+
+
+def _triples(reasons: Sequence[RejectReason]) -> tuple[tuple[str, str, int], ...]:
+    return tuple((r.reason, r.item_type, r.count) for r in reasons)
 
 
 def _write_stats(settings: Settings, result: CrawlResult) -> None:

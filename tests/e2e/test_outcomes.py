@@ -148,3 +148,43 @@ def test_the_guarded_host_without_proxies_says_its_pages_were_only_redirects(
         "scope (a challenge? the site refuses crawlers: see the README's Hard targets (proxies,"
         " the ladder))"
     ) in result.stderr.splitlines()
+
+
+STRICT_PARSER = """
+from pydantic import BaseModel, Field
+
+from crawlfleet.parsing import parser
+
+
+class Page(BaseModel):
+    title: str = Field(min_length=100)
+
+
+@parser("127.0.0.3", item_type="page", schema=Page)
+def page(response):
+    yield {"key": response.url, "title": response.css_first("title").text()}
+"""
+
+
+def test_reject_reasons_in_the_summary_and_the_rejects_command(
+    testsite: ThreadedDemoSite, tmp_path: Path
+) -> None:
+    parsers = tmp_path / "strict.py"
+    parsers.write_text(STRICT_PARSER)
+    state = str(tmp_path / "state")
+    result = run_cli(
+        "crawl", testsite.url("quotes"), "--state", state, *FAST, "--allow-private-addresses",
+        "--parsers", str(parsers), "--max-pages", "1", cwd=tmp_path,
+    )  # fmt: skip
+    lines = result.stderr.splitlines()
+    assert "1 items invalid (kept as rejects; crawlfleet rejects lists them):" in lines, lines
+    reason = next(line for line in lines if line.startswith("  1x page: "))
+    assert "title" in reason
+    assert (
+        "no item stored: all 1 items were invalid (kept as rejects: crawlfleet rejects says why)"
+    ) in lines
+    listed = run_cli("rejects", "--state", state, cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert "rejected items by reason (1)" in listed.stdout
+    assert reason.removeprefix("  1x page: ")[:40] in listed.stdout
+    assert testsite.url("quotes") in listed.stdout

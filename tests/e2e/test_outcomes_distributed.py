@@ -3,6 +3,7 @@ lines and exit 5, and ``-o`` exported from PostgreSQL at the end."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -10,6 +11,7 @@ import orjson
 from crawlfleet.demosite import ThreadedDemoSite
 from tests.e2e.conftest import FAST, Workers, dispatch, postgres_items
 from tests.fixtures.cli import assert_one_line_error, run_cli
+from tests.fixtures.redis_server import RedisServer
 
 
 def test_a_refused_seed_says_why_and_how_to_retry_with_the_crawl_s_options(
@@ -53,3 +55,40 @@ def test_an_sqlite_output_of_a_distributed_crawl_is_refused_at_start(
     assert assert_one_line_error(result).startswith(
         "error: -o of a distributed crawl is exported from PostgreSQL"
     )
+
+
+QUOTES_PARSERS = str(Path(__file__).resolve().parents[2] / "examples" / "quotes" / "parsers.py")
+
+
+def test_a_crawl_no_worker_will_serve_stops_with_the_reason_and_status_shows_it(
+    site: ThreadedDemoSite,
+    start_redis: Callable[..., RedisServer],
+    postgres_dsn: str,
+    workers: Workers,
+) -> None:
+    redis_url = start_redis().url  # its own: no heartbeat of another test's workers
+    workers.start(redis_url, postgres_dsn, concurrency=2)  # no --parsers: refuses the crawl
+    target = ["--redis", redis_url, "--postgres", postgres_dsn, "--crawl-id", "orphan"]
+    result = dispatch(
+        site.url("quotes"), *target, *FAST, "--parsers", QUOTES_PARSERS,
+        env={"CRAWLFLEET_WORKER_WAIT_S": "3"},
+    )  # fmt: skip
+    assert result.returncode == 2, result.stdout
+    error = result.stdout.splitlines()[-1]
+    assert error.startswith("error: no live worker has served crawl 'orphan' for 3 s ("), error
+    assert "refuses it: crawl 'orphan' names parser" in error
+    assert "(crawlfleet worker --parsers ...)" in error
+    status = run_cli("status", "--redis", redis_url, cwd=Path.cwd())
+    assert status.returncode == 0, status.stderr
+    assert "dispatching, no worker" in status.stdout
+    assert "crawl orphan: no live worker serves it (" in status.stdout
+
+
+def test_a_crawl_without_any_worker_says_so(
+    site: ThreadedDemoSite, start_redis: Callable[..., RedisServer], postgres_dsn: str
+) -> None:
+    redis_url = start_redis().url
+    target = ["--redis", redis_url, "--postgres", postgres_dsn, "--crawl-id", "alone"]
+    result = dispatch(site.url("quotes"), *target, *FAST, env={"CRAWLFLEET_WORKER_WAIT_S": "1"})
+    assert result.returncode == 2, result.stdout
+    assert "(no worker sent a heartbeat in the last 30 s)" in result.stdout.splitlines()[-1]

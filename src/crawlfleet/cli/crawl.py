@@ -164,6 +164,14 @@ def crawl(
             help="frontier partitions of a new distributed crawl (spread over a Redis Cluster)",
         ),
     ] = None,
+    wait_for_workers: Annotated[
+        bool | None,
+        typer.Option(
+            "--wait-for-workers",
+            help="distributed: wait for ever for a worker that serves the crawl (else: stop"
+            " after worker_wait_s, 60 s, with exit 2 and the reason)",
+        ),
+    ] = None,
     accept_unsafe_redis: Annotated[
         bool | None,
         typer.Option(
@@ -237,6 +245,7 @@ def crawl(
             crawl_id=crawl_id,
             frontier_partitions=partitions,
             accept_unsafe_redis=accept_unsafe_redis,
+            worker_wait_s=0.0 if wait_for_workers else None,
             http_cache_dir=http_cache,
             secrets_file=secrets,
             revisit="continuous" if continuous else "pass" if recrawl else None,

@@ -19,6 +19,7 @@ from crawlfleet.cli import (
     ops,
     parsers,
     proxies,
+    rejects,
     shell,
     status,
     vacuum,
@@ -83,4 +84,5 @@ db.register(app)
 dashboard.register(app)
 ops.register(app)
 proxies.register(app)
+rejects.register(app)
 vacuum.register(app)

@@ -141,6 +141,15 @@ def summary(result: CrawlResult) -> Group:
     items = items_table(result)
     if items is not None:
         parts.append(items)
+    if result.top_reject_reasons:
+        invalid = sum(result.stats.items("invalid").values())
+        parts.append(
+            Text(f"{invalid} items invalid (kept as rejects; crawlfleet rejects lists them):")
+        )
+        parts.extend(
+            Text(f"  {count}x {item_type}: {reason}")
+            for reason, item_type, count in result.top_reject_reasons
+        )
     if result.top_parse_errors:
         parts.append(Text(f"{result.parse_errors} pages failed to parse; most frequent errors:"))
         parts.extend(Text(f"  {count}x {error}") for error, count in result.top_parse_errors)

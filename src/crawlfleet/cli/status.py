@@ -2,7 +2,8 @@
 
 ``--redis URL``: the distributed crawls in that Redis (one with ``--crawl-id``) and the
 workers; ``--state DIR``: the embedded crawl in that state directory. A crawl's state says
-whether it was paused or cancelled (``crawlfleet pause|resume|cancel``). With one crawl, a
+whether it was paused or cancelled (``crawlfleet pause|resume|cancel``), and a dispatching
+crawl no live worker serves says why (``crawls.no_worker_reason``). With one crawl, a
 table per domain: queued, in flight, done, failed, dead, delay, block state and the fetch
 strategy slot (the ladder's ``rung``, ``fetcher``, ...; what the adaptive fetcher learned).
 """
@@ -105,9 +106,11 @@ async def _distributed(redis_url: str, crawl_id: str | None) -> None:
         WORKER_SEEN_S,
         connect,
         list_crawls,
+        no_worker_reason,
         open_crawl_frontier,
         worker_beats,
     )
+    from crawlfleet.runtime.kinds import QUEUES
 
     client = connect(redis_url)
     try:
@@ -125,15 +128,22 @@ async def _distributed(redis_url: str, crawl_id: str | None) -> None:
     crawls = Table(title="crawls")
     for column in ("crawl", "state", "queued", "leased", "done", "dead (DLQ)", "seen"):
         crawls.add_column(column, justify="left" if column in ("crawl", "state") else "right")
+    unserved: list[str] = []
     async with AsyncExitStack() as stack:
         frontier: Frontier | None = None
         for name in ids:
             frontier = await open_crawl_frontier(redis_url, name, stack)
             c = await frontier.counts()
             state = crawl_state(asked[name], dispatching=name in active, pending=c.pending)
+            why = no_worker_reason(beats, name, QUEUES, time.time()) if c.pending else None
+            if state == "dispatching" and why is not None:
+                state = "dispatching, no worker"
+                unserved.append(f"crawl {name}: no live worker serves it ({why})")
             row = (c.queued, c.leased, c.done, c.dead, c.seen)
             crawls.add_row(safe(name), state, *(str(n) for n in row))
         out.print(crawls)
+        for line in unserved:
+            out.print(f"[yellow]{safe(line)}[/]", soft_wrap=True)
         if crawl_id is not None and frontier is not None:
             await _domains(frontier, f"domains of {crawl_id}")
     now = time.time()

@@ -154,7 +154,10 @@ def _logins(facts: RunFacts) -> list[Finding]:
 def _nothing_stored(facts: RunFacts) -> Finding:
     stats = facts.stats
     redirects = stats.get("fetched.ok.3xx")
-    if stats.pages and redirects == stats.pages:
+    invalid = sum(stats.items("invalid").values())
+    if invalid:
+        why = f"all {invalid} items were invalid (kept as rejects: crawlfleet rejects says why)"
+    elif stats.pages and redirects == stats.pages:
         why = (
             f"the {redirects} pages ok were all redirects (3xx) to URLs seen before or out of "
             f"scope (a challenge? {HARD_TARGETS})"

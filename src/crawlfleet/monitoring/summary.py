@@ -45,6 +45,8 @@ class CrawlResult:
     exported_items: int | None = None
     run: CrawlStats = field(default_factory=CrawlStats)
     findings: Sequence[Finding] = ()
+    top_reject_reasons: Sequence[tuple[str, str, int]] = ()
+    """(reason, item type, count) of the most frequent reasons items were rejected."""
 
     @property
     def complete(self) -> bool:
@@ -94,6 +96,10 @@ class CrawlResult:
             "exported_items": self.exported_items,
             "top_parse_errors": [
                 {"error": error, "count": count} for error, count in self.top_parse_errors
+            ],
+            "top_reject_reasons": [
+                {"reason": reason, "type": item_type, "count": count}
+                for reason, item_type, count in self.top_reject_reasons
             ],
             "findings": [
                 {"kind": f.kind, "line": f.line, "shortfall": f.shortfall} for f in self.findings
