@@ -10,6 +10,7 @@ import orjson
 
 from crawlfleet.demosite import ThreadedDemoSite
 from tests.e2e.conftest import FAST, Workers, dispatch, postgres_items
+from tests.e2e.test_outcomes import STRICT_PARSER
 from tests.fixtures.cli import assert_one_line_error, run_cli
 from tests.fixtures.redis_server import RedisServer
 
@@ -92,3 +93,22 @@ def test_a_crawl_without_any_worker_says_so(
     result = dispatch(site.url("quotes"), *target, *FAST, env={"CRAWLFLEET_WORKER_WAIT_S": "1"})
     assert result.returncode == 2, result.stdout
     assert "(no worker sent a heartbeat in the last 30 s)" in result.stdout.splitlines()[-1]
+
+
+def test_reject_reasons_of_a_distributed_crawl(
+    site: ThreadedDemoSite, redis_url: str, postgres_dsn: str, workers: Workers, tmp_path: Path
+) -> None:
+    parsers = tmp_path / "strict.py"
+    parsers.write_text(STRICT_PARSER)
+    workers.start(redis_url, postgres_dsn, concurrency=2, extra=("--parsers", str(parsers)))
+    target = ["--redis", redis_url, "--postgres", postgres_dsn, "--crawl-id", "strict"]
+    result = dispatch(
+        site.url("quotes"), *target, *FAST, "--parsers", str(parsers), "--max-pages", "1"
+    )
+    assert result.returncode == 5, result.stdout
+    lines = result.stdout.splitlines()
+    assert "1 items invalid (kept as rejects; crawlfleet rejects lists them):" in lines
+    assert any(line.startswith("  1x page: ") and "title" in line for line in lines), lines
+    listed = run_cli("rejects", "--postgres", postgres_dsn, "--crawl-id", "strict", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert "rejected items by reason (1)" in listed.stdout
