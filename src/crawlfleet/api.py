@@ -252,6 +252,7 @@ class Crawl:
             baseline=baseline,
             target=target,
             distributed=settings.redis_url is not None,
+            revisit=settings.revisit,
         )
 
     def _watch(self, stop: asyncio.Event) -> None:

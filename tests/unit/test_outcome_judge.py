@@ -93,3 +93,14 @@ def test_a_blocked_class_points_at_the_hard_targets() -> None:
         "seed domain example.com: 0 pages ok: 1 dead-lettered (blocked: HTTP 403: the site "
         "refuses crawlers: see the README's Hard targets (proxies, the ladder))"
     )
+
+
+def test_a_revisit_with_nothing_due_says_so_and_not_to_recrawl() -> None:
+    found = judge(facts(run=CrawlStats(), revisit="pass"))
+    assert found == [
+        Finding(
+            "resumed-complete",
+            "nothing to do: no known page is due for a revisit yet (recrawl_after)",
+            False,
+        )
+    ]

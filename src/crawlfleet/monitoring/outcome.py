@@ -75,7 +75,8 @@ class RunFacts:
     ``stats``/``domains`` are totals of the whole crawl; ``run`` the counters of this run only.
     ``dead_classes`` holds per domain the dead letters by error class; ``failures`` the most
     frequent errors of pages that completed as failed. ``target`` is the options that name
-    this crawl to ``crawlfleet dlq`` (``--state DIR`` or ``--redis URL --crawl-id ID``).
+    this crawl to ``crawlfleet dlq`` (``--state DIR`` or ``--redis URL --crawl-id ID``);
+    ``revisit`` the run's mode (``settings.revisit``: ``off``, ``pass``, ``continuous``).
     """
 
     seed_domains: Sequence[str]
@@ -88,6 +89,7 @@ class RunFacts:
     failures: Sequence[tuple[str, int]]
     target: str
     distributed: bool
+    revisit: str = "off"
 
 
 def judge(facts: RunFacts) -> list[Finding]:
@@ -100,15 +102,15 @@ def judge(facts: RunFacts) -> list[Finding]:
     findings += _limits(facts.stats)
     if facts.run.get("attempts") == 0 and facts.done + facts.dead:
         left = "; a resumed crawl does not retry its dead letters" if facts.dead else ""
-        findings.append(
-            Finding(
-                "resumed-complete",
+        if facts.revisit != "off":
+            line = "nothing to do: no known page is due for a revisit yet (recrawl_after)"
+        else:
+            line = (
                 f"nothing to do: this crawl was already complete ({facts.done} done, "
                 f"{facts.dead} dead-lettered before this run){left}; --fresh starts it over, "
-                "--recrawl revisits its pages",
-                shortfall=False,
+                "--recrawl revisits its pages"
             )
-        )
+        findings.append(Finding("resumed-complete", line, shortfall=False))
     return findings
 
 

@@ -139,6 +139,7 @@ class RunContext:
     baseline: CrawlStats = field(default_factory=CrawlStats)
     target: str = ""
     distributed: bool = False
+    revisit: str = "off"
 
 
 async def read_result(
@@ -174,6 +175,7 @@ async def read_result(
             failures=failures,
             target=context.target,
             distributed=context.distributed,
+            revisit=context.revisit,
         )
         findings = judge(facts)
     return CrawlResult(
