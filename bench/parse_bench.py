@@ -3,7 +3,7 @@
 (a) Scrapy: ``HtmlResponse`` + ``LinkExtractor`` + ``Selector`` CSS (bench/scrapy_parse.py,
 run in the Scrapy venv). (b) crawlfleet: the parser the crawl would select for each URL from
 bench/bench_parsers.py (selectolax ``Response``, ``extract_links``), then
-``UrlRules.canonical`` on every link, as the frontier does before the seen-filter check.
+``UrlRules.target`` on every link, as the frontier does before the seen-filter check.
 Pages are read into memory first; each side reports its best of ``--repeat`` passes.
 
     .venv/bin/python bench/parse_bench.py                 # a 4,000-page sample
@@ -64,13 +64,13 @@ def bench_registry(parsers: Path) -> ParserRegistry:
 
 
 def crawlfleet_pass(pages: list[tuple[str, bytes]], registry: ParserRegistry) -> tuple[int, int]:
-    rules = UrlRules(DEFAULT_STRIP_PARAMS)  # a fresh canonical-URL cache per pass
+    rules = UrlRules(DEFAULT_STRIP_PARAMS)  # a fresh request-URL cache per pass
     links = items = 0
     for url, body in pages:
         _, parse = registry.select(url)
         result = parse(FetchResult(url, url, 200, HEADERS, body, 0.0))
         for link in result.links:
-            rules.canonical(link.url)
+            rules.target(link.url)
         links += len(result.links)
         items += len(result.items)
     return links, items
@@ -148,7 +148,7 @@ def main() -> None:
         body = (
             "## Parse only: link + product extraction, no network\n\n"
             f"{describe_machine()}\n\n{len(listing)} pages of the crawl site, in memory; best "
-            f"of {args.repeat} passes. crawlfleet includes `UrlRules.canonical` on every link."
+            f"of {args.repeat} passes. crawlfleet includes `UrlRules.target` on every link."
             f"\n\n{text}\n\nRerun:\n\n{rerun.rstrip()}\n"
         )
         write_section(args.results, "parse", body)

@@ -21,7 +21,7 @@ import orjson
 from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.counters import CrawlStats
 from crawlfleet.errors import BadUrl, ConfigError, StateError
-from crawlfleet.monitoring.events import EventBus
+from crawlfleet.events import EventBus
 from crawlfleet.monitoring.stats import Sample, StatsView
 from crawlfleet.monitoring.summary import CrawlResult, RunContext, read_result
 from crawlfleet.pipeline.export import export_items, export_postgres, format_of
@@ -50,7 +50,7 @@ def split_seeds(settings: Settings, seeds: Sequence[str]) -> tuple[list[str], li
     bad: list[str] = []
     for seed in seeds:
         try:
-            rules.canonical(seed)
+            rules.target(seed)
         except BadUrl as exc:
             bad.append(str(exc))
             continue
@@ -248,7 +248,7 @@ class Crawl:
         else:
             target = f"--state {shlex.quote(str(settings.state_dir))}"
         return RunContext(
-            seed_domains=[rules.politeness_key(rules.canonical(seed)) for seed in self.seeds],
+            seed_domains=[rules.politeness_key(rules.target(seed).url) for seed in self.seeds],
             baseline=baseline,
             target=target,
             distributed=settings.redis_url is not None,

@@ -23,7 +23,7 @@ DEFAULT_MAX_CONTEXT_BYTES = 16 * 1024
 
 @dataclass(frozen=True, slots=True)
 class CrawlRequest:
-    """A canonical URL waiting in (or handed out by) the frontier.
+    """A URL waiting in (or handed out by) the frontier, as it is requested.
 
     ``domain`` is the politeness key (host or registrable domain, per settings);
     ``priority``: higher is served first within a domain; ``attempt`` counts earlier failed
@@ -32,8 +32,9 @@ class CrawlRequest:
     The payload, stored with the request in every store: ``data`` is the context its page's
     parser reads (``Response.context``; JSON-serializable), ``method``, ``body`` (text, sent
     UTF-8 encoded: a form or JSON body; binary bodies are not supported) and ``headers``
-    (sent over the fetcher's own). ``fingerprint`` covers the method and body
-    (``urls.request_fingerprint``), not ``data`` nor ``headers``.
+    (sent over the fetcher's own). ``fingerprint`` covers the method, the URL's dedup key and
+    the body (``urls.request_fingerprint``), not ``data`` nor ``headers``; rows written before
+    decision 0040 hold canonical URLs, which are valid request URLs too.
     """
 
     url: str
@@ -75,7 +76,7 @@ class Lease:
 
 @dataclass(frozen=True, slots=True)
 class Link:
-    """A link found on a page, or a request a parser makes, before canonicalization.
+    """A link found on a page, or a request a parser makes, before the frontier serializes it.
 
     ``data`` is the context the target page's parser reads (``Response.context``): a small
     JSON-serializable dict (at most ``max_context_bytes`` as JSON). ``method``, ``body`` and
@@ -227,7 +228,7 @@ class FetchResult:
 class Item:
     """One record a parser produced.
 
-    ``key`` is the stable identity within ``type`` (a product id, a canonical URL); when None
+    ``key`` is the stable identity within ``type`` (a product id, a page's URL); when None
     the pipeline keys the item by its content hash. ``fetched_at`` (epoch seconds) is when the
     page it came from was fetched: the version the sinks keep the newest of (None: the time
     the sink writes it).

@@ -32,8 +32,8 @@ def _app(seen: list[str | None], expected: str, redirect_to: str = "") -> web.Ap
 
 
 def _request(url: str) -> CrawlRequest:
-    canonical = UrlRules().canonical(url)
-    return CrawlRequest(canonical, fingerprint(canonical), "d")
+    target = UrlRules().target(url)
+    return CrawlRequest(target.url, fingerprint(target.key), "d")
 
 
 async def test_basic_auth_goes_to_the_seed_origin_and_not_past_a_redirect() -> None:

@@ -41,13 +41,6 @@ def test_pages_without_items_name_the_parsers_option_of_the_runtime() -> None:
     assert "check the worker's --parsers" in distributed[0].line
 
 
-def test_limit_drops_are_a_note_that_keeps_the_exit_code() -> None:
-    stats = CrawlStats({**facts().stats.counters, "dropped.max_depth": 7, "dropped.x": 0})
-    assert judge(facts(stats=stats)) == [
-        Finding("limits", "limits dropped max_depth 7; raise the setting to keep them", False)
-    ]
-
-
 def test_dead_letters_of_several_classes_are_requeued_together_on_a_distributed_crawl() -> None:
     found = judge(
         facts(

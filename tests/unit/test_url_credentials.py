@@ -21,13 +21,13 @@ CANARY = "Canary-7f3e"
         ("http://example.com/", "http://example.com/"),
     ],
 )
-def test_canonical_url_has_no_userinfo(url: str, expected: str) -> None:
-    assert UrlRules().canonical(url) == expected
+def test_request_url_and_key_have_no_userinfo(url: str, expected: str) -> None:
+    assert UrlRules().target(url) == (expected, expected)
 
 
 def test_a_bad_url_error_does_not_echo_the_password() -> None:
     with pytest.raises(BadUrl) as caught:
-        UrlRules().canonical(f"http://user:{CANARY}@example.com:99999/")
+        UrlRules().target(f"http://user:{CANARY}@example.com:99999/")
     assert CANARY not in str(caught.value)
 
 

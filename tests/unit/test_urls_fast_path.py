@@ -1,4 +1,4 @@
-"""The canonicalization's fast path gives what the full canonicalization gives, or steps aside."""
+"""The fast path of ``UrlRules.target`` gives what every step gives, or steps aside."""
 
 from __future__ import annotations
 
@@ -11,15 +11,24 @@ from crawlfleet.errors import BadUrl
 from crawlfleet.urls import UrlRules, already_canonical, host_of, plain_origin
 
 HOSTS = ("a.test", "127.0.0.11", "x-y.example.com", "a..b", "-a.test", "a.test.", "0.0.0.0",
-         "xn--bcher-kva.test", "1.2.3", ".", "A.test", "b\u00fccher.test")  # fmt: skip
+         "xn--bcher-kva.test", "1.2.3", ".", "A.test", "b\u00fccher.test", "0x7f.1", "a.0x1",
+         "2130706433", "a.1", "1.2.3.4.", "256.1.1.1", "01.2.3.4", "xn--a.test", "a.b-")  # fmt: skip
 PORTS = ("", ":80", ":443", ":8080", ":18411", ":0", ":00080", ":99999", ":65535", ":65536", ":1")
 PATH_CHARACTERS = "abcXYZ019._~-/%?#@:;=+ "
 
 
 def slow(url: str) -> str:
-    """The full canonicalization (the fast path bypassed)."""
+    """The dedup key by every step (the fast path bypassed), "BadUrl" for no URL."""
     try:
-        return UrlRules().full_canonical(url)
+        return UrlRules().full_target(url).key
+    except BadUrl:
+        return "BadUrl"
+
+
+def slow_url(url: str) -> str:
+    """The request URL by every step (the fast path bypassed), "BadUrl" for no URL."""
+    try:
+        return UrlRules().full_target(url).url
     except BadUrl:
         return "BadUrl"
 
@@ -34,11 +43,11 @@ def random_urls(count: int) -> list[str]:
     return urls
 
 
-def test_every_url_the_fast_path_takes_is_its_own_full_canonical_form() -> None:
-    urls = random_urls(30_000)
+def test_every_url_the_fast_path_takes_is_its_own_request_url_and_key() -> None:
+    urls = random_urls(60_000)
     taken = [url for url in urls if already_canonical(url)]
     assert len(taken) > 500  # the generator reaches the fast path
-    assert [url for url in taken if slow(url) != url] == []
+    assert [url for url in taken if slow(url) != url or slow_url(url) != url] == []
 
 
 @pytest.mark.parametrize(
@@ -56,17 +65,24 @@ def test_every_url_the_fast_path_takes_is_its_own_full_canonical_form() -> None:
         "http://a.test/%7ex",  # percent-encoding: normalized
         "http://user:pw@a.test/x",  # userinfo: dropped
         "http://a.test",  # no path: "/"
+        "http://0x7f.1/x",  # an IPv4 number form: 127.0.0.1
+        "http://1.2.3/x",  # 1.2.0.3
+        "http://xn--a.test/x",  # punycode: checked by the parser
     ],
 )
 def test_the_fast_path_steps_aside_for_what_canonicalization_changes(url: str) -> None:
     assert not already_canonical(url)
 
 
-def test_a_canonical_url_is_its_own_canonical_form() -> None:
-    """The frontier's memo skips a link written as an offered canonical URL (decision 0022)."""
-    canonical = [c for c in map(slow, random_urls(30_000)) if c != "BadUrl"]
-    assert len(canonical) > 5_000
-    assert [c for c in canonical if slow(c) != c] == []
+def test_a_key_is_its_own_key_and_a_request_url_its_own_request_url() -> None:
+    """The frontier's memo skips a link written as an offered request URL (decision 0022)."""
+    urls = random_urls(30_000)
+    keys = [c for c in map(slow, urls) if c != "BadUrl"]
+    assert len(keys) > 5_000
+    assert [c for c in keys if slow(c) != c] == []
+    sent = [c for c in map(slow_url, urls) if c != "BadUrl"]
+    assert [c for c in sent if slow_url(c) != c] == []
+    assert [c for c in sent if slow(c) != slow(slow_url(c))] == []
 
 
 def split(url: str) -> tuple[str, str, int | None] | str:

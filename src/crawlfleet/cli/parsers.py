@@ -67,9 +67,11 @@ async def fetching(settings: Settings) -> AsyncIterator[Fetch]:
 
     async def fetch(url: str) -> FetchResult:
         credentials.add_from_url(url)
-        canonical = rules.canonical(url)
-        request = CrawlRequest(canonical, fingerprint(canonical), rules.politeness_key(canonical))
-        fetcher = files if canonical.startswith("file:") else http
+        target = rules.target(url)
+        request = CrawlRequest(
+            target.url, fingerprint(target.key), rules.politeness_key(target.url)
+        )
+        fetcher = files if target.url.startswith("file:") else http
         return await fetcher.fetch(request)
 
     try:

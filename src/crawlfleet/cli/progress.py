@@ -97,18 +97,20 @@ def _row(name: str, s: CrawlStats) -> list[str]:
         str(s.get(f"outcome.{Outcome.DEAD.value}")),
         str(s.get(f"outcome.{Outcome.SKIPPED.value}")),
         str(s.get(f"outcome.{Outcome.PARSE_ERROR.value}")),
+        str(sum(s.dropped().values())),
     ]
 
 
 def summary_table(result: CrawlResult) -> Table:
-    """Per domain, then in total: pages, status classes, bytes, latency, retries, dead, ...
+    """Per domain, then in total: pages, status classes, bytes, latency, retries, dead, ...,
+    and what limits dropped (links, redirects, sitemaps: ``crawl.py`` ends with the detail).
 
     The figures are the crawl's totals (of every run, when it was resumed); the title says so.
     """
     resumed = result.run.counters != result.stats.counters
     table = Table(title="crawl summary (totals of all runs)" if resumed else "crawl summary")
     columns = ("domain", "pages", "statuses", "bytes", "mean latency", "retries", "dead")
-    for column in (*columns, "skipped", "parse errors"):
+    for column in (*columns, "skipped", "parse errors", "dropped"):
         table.add_column(column, justify="left" if column in ("domain", "statuses") else "right")
     for domain in sorted(result.domains):
         table.add_row(*_row(domain, result.domains[domain]))

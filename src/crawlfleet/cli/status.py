@@ -4,8 +4,9 @@
 workers; ``--state DIR``: the embedded crawl in that state directory. A crawl's state says
 whether it was paused or cancelled (``crawlfleet pause|resume|cancel``), and a dispatching
 crawl no live worker serves says why (``crawls.no_worker_reason``). With one crawl, a
-table per domain: queued, in flight, done, failed, dead, delay, block state and the fetch
-strategy slot (the ladder's ``rung``, ``fetcher``, ...; what the adaptive fetcher learned).
+table per domain: queued, in flight, done, failed, dead, what limits dropped, delay, block
+state and the fetch strategy slot (the ladder's ``rung``, ``fetcher``, ...; what the adaptive
+fetcher learned), then one line of what limits dropped, by limit.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from rich.table import Table
 
 from crawlfleet.cli.console import fail, make_console, safe
 from crawlfleet.cli.target import CRAWL_ID_ENV, REDIS_ENV, from_environment
+from crawlfleet.counters import CrawlStats
 from crawlfleet.errors import CrawlfleetError
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.store_types import DomainView
-from crawlfleet.monitoring.summary import block_state, strategy_text
+from crawlfleet.monitoring.summary import block_state, dropped_line, strategy_text
 from crawlfleet.records import Outcome
 from crawlfleet.redisurl import check_redis_url
 from crawlfleet.runtime.control import FileControl, RedisControl, RunState, crawl_state
@@ -38,8 +40,8 @@ DOMAIN_ROWS = 50
 def domain_table(views: list[DomainView], now: float, title: str) -> Table:
     """One row per domain; ``done`` counts finished requests, ``failed`` those without a page."""
     table = Table(title=title)
-    columns = ("domain", "queued", "in flight", "done", "failed", "dead", "delay", "block")
-    for column in (*columns, "strategy"):
+    columns = ("domain", "queued", "in flight", "done", "failed", "dead", "dropped")
+    for column in (*columns, "delay", "block", "strategy"):
         left = column in ("domain", "block", "strategy")
         table.add_column(column, justify="left" if left else "right")
     for view in views:
@@ -59,6 +61,7 @@ def domain_table(views: list[DomainView], now: float, title: str) -> Table:
             str(done),
             str(failed),
             str(s.get(f"outcome.{Outcome.DEAD.value}")),
+            str(sum(s.dropped().values())),
             f"{view.effective_delay_s:g} s ({view.delay_source.value})",
             safe(block_state(view, now)),
             safe(strategy_text(view)),
@@ -69,9 +72,13 @@ def domain_table(views: list[DomainView], now: float, title: str) -> Table:
 class _DomainSource(Protocol):
     async def domains(self, limit: int = 100) -> list[DomainView]: ...
 
+    async def stats(self) -> CrawlStats: ...
+
 
 async def _domains(source: _DomainSource, title: str) -> None:
     out.print(domain_table(await source.domains(DOMAIN_ROWS), time.time(), title))
+    dropped = dropped_line(await source.stats())
+    out.print(dropped or "dropped by limits: nothing", soft_wrap=True)
 
 
 async def _embedded(state: Path) -> None:
@@ -105,6 +112,7 @@ async def _distributed(redis_url: str, crawl_id: str | None) -> None:
     from crawlfleet.runtime.celery.crawls import (
         WORKER_SEEN_S,
         connect,
+        dispatcher_ages,
         list_crawls,
         no_worker_reason,
         open_crawl_frontier,
@@ -116,6 +124,7 @@ async def _distributed(redis_url: str, crawl_id: str | None) -> None:
     try:
         ids, active = await list_crawls(client)
         beats = await worker_beats(client)
+        dispatcher_age_s = await dispatcher_ages(client, time.time())
         if crawl_id is not None:
             if crawl_id not in ids:
                 raise StateError(f"no crawl {crawl_id!r} in Redis at {redact(redis_url)}")
@@ -126,7 +135,7 @@ async def _distributed(redis_url: str, crawl_id: str | None) -> None:
     finally:
         await client.aclose()
     crawls = Table(title="crawls")
-    for column in ("crawl", "state", "queued", "leased", "done", "dead (DLQ)", "seen"):
+    for column in ("crawl", "state", "queued", "leased", "done", "dead (DLQ)", "seen", "dropped"):
         crawls.add_column(column, justify="left" if column in ("crawl", "state") else "right")
     unserved: list[str] = []
     async with AsyncExitStack() as stack:
@@ -134,12 +143,18 @@ async def _distributed(redis_url: str, crawl_id: str | None) -> None:
         for name in ids:
             frontier = await open_crawl_frontier(redis_url, name, stack)
             c = await frontier.counts()
-            state = crawl_state(asked[name], dispatching=name in active, pending=c.pending)
+            state = crawl_state(
+                asked[name],
+                dispatching=name in active,
+                pending=c.pending,
+                dispatcher_age_s=dispatcher_age_s.get(name),
+            )
             why = no_worker_reason(beats, name, QUEUES, time.time()) if c.pending else None
             if state == "dispatching" and why is not None:
                 state = "dispatching, no worker"
                 unserved.append(f"crawl {name}: no live worker serves it ({why})")
-            row = (c.queued, c.leased, c.done, c.dead, c.seen)
+            dropped = sum((await frontier.stats()).dropped().values())
+            row = (c.queued, c.leased, c.done, c.dead, c.seen, dropped)
             crawls.add_row(safe(name), state, *(str(n) for n in row))
         out.print(crawls)
         for line in unserved:

@@ -46,6 +46,19 @@ _INTERIM = re.compile(rb"HTTP/\d\.\d 1\d\d")
 _STATUS_LINE_FAULTS = ("version", "HTTP/", "status", "response line")
 
 
+def location_header(url: str, headers: dict[str, str], value: bytes) -> None:
+    """Keep a ``Location`` value with its bytes past ASCII percent-encoded (raw UTF-8
+    ``/é`` is read ``/%C3%A9``, as browsers read it; the URL parser decodes an escaped host);
+    a second, different ``Location`` fails the response, as Chromium fails it."""
+    text = value.decode("latin-1")
+    if not value.isascii():
+        text = "".join(c if c < "\x80" else f"%{ord(c):02X}" for c in text)
+    held = headers.get("location")
+    if held is not None and held != text:
+        raise FetchError(f"{url}: malformed response: two different Location headers")
+    headers["location"] = text
+
+
 class Exchange:
     """What one request waits for: the response's status, headers and body, within limits."""
 
@@ -254,6 +267,9 @@ class Connection(asyncio.Protocol):
         if len(headers) >= MAX_HEADERS:
             raise FetchError(f"{exchange.url}: malformed response: more than {MAX_HEADERS} headers")
         key = name.decode("latin-1").lower()
+        if key == "location":
+            location_header(exchange.url, headers, value)
+            return
         text = value.decode("latin-1")
         headers[key] = f"{headers[key]}, {text}" if key in headers else text
 

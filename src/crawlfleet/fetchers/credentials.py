@@ -1,7 +1,7 @@
 """Per-origin HTTP credentials: the userinfo of seed URLs, kept out of every stored URL.
 
 A seed ``https://user:pw@intranet.example/`` is crawled as ``https://intranet.example/``
-(``UrlRules.canonical`` drops userinfo); its user and password live here, in the process, and
+(``UrlRules.target`` drops userinfo); its user and password live here, in the process, and
 the HTTP fetcher sends them as Basic auth to that origin (scheme, host, port) only: never to
 another host a page links or redirects to. They are not written to any store or log.
 """

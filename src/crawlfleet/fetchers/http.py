@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from multidict import CIMultiDict
-from yarl import URL
 
 from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.errors import FetchError, ForbiddenAddress
@@ -32,6 +31,7 @@ from crawlfleet.fetchers.target import Target, target_of, url_of
 from crawlfleet.fetchers.wire import Wire, request_head
 from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.settings import Settings
+from crawlfleet.urls import join
 
 if TYPE_CHECKING:
     from crawlfleet.fetchers.proxied import ProxiedSession
@@ -159,7 +159,7 @@ class HttpFetcher:
                     body = raw if truncate_at_bytes is None else raw[:truncate_at_bytes]
                     break
                 redirects.append(url)
-                url = self._next_hop(url_of(url), location, redirects)
+                url = self._next_hop(url, location, redirects)
                 hop = hop.after(status)
         except ForbiddenAddress as exc:
             raise ForbiddenAddress(f"{url}: {exc}") from None
@@ -220,20 +220,18 @@ class HttpFetcher:
             truncate=truncate_at_bytes is not None,
         )
 
-    def _next_hop(self, current: URL, location: str, chain: list[str]) -> str:
-        """The absolute URL ``location`` points to; refuses bad targets, loops and long chains."""
+    def _next_hop(self, current: str, location: str, chain: list[str]) -> str:
+        """The absolute URL ``location`` points to, as a browser reads it (``urls.join``), its
+        fragment and userinfo dropped; refuses bad targets, loops and long chains."""
         source = chain[-1]
-        try:
-            target = current.join(URL(location))
-        except ValueError:
-            raise FetchError(
-                f"{source}: bad redirect Location {location!r}", transient=False
-            ) from None
-        if target.scheme not in _HTTP_SCHEMES or not target.host:
-            raise FetchError(
-                f"{source}: redirect to non-http(s) URL {str(target)!r}", transient=False
-            )
-        next_url = str(target.with_user(None))
+        joined = join(current, location)
+        if joined is None:
+            raise FetchError(f"{source}: bad redirect Location {location!r}", transient=False)
+        scheme, _, rest = joined.partition("://")
+        if scheme not in _HTTP_SCHEMES:
+            raise FetchError(f"{source}: redirect to non-http(s) URL {joined!r}", transient=False)
+        authority, slash, path = rest.partition("/")
+        next_url = f"{scheme}://{authority.rpartition('@')[2]}{slash}{path.partition('#')[0]}"
         if next_url in chain:
             raise FetchError(f"redirect loop: {' -> '.join([*chain, next_url])}", transient=False)
         if len(chain) > self._settings.max_redirects:

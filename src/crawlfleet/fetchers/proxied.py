@@ -17,6 +17,7 @@ from yarl import URL
 
 from crawlfleet.errors import FetchError
 from crawlfleet.fetchers.addresses import AddressPredicate, allowed_addresses
+from crawlfleet.fetchers.connection import location_header
 from crawlfleet.fetchers.decoding import body_too_large, raw_body_limit
 from crawlfleet.settings import Settings
 
@@ -92,7 +93,7 @@ class ProxiedSession:
                 encoded = "Content-Encoding" in response.headers
                 limit = raw_body_limit(self._settings.max_body_bytes, cut_at, encoded=encoded)
                 raw = await _read_raw(response, url, limit, truncate=cut_at is not None)
-                return response.status, _lower_case_headers(response), raw
+                return response.status, _lower_case_headers(response, url), raw
         except aiohttp.ClientError as exc:
             raise self._describe(exc, url) from exc
 
@@ -148,10 +149,16 @@ async def _read_raw(
     return b"".join(chunks)
 
 
-def _lower_case_headers(response: aiohttp.ClientResponse) -> dict[str, str]:
-    """Response headers keyed in lower case; repeated headers joined with ``", "``."""
+def _lower_case_headers(response: aiohttp.ClientResponse, url: str) -> dict[str, str]:
+    """Response headers keyed in lower case; repeated headers joined with ``", "``, but
+    ``Location`` read as the wire reads it (``connection.location_header``)."""
     raw = response.headers
     headers = {key.lower(): value for key, value in raw.items()}
     if len(headers) != len(raw):
         headers = {key: ", ".join(raw.getall(key)) for key in headers}
+    if "location" in headers:
+        del headers["location"]
+        for name, value in response.raw_headers:
+            if name.lower() == b"location":
+                location_header(url, headers, value)
     return headers

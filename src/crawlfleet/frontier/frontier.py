@@ -1,4 +1,4 @@
-"""The frontier: URLs in (canonical, in scope, deduplicated), due work out, outcomes back.
+"""The frontier: URLs in (serialized, in scope, deduplicated by key), due work out, outcomes back.
 
 It wraps a ``QueueStore`` with the crawl's URL rules, scope, budget, default domain policy and
 retry policy. Every runtime (the embedded runner, a Celery worker, the dispatcher) talks to
@@ -12,7 +12,7 @@ import random
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from crawlfleet.counters import CrawlStats
+from crawlfleet.counters import Counters, CrawlStats
 from crawlfleet.errors import ConfigError
 from crawlfleet.frontier.learned import AUTO_PREFIX, lane_for
 from crawlfleet.frontier.offered import OfferedUrls
@@ -24,8 +24,9 @@ from crawlfleet.frontier.requests import (
     build_requests,
     default_route,
     redirect_request,
+    refused_counters,
 )
-from crawlfleet.frontier.scope import Scope
+from crawlfleet.frontier.scope import Refusal, Scope
 from crawlfleet.frontier.store_types import (
     Budget,
     DelaySource,
@@ -89,22 +90,23 @@ class Frontier:
 
     def requests_for(
         self, links: Iterable[Link | str], parent: CrawlRequest | None
-    ) -> tuple[list[CrawlRequest], list[tuple[str, str]]]:
-        """Canonical in-scope requests for the links, and (url, reason) for the rest."""
+    ) -> tuple[list[CrawlRequest], list[tuple[str, Refusal]]]:
+        """In-scope requests for the links, and (url, why) for the rest."""
         requests, rejected, _ = build_requests(links, parent, self._rules_of_links, None)
         return requests, rejected
 
     def new_requests(
         self, links: Iterable[Link | str], parent: CrawlRequest | None
-    ) -> tuple[list[CrawlRequest], int]:
+    ) -> tuple[list[CrawlRequest], int, Counters]:
         """``requests_for``'s requests less those this frontier offered its store before
-        (the store would refuse them as seen, ``frontier/recent.py``), and how many
-        requests ``requests_for`` would have returned."""
+        (the store would refuse them as seen, ``frontier/recent.py``), how many requests
+        ``requests_for`` would have returned, and the links refused by reason
+        (``dropped.<limit>``, ``filtered.<reason>``)."""
         depth = parent.depth + 1 if parent is not None else 0
         max_depth = self.scope.max_depth
         offered = self._offered if max_depth is None or depth <= max_depth else None
-        requests, _, known = build_requests(links, parent, self._rules_of_links, offered)
-        return requests, len(requests) + known
+        requests, rejected, known = build_requests(links, parent, self._rules_of_links, offered)
+        return requests, len(requests) + known, refused_counters(rejected)
 
     async def add(self, requests: Sequence[CrawlRequest]) -> int:
         """Admit the new requests within the budget; how many were admitted.
@@ -141,7 +143,7 @@ class Frontier:
         """Replace the domain's strategy slot: read it, change your keys, write it all back."""
         await self._store.set_strategy(domain, strategy)
 
-    def redirect(self, parent: CrawlRequest, location: str) -> CrawlRequest | str:
+    def redirect(self, parent: CrawlRequest, location: str) -> CrawlRequest | Refusal:
         """The request a redirect leads to (same depth, one more hop), or why it is refused
         (``frontier/requests.py``)."""
         return redirect_request(parent, location, self._rules_of_links, self.max_redirects)
@@ -192,6 +194,10 @@ class Frontier:
     async def reap(self, now: float) -> int:
         """Count leases expired before ``now`` as failed attempts (see ``QueueStore.reap``)."""
         return await self._store.reap(now, self.retry_policy.max_retries)
+
+    async def add_counters(self, domain: str, counters: Mapping[str, float]) -> None:
+        """Add counters that belong to no lease (links of no page, sitemap entries)."""
+        await self._store.add_counters(domain, counters)
 
     async def robots_delay(self, origin: str, crawl_delay_s: float | None) -> None:
         """Record what a read of ``origin``'s robots.txt says of its domain's delay, for every

@@ -3,14 +3,14 @@
 A page offers ~30 links and nearly all of them were offered before. A plain request (GET,
 no body: its fingerprint is its URL's) offered to a store without a budget is final: the
 store holds it as seen, so ``Frontier.new_requests`` skips a link found here before
-canonicalizing it (a link as the page wrote it, then its canonical form) and building a
+serializing it (a link as the page wrote it, then its request URL) and building a
 request (decision 0020). With a budget the store may refuse a request without marking it
 seen, so a frontier with a budget keeps no memo.
 
 The memo must hold the whole crawl, not its recent part: a shop's "related products" link
 to pages anywhere in the site, so a memo of the last 32,768 URLs caught nearly all repeats
 at 20,000 pages and ~3 % of the related links at 1,000,000, where each miss cost a
-canonicalization, a request and an index probe of the store (+0.49 ms a page; decision
+serialization, a request and an index probe of the store (+0.49 ms a page; decision
 0022). So it keeps each URL as two hashes in flat arrays (open addressing, linear probing,
 at most 3/4 full): Python's 64-bit ``hash`` (SipHash, keyed per process) and a CRC-32:
 25 MB at 1,000,000 URLs. A URL never offered is taken for an offered one only if both

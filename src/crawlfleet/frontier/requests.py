@@ -1,7 +1,11 @@
-"""Links to requests: canonical, in scope, routed to a fetcher kind; redirects likewise.
+"""Links to requests: as a browser would send them, in scope, routed to a fetcher kind;
+redirects likewise.
 
 The part of the frontier that turns what a page links to into the ``CrawlRequest``s it
-offers its store (``Frontier.requests_for``, ``new_requests``, ``redirect``).
+offers its store (``Frontier.requests_for``, ``new_requests``, ``redirect``). A request's
+``url`` is the URL as requested (``UrlRules.target``); its fingerprint is taken of the URL's
+dedup key. The scope's domain, pattern and trap rules see the URL as requested, as robots.txt
+does: the URL a user finds in the pages, the attempt log and the exports.
 """
 
 from __future__ import annotations
@@ -9,14 +13,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from crawlfleet.counters import Counters, Filtered, Limit, dropped_counter
 from crawlfleet.errors import BadUrl
 from crawlfleet.frontier.offered import OfferedUrls
-from crawlfleet.frontier.scope import Scope
+from crawlfleet.frontier.scope import Refusal, Scope
 from crawlfleet.models import CrawlRequest, Link
 from crawlfleet.urls import UrlRules, fingerprint, request_fingerprint
 
 Route = Callable[[str, str | None], str]
-"""The fetcher kind of a new request: ``route(canonical URL, kind its link names or None)``."""
+"""The fetcher kind of a new request: ``route(request URL, kind its link names or None)``."""
 
 
 def default_route(url: str, named: str | None) -> str:
@@ -38,18 +43,19 @@ def build_requests(
     parent: CrawlRequest | None,
     link_rules: LinkRules,
     offered: OfferedUrls | None,
-) -> tuple[list[CrawlRequest], list[tuple[str, str]], int]:
+) -> tuple[list[CrawlRequest], list[tuple[str, Refusal]], int]:
     """The requests, the rejected links with why, and how many were skipped as ``offered``.
 
-    ``offered``: canonical URLs of plain requests the store was offered before (it would
-    refuse them as seen); the caller checked that the links' depth is within the scope.
+    ``offered``: request URLs of plain requests the store was offered before (it would
+    refuse them as seen: same URL, same key); the caller checked that the links' depth is
+    within the scope.
     """
     depth = parent.depth + 1 if parent is not None else 0
     parent_url = parent.url if parent is not None else None
     requests: list[CrawlRequest] = []
-    rejected: list[tuple[str, str]] = []
+    rejected: list[tuple[str, Refusal]] = []
     known = 0
-    canonical = link_rules.rules.canonical
+    target = link_rules.rules.target
     politeness_key = link_rules.rules.politeness_key
     reason_to_skip = link_rules.scope.reason_to_skip
     route = link_rules.route
@@ -57,15 +63,15 @@ def build_requests(
         if isinstance(link, str):
             link = Link(link)
         # An offered URL was in scope (scope is fixed; the caller checked the depth), and so
-        # is a link whose canonical form was offered: as written, else once canonical.
+        # is a link whose request URL was offered: as written, else once serialized.
         memo = offered if not link.body and link.method == "GET" else None
         if memo is not None and memo.seen(link.url):
             known += 1
             continue
         try:
-            url = canonical(link.url)
+            url, key = target(link.url)
         except BadUrl as exc:
-            rejected.append((link.url, str(exc)))
+            rejected.append((link.url, Refusal(Filtered.BAD_URL, str(exc))))
             continue
         if memo is not None and url != link.url and memo.seen(url):
             known += 1
@@ -77,7 +83,7 @@ def build_requests(
         requests.append(
             CrawlRequest(
                 url=url,
-                fingerprint=request_fingerprint(url, link.method, link.body),
+                fingerprint=request_fingerprint(key, link.method, link.body),
                 domain=politeness_key(url),
                 depth=depth,
                 priority=link.priority,
@@ -92,26 +98,35 @@ def build_requests(
     return requests, rejected, known
 
 
+def refused_counters(rejected: Iterable[tuple[str, Refusal]]) -> Counters:
+    """The ``dropped.<limit>`` and ``filtered.<reason>`` counters of rejected links."""
+    counted: Counters = {}
+    for _, refusal in rejected:
+        name = dropped_counter(refusal.reason)
+        counted[name] = counted.get(name, 0) + 1
+    return counted
+
+
 def redirect_request(
     parent: CrawlRequest, location: str, link_rules: LinkRules, max_redirects: int
-) -> CrawlRequest | str:
+) -> CrawlRequest | Refusal:
     """The request a redirect leads to (same depth, one more hop), or why it is refused.
 
     It keeps the parent's context and headers and is a GET (as browsers follow a 301, 302 or
     303 after a POST; a 307 or 308 after a POST is followed as a GET too).
     """
     if parent.hops >= max_redirects:
-        return f"too many redirects ({parent.hops + 1})"
+        return Refusal(Limit.MAX_REDIRECTS, f"too many redirects ({parent.hops + 1})")
     try:
-        url = link_rules.rules.canonical(location)
+        url, key = link_rules.rules.target(location)
     except BadUrl as exc:
-        return f"bad redirect: {exc}"
+        return Refusal(Filtered.BAD_URL, f"bad redirect: {exc}")
     reason = link_rules.scope.reason_to_skip(url, parent.depth)
     if reason is not None:
-        return f"redirect to {url} skipped: {reason}"
+        return Refusal(reason.reason, f"redirect to {url} skipped: {reason.text}")
     return CrawlRequest(
         url=url,
-        fingerprint=fingerprint(url),
+        fingerprint=fingerprint(key),
         domain=link_rules.rules.politeness_key(url),
         depth=parent.depth,
         priority=parent.priority,

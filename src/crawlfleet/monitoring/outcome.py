@@ -4,8 +4,9 @@ A run can end "complete" with nothing to show: every seed refused, a login that 
 buried in the dead-letter queue. ``judge`` reads the run's figures and says each such thing in
 one plain line with its cause and its fix. A finding that means the run got nothing or lost
 something is a **shortfall**: the crawl exits with ``SHORTFALL_EXIT`` unless told to accept it
-(``crawlfleet crawl --allow-shortfall``). Notes (limits that dropped links, a resumed crawl that
-had nothing left to do) are said but do not change the exit code.
+(``crawlfleet crawl --allow-shortfall``). A note (a resumed crawl that had nothing left to do)
+is said but does not change the exit code. What limits dropped is said by
+``summary.dropped_line`` after these lines, and never changes the exit code either.
 
 The rules, in the order their lines are printed:
 
@@ -16,7 +17,6 @@ kind                   when                                                     
 ``login``              a login failed (pages completed as failed by ``LoginFailed``)  yes
 ``nothing-stored``     the crawl stored no item at all                             yes
 ``dead-letters``       dead letters are left, per error class, with the retry      yes
-``limits``             a limit dropped links, redirects or sitemaps (``dropped.*``)  no
 ``resumed-complete``   this run fetched nothing: the crawl was already complete    no
 =====================  ==========================================================  =========
 """
@@ -32,10 +32,6 @@ from crawlfleet.records import Outcome
 
 SHORTFALL_EXIT = 5
 """The exit code of a crawl that finished but got nothing, or lost something (a shortfall)."""
-
-DROPPED_PREFIX = "dropped."
-"""Counters of what a limit dropped, by limit name (``dropped.max_depth``): the one place the
-judge reads them."""
 
 _MEANINGS: Mapping[str, str] = {
     "forbidden address": "a loopback or private address, refused unless --allow-private-addresses",
@@ -99,7 +95,6 @@ def judge(facts: RunFacts) -> list[Finding]:
     if not facts.stats.items("stored"):
         findings.append(_nothing_stored(facts))
     findings += _dead_letters(facts)
-    findings += _limits(facts.stats)
     if facts.run.get("attempts") == 0 and facts.done + facts.dead:
         left = "; a resumed crawl does not retry its dead letters" if facts.dead else ""
         if facts.revisit != "off":
@@ -195,15 +190,3 @@ def _dead_letters(facts: RunFacts) -> list[Finding]:
             shortfall=True,
         )
     ]
-
-
-def _limits(stats: CrawlStats) -> list[Finding]:
-    dropped = {
-        name.removeprefix(DROPPED_PREFIX): int(n)
-        for name, n in stats.counters.items()
-        if name.startswith(DROPPED_PREFIX) and n
-    }
-    if not dropped:
-        return []
-    listed = ", ".join(f"{name} {n}" for name, n in sorted(dropped.items()))
-    return [Finding("limits", f"limits dropped {listed}; raise the setting to keep them", False)]

@@ -8,14 +8,8 @@ from typing import Any
 from selectolax.lexbor import LexborHTMLParser
 
 from crawlfleet.models import FetchResult, Item, ParseResult
-from crawlfleet.parsing.encoding import html_input
-from crawlfleet.parsing.links import (
-    MAX_LINKS_PER_PAGE,
-    base_url,
-    extract_links,
-    resolve,
-    robots_meta,
-)
+from crawlfleet.parsing.encoding import html_input, sniff
+from crawlfleet.parsing.links import base_url, extract_links, resolve, robots_meta
 
 PAGE_ITEM = "page"
 RESOURCE_ITEM = "resource"
@@ -35,27 +29,30 @@ def title_of(tree: LexborHTMLParser) -> str | None:
     return " ".join(node.text(deep=True).split()) or None
 
 
-def canonical_of(tree: LexborHTMLParser, base: str) -> str | None:
+def canonical_of(tree: LexborHTMLParser, base: str, encoding: str = "utf-8") -> str | None:
     """The absolute URL of ``<link rel="canonical">``, if any."""
     for node in tree.css("link[rel][href]"):
         attrs = node.attributes
         if "canonical" in (attrs.get("rel") or "").lower().split():
-            return resolve(base, attrs.get("href"))
+            return resolve(base, attrs.get("href"), encoding=encoding)
     return None
 
 
-def default_parser(response: FetchResult, *, max_links: int = MAX_LINKS_PER_PAGE) -> ParseResult:
-    """One ``page`` item and the page's first ``max_links`` links for HTML; one ``resource``
-    item for the rest.
+def default_parser(response: FetchResult) -> ParseResult:
+    """One ``page`` item and the page's links for HTML; one ``resource`` item for the rest.
 
     A page with ``<meta name="robots" content="noindex">`` gives no item (its links are still
-    followed unless it also says ``nofollow``). The item key is ``response.url``, the canonical
-    request URL the crawler asked for.
+    followed unless it also says ``nofollow``). The item key is ``response.url``, the URL the
+    crawler requested.
     """
     if not response.is_html:
         return ParseResult(items=[resource_item(response)])
-    tree = LexborHTMLParser(html_input(response))  # HTML5 rules: BOM, header, meta, detector
-    links = extract_links(tree, response.final_url, max_links=max_links)
+    source = html_input(response)  # HTML5 rules: BOM, header, meta, detector
+    tree = LexborHTMLParser(source)
+    encoding = "utf-8"
+    if isinstance(source, str):  # not UTF-8: the page's codec encodes its links' queries
+        encoding = sniff(response.body, response.headers.get("content-type")).codec
+    links = extract_links(tree, response.final_url, encoding=encoding)
     if robots_meta(tree).noindex:
         return ParseResult(links=links)
     data: dict[str, Any] = {
@@ -63,7 +60,7 @@ def default_parser(response: FetchResult, *, max_links: int = MAX_LINKS_PER_PAGE
         "final_url": response.final_url,
         "status": response.status,
         "title": title_of(tree),
-        "canonical": canonical_of(tree, base_url(tree, response.final_url)),
+        "canonical": canonical_of(tree, base_url(tree, response.final_url, encoding), encoding),
         "fetched_at": iso_utc(response.fetched_at),
     }
     item = Item(type=PAGE_ITEM, data=data, key=response.url, url=response.url)

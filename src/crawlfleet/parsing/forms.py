@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlencode, urljoin, urlsplit, urlunsplit
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from selectolax.lexbor import LexborNode
 
 from crawlfleet.models import FORM_CONTENT_TYPE, Link
+from crawlfleet.urls import C0_CONTROL_OR_SPACE, join
 
 FieldValue = str | int | float | list[str] | None
 _NOT_SENT = frozenset({"submit", "button", "image", "reset", "file"})
@@ -103,8 +104,8 @@ def form_link(
     enctype = (attrs.get("enctype") or FORM_CONTENT_TYPE).strip().lower()
     if method == "POST" and enctype != FORM_CONTENT_TYPE:
         raise ValueError(f"form encoding {enctype!r} is not supported (only {FORM_CONTENT_TYPE})")
-    action = (attrs.get("action") or "").strip()
-    url = urljoin(base_url, action) if action else page_url
+    action = (attrs.get("action") or "").strip(C0_CONTROL_OR_SPACE)
+    url = (join(base_url, action) or action) if action else page_url
     pairs = merged(controls(form), fields)
     if method == "GET":
         parts = urlsplit(url)

@@ -6,16 +6,16 @@ import copy
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urljoin
 
 import orjson
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from crawlfleet.errors import ConfigError
 from crawlfleet.models import CrawlRequest, FetchResult, Link
-from crawlfleet.parsing.encoding import html_input, text_of
+from crawlfleet.parsing.encoding import html_input, sniff, text_of
 from crawlfleet.parsing.forms import FieldValue, form_link
 from crawlfleet.parsing.links import RobotsMeta, base_url, extract_links, robots_meta
+from crawlfleet.urls import join
 
 if TYPE_CHECKING:
     from parsel import Selector, SelectorList
@@ -33,7 +33,7 @@ class Response:
 
     @property
     def url(self) -> str:
-        """The canonical request URL."""
+        """The URL requested (as the page that linked it wrote it, serialized: ``crawlfleet.urls``)."""
         return self.result.url
 
     @property
@@ -75,8 +75,14 @@ class Response:
         return LexborHTMLParser(html_input(self.result))
 
     @cached_property
+    def encoding(self) -> str:
+        """The Python codec the body is read with (``parsing.encoding``)."""
+        result = self.result
+        return sniff(result.body, result.headers.get("content-type"), html=result.is_html).codec
+
+    @cached_property
     def base_url(self) -> str:
-        return base_url(self.tree, self.final_url)
+        return base_url(self.tree, self.final_url, self.encoding)
 
     @cached_property
     def robots(self) -> RobotsMeta:
@@ -130,12 +136,16 @@ class Response:
         return form_link(node, self.base_url, self.final_url, fields or {}, data or {}, priority)
 
     def urljoin(self, href: str) -> str:
-        """``href`` made absolute against the page's base URL."""
-        return urljoin(self.base_url, href.strip())
+        """``href`` made absolute against the page's base URL as a browser does
+        (``urls.join``); ``href`` as given when it is no URL (the frontier refuses it with
+        the reason)."""
+        return join(self.base_url, href, self.encoding) or href
 
     def links(self, css_regions: Sequence[str] = ()) -> list[Link]:
         """The followable links of the page (see ``parsing.links``), computed once per regions."""
         regions = tuple(css_regions)
         if regions not in self._links:
-            self._links[regions] = extract_links(self.tree, self.final_url, css_regions=regions)
+            self._links[regions] = extract_links(
+                self.tree, self.final_url, css_regions=regions, encoding=self.encoding
+            )
         return self._links[regions]

@@ -18,8 +18,8 @@ import orjson
 
 from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.errors import DropItem
+from crawlfleet.events import EventBus, ItemDropped, ItemInvalid, ItemsStored
 from crawlfleet.models import Item
-from crawlfleet.monitoring.events import EventBus, ItemDropped, ItemInvalid, ItemsStored
 from crawlfleet.pipeline.hashing import item_key
 from crawlfleet.pipeline.processors import DUPLICATE, InvalidItem, StatefulProcessor
 from crawlfleet.pipeline.protocols import PageTracker, Processor, Sink

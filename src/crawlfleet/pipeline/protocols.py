@@ -34,7 +34,7 @@ class PageTracker(Protocol):
     """Keeps which items each page yields, for the change feed (``pipeline/changes.py``).
 
     The upserting sinks (SQLite, PostgreSQL) record ``new`` and ``changed`` items in their
-    ``write``; this port adds what ``write`` cannot see. ``page`` is the canonical URL of
+    ``write``; this port adds what ``write`` cannot see. ``page`` is the request URL of
     the page's request.
     """
 

@@ -10,14 +10,27 @@ each read, this first one and every refetch after it, to ``Frontier.robots_delay
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections import Counter
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from crawlfleet.clock import Clock
+from crawlfleet.counters import Counters, Limit, dropped_counter, merge
+from crawlfleet.errors import BadUrl
+from crawlfleet.events import EventBus, LinksAdded
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.robots import FetchFn, RobotsCache, origin_of
-from crawlfleet.frontier.sitemaps import SitemapEntry, default_sitemaps, sitemap_entries
+from crawlfleet.frontier.sitemaps import (
+    DEFAULT_SITEMAP_LIMITS,
+    SitemapEntry,
+    SitemapLimits,
+    default_sitemaps,
+    sitemap_entries,
+)
 from crawlfleet.models import CrawlRequest, Link
-from crawlfleet.monitoring.events import EventBus, LinksAdded
+
+log = logging.getLogger(__name__)
 
 SITEMAP_BATCH = 1000
 ROBOTS_PREFETCH_CONCURRENCY = 16
@@ -25,8 +38,16 @@ ROBOTS_PREFETCH_CONCURRENCY = 16
 as many hosts that never answer holds its step for one robots timeout, not one per host."""
 
 
+class Admitted(NamedTuple):
+    """What one offer of links did: how many were new, and the links refused by reason
+    (``dropped.<limit>``, ``filtered.<reason>`` counters)."""
+
+    admitted: int
+    refused: Counters
+
+
 class Admitter:
-    """Canonicalizes, scopes and adds URLs; reads each new domain's robots.txt first.
+    """Serializes, scopes and adds URLs; reads each new domain's robots.txt first.
 
     The domains already prepared are remembered per process only to save robots lookups:
     what robots says is written to the store, never kept here.
@@ -41,8 +62,10 @@ class Admitter:
         fetch_url: FetchFn,
         clock: Clock,
         prefetch_concurrency: int = ROBOTS_PREFETCH_CONCURRENCY,
+        sitemap_limits: SitemapLimits = DEFAULT_SITEMAP_LIMITS,
     ) -> None:
         self._frontier = frontier
+        self._sitemap_limits = sitemap_limits
         self._clock = clock
         self._robots = robots
         self._events = events
@@ -51,14 +74,32 @@ class Admitter:
         self._prefetch = asyncio.Semaphore(prefetch_concurrency)
 
     async def seed(self, urls: Iterable[str | Link]) -> int:
-        """Offer seed URLs (depth 0); returns how many were new."""
-        return await self.admit(urls, None)
+        """Offer seed URLs (depth 0); returns how many were new.
+
+        A refused seed is logged and counted under its own domain (a bad URL only logged).
+        """
+        seeds = list(urls)
+        admitted, refused = await self.admit(seeds, None)
+        if refused:
+            _, rejected = self._frontier.requests_for(seeds, None)
+            by_domain: dict[str, Counters] = {}
+            for url, refusal in rejected:
+                log.warning("seed %s not crawled: %s", url, refusal)
+                try:
+                    domain = self._frontier.rules.politeness_key(url)
+                except BadUrl:
+                    continue
+                merge(by_domain.setdefault(domain, {}), {dropped_counter(refusal.reason): 1})
+            for domain, counted in by_domain.items():
+                await self._frontier.add_counters(domain, counted)
+        return admitted
 
     async def seed_sitemaps(self, seeds: Iterable[str]) -> int:
         """Offer the URLs of the seeds' sitemaps (robots.txt ``Sitemap:`` and /sitemap.xml).
 
         A known URL whose ``<lastmod>`` is after its last visit is due at once
-        (``Frontier.expedite``).
+        (``Frontier.expedite``). What the sitemap limits and the scope leave out is counted
+        under the seed's domain.
         """
         origins = {origin_of(seed): seed for seed in seeds if not seed.startswith("file:")}
         admitted = 0
@@ -68,6 +109,9 @@ class Admitter:
             else:
                 start = [f"{origin}/sitemap.xml"]
             batch: list[SitemapEntry] = []
+            rules = self._frontier.rules
+            domain = rules.politeness_key(rules.target(seed).url)
+            dropped: Counter[Limit] = Counter()
             found = sitemap_entries(
                 self._fetch_url,
                 start,
@@ -76,17 +120,24 @@ class Admitter:
                 delay_s=self._frontier.default_policy.delay_s,
                 max_crawl_delay_s=self._frontier.default_policy.max_crawl_delay_s,
                 clock=self._clock,
+                limits=self._sitemap_limits,
+                dropped=dropped,
             )
             async for entry in found:
                 batch.append(entry)
                 if len(batch) >= SITEMAP_BATCH:
-                    admitted += await self._admit_entries(batch)
+                    admitted += await self._admit_entries(batch, domain)
                     batch = []
-            admitted += await self._admit_entries(batch)
+            admitted += await self._admit_entries(batch, domain)
+            if dropped:
+                counted = {dropped_counter(reason): n for reason, n in dropped.items()}
+                await self._frontier.add_counters(domain, counted)
         return admitted
 
-    async def _admit_entries(self, entries: list[SitemapEntry]) -> int:
-        admitted = await self.admit([entry.url for entry in entries], None)
+    async def _admit_entries(self, entries: list[SitemapEntry], domain: str) -> int:
+        admitted, refused = await self.admit([entry.url for entry in entries], None)
+        if refused:
+            await self._frontier.add_counters(domain, refused)
         now = self._clock.now()
         for entry in entries:
             if entry.lastmod is None:
@@ -100,12 +151,13 @@ class Admitter:
         requests, _rejected = self._frontier.requests_for([url], None)
         return bool(requests)
 
-    async def admit(self, links: Iterable[str | Link], parent: CrawlRequest | None) -> int:
-        """Offer links found on ``parent`` (seeds when None); returns how many were new."""
-        requests, offered = self._frontier.new_requests(links, parent)
+    async def admit(self, links: Iterable[str | Link], parent: CrawlRequest | None) -> Admitted:
+        """Offer links found on ``parent`` (seeds when None): how many were new and what was
+        refused; the caller counts the refused (a page's in its report)."""
+        requests, offered, refused = self._frontier.new_requests(links, parent)
         admitted = await self.add(requests)
         self._events.emit(LinksAdded(offered=offered, admitted=admitted))
-        return admitted
+        return Admitted(admitted, refused)
 
     async def add(self, requests: list[CrawlRequest]) -> int:
         """Add requests already made (a redirect's target), new domains prepared first."""

@@ -9,10 +9,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from crawlfleet.counters import Counters
+from crawlfleet.counters import LIMIT_UNITS, Counters, dropped_counter
+from crawlfleet.events import DomainEscalated, DomainRecovered, EventBus, FetchAttempted
 from crawlfleet.frontier.store_types import Ended, Signal, Visit
 from crawlfleet.models import FetchResult, Lease, Route
-from crawlfleet.monitoring.events import DomainEscalated, DomainRecovered, EventBus, FetchAttempted
 from crawlfleet.pipeline.pipeline import PipelineOutcome
 from crawlfleet.records import Attempt, Outcome
 from crawlfleet.runtime.strategy import Strategies
@@ -102,3 +102,16 @@ def item_counters(outcome: PipelineOutcome) -> Counters:
             if count:
                 counters[f"items.{fate}.{item_type}"] = count
     return counters
+
+
+def limits_note(counters: Counters, links: int) -> str | None:
+    """The attempt log's account of what limits dropped from a page of ``links`` links
+    (``max_links_per_page: kept 100000 of 123456 links; max_depth: 40 links``), or None."""
+    parts = []
+    for limit in LIMIT_UNITS:
+        count = int(counters.get(dropped_counter(limit), 0))
+        if count:
+            parts.append(f"{limit.value}: {count} {LIMIT_UNITS[limit]}")
+    if not parts:
+        return None
+    return f"dropped by limits from {links} links: " + "; ".join(parts)

@@ -2,8 +2,9 @@
 
 This module knows no backend and keeps no per-domain state: every runner calls
 ``Crawler.process`` with a lease from the frontier, and everything a step learns about a
-domain (its response judged a block or a success, a Retry-After, the statistics) goes back
-with the lease's end in one ``Report``, which the store applies atomically for every process.
+domain (its response judged a block, a refusal or a success, a Retry-After, the statistics)
+goes back with the lease's end in one ``Report``, which the store applies atomically for
+every process.
 
 Order within a step makes every crash point recoverable by refetching: discovered links are
 enqueued, then items stored, then the lease completed. A crash before completion leaves the
@@ -15,29 +16,38 @@ from __future__ import annotations
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from urllib.parse import urljoin
 
 from crawlfleet.clock import Clock
+from crawlfleet.counters import Limit, dropped_counter, merge
 from crawlfleet.errors import ConfigError, FetchError
+from crawlfleet.events import DomainBlocked, EventBus, ParseFailed, RequestSkipped
 from crawlfleet.fetchers.hooks import Dropped
 from crawlfleet.fetchers.protocols import Fetcher
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.ladder import BROWSER
-from crawlfleet.frontier.politeness import StatusClass, classify, judge, retry_after_block
+from crawlfleet.frontier.politeness import (
+    RETRIED_REFUSALS,
+    StatusClass,
+    classify,
+    judge,
+    retry_after_block,
+    told_domain,
+)
 from crawlfleet.frontier.robots import RobotsCache
+from crawlfleet.frontier.scope import Refusal
 from crawlfleet.frontier.store_types import Report, Signal, Visit
 from crawlfleet.models import FetchResult, Lease
-from crawlfleet.monitoring.events import DomainBlocked, EventBus, ParseFailed, RequestSkipped
 from crawlfleet.parsing.budget import ParseBudget
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.records import Outcome
 from crawlfleet.runtime.admission import Admitter
-from crawlfleet.runtime.attempts import Step, announce, attempt_of, item_counters
+from crawlfleet.runtime.attempts import Step, announce, attempt_of, item_counters, limits_note
 from crawlfleet.runtime.freshness import GONE_STATUSES, NOT_MODIFIED, Freshness, conditional
 from crawlfleet.runtime.login import LoginFailed
 from crawlfleet.runtime.strategy import Strategies, fetcher_kind
 from crawlfleet.settings import MAX_STEP_S
+from crawlfleet.urls import join
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +177,9 @@ class Crawler:
         if step.signal is Signal.BLOCK:
             await self._fail(step, f"blocked: {step.reason}")
             return
+        if step.signal is Signal.REFUSED and result.status in RETRIED_REFUSALS:
+            await self._fail(step, f"refused: {step.reason}")  # this URL only (decision 0044)
+            return
         if kind is StatusClass.TRANSIENT:
             await self._fail(step, f"HTTP {result.status}")
             return
@@ -190,7 +203,7 @@ class Crawler:
             # The parser reads the request's context from the result, whatever the fetcher.
             if result.request is not request:
                 result = replace(result, request=request)
-            parsed = await p.parse_budget.parse(parser, result)
+            parsed, cut = await p.parse_budget.parse(parser, result)
         except Exception as exc:  # a parser's bug, or ParseBudgetExceeded: the page's own outcome
             error = f"{type(exc).__name__}: {exc}"
             detail = traceback.format_exc()
@@ -203,15 +216,19 @@ class Crawler:
                 visit=p.freshness.again(step.visit),
             )
             return
-        await p.admitter.admit(parsed.links, request)
+        _, refused = await p.admitter.admit(parsed.links, request)
         outcome = await p.pipeline.process(
             parsed.items, request.domain, fetched_at=result.fetched_at, page=request.url
         )
         counters = item_counters(outcome)
+        merge(counters, refused)
+        if cut:
+            counters[dropped_counter(Limit.MAX_LINKS_PER_PAGE)] = cut
         if step.visit is not None:
             counters["fresh.changed"] = 1
         known = p.freshness.next_visit(request, result, step.visit, parsed)
-        await self._complete(step, Outcome.OK, None, counters=counters, visit=known)
+        note = limits_note(counters, len(parsed.links) + cut)
+        await self._complete(step, Outcome.OK, None, detail=note, counters=counters, visit=known)
 
     async def _unchanged(self, step: Step, result: FetchResult) -> None:
         """A revisit found the page as it was: no parse; its items (if any) are seen again."""
@@ -228,10 +245,15 @@ class Crawler:
     async def _redirected(self, step: Step, result: FetchResult) -> None:
         """Queue the Location like a link: the seen filter makes its page fetched once."""
         p = self.parts
-        location = urljoin(result.final_url, result.headers["location"])
+        location = join(result.final_url, result.headers["location"])
+        if location is None:
+            bad = result.headers["location"]
+            await self._complete(step, Outcome.FAILED, f"bad redirect Location {bad!r}")
+            return
         target = p.frontier.redirect(step.lease.request, location)
-        if isinstance(target, str):
-            await self._complete(step, Outcome.FAILED, target)
+        if isinstance(target, Refusal):
+            counters = {dropped_counter(target.reason): 1.0}
+            await self._complete(step, Outcome.FAILED, target.text, counters=counters)
             return
         await p.admitter.add([target])
         await self._complete(step, Outcome.OK, None)
@@ -253,7 +275,8 @@ class Crawler:
     ) -> None:
         p = self.parts
         attempt = attempt_of(step, outcome, error, detail, p.worker, p.clock.now())
-        report = Report(attempt, step.signal, step.reason, counters or {}, visit=visit)
+        signal, reason = told(step)
+        report = Report(attempt, signal, reason, counters or {}, visit=visit)
         announce(attempt, await p.frontier.complete(step.lease, report), p.events, p.strategies)
 
     async def _fail(
@@ -268,9 +291,15 @@ class Crawler:
         """Retry the request later or bury it; only this request waits (unless ``block_until``)."""
         p = self.parts
         attempt = attempt_of(step, Outcome.RETRY, error, None, p.worker, p.clock.now())
-        report = Report(attempt, step.signal, step.reason, block_until=block_until)
+        signal, reason = told(step)
+        report = Report(attempt, signal, reason, block_until=block_until)
         retried, ended = await p.frontier.fail(
             step.lease, error, attempt.at, report, not_before=not_before, retry=retry
         )
         outcome = Outcome.RETRY if retried else Outcome.DEAD
         announce(replace(attempt, outcome=outcome), ended, p.events, p.strategies)
+
+
+def told(step: Step) -> tuple[Signal, str]:
+    """The signal and reason a step's report gives its domain (``politeness.told_domain``)."""
+    return told_domain(step.signal, step.reason, succeeded_before=step.visit is not None)

@@ -6,7 +6,8 @@ through it and judges what came back.
 
 What a fetch tells (all changes go to the shared ``ProxyPool`` state):
 
-- a block signal (``politeness.judge``: 403, 429, a challenge page) retires the session; the
+- a block signal (``politeness.judge``: 429, a challenge page), or a 403 (through a proxy, a
+  refusal of the proxy's address as often as of the URL), retires the session; the
   proxy is quarantined when the block is its own: another proxy succeeded on the domain in
   the last ``ATTRIBUTION_WINDOW_S``, or ``ban_after`` blocks in a row came through it. Then the
   request is tried at once through another session (at most ``MAX_SESSION_TRIES`` in all);
@@ -32,14 +33,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from urllib.parse import urljoin
 
 from crawlfleet.clock import Clock
 from crawlfleet.errors import BrowserFault, FetchError, ForbiddenAddress, TooLarge
 from crawlfleet.fetchers.http import REDIRECT_STATUSES
 from crawlfleet.fetchers.profiles import profile
 from crawlfleet.fetchers.protocols import Via, ViaFetcher
-from crawlfleet.frontier.politeness import judge
+from crawlfleet.frontier.politeness import RETRIED_REFUSALS, judge
 from crawlfleet.frontier.store_types import Signal
 from crawlfleet.models import CrawlRequest, FetchResult, Route
 from crawlfleet.proxies.endpoints import ProxyEndpoint
@@ -49,6 +49,7 @@ from crawlfleet.runtime.session_pool import SessionPool
 from crawlfleet.sessions.cookies import CookieJar
 from crawlfleet.sessions.protocols import CrawlSession
 from crawlfleet.settings_proxies import ProxySettings
+from crawlfleet.urls import join
 
 log = logging.getLogger(__name__)
 
@@ -147,7 +148,7 @@ class SessionFetcher:
             error.route = route
             raise error
         signal, why = judge(result)
-        if signal is Signal.BLOCK:
+        if signal is Signal.BLOCK or result.status in RETRIED_REFUSALS:
             return result, await self._blocked(session, endpoint, why)
         self._streaks.pop((session.domain, endpoint.id), None)
         if signal is Signal.SUCCESS:
@@ -172,7 +173,7 @@ class SessionFetcher:
         if (
             result.status in REDIRECT_STATUSES
             and location
-            and urljoin(result.final_url, location) == request.url
+            and (join(result.final_url, location) or "").partition("#")[0] == request.url
             and "set-cookie" in result.headers
         ):
             result = await self._http.fetch(self._with_jar(request, session), via=via)

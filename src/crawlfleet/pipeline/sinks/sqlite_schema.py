@@ -9,7 +9,7 @@ Tables (version 3, kept in ``PRAGMA user_version``)::
             url TEXT, reason TEXT, data TEXT (JSON object), at REAL)
     changes(id INTEGER PRIMARY KEY, crawl_id TEXT, at REAL, item_type TEXT, item_key TEXT,
             change TEXT (new | changed | gone), diff TEXT NULL (JSON, ``pipeline/changes.py``))
-    page_items(crawl_id TEXT, page TEXT (canonical URL), item_type TEXT, item_key TEXT):
+    page_items(crawl_id TEXT, page TEXT (request URL), item_type TEXT, item_key TEXT):
             what each page yielded at its last parse (``PageTracker``)
 
 Version 1 (user_version 0, before crawl ids) keyed items by (item_type, item_key) alone and

@@ -18,6 +18,10 @@ key                            type    contents
                                        dashboard's pages/s is its rate), ``refused`` crawl
                                        id -> why the worker refuses that crawl's tasks
                                        (its ``--parsers``), also written at each refusal
+``crawlfleet:dispatchers``      HASH    crawl id -> JSON ``{"seen_at", "host", "pid"}``: the
+                                       crawl's dispatcher, written at its start and every
+                                       ``BEAT_EVERY_S`` while it runs; a dispatched crawl whose
+                                       entry is old has lost its dispatcher (``status``)
 ``{p}:definition``             STRING  JSON ``{"settings": {...}, "seeds": [...], "run": id}``:
                                        the validated settings without the Redis URL and the
                                        PostgreSQL DSN (workers bring their own); ``run`` is
@@ -42,6 +46,7 @@ from crawlfleet.settings import Settings
 ROOT = "crawlfleet"
 ACTIVE_CRAWLS = f"{ROOT}:crawls"
 WORKERS = f"{ROOT}:workers"
+DISPATCHERS = f"{ROOT}:dispatchers"
 SECRET_FIELDS = ("redis_url", "postgres_dsn")
 SHOWN_REFUSALS = 3
 

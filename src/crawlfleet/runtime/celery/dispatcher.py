@@ -32,9 +32,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 import time
 from collections.abc import Awaitable, Callable
 
+import orjson
 from redis.exceptions import RedisError
 
 from crawlfleet.clock import Clock
@@ -42,7 +45,7 @@ from crawlfleet.errors import FrontierLost, NoWorkers, StateError
 from crawlfleet.records import QueueCounts
 from crawlfleet.runtime.backends import one_line
 from crawlfleet.runtime.celery.crawls import WORKER_SEEN_S, no_worker_reason, worker_beats
-from crawlfleet.runtime.celery.definition import ACTIVE_CRAWLS
+from crawlfleet.runtime.celery.definition import ACTIVE_CRAWLS, DISPATCHERS
 from crawlfleet.runtime.celery.dispatched import DispatchedCrawl
 from crawlfleet.runtime.celery.publisher import TaskPublisher
 from crawlfleet.runtime.control import RedisControl, RunState
@@ -61,6 +64,7 @@ time bounds a task and its pages in flight drain once a batch (decisions 0019, 0
 MIN_WAITING_TASKS = 4
 """The fewest tasks kept waiting in a queue (two a live worker when that is more): with two, a
 lone worker sat 0.1-0.5 s without a task six or seven times a crawl (decision 0028)."""
+BEAT_EVERY_S = 2.0  # the dispatcher's heartbeat (``DISPATCHERS``), well under DISPATCHER_SEEN_S
 OUTAGE_LIMIT_S = 120.0  # give up when Redis or the broker stay unreachable this long
 
 
@@ -85,6 +89,7 @@ class Dispatcher:
         self._state = RunState.RUNNING
         self._served_at = time.monotonic()
         """When a live worker last served the crawl (or the dispatcher started)."""
+        self._beat_at = -BEAT_EVERY_S
 
     @property
     def crawl_id(self) -> str:
@@ -95,6 +100,7 @@ class Dispatcher:
         settings = crawl.definition.settings
         seeds = list(crawl.definition.seeds)
         frontier = crawl.frontier
+        await self._beat()
         await frontier.reap(self._clock.now())
         await frontier.start(self._clock.now())
         await crawl.admitter.seed(seeds)
@@ -165,6 +171,8 @@ class Dispatcher:
         if crawl.definition.settings.revisit == "continuous" and self._state is RunState.RUNNING:
             await crawl.frontier.revisit(now)
         counts = await crawl.frontier.counts()
+        if time.monotonic() - self._beat_at >= BEAT_EVERY_S:
+            await self._beat()
         if counts.pending and self._state is RunState.RUNNING:
             await crawl.client.sadd(ACTIVE_CRAWLS, self.crawl_id)
             for queue, publisher in crawl.publishers.items():
@@ -188,6 +196,12 @@ class Dispatcher:
                 "start one (crawlfleet worker --redis URL --postgres DSN [--parsers ...]), then "
                 "run the same command again (--wait-for-workers waits for ever)"
             )
+
+    async def _beat(self) -> None:
+        """Say this crawl's dispatcher is alive (``DISPATCHERS``)."""
+        self._beat_at = time.monotonic()
+        beat = {"seen_at": self._clock.now(), "host": socket.gethostname(), "pid": os.getpid()}
+        await self._crawl.client.hset(DISPATCHERS, self.crawl_id, orjson.dumps(beat))
 
     async def _top_up(self, queue: str, publisher: TaskPublisher, now: float) -> None:
         beats = await worker_beats(self._crawl.client)
