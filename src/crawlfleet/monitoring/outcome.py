@@ -14,7 +14,7 @@ The rules, in the order their lines are printed:
 kind                   when                                                        shortfall
 =====================  ==========================================================  =========
 ``seed-empty``         a seed's domain ended with no page fetched ok               yes
-``login``              a login failed (pages completed as failed by ``LoginFailed``)  yes
+``login``              a login failed (pages ended failed by ``LoginFailed``)      yes
 ``nothing-stored``     the crawl stored no item at all                             yes
 ``dead-letters``       dead letters are left, per error class, with the retry      yes
 ``resumed-complete``   this run fetched nothing: the crawl was already complete    no
