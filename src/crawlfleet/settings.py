@@ -198,6 +198,12 @@ class Settings(BaseSettings):
         default=2000, ge=64, description="deeper HTML fails unparsed (tree building is quadratic)"
     )
     max_parse_s: float = Field(default=10.0, gt=0, le=3600, description="one page's parse")
+    max_body_bytes_in_flight: int = Field(
+        default=64 * 1024 * 1024,
+        ge=1024 * 1024,
+        description="bodies a process's steps hold (fetched, not yet parsed and stored); "
+        "no step starts past it, one always may (runtime/body_bytes.py)",
+    )
 
     # Retries and leases
     max_retries: int = Field(default=3, ge=0, le=100)

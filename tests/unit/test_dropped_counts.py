@@ -73,6 +73,7 @@ async def test_seeds_and_sitemap_entries_refused_are_counted_under_their_domain(
     )
     await seed(crawl, f"{A}/", f"{A}/denied")
     await crawl.admitter.seed_sitemaps([f"{A}/"])
+    await crawl.run()  # sitemaps are read as requests of the crawl (decision 0052)
     assert await dropped_of(crawl.frontier, "a.test") == {
         "filtered.deny": 1,  # the seed
         "max_url_chars": 1,  # the long sitemap entry

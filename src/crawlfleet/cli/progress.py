@@ -29,7 +29,8 @@ def eta_text(seconds: float | None) -> str:
 
 
 def progress_line(sample: Sample) -> str:
-    """``[paused · ]done/total done · queue Q · R pages/s · E errors · ETA [(bottleneck: D)]``.
+    """``[paused · ]done/total done · queue Q · R pages/s · E errors · ETA [(bottleneck: D)]
+    [· S sitemaps read]``.
 
     The ETA is politeness-aware (``monitoring.eta``); the bottleneck is named when a
     domain's pace, not the fleet's rate, sets it.
@@ -43,6 +44,9 @@ def progress_line(sample: Sample) -> str:
     )
     if eta.bottleneck is not None:
         line += f" (bottleneck: {eta.bottleneck})"
+    sitemaps = sample.stats.get("sitemaps.read")
+    if sitemaps:
+        line += f" · {sitemaps} sitemaps read"
     return f"paused · {line}" if sample.paused else line
 
 
@@ -168,6 +172,16 @@ def summary(result: CrawlResult) -> Group:
             Text(
                 f"crawl totals (all runs): fetched {s.fetched} responses ({s.pages} pages ok), "
                 f"{_stored(s)} items stored"
+            )
+        )
+    sitemaps = run.get("sitemaps.read")
+    if sitemaps:
+        parts.append(
+            Text(
+                f"sitemaps: {sitemaps} read (among the pages ok), {run.get('sitemaps.entries')}"
+                f" page URLs listed, {run.get('sitemaps.queued')} child sitemaps queued,"
+                f" {run.get('sitemaps.over_limits')} left by limits,"
+                f" {run.get('sitemaps.skipped')} skipped"
             )
         )
     unchanged, changed = run.get("fresh.unchanged"), run.get("fresh.changed")

@@ -127,9 +127,11 @@ class Exchange:
         self.unanswered = False
         """The server closed the connection before a byte of the response."""
 
-    @property
-    def body(self) -> bytes:
+    def take_body(self) -> bytes:
+        """The body read, handed over once: the chunks are let go, so a pooled connection
+        does not keep its last response's body alive while it waits for the next request."""
         body = b"".join(self.chunks)
+        self.chunks = []
         return body if self.cut_at is None else body[: self.limit]
 
     def restart_head(self) -> None:

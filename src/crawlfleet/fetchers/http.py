@@ -201,7 +201,7 @@ class HttpFetcher:
             idempotent=hop.method in _IDEMPOTENT,
             deadline=deadline,
         )
-        return exchange.status, exchange.headers, exchange.body
+        return exchange.status, exchange.headers, exchange.take_body()
 
     async def _decoded(
         self, body: bytes, encoding: str, url: str, truncate_at_bytes: int | None

@@ -27,6 +27,7 @@ from crawlfleet.frontier.requests import (
     refused_counters,
 )
 from crawlfleet.frontier.scope import Refusal, Scope
+from crawlfleet.frontier.sitemaps import SITEMAP_KEY
 from crawlfleet.frontier.store_types import (
     Budget,
     DelaySource,
@@ -118,7 +119,10 @@ class Frontier:
             return 0
         admitted = await self._store.add(await self._learned_lanes(requests), self.budget)
         if self._offered is not None:
-            self._offered.add(r.url for r in requests if r.method == "GET" and not r.body)
+            # A sitemap request has its own fingerprint: its URL stays free for a page.
+            plain = (r for r in requests if r.method == "GET" and not r.body)
+            plain = (r for r in plain if SITEMAP_KEY not in r.data)
+            self._offered.add(r.url for r in plain)
         return admitted
 
     async def _learned_lanes(self, requests: Sequence[CrawlRequest]) -> Sequence[CrawlRequest]:

@@ -1,4 +1,9 @@
-"""Page URLs from sitemaps: which sitemaps are read, in what order, and how fast.
+"""Page URLs from sitemaps: one sitemap's body read, and a standalone reader of many.
+
+A crawl reads its sitemaps as requests of its frontier (decision 0052): a sitemap request
+carries ``{SITEMAP_KEY: depth}`` in its ``data``, is claimed, paced and retried like a page,
+and its body is read by ``read_sitemap`` (``runtime/admission.py`` admits what it lists).
+``sitemap_entries`` reads sitemaps one after another on its own, with the same rules.
 
 A sitemap is fetched like a page: only when the crawl's scope takes its URL (an index may list
 sitemaps on any host), when robots.txt allows it, and no sooner than the host's delay (or its
@@ -10,19 +15,18 @@ read past, its broken entries skipped and counted (a warning line a sitemap, and
 
 ``sitemap_entries`` also gives each page's ``<lastmod>`` (W3C datetime, as epoch seconds;
 None when absent or unreadable), which moves a known URL up (``Frontier.expedite``).
-
-Its limits (index depth, sitemaps read, bytes of one sitemap, URLs in all) each count the
-sitemaps they leave unread, or read in part, by the limit's name (``counters.Limit``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
 import logging
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.counters import Limit
@@ -33,14 +37,22 @@ from crawlfleet.frontier.store_types import DEFAULT_MAX_CRAWL_DELAY_S
 
 __all__ = [
     "DEFAULT_SITEMAP_LIMITS",
+    "SITEMAP_KEY",
     "SitemapEntry",
     "SitemapLimits",
     "SitemapTally",
     "default_sitemaps",
+    "read_sitemap",
+    "sitemap_depth",
     "sitemap_entries",
+    "sitemap_fingerprint",
 ]
 
 logger = logging.getLogger(__name__)
+
+SITEMAP_KEY = "sitemap"
+"""The key, in a sitemap request's ``data``, of its depth below the sitemaps the crawl started
+from (0 for robots.txt's ``Sitemap:`` lines and /sitemap.xml)."""
 
 
 @dataclass(slots=True)
@@ -53,6 +65,20 @@ class SitemapTally:
     sitemaps_read: int = 0
     sitemaps_skipped: int = 0  # not fetched, refused, too large, undecompressable
     sitemaps_over_limits: int = 0  # listed by an index past max_depth or max_sitemaps
+    sitemaps_queued: int = 0  # child sitemaps listed by an index, to be read
+
+    def counters(self) -> dict[str, float]:
+        """The tally as crawl statistics (``sitemaps.<name>``), the zeros left out."""
+        names = {
+            "read": self.sitemaps_read,
+            "entries": self.entries,
+            "queued": self.sitemaps_queued,
+            "over_limits": self.sitemaps_over_limits,
+            "skipped": self.sitemaps_skipped,
+            "broken_entries": self.broken_entries,
+            "xml_faults": self.xml_faults,
+        }
+        return {f"sitemaps.{name}": float(n) for name, n in names.items() if n}
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +93,36 @@ class SitemapLimits:
 
 
 DEFAULT_SITEMAP_LIMITS = SitemapLimits()
+
+
+def sitemap_depth(data: Mapping[str, Any]) -> int | None:
+    """The depth of a sitemap request (from its ``data``); None for any other request."""
+    depth = data.get(SITEMAP_KEY)
+    return depth if isinstance(depth, int) else None
+
+
+def sitemap_fingerprint(page_fingerprint: str) -> str:
+    """The fingerprint of the sitemap request of a URL, apart from its page's: a URL read as
+    a sitemap is still fetched as a page when a page links to it."""
+    return hashlib.sha1(f"sitemap {page_fingerprint}".encode()).hexdigest()[:32]
+
+
+def read_sitemap(
+    url: str, body: bytes, tally: SitemapTally, max_bytes: int = DEFAULT_SITEMAP_LIMITS.max_bytes
+) -> Generator[tuple[list[SitemapEntry], list[str]]]:
+    """The page entries and the child sitemap URLs of one sitemap body, a chunk at a time.
+
+    Raises ``BadSitemap`` when the body cannot be inflated (what came before it was handed
+    out). Its broken entries and XML faults are counted in ``tally`` and told in one warning
+    line when the reading ends (close the iterator when leaving it early).
+    """
+    reader = SitemapReader()
+    try:
+        for chunk in itertools.chain(inflate(body, max_bytes), [None]):
+            reader.feed(chunk)
+            yield reader.take_pages(), reader.take_sitemaps()
+    finally:
+        _report(url, reader, tally)
 
 
 class _Skip(Exception):

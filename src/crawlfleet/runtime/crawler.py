@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from crawlfleet.clock import Clock
 from crawlfleet.counters import Limit, dropped_counter, merge
@@ -35,6 +35,8 @@ from crawlfleet.frontier.politeness import (
 )
 from crawlfleet.frontier.robots import RobotsCache
 from crawlfleet.frontier.scope import Refusal
+from crawlfleet.frontier.sitemap_format import BadSitemap
+from crawlfleet.frontier.sitemaps import sitemap_depth
 from crawlfleet.frontier.store_types import Report, Signal, Visit
 from crawlfleet.models import FetchResult, Lease
 from crawlfleet.parsing.budget import ParseBudget
@@ -43,6 +45,7 @@ from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.records import Outcome
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.attempts import Step, announce, attempt_of, item_counters, limits_note
+from crawlfleet.runtime.body_bytes import BodyBytes, StepBody
 from crawlfleet.runtime.freshness import GONE_STATUSES, NOT_MODIFIED, Freshness, conditional
 from crawlfleet.runtime.login import LoginFailed
 from crawlfleet.runtime.strategy import Strategies, fetcher_kind
@@ -59,7 +62,8 @@ class CrawlerParts:
     step (the ``ClaimLoop``'s watchdog). ``freshness`` sends a known URL's validators and
     remembers each visit (``runtime/freshness.py``). ``strategies``: the domains' strategy
     slots, which may fetch an ``http`` request with the ``impersonate`` or the ``browser``
-    fetcher (None: every request is fetched with its own kind).
+    fetcher (None: every request is fetched with its own kind). ``body_bytes``: the bodies
+    this process's steps hold, which the claim loop keeps within its budget (0048).
     """
 
     frontier: Frontier
@@ -76,6 +80,7 @@ class CrawlerParts:
     freshness: Freshness
     max_step_s: float = MAX_STEP_S
     strategies: Strategies | None = None
+    body_bytes: BodyBytes = field(default_factory=BodyBytes)
 
 
 class Crawler:
@@ -100,8 +105,15 @@ class Crawler:
         Raises ``ConfigError`` for a request whose fetcher kind this process has no fetcher
         for (the claim should never have handed it out here).
         """
+        with self.parts.body_bytes.step() as body:
+            await self._process(lease, body)
+
+    async def _process(self, lease: Lease, body: StepBody) -> None:
         p = self.parts
         request = lease.request
+        if sitemap_depth(request.data) is not None:
+            await self._sitemap(lease)
+            return
         kind = request.fetcher
         if p.strategies is not None and kind == "http":
             kind = fetcher_kind(kind, await p.strategies.of(request.domain), p.fetchers)
@@ -114,15 +126,8 @@ class Crawler:
                 f"no {request.fetcher!r} fetcher in this process for {request.url} "
                 f"(it serves {sorted(p.fetchers)})"
             )
-        if p.robots is not None and request.fetcher != "file":
-            decision = await p.robots.check(request.url)
-            if decision.unavailable:
-                step = Step(lease, p.clock.now())
-                await self._fail(step, decision.reason or "", retry=decision.transient)
-                return
-            if not decision.allowed:
-                await self._skip(lease, decision.reason or "disallowed by robots.txt")
-                return
+        if not await self._allowed(lease):
+            return
         visit = await p.freshness.known(request)
         started = p.clock.now()
         try:
@@ -137,9 +142,54 @@ class Crawler:
             step = Step(lease, started, route=exc.route, kind=kind, screenshot=exc.screenshot)
             await self._fail(step, str(exc), retry=exc.transient)
             return
+        body.fetched(len(result.body))
         signal, why = judge(result)
         step = Step(lease, started, result, signal, why, kind=kind, visit=visit)
         await self._fetched(step, result)
+
+    async def _allowed(self, lease: Lease) -> bool:
+        """Whether robots.txt lets the request be fetched; if not, its lease is ended."""
+        p = self.parts
+        request = lease.request
+        if p.robots is None or request.fetcher == "file":
+            return True
+        decision = await p.robots.check(request.url)
+        if decision.unavailable:
+            step = Step(lease, p.clock.now())
+            await self._fail(step, decision.reason or "", retry=decision.transient)
+        elif not decision.allowed:
+            await self._skip(lease, decision.reason or "disallowed by robots.txt")
+        return decision.allowed and not decision.unavailable
+
+    async def _sitemap(self, lease: Lease) -> None:
+        """A sitemap request's step: fetched by the side fetch (redirects followed), then
+        judged, retried, failed and revisited like a page; read instead of parsed."""
+        p = self.parts
+        if not await self._allowed(lease):
+            return
+        visit = await p.freshness.known(lease.request)
+        started = p.clock.now()
+        try:
+            result = await p.admitter.fetch_sitemap(lease.request.url)
+        except FetchError as exc:
+            await self._fail(Step(lease, started, route=exc.route), str(exc), retry=exc.transient)
+            return
+        signal, why = judge(result)
+        await self._fetched(Step(lease, started, result, signal, why, visit=visit), result)
+
+    async def _read_sitemap(self, step: Step, result: FetchResult) -> None:
+        """Admit a sitemap's pages and queue its child sitemaps (``Admitter.read_sitemap``);
+        its counters are ``sitemaps.*``."""
+        p = self.parts
+        request = step.lease.request
+        try:
+            tally = await p.admitter.read_sitemap(request, result.body)
+        except BadSitemap as exc:
+            counters = {"sitemaps.skipped": 1.0}
+            await self._complete(step, Outcome.FAILED, f"sitemap: {exc}", counters=counters)
+            return
+        known = p.freshness.next_visit(request, result, None, None)
+        await self._complete(step, Outcome.OK, None, counters=tally.counters(), visit=known)
 
     async def abandon(self, lease: Lease, started: float, error: str) -> None:
         """Record a step stopped from outside (the watchdog): retried later, or buried."""
@@ -192,6 +242,9 @@ class Crawler:
             return
         if kind is StatusClass.REDIRECT:
             await self._redirected(step, result)
+            return
+        if sitemap_depth(lease.request.data) is not None:
+            await self._read_sitemap(step, result)
             return
         await self._parsed(step, result)
 

@@ -11,6 +11,7 @@ import socket
 from collections.abc import Collection, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from crawlfleet.clock import Clock
 from crawlfleet.errors import StateError
@@ -23,7 +24,6 @@ from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.frontier.scope import Scope, TrapLimits
 from crawlfleet.frontier.sitemaps import SitemapLimits
 from crawlfleet.frontier.store_types import Budget
-from crawlfleet.monitoring.browser_metrics import PoolFigures
 from crawlfleet.parsing.budget import ParseBudget, ParseLimits
 from crawlfleet.parsing.default import default_parser
 from crawlfleet.parsing.loader import load_parsers
@@ -35,6 +35,7 @@ from crawlfleet.pipeline.protocols import PageTracker
 from crawlfleet.proxies.pool import ProxyPool
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.backends import Backends, open_store
+from crawlfleet.runtime.body_bytes import BodyBytes
 from crawlfleet.runtime.browser_lane import browser_lane, build_browser
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
 from crawlfleet.runtime.fetch_chain import login_link, session_link
@@ -47,6 +48,9 @@ from crawlfleet.runtime.strategy import Strategies
 from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.settings import Settings
 from crawlfleet.urls import UrlRules
+
+if TYPE_CHECKING:  # prometheus_client (~45 ms to import) only where metrics are served
+    from crawlfleet.monitoring.browser_metrics import PoolFigures
 
 
 def worker_name() -> str:
@@ -215,6 +219,7 @@ async def build_crawl(
         parse_budget=budget,
         strategies=Strategies(frontier, clock),
         freshness=Freshness(frontier, recrawl_policy(settings), clock),
+        body_bytes=BodyBytes(settings.max_body_bytes_in_flight),
     )
     proxies = link.pool if link is not None else None
     return CrawlGraph(Crawler(parts), frontier, stack, proxies, pool_figures)
