@@ -155,7 +155,8 @@ class Crawler:
             return True
         decision = await p.robots.check(request.url)
         if decision.unavailable:
-            await self._fail(Step(lease, p.clock.now()), decision.reason or "")
+            step = Step(lease, p.clock.now())
+            await self._fail(step, decision.reason or "", retry=decision.transient)
         elif not decision.allowed:
             await self._skip(lease, decision.reason or "disallowed by robots.txt")
         return decision.allowed and not decision.unavailable
