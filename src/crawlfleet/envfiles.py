@@ -8,7 +8,7 @@ puts its content (one trailing newline dropped) in the variable without ``_FILE`
 the settings and the ``--redis`` / ``--postgres`` options read it.
 
 Only secret-bearing variables have a ``_FILE`` form: the PostgreSQL DSN (its password),
-the Redis URL (its password), the dashboard's action token, and every site secret
+the Redis URL and the broker URL (their passwords), the dashboard's action token, and every site secret
 (``CRAWLFLEET_SECRET_<DOMAIN>_<NAME>``, ``secretsfile.py``). ``CRAWLFLEET_SECRETS_FILE`` is
 the ``secrets_file`` setting (a path), not one of these. Setting a variable and its
 ``_FILE`` twin is a ``ConfigError``: one of them would be silently ignored.
@@ -25,6 +25,7 @@ SUFFIX = "_FILE"
 FILE_VARIABLES = (
     "CRAWLFLEET_POSTGRES_DSN",
     "CRAWLFLEET_REDIS_URL",
+    "CRAWLFLEET_BROKER_URL",
     "CRAWLFLEET_DASHBOARD_TOKEN",
 )
 SITE_SECRET_PREFIX = "CRAWLFLEET_SECRET_"

@@ -108,3 +108,30 @@ def test_a_transport_that_cannot_be_imported_is_one_line_and_exit_2(
     assert expected in line
     assert "'packaging'" in line
     assert expected in check_dispatch(site, redis_url, postgres_dsn, no_packaging)
+
+
+@pytest.mark.redis
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_the_worker_reads_its_broker_from_the_environment_or_a_file(
+    redis_url: str, postgres_dsn: str, workers: Workers, tmp_path: Path
+) -> None:
+    broker = f"redis://:hunter2@127.0.0.1:{free_port()}/0"
+    for env in (
+        {"CRAWLFLEET_BROKER_URL": broker},  # was ignored: the worker used the Redis URL
+        {"CRAWLFLEET_BROKER_URL_FILE": str(secret_file(tmp_path, broker))},
+    ):
+        started = time.monotonic()
+        worker = workers.start(redis_url, postgres_dsn, env={**WIDE, **env}, ready=False)
+        assert worker.process is not None
+        assert worker.process.wait(timeout=BOUND_S) == 2, worker.log()
+        assert time.monotonic() - started < BOUND_S
+        line = one_line(worker.log())
+        assert "Celery broker at redis://:***@127.0.0.1" in line
+        assert "hunter2" not in line
+
+
+def secret_file(tmp_path: Path, content: str) -> Path:
+    path = tmp_path / "broker_url"
+    path.write_text(content + "\n")
+    return path

@@ -58,7 +58,10 @@ def worker(
     queues: Annotated[str, typer.Option(help="queues to serve, comma-separated")] = "http",
     concurrency: Annotated[int, typer.Option(min=1, help="pages in flight")] = 16,
     broker: Annotated[
-        str | None, typer.Option(help="Celery broker URL (default: the Redis URL)")
+        str | None,
+        typer.Option(
+            envvar="CRAWLFLEET_BROKER_URL", help="Celery broker URL (default: the Redis URL)"
+        ),
     ] = None,
     batch_s: Annotated[float, typer.Option(help="seconds a task keeps claiming pages")] = 2.0,
     loglevel: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING")] = "INFO",
