@@ -46,6 +46,18 @@ CRAWLEE_PYTHON = WORK / "crawlee-venv" / "bin" / "python"
 SPIDER_RS_DIR = WORK / "spider-rs"
 TOOLS = ("crawlfleet", "scrapy", "spider-rs", "crawlee")
 CONCURRENCY = 64
+# Frames every stack starts with (interpreter start, CLI, thread pool, event loop): dropped
+# from the profile so that its inclusive shares rank the crawl's own work.
+ENTRY_FRAMES = (
+    "<frozen runpy>",
+    "(threading.py:",
+    "futures/thread.py:",
+    "typer/",
+    "asyncio/runners.py:",
+    "asyncio/base_events.py:",
+    "asyncio/events.py:",
+    "crawlfleet/__main__.py:",
+)
 TRUTH_VERSION = 1  # bump when corpus_truth's reading of a site changes
 
 
@@ -190,7 +202,7 @@ def package_version(package: str) -> str:
     return done.stdout.strip() if done.returncode == 0 else ""
 
 
-def prepare(corpus: Corpus) -> Truth:
+def prepare(corpus: Corpus, port: int) -> Truth:
     """The site directory nginx serves (the package's files linked, our robots.txt) and the
     ground truth, cached in bench/_work/corpus/ per package version and robots.txt."""
     version = package_version(corpus.package)
@@ -206,25 +218,27 @@ def prepare(corpus: Corpus) -> Truth:
     (site / "robots.txt").write_text(robots.text())
     cache = CORPUS_WORK / f"truth-{corpus.name}.json"
     stamp = {"version": version, "robots": robots.text(), "truth": TRUTH_VERSION}
-    stamp |= {"seed": corpus.seed_path, "ip": corpus.ip, "port": ARGS.port}
+    stamp |= {"seed": corpus.seed_path, "ip": corpus.ip, "port": port}
     if cache.exists():
         saved = json.loads(cache.read_text())
         if saved["stamp"] == stamp:
             return Truth(**saved["truth"] | {"disallowed_linked": set(saved["disallowed"])})
     print(f"{corpus.name}: computing the ground truth from {corpus.root} ...", flush=True)
-    truth = corpus_truth.compute(corpus.root, corpus.seed_path, robots, f"{corpus.ip}:{ARGS.port}")
+    truth = corpus_truth.compute(corpus.root, corpus.seed_path, robots, f"{corpus.ip}:{port}")
     fields = {k: v for k, v in asdict(truth).items() if k != "disallowed_linked"}
     record = {"stamp": stamp, "truth": fields, "disallowed": sorted(truth.disallowed_linked)}
     cache.write_text(json.dumps(record))
     return truth
 
 
-def command(tool: str, corpus: Corpus, seed: str, run_dir: Path, max_pages: int) -> list[str]:
+def command(
+    tool: str, corpus: Corpus, seed: str, run_dir: Path, max_pages: int, python: Path
+) -> list[str]:
     """The crawler's argv: same seed, concurrency, no delay, robots.txt obeyed, a page bound."""
     if tool == "crawlfleet":
         config = run_dir / "crawl.toml"
         config.write_text(f'[crawl]\nallowed_domains = ["{corpus.ip}"]\n')
-        argv = ["env", f"PYTHONPATH={REPO / 'src'}", str(ARGS.crawlfleet_python), "-m"]
+        argv = ["env", f"PYTHONPATH={REPO / 'src'}", str(python), "-m"]
         argv += ["crawlfleet", "crawl", seed, "--config", str(config)]
         argv += ["--concurrency", str(CONCURRENCY), "--per-domain-concurrency", str(CONCURRENCY)]
         argv += ["--delay", "0", "--allow-private-addresses", "--max-pages", str(max_pages)]
@@ -246,15 +260,17 @@ def max_pages_of(truth: Truth) -> int:
     return (len(truth.required) + len(truth.optional)) * 12 // 10 + 100
 
 
-def run_once(corpus: Corpus, truth: Truth, tool: str, run: int, nginx: NginxServer) -> RunResult:
+def run_once(
+    corpus: Corpus, truth: Truth, tool: str, run: int, nginx: NginxServer, args: argparse.Namespace
+) -> RunResult:
     run_dir = CORPUS_WORK / "runs" / f"{corpus.name}-{tool}-{run}"
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
-    argv = command(tool, corpus, truth.seed, run_dir, max_pages_of(truth))
+    argv = command(tool, corpus, truth.seed, run_dir, max_pages_of(truth), args.crawlfleet_python)
     nginx.clear_log()
     load_1m = os.getloadavg()[0]
     busy_before_s = busy_cpu_s()
-    usage = run_measured(argv, timeout_s=ARGS.timeout_s, log_path=run_dir / "output.log")
+    usage = run_measured(argv, timeout_s=args.timeout_s, log_path=run_dir / "output.log")
     others_cpu_s = busy_cpu_s() - busy_before_s - usage.cpu_s
     shutil.copy(nginx.access_log, run_dir / "access.log")
     lines = [line for line in read_log(nginx.access_log) if line.host == corpus.ip]
@@ -277,29 +293,38 @@ def run_once(corpus: Corpus, truth: Truth, tool: str, run: int, nginx: NginxServ
     return result
 
 
-def profile(corpus: Corpus, truth: Truth, nginx: NginxServer) -> str:
+def profile(corpus: Corpus, truth: Truth, nginx: NginxServer, args: argparse.Namespace) -> str:
     """One more crawlfleet crawl of ``corpus`` under ``py-spy record --threads``; its top."""
-    spy = Path(ARGS.crawlfleet_python).parent / "py-spy"
+    spy = Path(args.crawlfleet_python).parent / "py-spy"
     if not spy.exists():
-        sys.exit(f"--profile needs py-spy next to {ARGS.crawlfleet_python} (pip install py-spy)")
+        sys.exit(f"--profile needs py-spy next to {args.crawlfleet_python} (pip install py-spy)")
     out = CORPUS_WORK / "profile" / corpus.name
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    crawl = command("crawlfleet", corpus, truth.seed, out, max_pages_of(truth))
+    crawl = command(
+        "crawlfleet", corpus, truth.seed, out, max_pages_of(truth), args.crawlfleet_python
+    )
     raw = out / "samples.txt"
     argv = [str(spy), "record", "--threads", "--rate", "200", "--subprocesses"]
     argv += ["--format", "raw", "-o", str(raw), "--", *crawl]
     nginx.clear_log()
-    subprocess.run(argv, check=True, timeout=ARGS.timeout_s, capture_output=True)
-    # --threads puts the thread's frame first on each stack: drop it, the process's too.
-    lines = []
+    done = subprocess.run(argv, timeout=args.timeout_s, capture_output=True, check=False)
+    if done.returncode != 0 or not raw.exists():
+        return f"py-spy failed (exit {done.returncode}): {done.stderr.decode()[-500:]}"
+    # --threads puts the thread's frame first on each stack: count it, then drop it and the
+    # entry frames every thread starts with, so the shares below are of real work.
+    lines, threads = [], Counter[str]()
     for line in raw.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
         frames = stack.split(";")
-        lines.append(";".join([frames[0], *frames[2:]]) + " " + count)
+        threads[frames[1].partition(": ")[2] or frames[1]] += int(count)
+        kept = [f for f in frames[2:] if not any(entry in f for entry in ENTRY_FRAMES)]
+        lines.append(";".join([frames[0], *kept]) + " " + count)
     merged = out / "samples-merged.txt"
     merged.write_text("\n".join(lines) + "\n")
-    return summarize(merged, ARGS.top)
+    total = sum(threads.values()) or 1
+    by_thread = ", ".join(f"{name} {100 * n / total:.0f}%" for name, n in threads.most_common(6))
+    return f"samples by thread: {by_thread}\n" + summarize(merged, args.top)
 
 
 def median(results: list[RunResult], corpus: str, tool: str, key: str) -> float | None:
@@ -381,18 +406,19 @@ def versions() -> str:
 
 
 def main() -> None:
+    args = parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so nginx is stopped on the way out
-    corpora = [CORPORA[name] for name in ARGS.corpora]
+    corpora = [CORPORA[name] for name in args.corpora]
     missing = {
         "scrapy": SCRAPY_PYTHON,
         "crawlee": CRAWLEE_PYTHON,
         "spider-rs": SPIDER_RS_DIR / "node_modules" / "@spider-rs" / "spider-rs",
     }
-    for tool in ARGS.tools:
+    for tool in args.tools:
         if tool in missing and not missing[tool].exists():
             sys.exit(f"{tool}: nothing at {missing[tool]}; see bench/README.md (one-time setup)")
     machine = describe_machine()
-    truths = {c.name: prepare(c) for c in corpora}
+    truths = {c.name: prepare(c, args.port) for c in corpora}
     for corpus in corpora:
         print(
             f"{corpus.name} ({corpus.generator}, {corpus.package} {package_version(corpus.package)}, "
@@ -402,21 +428,21 @@ def main() -> None:
     results: list[RunResult] = []
     profiles: dict[str, str] = {}
     with NginxServer(
-        CORPUS_WORK / "site", CORPUS_WORK / "nginx", [c.ip for c in corpora], ARGS.port
+        CORPUS_WORK / "site", CORPUS_WORK / "nginx", [c.ip for c in corpora], args.port
     ) as nginx:
         for corpus in corpora:
-            for run in range(1, ARGS.runs + 1):
-                for tool in ARGS.tools:
-                    results.append(run_once(corpus, truths[corpus.name], tool, run, nginx))
-            if ARGS.profile:
-                profiles[corpus.name] = profile(corpus, truths[corpus.name], nginx)
+            for run in range(1, args.runs + 1):
+                for tool in args.tools:
+                    results.append(run_once(corpus, truths[corpus.name], tool, run, nginx, args))
+            if args.profile:
+                profiles[corpus.name] = profile(corpus, truths[corpus.name], nginx, args)
                 print(
                     f"\nprofile of crawlfleet on {corpus.name}:\n{profiles[corpus.name]}",
                     flush=True,
                 )
-    text = table(results, corpora, ARGS.tools)
+    text = table(results, corpora, args.tools)
     print("\n" + text)
-    if ARGS.no_results:
+    if args.no_results:
         return
     sites = "\n".join(
         f"- **{c.name}**: {c.generator}, Debian's `{c.package}` {package_version(c.package)} "
@@ -430,7 +456,7 @@ def main() -> None:
         f"{machine} {versions()}.\n\n{sites}\n\n"
         f"Each crawler: {CONCURRENCY} concurrent requests (overall and per host), no delay, "
         "robots.txt obeyed, a bound of 1.2x the truth's URLs + 100 requests, "
-        f"{ARGS.timeout_s:.0f} s time limit; one at a time, alternately, {ARGS.runs} run(s) "
+        f"{args.timeout_s:.0f} s time limit; one at a time, alternately, {args.runs} run(s) "
         "each. crawlfleet with bench/bench_parsers.py (links only, no item on these pages); "
         "Scrapy bench/scrapy_spider.py; spider-rs bench/spider_rs_crawl.js (its default "
         "concurrency: the node binding has no setter); Crawlee bench/crawlee_http.py "
@@ -442,8 +468,8 @@ def main() -> None:
     )
     for name, summary in profiles.items():
         body += f"\nProfile of crawlfleet on {name} (py-spy --threads, 200 Hz):\n\n```\n{summary}\n```\n"
-    write_section(ARGS.results, "corpus", body)
-    print(f"\nwrote {ARGS.results}")
+    write_section(args.results, "corpus", body)
+    print(f"\nwrote {args.results}")
 
 
 def parse_args() -> argparse.Namespace:
@@ -472,5 +498,4 @@ def parse_args() -> argparse.Namespace:
 
 
 if __name__ == "__main__":
-    ARGS = parse_args()
     main()
