@@ -287,10 +287,21 @@ def run_once(
         f"({result.cpu_ms_per_page:.2f} ms/page), peak RSS {usage.peak_rss_mb:.0f} MB, {status}; "
         f"others used {others_cpu_s:.1f} CPU s meanwhile, load {load_1m:.1f} at start"
         f"\n{'':12}{'EXACT' if exact.ok else 'NOT EXACT'}: {exact.summary()}"
-        + "".join(f"\n{'':14}{e}" for e in exact.examples),
+        + "".join(f"\n{'':14}{e}" for e in exact.examples)
+        + (
+            ""
+            if exact.ok
+            else f"\n{'':12}the crawler's last words: {last_lines(run_dir / 'output.log')}"
+        ),
         flush=True,
     )
     return result
+
+
+def last_lines(log: Path, count: int = 3) -> str:
+    """The crawler's own closing lines (its summary), to set beside a failed check."""
+    lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    return " / ".join(line[:200] for line in lines[-count:])
 
 
 def profile(corpus: Corpus, truth: Truth, nginx: NginxServer, args: argparse.Namespace) -> str:
