@@ -5,6 +5,7 @@ product page (id, name, price). Settings are the benchmark's: robots.txt obeyed,
 concurrent requests overall and per domain, no delay, no autothrottle, no HTTP cache.
 
     bench/_work/scrapy-venv/bin/python bench/scrapy_spider.py --out items.jsonl SEED [SEED ...]
+    (--max-pages N: close after N responses, as corpus_bench.py bounds every crawler)
 """
 
 from __future__ import annotations
@@ -62,10 +63,15 @@ class ShopSpider(CrawlSpider):
 def main() -> None:
     parser = argparse.ArgumentParser(description="Scrapy crawl of the benchmark site")
     parser.add_argument("--out", required=True, help="JSONL file for the items")
+    parser.add_argument("--max-pages", type=int, default=0, help="CLOSESPIDER_PAGECOUNT (0: none)")
     parser.add_argument("seeds", nargs="+")
     args = parser.parse_args()
     process = CrawlerProcess(
-        {**SETTINGS, "FEEDS": {args.out: {"format": "jsonlines", "overwrite": True}}}
+        {
+            **SETTINGS,
+            "CLOSESPIDER_PAGECOUNT": args.max_pages,
+            "FEEDS": {args.out: {"format": "jsonlines", "overwrite": True}},
+        }
     )
     process.crawl(ShopSpider, seeds=args.seeds)
     process.start()
