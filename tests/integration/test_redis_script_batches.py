@@ -10,7 +10,8 @@ from redis.asyncio import Redis
 
 from crawlfleet.frontier.redis import CrawlKeys, RedisQueueStore
 from crawlfleet.frontier.redis.scripts import Scripts
-from crawlfleet.frontier.redis.views import report_args
+from crawlfleet.frontier.accounting import report_counters
+from crawlfleet.frontier.redis.views import counters_json, report_args
 from crawlfleet.frontier.store_types import Budget, DomainPolicy, Report
 from crawlfleet.models import CrawlRequest, Lease
 from crawlfleet.records import Attempt, Outcome
@@ -222,8 +223,10 @@ async def test_a_lease_end_that_fails_fails_alone_in_its_script_call(
     first, *leases = await store.claim(12, NOW, 60, WIDE, HTTP)
     assert await store.complete(first, report(first), WIDE)  # Redis has the script now
     bad = leases[5]
-    args = [bad.token, "complete", 0.0, "", "", *report_args(report(bad), WIDE)]
-    args[-2] = "not JSON"  # the counters
+    ending = report_args(report(bad), WIDE)
+    counters = counters_json(report_counters(report(bad)))
+    ending[ending.index(counters)] = "not JSON"  # the counters, wherever finish.lua reads them
+    args = [bad.token, "complete", 0.0, "", "", *ending]
     calls = [store.complete(x, report(x), WIDE) for x in leases if x is not bad]
     calls.insert(5, store._run("finish", *args))
     calls_before = await evalsha_calls(raw)
