@@ -25,6 +25,10 @@ Names (all plain increments; ``<t>`` is an item type):
                             not parsed
 ``fresh.not_modified``      of those, the 304s
 ``fresh.changed``           revisits of a known page with a new body (parsed)
+``mismatch.<p>``            pages of parser ``<p>`` that missed its expectations
+``quality.<p>.<m>``         parser ``<p>``'s quality figures (``runtime/quality.py``):
+                            ``pages`` parsed with expectations checked, ``met``,
+                            ``items``, ``filled.<f>`` (items filling expected field ``<f>``)
 ==========================  ==============================================================
 """
 
@@ -95,7 +99,13 @@ class CrawlStats:
     def errors(self) -> int:
         return sum(
             self.get(f"outcome.{o.value}")
-            for o in (Outcome.RETRY, Outcome.DEAD, Outcome.FAILED, Outcome.PARSE_ERROR)
+            for o in (
+                Outcome.RETRY,
+                Outcome.DEAD,
+                Outcome.FAILED,
+                Outcome.PARSE_ERROR,
+                Outcome.MISMATCH,
+            )
         )
 
     @property

@@ -183,6 +183,19 @@ class Settings(BaseSettings):
     )
     max_parse_s: float = Field(default=10.0, gt=0, le=3600, description="one page's parse")
 
+    # Data quality (parsing/expect.py, runtime/drift.py; decision 0051)
+    on_drift: Literal["pause", "continue"] = Field(
+        default="pause",
+        description="when a parser's pages stop meeting its expectations on a domain: stop "
+        "fetching them there (resume-parser re-opens) or only report it",
+    )
+    drift_threshold: float = Field(
+        default=7.0, gt=0, le=1000, description="CUSUM level at which a drift fires"
+    )
+    drift_warmup_pages: int = Field(
+        default=20, ge=1, description="first pages of a (parser, domain) that set its baseline"
+    )
+
     # Retries and leases
     max_retries: int = Field(default=3, ge=0, le=100)
     backoff_base_s: float = Field(default=1.0, ge=0)

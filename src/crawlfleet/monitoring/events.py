@@ -56,6 +56,17 @@ class DomainBlocked:
 
 
 @dataclass(frozen=True, slots=True)
+class ParserDrifted:
+    """The drift test of ``parser`` on ``domain`` fired after ``pages`` pages (``runtime/drift.py``);
+    ``paused``: its pages there are no longer fetched."""
+
+    parser: str
+    domain: str
+    pages: int
+    paused: bool
+
+
+@dataclass(frozen=True, slots=True)
 class DomainEscalated:
     """Too many recent responses of the domain were blocks: it slows down to ``level``.
 

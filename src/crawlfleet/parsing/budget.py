@@ -19,7 +19,7 @@ import asyncio
 import re
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from crawlfleet.errors import ParseBudgetExceeded
 from crawlfleet.models import DEFAULT_MAX_CONTEXT_BYTES, FetchResult, ParseResult
@@ -137,7 +137,7 @@ class ParseBudget:
         parsed = parser(result)
         check_payloads(parsed.links, limits.max_context_bytes)
         if len(parsed.links) > limits.max_links:
-            return ParseResult(items=parsed.items, links=parsed.links[: limits.max_links])
+            return replace(parsed, links=parsed.links[: limits.max_links])
         return parsed
 
     def close(self) -> None:

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from crawlfleet.errors import ConfigError
 from crawlfleet.parsing.default import default_parser
+from crawlfleet.parsing.expect import Expect
 from crawlfleet.parsing.plugins import ParserSpec, compile_regex
 from crawlfleet.parsing.protocols import Parser
 from crawlfleet.patterns import Pattern
@@ -116,6 +117,11 @@ class ParserRegistry:
             known = ", ".join([DEFAULT_NAME, *self._specs])
             raise ConfigError(f"no parser named {name!r} (known: {known})")
         return name, self._specs[name].parse
+
+    def expectation(self, name: str) -> Expect | None:
+        """What the pages of parser ``name`` must hold (None: nothing, or no such parser)."""
+        spec = self._specs.get(name)
+        return spec.expect if spec is not None else None
 
     @property
     def specs(self) -> tuple[ParserSpec, ...]:

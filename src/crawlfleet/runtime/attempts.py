@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 from crawlfleet.counters import Counters
 from crawlfleet.frontier.store_types import Ended, Signal, Visit
-from crawlfleet.models import FetchResult, Lease, Route
+from crawlfleet.models import FetchResult, Lease, ParseResult, Route
 from crawlfleet.monitoring.events import DomainEscalated, DomainRecovered, EventBus, FetchAttempted
+from crawlfleet.parsing.expect import Expect, filled
 from crawlfleet.pipeline.pipeline import PipelineOutcome
 from crawlfleet.records import Attempt, Outcome
 from crawlfleet.runtime.strategy import Strategies
@@ -101,4 +102,20 @@ def item_counters(outcome: PipelineOutcome) -> Counters:
             count = fates.get(fate, 0)
             if count:
                 counters[f"items.{fate}.{item_type}"] = count
+    return counters
+
+
+def quality_counters(parser: str, expect: Expect, parsed: ParseResult) -> Counters:
+    """The ``mismatch.<p>`` and ``quality.<p>.*`` counters of one page's first parse by
+    ``parser`` (``counters`` module docstring)."""
+    prefix = f"quality.{parser}"
+    counters: Counters = {f"{prefix}.pages": 1, f"{prefix}.items": len(parsed.items)}
+    if parsed.unmet:
+        counters[f"mismatch.{parser}"] = 1
+    else:
+        counters[f"{prefix}.met"] = 1
+    for name in expect.fields:
+        count = sum(filled(item, name) for item in parsed.items)
+        if count:
+            counters[f"{prefix}.filled.{name}"] = count
     return counters

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from crawlfleet.clock import Clock
+from crawlfleet.counters import Counters
 from crawlfleet.errors import ConfigError, FetchError
 from crawlfleet.fetchers.hooks import Dropped
 from crawlfleet.fetchers.protocols import Fetcher
@@ -26,13 +27,28 @@ from crawlfleet.frontier.politeness import StatusClass, classify, judge, retry_a
 from crawlfleet.frontier.robots import RobotsCache
 from crawlfleet.frontier.store_types import Report, Signal, Visit
 from crawlfleet.models import FetchResult, Lease
-from crawlfleet.monitoring.events import DomainBlocked, EventBus, ParseFailed, RequestSkipped
+from crawlfleet.monitoring.events import (
+    DomainBlocked,
+    EventBus,
+    ParseFailed,
+    ParserDrifted,
+    RequestSkipped,
+)
+from crawlfleet.monitoring.samples import MismatchSamples
 from crawlfleet.parsing.budget import ParseBudget
+from crawlfleet.parsing.expect import reason_of
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.records import Outcome
 from crawlfleet.runtime.admission import Admitter
-from crawlfleet.runtime.attempts import Step, announce, attempt_of, item_counters
+from crawlfleet.runtime.attempts import (
+    Step,
+    announce,
+    attempt_of,
+    item_counters,
+    quality_counters,
+)
+from crawlfleet.runtime.drift import DriftWatch
 from crawlfleet.runtime.freshness import GONE_STATUSES, NOT_MODIFIED, Freshness, conditional
 from crawlfleet.runtime.login import LoginFailed
 from crawlfleet.runtime.strategy import Strategies, fetcher_kind
@@ -49,7 +65,9 @@ class CrawlerParts:
     step (the ``ClaimLoop``'s watchdog). ``freshness`` sends a known URL's validators and
     remembers each visit (``runtime/freshness.py``). ``strategies``: the domains' strategy
     slots, which may fetch an ``http`` request with the ``impersonate`` or the ``browser``
-    fetcher (None: every request is fetched with its own kind).
+    fetcher (None: every request is fetched with its own kind). ``drift``: the drift tests
+    of parsers with expectations and their circuit breaker (None: not watched);
+    ``samples`` keeps a mismatched page per (parser, reason) (None: none kept).
     """
 
     frontier: Frontier
@@ -66,6 +84,8 @@ class CrawlerParts:
     freshness: Freshness
     max_step_s: float = MAX_STEP_S
     strategies: Strategies | None = None
+    drift: DriftWatch | None = None
+    samples: MismatchSamples | None = None
 
 
 class Crawler:
@@ -104,6 +124,8 @@ class Crawler:
                 f"no {request.fetcher!r} fetcher in this process for {request.url} "
                 f"(it serves {sorted(p.fetchers)})"
             )
+        if await self._paused(lease):
+            return
         if p.robots is not None and request.fetcher != "file":
             decision = await p.robots.check(request.url)
             if decision.unavailable:
@@ -129,6 +151,24 @@ class Crawler:
         signal, why = judge(result)
         step = Step(lease, started, result, signal, why, kind=kind, visit=visit)
         await self._fetched(step, result)
+
+    async def _paused(self, lease: Lease) -> bool:
+        """Bury, unfetched, a request whose (parser, domain) a drift paused; whether it was."""
+        p = self.parts
+        request = lease.request
+        if p.drift is None or not p.drift.pauses:
+            return False
+        spec = p.parsers.match(request.url)
+        if spec is None or spec.expect is None:
+            return False
+        if not await p.drift.paused(spec.name, request.domain):
+            return False
+        error = (
+            f"mismatch: {spec.name}: paused by drift on {request.domain} "
+            f"(crawlfleet resume-parser {spec.name} {request.domain})"
+        )
+        await self._fail(Step(lease, p.clock.now()), error, retry=False)
+        return True
 
     async def abandon(self, lease: Lease, started: float, error: str) -> None:
         """Record a step stopped from outside (the watchdog): retried later, or buried."""
@@ -202,15 +242,49 @@ class Crawler:
                 visit=p.freshness.again(step.visit),
             )
             return
+        expect = p.parsers.expectation(name)
+        quality: Counters = {}
+        if expect is not None and request.attempt == 0:
+            quality = quality_counters(name, expect, parsed)
+            await self._watch(name, request.domain, bool(parsed.unmet))
+        if parsed.unmet:
+            await self._mismatch(step, name, parsed.unmet, result, quality)
+            return
         await p.admitter.admit(parsed.links, request)
         outcome = await p.pipeline.process(
             parsed.items, request.domain, fetched_at=result.fetched_at, page=request.url
         )
         counters = item_counters(outcome)
+        counters.update(quality)
         if step.visit is not None:
             counters["fresh.changed"] = 1
         known = p.freshness.next_visit(request, result, step.visit, parsed)
         await self._complete(step, Outcome.OK, None, counters=counters, visit=known)
+
+    async def _watch(self, parser: str, domain: str, mismatched: bool) -> None:
+        """Feed the pair's drift test; announce its firing."""
+        p = self.parts
+        if p.drift is None:
+            return
+        fired = await p.drift.observe(parser, domain, mismatched)
+        if fired is not None:
+            p.events.emit(ParserDrifted(parser, domain, fired.pages, p.drift.pauses))
+
+    async def _mismatch(
+        self,
+        step: Step,
+        parser: str,
+        missing: tuple[str, ...],
+        result: FetchResult,
+        counters: Counters,
+    ) -> None:
+        """A page that missed its parser's expectations: kept as a sample, items and links
+        dropped, retried, then dead-lettered as ``mismatch: <parser>``."""
+        p = self.parts
+        if p.samples is not None:
+            p.samples.keep(parser, [reason_of(part) for part in missing], missing, result)
+        error = f"mismatch: {parser}: missing {'; '.join(missing)}"
+        await self._fail(step, error, outcome=Outcome.MISMATCH, counters=counters)
 
     async def _unchanged(self, step: Step, result: FetchResult) -> None:
         """A revisit found the page as it was: no parse; its items (if any) are seen again."""
@@ -267,13 +341,24 @@ class Crawler:
         retry: bool = True,
         not_before: float = 0.0,
         block_until: float = 0.0,
+        outcome: Outcome | None = None,
+        counters: Mapping[str, float] | None = None,
     ) -> None:
-        """Retry the request later or bury it; only this request waits (unless ``block_until``)."""
+        """Retry the request later or bury it; only this request waits (unless ``block_until``).
+
+        ``outcome`` is recorded whether retried or buried (None: ``retry`` or ``dead``).
+        """
         p = self.parts
         attempt = attempt_of(step, Outcome.RETRY, error, None, p.worker, p.clock.now())
-        report = Report(attempt, step.signal, step.reason, block_until=block_until)
+        report = Report(attempt, step.signal, step.reason, counters or {}, block_until=block_until)
         retried, ended = await p.frontier.fail(
-            step.lease, error, attempt.at, report, not_before=not_before, retry=retry
+            step.lease,
+            error,
+            attempt.at,
+            report,
+            not_before=not_before,
+            retry=retry,
+            outcome=outcome,
         )
-        outcome = Outcome.RETRY if retried else Outcome.DEAD
-        announce(replace(attempt, outcome=outcome), ended, p.events, p.strategies)
+        ended_as = outcome or (Outcome.RETRY if retried else Outcome.DEAD)
+        announce(replace(attempt, outcome=ended_as), ended, p.events, p.strategies)

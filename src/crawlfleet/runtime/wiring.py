@@ -24,6 +24,8 @@ from crawlfleet.frontier.scope import Scope, TrapLimits
 from crawlfleet.frontier.store_types import Budget
 from crawlfleet.monitoring.browser_metrics import PoolFigures
 from crawlfleet.monitoring.events import EventBus
+from crawlfleet.monitoring.samples import DIRECTORY as SAMPLES_DIR
+from crawlfleet.monitoring.samples import MismatchSamples
 from crawlfleet.parsing.budget import ParseBudget, ParseLimits
 from crawlfleet.parsing.default import default_parser
 from crawlfleet.parsing.loader import load_parsers
@@ -37,6 +39,7 @@ from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.backends import Backends, open_store
 from crawlfleet.runtime.browser_lane import browser_lane, build_browser
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
+from crawlfleet.runtime.drift import DriftOptions, DriftWatch
 from crawlfleet.runtime.fetch_chain import login_link, session_link
 from crawlfleet.runtime.fetcher_wiring import build_fetchers, build_robots
 from crawlfleet.runtime.freshness import Freshness
@@ -177,6 +180,7 @@ async def build_crawl(
     pipeline = Pipeline(
         processors, sink, events=events, clock=clock, rejects=rejects, tracker=tracker
     )
+    strategies = Strategies(frontier, clock)
     parts = CrawlerParts(
         frontier=frontier,
         admitter=Admitter(frontier, robots=robots, events=events, fetch_url=fetch_url, clock=clock),
@@ -190,11 +194,21 @@ async def build_crawl(
         max_retry_after_s=settings.max_retry_after_s,
         max_step_s=settings.max_step_s,
         parse_budget=budget,
-        strategies=Strategies(frontier, clock),
+        strategies=strategies,
         freshness=Freshness(frontier, recrawl_policy(settings), clock),
+        drift=DriftWatch(frontier, strategies, drift_options(settings)),
+        samples=MismatchSamples(settings.state_dir / SAMPLES_DIR),
     )
     proxies = link.pool if link is not None else None
     return CrawlGraph(Crawler(parts), frontier, stack, proxies, pool_figures)
+
+
+def drift_options(settings: Settings) -> DriftOptions:
+    return DriftOptions(
+        on_drift=settings.on_drift,
+        threshold=settings.drift_threshold,
+        warmup_pages=settings.drift_warmup_pages,
+    )
 
 
 def _direct(fetcher: ViaFetcher) -> Fetcher:
