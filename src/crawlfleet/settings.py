@@ -190,10 +190,7 @@ class Settings(BaseSettings):
         "fetching them there (resume-parser re-opens) or only report it",
     )
     drift_threshold: float = Field(
-        default=7.0, gt=0, le=1000, description="CUSUM level at which a drift fires"
-    )
-    drift_warmup_pages: int = Field(
-        default=20, ge=1, description="first pages of a (parser, domain) that set its baseline"
+        default=15.0, gt=0, le=1000, description="CUSUM level at which a drift fires (0051)"
     )
 
     # Retries and leases

@@ -2,7 +2,7 @@
 
 Each parser with expectations (``parsing/expect.py``) is watched on each domain by a
 ``DriftTest``: a one-sided Bernoulli CUSUM on "this page missed its expectations", against a
-baseline mismatch share learned from the pair's first ``warmup_pages`` pages (decision 0051
+baseline mismatch share it learns from the pair's pages (decision 0051
 has the test, its defaults and their measured false-alarm rate and detection delay). Only a
 page's first attempt is observed, so one odd page retried ``max_retries`` times is still one
 observation.
@@ -36,45 +36,51 @@ MARK_PREFIX = "drift."
 PAUSED = "paused"
 SEEN = "seen"
 
-WARMUP_PAGES = 20
-"""Pages of a (parser, domain) whose mismatch share is its baseline."""
 BASELINE_FLOOR = 0.02
 BASELINE_CAP = 0.2
-"""Bounds of the learned baseline share: a perfect warm-up still allows odd pages, a warm-up
-already broken still lets a break fire."""
+"""Bounds of the learned baseline share: a perfect history still allows odd pages, and a
+parser broken from its first page still fires."""
 DRIFT_SHARE = 0.5
 """The mismatch share the test is tuned to detect (half the pages or more)."""
-THRESHOLD = 7.0
+THRESHOLD = 15.0
 """The CUSUM level that fires (decision 0051: measured false alarms and delays)."""
 
 
 @dataclass(slots=True)
 class DriftTest:
-    """A one-sided Bernoulli CUSUM on mismatches, with a baseline learned from its first pages.
+    """A one-sided Bernoulli CUSUM on mismatches against a baseline share it learns.
 
-    Until ``warmup_pages`` pages are seen the baseline is their running share (Laplace
-    smoothed); after, it is frozen. The statistic climbs by ``log(p1/p0)`` on a mismatch and
-    falls by ``log((1-p0)/(1-p1))`` on a page that met its expectations, never below 0.
+    The statistic climbs by ``log(p1/p0)`` on a mismatch and falls by
+    ``log((1-p0)/(1-p1))`` on a page that met its expectations, never below 0; it fires at
+    ``threshold``. The baseline ``p0`` is the Laplace-smoothed mismatch share of the pages
+    that came while the statistic was at rest (0), within ``BASELINE_FLOOR`` and
+    ``BASELINE_CAP``: a break lifts the statistic at once, so the break does not teach the
+    baseline.
     """
 
-    warmup_pages: int = WARMUP_PAGES
     threshold: float = THRESHOLD
     drift_share: float = DRIFT_SHARE
     pages: int = 0
     mismatches: int = 0
-    baseline: float = BASELINE_FLOOR
+    rest_pages: int = 0
+    rest_mismatches: int = 0
     statistic: float = 0.0
     fired_at: int | None = field(default=None)
     """The page (1-based) at which the test fired; None while it has not."""
+
+    @property
+    def baseline(self) -> float:
+        share = (self.rest_mismatches + 1) / (self.rest_pages + 2)
+        return min(max(share, BASELINE_FLOOR), BASELINE_CAP)
 
     def observe(self, mismatched: bool) -> bool:
         """Take one page; True when this page makes the test fire (once)."""
         self.pages += 1
         self.mismatches += mismatched
-        if self.pages <= self.warmup_pages:
-            share = (self.mismatches + 1) / (self.pages + 2)
-            self.baseline = min(max(share, BASELINE_FLOOR), BASELINE_CAP)
         p0, p1 = self.baseline, self.drift_share
+        if self.statistic == 0.0:
+            self.rest_pages += 1
+            self.rest_mismatches += mismatched
         step = math.log(p1 / p0) if mismatched else math.log((1 - p1) / (1 - p0))
         self.statistic = max(0.0, self.statistic + step)
         if self.fired_at is None and self.statistic >= self.threshold:
@@ -104,11 +110,10 @@ def drifts(strategy: Mapping[str, str]) -> dict[str, str]:
 
 @dataclass(frozen=True, slots=True)
 class DriftOptions:
-    """``on_drift`` (``pause`` or ``continue``) and the test's ``threshold`` and warm-up."""
+    """``on_drift`` (``pause`` or ``continue``) and the test's ``threshold``."""
 
     on_drift: str = "pause"
     threshold: float = THRESHOLD
-    warmup_pages: int = WARMUP_PAGES
 
 
 class DriftWatch:
@@ -140,8 +145,7 @@ class DriftWatch:
         if resumed and mark_key(parser) not in await self._strategies.of(domain):
             test = None
         if test is None:
-            o = self._options
-            test = DriftTest(warmup_pages=o.warmup_pages, threshold=o.threshold)
+            test = DriftTest(threshold=self._options.threshold)
             self._tests[key] = test
         if not test.observe(mismatched):
             return None

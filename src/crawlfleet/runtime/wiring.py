@@ -204,11 +204,7 @@ async def build_crawl(
 
 
 def drift_options(settings: Settings) -> DriftOptions:
-    return DriftOptions(
-        on_drift=settings.on_drift,
-        threshold=settings.drift_threshold,
-        warmup_pages=settings.drift_warmup_pages,
-    )
+    return DriftOptions(on_drift=settings.on_drift, threshold=settings.drift_threshold)
 
 
 def _direct(fetcher: ViaFetcher) -> Fetcher:
