@@ -29,10 +29,10 @@ from crawlfleet.pipeline.processors import default_processors
 from crawlfleet.pipeline.sinks.memory import MemorySink
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
+from crawlfleet.runtime.drift import DriftWatch
 from crawlfleet.runtime.freshness import Freshness
 from crawlfleet.runtime.loop import ClaimLoop, LoopResult
 from crawlfleet.runtime.policies import recrawl_policy
-from crawlfleet.runtime.drift import DriftWatch
 from crawlfleet.runtime.strategy import Strategies
 from crawlfleet.runtime.wiring import build_frontier, drift_options
 from crawlfleet.settings import Settings

@@ -43,6 +43,12 @@ def read(page: Response, *, fixed: bool) -> dict[str, Any]:
     }
 
 
+def samples_in(root: Path) -> tuple[list[Path], list[dict[str, Any]]]:
+    """The files kept under ``root`` and the accounts (``.json``) among them."""
+    kept = list(root.glob("item-*/*"))
+    return kept, [orjson.loads(p.read_bytes()) for p in kept if p.suffix == ".json"]
+
+
 def registry(*, fixed: bool = False) -> ParserRegistry:
     expect = Expect(selectors=(".price, .cost",), fields=("name", "price")) if fixed else EXPECT
 
@@ -89,9 +95,8 @@ async def test_a_page_missing_its_expectations_is_retried_then_dead_lettered(
     assert stats.get("mismatch.item") == 1
     assert stats.get("quality.item.pages") == 1
     assert stats.get("quality.item.met") == 0
-    kept = list(tmp_path.glob("item-*/*"))
+    kept, meta = samples_in(tmp_path)
     assert len(kept) == 6  # a page and its account per reason: selector, name, price
-    meta = [orjson.loads(p.read_bytes()) for p in tmp_path.glob("item-*/*.json")]
     assert {m["reason"] for m in meta} == {"selector '.price'", "field 'name'", "field 'price'"}
     assert {m["url"] for m in meta} == {f"{A}/p/1"}
 

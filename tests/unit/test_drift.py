@@ -33,7 +33,8 @@ def test_a_full_break_after_forty_good_pages_fires_on_its_seventh_page() -> None
 
 def test_a_parser_broken_from_its_first_page_fires_within_twenty_pages() -> None:
     fired = run(DriftTest(), "x" * 40)
-    assert fired is not None and fired <= 20
+    assert fired is not None
+    assert fired <= 20
 
 
 def test_a_break_of_half_the_pages_fires_within_tens_of_pages() -> None:
