@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from crawlfleet.runtime.drift import BASELINE_CAP, BASELINE_FLOOR, THRESHOLD, DriftTest, drifts
+from crawlfleet.frontier.drift_marks import drifts
+from crawlfleet.runtime.drift import BASELINE_CAP, BASELINE_FLOOR, THRESHOLD, DriftTest
 
 
 def run(test: DriftTest, pages: str) -> int | None:

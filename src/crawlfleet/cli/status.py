@@ -4,7 +4,8 @@
 workers; ``--state DIR``: the embedded crawl in that state directory. A crawl's state says
 whether it was paused or cancelled (``crawlfleet pause|resume|cancel``). With one crawl, a
 table per domain: queued, in flight, done, failed, dead, delay, block state and the fetch
-strategy slot (the ladder's ``rung``, ``fetcher``, ...; what the adaptive fetcher learned).
+strategy slot (the ladder's ``rung``, ``fetcher``, ...; what the adaptive fetcher learned),
+then a line per (parser, domain) whose drift test fired (``runtime/drift.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from rich.table import Table
 
 from crawlfleet.cli.console import fail, safe
 from crawlfleet.errors import CrawlfleetError
+from crawlfleet.frontier.drift_marks import PAUSED, drifts
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.store_types import DomainView
 from crawlfleet.monitoring.summary import block_state, strategy_text
@@ -66,7 +68,16 @@ def domain_table(views: list[DomainView], now: float, title: str) -> Table:
 
 
 async def _domains(frontier: Frontier, title: str) -> None:
-    out.print(domain_table(await frontier.domains(DOMAIN_ROWS), time.time(), title))
+    views = await frontier.domains(DOMAIN_ROWS)
+    out.print(domain_table(views, time.time(), title))
+    for view in views:
+        for parser, mark in sorted(drifts(view.strategy).items()):
+            then = (
+                f"paused: crawlfleet resume-parser {parser} {view.domain}"
+                if mark == PAUSED
+                else "crawl goes on"
+            )
+            out.print(f"drift: parser {safe(parser)} on {safe(view.domain)} ({safe(then)})")
 
 
 async def _embedded(state: Path) -> None:

@@ -92,6 +92,11 @@ def crawl_families(snapshots: list[CrawlSnapshot]) -> Iterator[Metric]:
     proxies = GaugeMetricFamily(
         "crawlfleet_proxies", "Proxies of the crawl's pool by state", labels=["crawl", "state"]
     )
+    drift = GaugeMetricFamily(
+        "crawlfleet_parser_drift",
+        "1 when the parser's pages drifted from its expectations on the domain, else 0",
+        labels=[*crawl_domain, "parser"],
+    )
     for snap in snapshots:
         crawl = snap.crawl
         info.add_metric([crawl, snap.runtime], 1)
@@ -116,10 +121,12 @@ def crawl_families(snapshots: list[CrawlSnapshot]) -> Iterator[Metric]:
             queued.add_metric(labels, row.queued)
             leased.add_metric(labels, row.leased)
             _policy(level, delay, labels, row)
+            for parser in sorted(_watched(c) | set(row.drifts)):
+                drift.add_metric([*labels, parser], 1 if parser in row.drifts else 0)
         for (result, item_type), value in sorted(_items(snap.totals).items()):
             items.add_metric([crawl, item_type, result], value)
     yield from (pages, attempts, latency, body, blocks, expired, queued, leased)
-    yield from (level, delay, dead, items, info, started, proxies)
+    yield from (level, delay, dead, items, info, started, proxies, drift)
 
 
 def process_families(
@@ -173,6 +180,15 @@ def _policy(
         level.add_metric(labels, row.level)
     if row.delay_s is not None:
         delay.add_metric(labels, row.delay_s)
+
+
+def _watched(counters: Mapping[str, float]) -> set[str]:
+    """The parsers with expectations that parsed pages of a domain (``quality.<p>.pages``)."""
+    return {
+        name[len("quality.") : -len(".pages")]
+        for name in counters
+        if name.startswith("quality.") and name.endswith(".pages")
+    }
 
 
 def _items(totals: Mapping[str, float]) -> dict[tuple[str, str], float]:

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from crawlfleet.counters import CrawlStats
 from crawlfleet.frontier.store_types import DomainView
 from crawlfleet.monitoring.attempt_log import AttemptReader
+from crawlfleet.monitoring.quality_scores import quality_report
 from crawlfleet.records import Outcome, QueueCounts
 
 PARSE_ERROR_EXIT = 3
@@ -80,6 +81,7 @@ class CrawlResult:
             "top_parse_errors": [
                 {"error": error, "count": count} for error, count in self.top_parse_errors
             ],
+            "quality": quality_report(self.stats, self.domains),
         }
 
 

@@ -114,8 +114,6 @@ def quality_counters(parser: str, expect: Expect, parsed: ParseResult) -> Counte
         counters[f"mismatch.{parser}"] = 1
     else:
         counters[f"{prefix}.met"] = 1
-    for name in expect.fields:
-        count = sum(filled(item, name) for item in parsed.items)
-        if count:
-            counters[f"{prefix}.filled.{name}"] = count
+    for name in expect.fields:  # 0 too: a field no item fills still has its rate
+        counters[f"{prefix}.filled.{name}"] = sum(filled(item, name) for item in parsed.items)
     return counters

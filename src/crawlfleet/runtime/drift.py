@@ -23,18 +23,14 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from crawlfleet.frontier.drift_marks import PAUSED, SEEN, mark_key, paused
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.monitoring.deadletters import requeue_class
 from crawlfleet.runtime.strategy import Strategies
 
 log = logging.getLogger(__name__)
-
-MARK_PREFIX = "drift."
-PAUSED = "paused"
-SEEN = "seen"
 
 BASELINE_FLOOR = 0.02
 BASELINE_CAP = 0.2
@@ -87,25 +83,6 @@ class DriftTest:
             self.fired_at = self.pages
             return True
         return False
-
-
-def mark_key(parser: str) -> str:
-    """The strategy-slot key of ``parser``'s drift mark."""
-    return f"{MARK_PREFIX}{parser}"
-
-
-def paused(strategy: Mapping[str, str], parser: str) -> bool:
-    """Whether a domain's strategy slot has ``parser`` paused by a drift."""
-    return strategy.get(mark_key(parser)) == PAUSED
-
-
-def drifts(strategy: Mapping[str, str]) -> dict[str, str]:
-    """Parser -> mark (``paused`` or ``seen``) of a domain's strategy slot."""
-    return {
-        key[len(MARK_PREFIX) :]: value
-        for key, value in strategy.items()
-        if key.startswith(MARK_PREFIX)
-    }
 
 
 @dataclass(frozen=True, slots=True)
