@@ -1,7 +1,7 @@
 """The catalog roles: one product catalogue served by two hosts, one of which is redesigned.
 
 ``catalog`` and ``redesign`` serve the same ``CATALOG_ITEMS`` products at ``/item/<n>``
-(``/`` links the first ten; every item links the next three). Before its redesign an item
+(``/`` lists them all; every item links the next three). Before its redesign an item
 page reads ``<div class="product"><h1 class="name">…</h1><p class="price">…</p></div>``;
 after it, ``<article class="card"><h2 class="title">…</h2><span class="cost">…</span>``
 (classes renamed, the name moved to another element). ``catalog`` never changes;
@@ -68,7 +68,8 @@ class Catalog:
         return robots_response("User-agent: *\nDisallow:\n")
 
     async def home(self, request: web.Request) -> web.Response:
-        links = "".join(f'<li><a href="/item/{n}">item {n}</a></li>' for n in range(1, 11))
+        numbers = range(1, CATALOG_ITEMS + 1)
+        links = "".join(f'<li><a href="/item/{n}">item {n}</a></li>' for n in numbers)
         return html_response(page("Catalog", f"<h1>Catalog</h1><ul>{links}</ul>"))
 
     async def item(self, request: web.Request) -> web.Response:

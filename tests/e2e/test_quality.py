@@ -1,0 +1,134 @@
+"""Data quality end to end (embedded): expectations, the drift breaker and resume-parser.
+
+The demo site's ``catalog`` and ``redesign`` hosts serve the same 120 products; ``redesign``
+changes its templates after 30 item pages. One parser with expectations reads both hosts.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from crawlfleet.cli.main import app
+from crawlfleet.demosite import ThreadedDemoSite
+from crawlfleet.demosite.catalog import CATALOG_ITEMS, item_name, item_price
+
+runner = CliRunner(env={"COLUMNS": "300"})
+FAST = ["--allow-private-addresses", "--delay", "0", "--concurrency", "4", "--ignore-robots"]
+REDESIGN_AFTER = 30
+DETECTION_BOUND = 7
+"""First parses of redesigned pages until the drift fires (decision 0051: baseline 1/32
+after 30 good pages, then 2/33)."""
+
+PARSER = """
+from crawlfleet import Expect, Follow, parser
+
+
+@parser(
+    pattern="/item/*",
+    follow=[Follow(pattern="/item/")],
+    expect=Expect(selectors=[".price"], fields=["name", "price"], min_items=1),
+)
+def item(page):
+    name = page.css_first(NAME)
+    price = page.css_first(PRICE)
+    yield {
+        "key": page.url,
+        "name": name.text() if name is not None else None,
+        "price": price.text() if price is not None else None,
+    }
+"""
+
+
+@pytest.fixture
+def site() -> Iterator[ThreadedDemoSite]:
+    with ThreadedDemoSite() as demo:
+        demo.redesign.set(REDESIGN_AFTER)
+        yield demo
+
+
+def write_parser(path: Path, *, fixed: bool) -> Path:
+    name, price = ('".name, .title"', '".price, .cost"') if fixed else ('".name"', '".price"')
+    text = PARSER.replace("NAME", name).replace("PRICE", price)
+    if fixed:
+        text = text.replace('selectors=[".price"]', 'selectors=[".price, .cost"]')
+    path.write_text(text)
+    return path
+
+
+def cli(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+def items(state: Path) -> dict[str, dict[str, str]]:
+    with sqlite3.connect(state / "items.sqlite") as db:
+        rows = db.execute("SELECT item_key, data FROM items WHERE item_type = 'item'")
+        return {key: orjson.loads(data) for key, data in rows}
+
+
+def test_a_redesign_pauses_its_parser_there_and_a_fixed_parser_completes_the_crawl(
+    site: ThreadedDemoSite, tmp_path: Path
+) -> None:
+    state = tmp_path / "state"
+    seeds = [site.url("catalog"), site.url("redesign")]
+    broken = write_parser(tmp_path / "broken.py", fixed=False)
+    redesign_host = urlsplit(site.url("redesign")).hostname or ""
+    catalog_host = urlsplit(site.url("catalog")).hostname or ""
+
+    code, output = cli("crawl", *seeds, "--state", str(state), "--parsers", str(broken), *FAST)
+    assert code == 0, output
+
+    stats = orjson.loads((state / "stats.json").read_bytes())
+    redesigned = stats["domains"][redesign_host]
+    # the first parse of each page is watched; one page in flight per domain: the breaker
+    # opened at the bound, and no redesigned page was fetched after it
+    assert redesigned["quality.item.met"] == REDESIGN_AFTER
+    assert redesigned["outcome.mismatch"] == DETECTION_BOUND  # their retries were never fetched
+    assert redesigned["mismatch.item"] == DETECTION_BOUND
+    # the other host finished, every item right
+    quality = stats["quality"]["parsers"]["item"]["domains"]
+    assert quality[catalog_host] == {
+        "pages": CATALOG_ITEMS,
+        "met_share": 1.0,
+        "items_per_page": 1.0,
+        "fill_rates": {"name": 1.0, "price": 1.0},
+    }
+    assert quality[redesign_host]["met_share"] < 1.0
+    catalog = {k: v for k, v in items(state).items() if catalog_host in k}
+    assert len(catalog) == CATALOG_ITEMS
+    assert len(items(state)) == CATALOG_ITEMS + REDESIGN_AFTER  # no item from a mismatched page
+
+    code, output = cli("status", "--state", str(state))
+    assert code == 0, output
+    assert f"drift: parser item on {redesign_host} (paused" in output
+    assert f"on {catalog_host}" not in output
+    code, output = cli("dlq", "classes", "--state", str(state))
+    assert "mismatch: item" in output
+    samples = list((state / "mismatch").glob("item-*/*.html"))
+    assert samples  # a page kept per reason
+    assert b'class="cost"' in samples[0].read_bytes()
+
+    code, output = cli("resume-parser", "item", redesign_host, "--state", str(state))
+    assert code == 0, output
+    assert "pages requeued" in output
+    fixed = write_parser(tmp_path / "fixed.py", fixed=True)
+    code, output = cli("crawl", *seeds, "--state", str(state), "--parsers", str(fixed), *FAST)
+    assert code == 0, output
+
+    stored = items(state)
+    assert len(stored) == 2 * CATALOG_ITEMS
+    for role in ("catalog", "redesign"):
+        for number in range(1, CATALOG_ITEMS + 1):
+            item = stored[site.url(role, f"/item/{number}")]
+            assert (item["name"], item["price"]) == (item_name(number), item_price(number))
+    code, output = cli("status", "--state", str(state))
+    assert "drift:" not in output
+    code, output = cli("dlq", "classes", "--state", str(state))
+    assert "mismatch" not in output
