@@ -3,9 +3,9 @@
 from crawlfleet.parsing.contracts import ContractReport, check_contracts
 from crawlfleet.parsing.declarative import selector_parser
 from crawlfleet.parsing.default import default_parser
+from crawlfleet.parsing.expect import Expect
 from crawlfleet.parsing.links import RobotsMeta, extract_links, robots_meta
 from crawlfleet.parsing.loader import ENTRY_POINT_GROUP, load_parsers
-from crawlfleet.parsing.expect import Expect
 from crawlfleet.parsing.plugins import Contract, Follow, ParserSpec, parser
 from crawlfleet.parsing.protocols import Parser
 from crawlfleet.parsing.registry import ParserRegistry
