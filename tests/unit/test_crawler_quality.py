@@ -11,6 +11,8 @@ from crawlfleet.clock import FakeClock
 from crawlfleet.frontier.memory import MemoryQueueStore
 from crawlfleet.monitoring.deadletters import by_class
 from crawlfleet.monitoring.events import FetchAttempted, ParserDrifted
+from crawlfleet.monitoring.metrics import Metrics
+from crawlfleet.monitoring.quality_scores import quality_report
 from crawlfleet.parsing.expect import Expect
 from crawlfleet.parsing.plugins import PluginFunction, marked, parser, spec_of
 from crawlfleet.parsing.registry import ParserRegistry
@@ -18,6 +20,7 @@ from crawlfleet.parsing.response import Response
 from crawlfleet.records import Outcome
 from crawlfleet.runtime.drift import resume
 from tests.unit.crawler_kit import T0, Canned, CannedFetcher, make_crawl, seed
+from tests.unit.test_metrics import scrape
 
 A = "http://a.test"
 B = "http://b.test"
@@ -112,6 +115,34 @@ async def test_pages_that_meet_them_count_toward_the_quality_figures() -> None:
     await crawl.run()
 
     stats = await crawl.frontier.stats()
+    domains = {view.domain: view.stats for view in await crawl.frontier.domains()}
+    assert quality_report(stats, domains) == {
+        "parsers": {
+            "item": {
+                "pages": 3,
+                "met_share": 0.6667,
+                "items_per_page": 1.0,
+                "fill_rates": {"name": 0.6667, "price": 1.0},
+                "domains": {
+                    "a.test": {
+                        "pages": 3,
+                        "met_share": 0.6667,
+                        "items_per_page": 1.0,
+                        "fill_rates": {"name": 0.6667, "price": 1.0},
+                    }
+                },
+            }
+        },
+        "item_types": {
+            "item": {
+                "stored": 2,
+                "invalid": 0,
+                "duplicate": 0,
+                "invalid_share": 0.0,
+                "duplicate_share": 0.0,
+            }
+        },
+    }
     figures = {name: stats.get(name) for name in stats.counters if name.startswith("quality.")}
     assert figures == {
         "quality.item.pages": 3,
@@ -152,6 +183,11 @@ async def test_a_drift_pauses_the_parser_on_its_domain_only_and_resume_reopens_i
     assert counts.dead == 60  # 7 mismatched, 53 paused unfetched: one class
     assert [(g.name, g.count) for g in await by_class(crawl.frontier)] == [("mismatch: item", 60)]
     assert (await crawl.frontier.strategy("a.test")).get("drift.item") == "paused"
+    metrics = Metrics()
+    metrics.watch("c", crawl.frontier, runtime="embedded")
+    await metrics.refresh()
+    drift = {s.labels["domain"]: s.value for s in scrape(metrics)["crawlfleet_parser_drift"]}
+    assert drift == {"a.test": 1.0, "b.test": 0.0}
 
     assert await resume(crawl.frontier, "item", "a.test") == 60
     assert "drift.item" not in await crawl.frontier.strategy("a.test")
