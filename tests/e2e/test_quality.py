@@ -1,4 +1,5 @@
-"""Data quality end to end (embedded): expectations, the drift breaker and resume-parser.
+"""Data quality end to end, embedded and distributed: expectations, the drift breaker and
+resume-parser.
 
 The demo site's ``catalog`` and ``redesign`` hosts serve the same 120 products; ``redesign``
 changes its templates after 30 item pages. One parser with expectations reads both hosts.
@@ -12,12 +13,15 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import orjson
+import psycopg
 import pytest
 from typer.testing import CliRunner
 
 from crawlfleet.cli.main import app
 from crawlfleet.demosite import ThreadedDemoSite
 from crawlfleet.demosite.catalog import CATALOG_ITEMS, item_name, item_price
+from tests.e2e.conftest import FAST as DISTRIBUTED_FAST
+from tests.e2e.conftest import Workers, dispatch
 
 runner = CliRunner(env={"COLUMNS": "300"})
 FAST = ["--allow-private-addresses", "--delay", "0", "--concurrency", "4", "--ignore-robots"]
@@ -132,3 +136,46 @@ def test_a_redesign_pauses_its_parser_there_and_a_fixed_parser_completes_the_cra
     assert "drift:" not in output
     code, output = cli("dlq", "classes", "--state", str(state))
     assert "mismatch" not in output
+
+
+@pytest.mark.redis
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_the_breaker_pauses_the_fleet_and_resume_parser_reopens_it_distributed(
+    site: ThreadedDemoSite, redis_url: str, postgres_dsn: str, workers: Workers, tmp_path: Path
+) -> None:
+    broken = write_parser(tmp_path / "broken.py", fixed=False)
+    fixed = write_parser(tmp_path / "fixed.py", fixed=True)
+    redesign_host = urlsplit(site.url("redesign")).hostname or ""
+    seeds = [site.url("catalog"), site.url("redesign")]
+    target = ["--redis", redis_url, "--crawl-id", "drift"]
+    crawl = [*seeds, *target, "--postgres", postgres_dsn, *DISTRIBUTED_FAST]
+
+    worker = workers.start(redis_url, postgres_dsn, extra=("--parsers", str(broken)))
+    first = dispatch(*crawl, "--parsers", str(broken))
+    assert first.returncode == 0, first.stdout + worker.log()
+    assert "parser item drifted on " + redesign_host in worker.log()
+    code, output = cli("status", *target)
+    assert f"drift: parser item on {redesign_host} (paused" in output, output
+    stored = postgres_item_data(postgres_dsn)
+    assert len(stored) == CATALOG_ITEMS + REDESIGN_AFTER
+
+    code, output = cli("resume-parser", "item", redesign_host, *target)
+    assert code == 0, output
+    worker.terminate()
+    workers.start(redis_url, postgres_dsn, extra=("--parsers", str(fixed)))
+    second = dispatch(*crawl, "--parsers", str(fixed))
+    assert second.returncode == 0, second.stdout
+
+    stored = postgres_item_data(postgres_dsn)
+    assert len(stored) == 2 * CATALOG_ITEMS
+    for role in ("catalog", "redesign"):
+        for number in range(1, CATALOG_ITEMS + 1):
+            item = stored[site.url(role, f"/item/{number}")]
+            assert (item["name"], item["price"]) == (item_name(number), item_price(number))
+
+
+def postgres_item_data(dsn: str) -> dict[str, dict[str, str]]:
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute("SELECT item_key, data FROM items WHERE item_type = 'item'")
+        return {key: data for key, data in rows}
