@@ -8,6 +8,8 @@ from typing import Any
 import orjson
 
 from crawlfleet.clock import FakeClock
+from crawlfleet.counters import CrawlStats
+from crawlfleet.dashboard.pages import parsers_html
 from crawlfleet.frontier.memory import MemoryQueueStore
 from crawlfleet.monitoring.deadletters import by_class
 from crawlfleet.monitoring.events import FetchAttempted, ParserDrifted
@@ -200,3 +202,20 @@ async def test_a_drift_pauses_the_parser_on_its_domain_only_and_resume_reopens_i
     assert {i.data["name"] for i in again} == {f"item {n}" for n in range(41, 101)}
     assert {i.data["price"] for i in again} == {f"{n}.99" for n in range(41, 101)}
     assert (await fixed.frontier.counts()).dead == 0
+
+
+def test_the_dashboard_shows_each_parsers_quality() -> None:
+    stats = CrawlStats(
+        {
+            "quality.item.pages": 3,
+            "quality.item.met": 2,
+            "quality.item.items": 3,
+            "quality.item.filled.name": 2,
+            "quality.item.filled.price": 3,
+        }
+    )
+    html = parsers_html(stats)
+    assert '<div id="parsers">' in html
+    assert "66.7 %" in html
+    assert "name:67% price:100%" in html
+    assert parsers_html(CrawlStats({"outcome.ok": 4})) == ""

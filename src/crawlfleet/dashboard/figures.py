@@ -13,7 +13,9 @@ from crawlfleet.monitoring.summary import block_state, strategy_text
 from crawlfleet.records import Outcome
 
 DONE_OUTCOMES = (Outcome.OK, Outcome.SKIPPED, Outcome.FAILED, Outcome.PARSE_ERROR)
-TRIED_OUTCOMES = (Outcome.OK, Outcome.RETRY, Outcome.DEAD, Outcome.FAILED, Outcome.PARSE_ERROR)
+TRIED_OUTCOMES = (
+    Outcome.OK, Outcome.RETRY, Outcome.DEAD, Outcome.FAILED, Outcome.PARSE_ERROR, Outcome.MISMATCH
+)  # fmt: skip
 
 
 def duration(seconds: float | None) -> str:
