@@ -113,6 +113,16 @@ def test_a_redesign_pauses_its_parser_there_and_a_fixed_parser_completes_the_cra
     assert code == 0, output
     assert f"drift: parser item on {redesign_host} (paused" in output
     assert f"on {catalog_host}" not in output
+    (row,) = [line for line in output.splitlines() if "item" in line and catalog_host in line]
+    assert [c.strip() for c in row.strip("│ ").split("│")] == [
+        "item",
+        catalog_host,
+        str(CATALOG_ITEMS),
+        "100%",
+        "1.0",
+        "name:100% price:100%",
+        "-",
+    ]
     code, output = cli("dlq", "classes", "--state", str(state))
     assert "mismatch: item" in output
     samples = list((state / "mismatch").glob("item-*/*.html"))

@@ -190,6 +190,17 @@ async def test_a_drift_pauses_the_parser_on_its_domain_only_and_resume_reopens_i
     await metrics.refresh()
     drift = {s.labels["domain"]: s.value for s in scrape(metrics)["crawlfleet_parser_drift"]}
     assert drift == {"a.test": 1.0, "b.test": 0.0}
+    pages_by = {
+        (s.labels["domain"], s.labels["expectations"]): s.value
+        for s in scrape(metrics)["crawlfleet_parser_pages"]
+        if s.name.endswith("_total")
+    }
+    assert pages_by == {
+        ("a.test", "met"): 40.0,
+        ("a.test", "missed"): 7.0,
+        ("b.test", "met"): 100.0,
+        ("b.test", "missed"): 0.0,
+    }
 
     assert await resume(crawl.frontier, "item", "a.test") == 60
     assert "drift.item" not in await crawl.frontier.strategy("a.test")

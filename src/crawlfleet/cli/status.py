@@ -5,7 +5,8 @@ workers; ``--state DIR``: the embedded crawl in that state directory. A crawl's 
 whether it was paused or cancelled (``crawlfleet pause|resume|cancel``). With one crawl, a
 table per domain: queued, in flight, done, failed, dead, delay, block state and the fetch
 strategy slot (the ladder's ``rung``, ``fetcher``, ...; what the adaptive fetcher learned),
-then a line per (parser, domain) whose drift test fired (``runtime/drift.py``).
+then, per (parser, domain) with expectations, its quality figures and drift mark, and a line
+per (parser, domain) whose drift test fired (``runtime/drift.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from crawlfleet.errors import CrawlfleetError
 from crawlfleet.frontier.drift_marks import PAUSED, drifts
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.store_types import DomainView
+from crawlfleet.monitoring.quality_scores import scores
 from crawlfleet.monitoring.summary import block_state, strategy_text
 from crawlfleet.records import Outcome
 from crawlfleet.redisurl import check_redis_url
@@ -67,9 +69,35 @@ def domain_table(views: list[DomainView], now: float, title: str) -> Table:
     return table
 
 
+def quality_table(views: list[DomainView]) -> Table | None:
+    """Per (parser, domain) with expectations: pages, share met, items per page, fill rates
+    and the drift mark (None without such a parser)."""
+    table = Table(title="parsers with expectations")
+    for column in ("parser", "domain", "pages", "met", "items/page", "fill rates", "drift"):
+        left = column in ("parser", "domain", "fill rates", "drift")
+        table.add_column(column, justify="left" if left else "right")
+    for view in views:
+        marks = drifts(view.strategy)
+        for parser, score in scores(view.stats).items():
+            rates = " ".join(f"{f}:{r:.0%}" for f, r in score.fill_rates().items())
+            table.add_row(
+                safe(parser),
+                safe(view.domain),
+                str(score.pages),
+                f"{score.met_share or 0:.0%}",
+                f"{score.items_per_page or 0:.1f}",
+                safe(rates),
+                safe(marks.get(parser, "-")),
+            )
+    return table if table.row_count else None
+
+
 async def _domains(frontier: Frontier, title: str) -> None:
     views = await frontier.domains(DOMAIN_ROWS)
     out.print(domain_table(views, time.time(), title))
+    quality = quality_table(views)
+    if quality is not None:
+        out.print(quality)
     for view in views:
         for parser, mark in sorted(drifts(view.strategy).items()):
             then = (

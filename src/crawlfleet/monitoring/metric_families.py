@@ -92,6 +92,11 @@ def crawl_families(snapshots: list[CrawlSnapshot]) -> Iterator[Metric]:
     proxies = GaugeMetricFamily(
         "crawlfleet_proxies", "Proxies of the crawl's pool by state", labels=["crawl", "state"]
     )
+    parser_pages = CounterMetricFamily(
+        "crawlfleet_parser_pages_total",
+        "First parses by a parser with expectations, by whether the page met them",
+        labels=[*crawl_domain, "parser", "expectations"],
+    )
     drift = GaugeMetricFamily(
         "crawlfleet_parser_drift",
         "1 when the parser's pages drifted from its expectations on the domain, else 0",
@@ -123,10 +128,15 @@ def crawl_families(snapshots: list[CrawlSnapshot]) -> Iterator[Metric]:
             _policy(level, delay, labels, row)
             for parser in sorted(_watched(c) | set(row.drifts)):
                 drift.add_metric([*labels, parser], 1 if parser in row.drifts else 0)
+            for parser in sorted(_watched(c)):
+                met = c.get(f"quality.{parser}.met", 0.0)
+                missed = c.get(f"quality.{parser}.pages", 0.0) - met
+                parser_pages.add_metric([*labels, parser, "met"], met)
+                parser_pages.add_metric([*labels, parser, "missed"], missed)
         for (result, item_type), value in sorted(_items(snap.totals).items()):
             items.add_metric([crawl, item_type, result], value)
     yield from (pages, attempts, latency, body, blocks, expired, queued, leased)
-    yield from (level, delay, dead, items, info, started, proxies, drift)
+    yield from (level, delay, dead, items, info, started, proxies, parser_pages, drift)
 
 
 def process_families(
