@@ -25,6 +25,8 @@ Names (all plain increments; ``<t>`` is an item type):
                             not parsed
 ``fresh.not_modified``      of those, the 304s
 ``fresh.changed``           revisits of a known page with a new body (parsed)
+``schema_changes.<t>``      schema changes of item type ``<t>`` a process saw first
+                            (``pipeline/schema_watch.py``: each logged once)
 ``mismatch.<p>``            pages of parser ``<p>`` that missed its expectations
 ``quality.<p>.<m>``         parser ``<p>``'s quality figures (``runtime/quality.py``):
                             ``pages`` parsed with expectations checked, ``met``,

@@ -10,9 +10,12 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from crawlfleet.records import Attempt, QueueCounts
+
+if TYPE_CHECKING:
+    from crawlfleet.pipeline.schema_watch import SchemaChange
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +110,13 @@ class ItemsStored:
     item_type: str
     count: int
     domain: str
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaChanged:
+    """Stored items of a type showed a schema change first (``pipeline/schema_watch.py``)."""
+
+    change: SchemaChange
 
 
 @dataclass(frozen=True, slots=True)

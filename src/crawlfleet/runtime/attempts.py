@@ -102,6 +102,9 @@ def item_counters(outcome: PipelineOutcome) -> Counters:
             count = fates.get(fate, 0)
             if count:
                 counters[f"items.{fate}.{item_type}"] = count
+    for change in outcome.schema_changes:
+        name = f"schema_changes.{change.item_type}"
+        counters[name] = counters.get(name, 0) + 1
     return counters
 
 
