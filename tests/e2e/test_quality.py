@@ -7,7 +7,12 @@ changes its templates after 30 item pages. One parser with expectations reads bo
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import subprocess
+import time
+import urllib.parse
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -22,6 +27,8 @@ from crawlfleet.demosite import ThreadedDemoSite
 from crawlfleet.demosite.catalog import CATALOG_ITEMS, item_name, item_price
 from tests.e2e.conftest import FAST as DISTRIBUTED_FAST
 from tests.e2e.conftest import Workers, dispatch
+from tests.fixtures.cli import CRAWLFLEET, SRC
+from tests.fixtures.redis_server import free_port
 
 runner = CliRunner(env={"COLUMNS": "300"})
 FAST = ["--allow-private-addresses", "--delay", "0", "--concurrency", "4", "--ignore-robots"]
@@ -189,3 +196,53 @@ def postgres_item_data(dsn: str) -> dict[str, dict[str, str]]:
     with psycopg.connect(dsn) as conn:
         rows = conn.execute("SELECT item_key, data FROM items WHERE item_type = 'item'")
         return {key: data for key, data in rows}
+
+
+TOKEN = "a-token-for-the-test"
+
+
+def test_the_dashboard_lists_the_drift_and_its_action_resumes_the_parser(
+    site: ThreadedDemoSite, tmp_path: Path
+) -> None:
+    state = tmp_path / "state"
+    seeds = [site.url("catalog"), site.url("redesign")]
+    broken = write_parser(tmp_path / "broken.py", fixed=False)
+    redesign_host = urlsplit(site.url("redesign")).hostname or ""
+    code, output = cli("crawl", *seeds, "--state", str(state), "--parsers", str(broken), *FAST)
+    assert code == 0, output
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    board = subprocess.Popen(
+        [CRAWLFLEET, "dashboard", "--state", str(state), "--port", str(port), "--token", TOKEN],
+        env={**os.environ, "PYTHONPATH": SRC},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        page = read_when_up(f"{base}/crawl/default")
+        assert '<div id="drifts">' in page
+        assert '<div id="parsers">' in page
+        form = urllib.parse.urlencode(
+            {"token": TOKEN, "parser": "item", "domain": redesign_host}
+        ).encode()
+        with urllib.request.urlopen(f"{base}/crawl/default/resume-parser", form, 5) as reply:
+            after = reply.read().decode()
+        assert f"parser item re-opened on {redesign_host}: " in after
+        assert "pages requeued" in after
+    finally:
+        board.terminate()
+        board.wait(timeout=10)
+    code, output = cli("status", "--state", str(state))
+    assert "drift:" not in output
+
+
+def read_when_up(url: str, timeout_s: float = 20.0) -> str:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as reply:
+                return str(reply.read().decode())
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crawlfleet.counters import CrawlStats
+from crawlfleet.frontier.drift_marks import drifts
 from crawlfleet.frontier.store_types import DomainView
 from crawlfleet.monitoring.eta import Eta
 from crawlfleet.monitoring.stats import Sample
@@ -53,6 +54,8 @@ class DomainRow:
     delay_source: str
     block: str
     strategy: str
+    drifts: dict[str, str]
+    """Parser -> drift mark on the domain (``frontier/drift_marks.py``)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -73,6 +76,7 @@ def domain_row(view: DomainView, now: float) -> DomainRow:
         delay_source=view.delay_source.value,
         block=block_state(view, now),
         strategy=strategy_text(view),
+        drifts=drifts(view.strategy),
     )
 
 

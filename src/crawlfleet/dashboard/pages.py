@@ -202,6 +202,24 @@ def items_html(samples: Sequence[ItemSample], stored: dict[str, dict[str, int]])
     return "".join(parts)
 
 
+def drifts_html(crawl_id: str, rows: Sequence[DomainRow], actions: bool) -> str:
+    """A row per (parser, domain) whose drift test fired, with its resume action."""
+    cells = [
+        [text(parser), text(row.domain), text(mark),
+         action(crawl_id, "resume-parser", "resume parser", actions, parser=parser,
+                domain=row.domain)]
+        for row in rows
+        for parser, mark in sorted(row.drifts.items())
+    ]  # fmt: skip
+    if not cells:
+        return ""
+    return (
+        '<h2>parser drifts</h2><p class="muted">fix the parser first (sample pages in '
+        "&lt;state&gt;/mismatch/); resuming requeues its mismatched pages on the domain</p>"
+        f'<div id="drifts">{table(("parser", "domain", "drift", ""), cells)}</div>'
+    )
+
+
 def parsers_html(stats: CrawlStats) -> str:
     """Per parser with expectations: pages, the share that met them, items per page, fill
     rates of the expected fields (``monitoring/quality_scores.py``)."""
@@ -263,6 +281,7 @@ def crawl_page(
         + f'<h2>attempts</h2><p><a href="{attempts}">recent attempts, with filters</a></p>'
         + items_html(items, stored)
         + (parsers_html(sample.stats) if sample else "")
+        + drifts_html(crawl_id, domains, actions)
         + workers_html(workers)
     )
     return page(f"crawl {crawl_id}", body, refresh_s=5)

@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from crawlfleet.frontier.drift_marks import PAUSED, SEEN, mark_key, paused
 from crawlfleet.frontier.frontier import Frontier
-from crawlfleet.monitoring.deadletters import requeue_class
+from crawlfleet.monitoring.deadletters import DeadLetterQueue, requeue_class
 from crawlfleet.runtime.strategy import Strategies
 
 log = logging.getLogger(__name__)
@@ -138,7 +140,15 @@ class DriftWatch:
         return test
 
 
-async def resume(frontier: Frontier, parser: str, domain: str) -> int:
+class DriftTarget(DeadLetterQueue, Protocol):
+    """What ``resume`` needs of a crawl: its strategy slots and its DLQ (``Frontier``)."""
+
+    async def strategy(self, domain: str) -> dict[str, str]: ...
+
+    async def set_strategy(self, domain: str, strategy: Mapping[str, str]) -> None: ...
+
+
+async def resume(frontier: DriftTarget, parser: str, domain: str) -> int:
     """Clear ``parser``'s drift mark on ``domain`` and requeue its ``mismatch: <parser>``
     dead letters there; returns how many were requeued."""
     strategy = await frontier.strategy(domain)
