@@ -177,10 +177,12 @@ def test_the_breaker_pauses_the_fleet_and_resume_parser_reopens_it_distributed(
     stored = postgres_item_data(postgres_dsn)
     assert len(stored) == CATALOG_ITEMS + REDESIGN_AFTER
 
-    code, output = cli("resume-parser", "item", redesign_host, *target)
-    assert code == 0, output
+    # the fixed parser is deployed first: a worker still running the broken one would
+    # claim the requeued pages
     worker.terminate()
     workers.start(redis_url, postgres_dsn, extra=("--parsers", str(fixed)))
+    code, output = cli("resume-parser", "item", redesign_host, *target)
+    assert code == 0, output
     second = dispatch(*crawl, "--parsers", str(fixed))
     assert second.returncode == 0, second.stdout
 
