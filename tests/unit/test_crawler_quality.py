@@ -230,3 +230,22 @@ def test_the_dashboard_shows_each_parsers_quality() -> None:
     assert "66.7 %" in html
     assert "name:67% price:100%" in html
     assert parsers_html(CrawlStats({"outcome.ok": 4})) == ""
+
+
+async def test_with_on_drift_continue_the_drift_is_marked_and_every_page_still_fetched() -> None:
+    clock = FakeClock(T0)
+    pages = {f"{A}/p/{n}": product(n, redesigned=n > 40) for n in range(1, 61)}
+    fetcher = CannedFetcher(clock, pages)
+    crawl = make_crawl(
+        fetcher, seeds=[A], parsers=registry(), obey_robots=False, on_drift="continue",
+        max_retries=0,
+    )  # fmt: skip
+    drifted = crawl.collect(ParserDrifted)
+    await seed(crawl, *pages)
+
+    await crawl.run(concurrency=1)
+
+    assert [(d.domain, d.pages, d.paused) for d in drifted] == [("a.test", 47, False)]
+    assert sorted(fetcher.urls()) == sorted(pages)  # nothing paused
+    assert (await crawl.frontier.strategy("a.test")).get("drift.item") == "seen"
+    assert [(g.name, g.count) for g in await by_class(crawl.frontier)] == [("mismatch: item", 20)]
