@@ -156,7 +156,7 @@ class Crawler:
         """Bury, unfetched, a request whose (parser, domain) a drift paused; whether it was."""
         p = self.parts
         request = lease.request
-        if p.drift is None or not p.drift.pauses:
+        if p.drift is None or not p.drift.pauses or not p.parsers.expecting:
             return False
         spec = p.parsers.match(request.url)
         if spec is None or spec.expect is None:
