@@ -168,10 +168,14 @@ def test_the_breaker_pauses_the_fleet_and_resume_parser_reopens_it_distributed(
     target = ["--redis", redis_url, "--crawl-id", "drift"]
     crawl = [*seeds, *target, "--postgres", postgres_dsn, *DISTRIBUTED_FAST]
 
+    # workers keep their mismatch samples in the crawl's state directory, on their machine
+    samples = tmp_path / "state"
+    crawl += ["--state", str(samples)]
     worker = workers.start(redis_url, postgres_dsn, extra=("--parsers", str(broken)))
     first = dispatch(*crawl, "--parsers", str(broken))
     assert first.returncode == 0, first.stdout + worker.log()
     assert "parser item drifted on " + redesign_host in worker.log()
+    assert list((samples / "mismatch").glob("item-*/*.html"))
     code, output = cli("status", *target)
     assert f"drift: parser item on {redesign_host} (paused" in output, output
     stored = postgres_item_data(postgres_dsn)
