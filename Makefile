@@ -15,12 +15,14 @@ demo: install
 test: install-all
 	$(PY) -m ruff check src tests examples bench
 	$(PY) -m mypy
+	.venv/bin/lint-imports --no-cache
 	$(PY) -m pytest -q
 
 lint:
 	$(PY) -m ruff check src tests examples bench
 	$(PY) -m ruff format --check src tests examples bench
 	$(PY) -m mypy
+	.venv/bin/lint-imports --no-cache
 
 bench: install-all
 	$(PY) bench/crawl_bench.py

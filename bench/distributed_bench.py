@@ -28,7 +28,7 @@ from crawl_bench import ensure_site
 from nginx_server import NginxServer, read_log
 
 from crawlfleet.clock import SystemClock
-from crawlfleet.monitoring.events import EventBus
+from crawlfleet.events import EventBus
 from crawlfleet.runtime.celery.dispatched import open_crawl
 from crawlfleet.runtime.celery.dispatcher import Dispatcher
 from crawlfleet.settings import Settings

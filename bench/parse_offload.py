@@ -61,7 +61,8 @@ async def parse(
 ) -> ParseResult:
     """The page parsed as the crawl step parses it: its parser, under the budget."""
     result = FetchResult(url, url, 200, headers, body, 0.0)
-    return await budget.parse(registry.select(url)[1], result)
+    parsed, _ = await budget.parse(registry.select(url)[1], result)
+    return parsed
 
 
 async def parse_inline(budget: ParseBudget, registry: ParserRegistry, pages: list[Page]) -> None:

@@ -18,7 +18,7 @@ import orjson
 
 from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.errors import BadUrl, ConfigError, StateError
-from crawlfleet.monitoring.events import EventBus
+from crawlfleet.events import EventBus
 from crawlfleet.monitoring.stats import Sample, StatsView
 from crawlfleet.monitoring.summary import CrawlResult, read_result
 from crawlfleet.pipeline.export import export_items

@@ -25,12 +25,20 @@ Names (all plain increments; ``<t>`` is an item type):
                             not parsed
 ``fresh.not_modified``      of those, the 304s
 ``fresh.changed``           revisits of a known page with a new body (parsed)
+``dropped.<r>``             links, redirects, sitemap entries or sitemaps a limit dropped
+                            (the budget's refusals included),
+                            by the limit's name (``Limit``); a link counts on every page
+                            it was dropped from
+``filtered.<r>``            links the crawl's scope leaves out by choice, not by a limit
+                            (``Filtered``): off-site, refused by ``deny`` or ``allow``, or
+                            not a URL
 ``schema_changes.<t>``      schema changes of item type ``<t>`` a process saw first
                             (``pipeline/schema_watch.py``: each logged once)
-``mismatch.<p>``            pages of parser ``<p>`` that missed its expectations
-``quality.<p>.<m>``         parser ``<p>``'s quality figures (``runtime/quality.py``):
-                            ``pages`` parsed with expectations checked, ``met``,
-                            ``items``, ``filled.<f>`` (items filling expected field ``<f>``)
+``mismatch.<p>``            pages of parser ``<p>`` that missed its expectations (first parses)
+``quality.<p>.<m>``         parser ``<p>``'s quality figures on first parses
+                            (``runtime/attempts.quality_counters``): ``pages`` checked,
+                            ``met``, ``items``, ``filled.<f>`` (items filling expected
+                            field ``<f>``)
 ==========================  ==============================================================
 """
 
@@ -38,11 +46,78 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from crawlfleet.records import Attempt, Outcome
 
 LATENCY_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, float("inf"))
 Counters = dict[str, float]
+
+
+class Limit(StrEnum):
+    """A limit that drops something, named as the setting (or constant) that sets it."""
+
+    MAX_LINKS_PER_PAGE = "max_links_per_page"
+    MAX_DEPTH = "max_depth"
+    MAX_URL_CHARS = "max_url_chars"
+    MAX_PATH_SEGMENT_REPEATS = "max_path_segment_repeats"
+    MAX_QUERY_PARAMS = "max_query_params"
+    MAX_REDIRECTS = "max_redirects"
+    MAX_PAGES = "max_pages"
+    """New URLs the store refused past the crawl's budget (not marked seen: a URL linked
+    again is refused and counted again)."""
+    MAX_PAGES_PER_DOMAIN = "max_pages_per_domain"
+    SITEMAP_URL_CHARS = "sitemap_url_chars"
+    """Sitemap entries longer than the sitemaps.org limit (2,048 characters)."""
+    SITEMAP_MAX_URLS = "sitemap_max_urls"
+    """Sitemaps read in part or not at all once a seed's sitemaps gave their most URLs."""
+    SITEMAP_MAX_DEPTH = "sitemap_max_depth"
+    SITEMAP_MAX_SITEMAPS = "sitemap_max_sitemaps"
+    SITEMAP_MAX_BYTES = "sitemap_max_bytes"
+    """These three leave whole sitemaps unread (an index too deep, too many, too large)."""
+
+
+LIMIT_UNITS: Mapping[Limit, str] = {
+    **dict.fromkeys(
+        (
+            Limit.MAX_LINKS_PER_PAGE,
+            Limit.MAX_DEPTH,
+            Limit.MAX_URL_CHARS,
+            Limit.MAX_PATH_SEGMENT_REPEATS,
+            Limit.MAX_QUERY_PARAMS,
+            Limit.MAX_PAGES,
+            Limit.MAX_PAGES_PER_DOMAIN,
+        ),
+        "links",
+    ),
+    Limit.MAX_REDIRECTS: "redirects",
+    Limit.SITEMAP_URL_CHARS: "sitemap entries",
+    **dict.fromkeys(
+        (
+            Limit.SITEMAP_MAX_URLS,
+            Limit.SITEMAP_MAX_DEPTH,
+            Limit.SITEMAP_MAX_SITEMAPS,
+            Limit.SITEMAP_MAX_BYTES,
+        ),
+        "sitemaps",
+    ),
+}
+"""What each limit drops, in the order the end-of-crawl line lists them."""
+
+
+class Filtered(StrEnum):
+    """Why the crawl's scope leaves a link out by the user's choice (not a limit)."""
+
+    OFF_SITE = "off_site"
+    DENY = "deny"
+    ALLOW = "allow"
+    BAD_URL = "bad_url"
+
+
+def dropped_counter(reason: Limit | Filtered) -> str:
+    """The counter of ``reason``: ``dropped.<limit>`` or ``filtered.<reason>``."""
+    kind = "dropped" if isinstance(reason, Limit) else "filtered"
+    return f"{kind}.{reason.value}"
 
 
 def bucket_name(latency_s: float) -> str:
@@ -123,6 +198,16 @@ class CrawlStats:
             for name, value in self.counters.items()
             if name.startswith(prefix)
         }
+
+    def dropped(self) -> dict[Limit, int]:
+        """What each limit dropped (limits that dropped nothing left out), in unit order."""
+        counts = {reason: self.get(dropped_counter(reason)) for reason in LIMIT_UNITS}
+        return {reason: count for reason, count in counts.items() if count}
+
+    def filtered(self) -> dict[Filtered, int]:
+        """Links the scope left out, by reason (reasons with none left out)."""
+        counts = {reason: self.get(dropped_counter(reason)) for reason in Filtered}
+        return {reason: count for reason, count in counts.items() if count}
 
     def statuses(self) -> dict[str, int]:
         return {

@@ -46,7 +46,8 @@ class Attempt:
     error: str | None = None
     fetcher: str = "http"
     detail: str | None = None
-    """A longer account of ``error`` (a parser's traceback), kept in the attempt log."""
+    """A longer account of ``error`` (a parser's traceback), or of what limits dropped from
+    an ok page's links (``runtime.attempts.limits_note``), kept in the attempt log."""
     session_id: str | None = None
     proxy_id: str | None = None
     tier: int | None = None

@@ -73,6 +73,14 @@ class Settings(BaseSettings):
     max_pages: int | None = Field(default=None, ge=1)
     max_pages_per_domain: int | None = Field(default=None, ge=1)
     follow_sitemaps: bool = False
+    sitemap_max_urls: int = Field(
+        default=1_000_000, ge=1, description="URLs read from one seed's sitemaps"
+    )
+    sitemap_max_depth: int = Field(default=3, ge=0, description="sitemap index levels followed")
+    sitemap_max_sitemaps: int = Field(default=10_000, ge=1, description="sitemaps read a seed")
+    sitemap_max_bytes: int = Field(
+        default=50 * 1024 * 1024, ge=1024, description="one sitemap, before and after gzip"
+    )
     parsers: list[str] = Field(default_factory=list, description="modules or .py paths")
     selector_parsers: list[dict[str, Any]] = Field(
         default_factory=list, description="parsers declared with CSS/XPath selectors, no code"
@@ -82,7 +90,9 @@ class Settings(BaseSettings):
     max_url_chars: int = Field(default=2083, ge=64)
     max_path_segment_repeats: int = Field(default=3, ge=1)
     max_query_params: int = Field(default=16, ge=1)
-    max_links_per_page: int = Field(default=5000, ge=1, description="links kept from one page")
+    max_links_per_page: int = Field(
+        default=100_000, ge=1, description="links kept from one page; the rest are counted"
+    )
     max_context_bytes: int = Field(
         default=DEFAULT_MAX_CONTEXT_BYTES,
         ge=2,
@@ -124,6 +134,12 @@ class Settings(BaseSettings):
     block_recover_after: int = Field(default=20, ge=1)
     block_max_level: int = Field(default=5, ge=0, le=10)
     block_cooldown_s: float = Field(default=30.0, ge=0, allow_inf_nan=False)
+    block_refusal_threshold: float = Field(
+        default=0.8, gt=0, le=1, description="share of a full window refused that is a ban"
+    )
+    block_refusal_kinds: int = Field(
+        default=3, ge=1, description="kinds of URL (folders) those refusals must span"
+    )
     ladder: list[Rung] = Field(
         default_factory=lambda: list(get_args(Rung)),
         description="what each block level changes; rungs the crawl cannot use are skipped",

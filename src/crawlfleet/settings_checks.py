@@ -59,6 +59,8 @@ def _timeouts_consistent(settings: Settings) -> None:
         raise ValueError("total_timeout_s must be >= connect_timeout_s")
     if settings.block_min_samples > settings.block_window:
         raise ValueError("block_min_samples must be <= block_window")
+    if settings.block_refusal_kinds > settings.block_window:
+        raise ValueError("block_refusal_kinds must be <= block_window")
     if settings.proxies is not None and settings.proxies.max_wait_s > settings.max_step_s / 2:
         raise ValueError("proxies.max_wait_s must be <= max_step_s / 2")
     if len(settings.ladder) > settings.block_max_level:

@@ -11,6 +11,7 @@ from crawlfleet.frontier.store_types import (
     PolicyChange,
     Signal,
 )
+from crawlfleet.models import Lease
 from tests.contract.test_queue_store import (
     FREE,
     KINDS,
@@ -168,8 +169,15 @@ async def test_domains_lists_domains_with_a_policy_or_statistics(store: QueueSto
     await store.add_counters("f.test", {})
     await store.set_strategy("a.test", {"fetcher": "http"})
     views = await store.domains(FREE)
-    assert [(v.domain, v.queued) for v in views] == [("b.test", 1), ("a.test", 0), ("c.test", 0)]
-    assert views[2].stats.items("invalid") == {"page": 1}
+    # d.test and e.test: their refused request is counted (dropped.max_pages*, decision 0043)
+    assert {(v.domain, v.queued) for v in views} == {
+        ("b.test", 1), ("a.test", 0), ("c.test", 0), ("d.test", 0), ("e.test", 0)
+    }  # fmt: skip
+    assert [v.domain for v in views][:3] == ["b.test", "a.test", "c.test"]
+    by_domain = {v.domain: v for v in views}
+    assert by_domain["c.test"].stats.items("invalid") == {"page": 1}
+    assert by_domain["d.test"].stats.get("dropped.max_pages_per_domain") == 1
+    assert by_domain["e.test"].stats.get("dropped.max_pages") == 1
 
 
 # --- block window --------------------------------------------------------------------------
@@ -245,6 +253,106 @@ async def test_escalation_stops_at_the_max_level(store: QueueStore) -> None:
     assert third.change is None
     view = await store.domain("a.test", eager)
     assert (view.level, view.cooldown_until, view.ready_at) == (2, T0 + 11, T0 + 11)
+
+
+# --- refused URLs (decision 0044) ----------------------------------------------------------
+
+WARY = DomainPolicy(
+    delay_s=0.0,
+    max_in_flight=20,
+    blocks=BlockRules(
+        window=5, min_samples=3, threshold=0.5, max_level=3, cooldown_s=10.0,
+        refusal_threshold=0.8, refusal_kinds=3,
+    ),
+)  # fmt: skip
+
+
+async def refuse(store: QueueStore, lease: Lease, at: float) -> PolicyChange | None:
+    ended = await retry(store, lease, 0.0, "e", at, WARY, Signal.REFUSED, reason="HTTP 403")
+    assert ended
+    return ended.change
+
+
+async def test_refusals_of_one_kind_escalate_only_when_a_full_window_has_no_success(
+    store: QueueStore,
+) -> None:
+    await store.add([req("ok1"), req("ok2"), *(req(f"x/{n}") for n in range(5))], NO_BUDGET)
+    ok1, ok2, *refused = await claim(store, limit=7, policy=WARY)
+    for at, lease in enumerate((ok1, ok2), start=1):
+        assert (await complete(store, lease, T0 + at, WARY, Signal.SUCCESS)).change is None
+    # "ooXXX" (3 of 5), then "oXXXX" (4 of 5 but one kind of URL): the URLs only
+    assert [await refuse(store, lease, T0 + 3 + i) for i, lease in enumerate(refused[:4])] == [
+        None
+    ] * 4
+    view = await store.domain("a.test", WARY)
+    assert (view.level, view.ready_at) == (0, T0 + 6)
+    reason = "5 of 5 recent responses refused or blocked (1 kind of URL); last: HTTP 403"
+    assert await refuse(store, refused[4], T0 + 7) == PolicyChange(
+        "a.test", 1, "escalated", reason, T0 + 17
+    )
+    view = await store.domain("a.test", WARY)
+    assert (view.level, view.cooldown_until, view.block_reason) == (1, T0 + 17, "HTTP 403")
+
+
+async def test_refusals_across_kinds_escalate_at_the_refusal_threshold(store: QueueStore) -> None:
+    kinds = ("a", "b", "c", "d")  # four marks in the window (policy.KIND_MARKS)
+    await store.add([req("ok"), *(req(f"{k}/1") for k in kinds)], NO_BUDGET)
+    ok, *refused = await claim(store, limit=5, policy=WARY)
+    assert (await complete(store, ok, T0, WARY, Signal.SUCCESS)).change is None
+    changes = [await refuse(store, lease, T0 + 1 + i) for i, lease in enumerate(refused)]
+    reason = "4 of 5 recent responses refused or blocked (4 kinds of URL); last: HTTP 403"
+    assert changes == [None, None, None, PolicyChange("a.test", 1, "escalated", reason, T0 + 14)]
+
+
+async def refuse_retries(store: QueueStore, name: str, at: float) -> list[PolicyChange | None]:
+    """Refuse ``name`` on its first attempt and 5 retries, 10 s apart, then bury it; each
+    lease end's change."""
+    await store.add([req(name)], NO_BUDGET)
+    changes = []
+    for attempt in range(6):
+        (lease,) = await claim(store, limit=1, now=at + 10 * attempt, policy=WARY)
+        assert (lease.request.url.rsplit("/", 2)[-2:], lease.request.attempt) == (
+            name.split("/"),
+            attempt,
+        )
+        if attempt < 5:
+            changes.append(await refuse(store, lease, at + 10 * attempt))
+        else:  # out of retries
+            dead = await bury(store, lease, "e", at + 50, WARY, Signal.REFUSED, reason="HTTP 403")
+            changes.append(dead.change)
+    return changes
+
+
+async def test_a_refused_url_counts_once_while_others_succeed(store: QueueStore) -> None:
+    await store.add([req("ok")], NO_BUDGET)
+    (ok,) = await claim(store, policy=WARY)
+    assert (await complete(store, ok, T0, WARY, Signal.SUCCESS)).change is None
+    assert await refuse_retries(store, "x/0", T0 + 1) == [None] * 6  # "oX": its retries add none
+    await store.add([req(f"y/{n}") for n in range(4)], NO_BUDGET)
+    others = await claim(store, limit=4, now=T0 + 60, policy=WARY)
+    changes = [await refuse(store, lease, T0 + 60) for lease in others]
+    # only now is the window full: "oX" then y/0..y/3 pushed the success out
+    assert [c.level if c else None for c in changes] == [None, None, None, 1]
+
+
+async def test_a_host_refusing_its_one_url_escalates_on_its_retries(store: QueueStore) -> None:
+    changes = await refuse_retries(store, "x/0", T0)
+    reason = "5 of 5 recent responses refused or blocked (1 kind of URL); last: HTTP 403"
+    assert changes[:4] == [None] * 4  # no success in the window: every refusal counts
+    assert changes[4] == PolicyChange("a.test", 1, "escalated", reason, T0 + 50)
+    assert changes[5] is None  # a new, empty window
+
+
+async def test_a_block_rule_reached_by_a_refusal_names_the_blocks(store: QueueStore) -> None:
+    await store.add([req("1"), req("2"), req("x/3")], NO_BUDGET)
+    one, two, three = await claim(store, limit=3, policy=WARY)
+    for at, lease in enumerate((one, two)):
+        ended = await retry(store, lease, 0.0, "e", T0 + at, WARY, Signal.BLOCK, reason="HTTP 429")
+        assert ended.change is None  # fewer than min_samples
+    reason = "2 of 3 recent responses blocked; last: HTTP 403"
+    assert await refuse(store, three, T0 + 2) == PolicyChange(
+        "a.test", 1, "escalated", reason, T0 + 12
+    )
 
 
 async def test_a_stale_lease_end_changes_no_policy(store: QueueStore) -> None:

@@ -7,9 +7,10 @@ import sqlite3
 
 import pytest
 
+from crawlfleet.counters import Filtered, Limit, dropped_counter
 from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.frontier.sqlite import SqliteQueueStore
-from crawlfleet.frontier.store_types import LEASE_EXPIRED, Report, Signal
+from crawlfleet.frontier.store_types import LEASE_EXPIRED, Budget, Report, Signal
 from crawlfleet.records import Attempt, Outcome
 from tests.contract.test_queue_store import (
     FREE,
@@ -165,3 +166,41 @@ async def test_pending_attempts_stay_until_acknowledged(store: QueueStore) -> No
     assert [a.url for a in await store.pending_attempts(10)] == ["https://a.test/2"]
     await store.ack_attempts(5)
     assert await store.pending_attempts(10) == []
+
+
+async def test_what_limits_dropped_is_counted_by_reason_per_domain_and_crawl(
+    store: QueueStore,
+) -> None:
+    # A page's links cut or refused, with its lease's end; sitemaps dropped, with no lease.
+    await store.add([req("1")], NO_BUDGET)
+    (lease,) = await claim(store)
+    refused = {
+        dropped_counter(Limit.MAX_LINKS_PER_PAGE): 1040.0,
+        dropped_counter(Limit.MAX_DEPTH): 3.0,
+        dropped_counter(Filtered.OFF_SITE): 7.0,
+    }
+    assert await complete(store, lease, T0 + 1, counters=refused)
+    await store.add_counters("b.test", {dropped_counter(Limit.SITEMAP_MAX_BYTES): 2.0})
+    await store.add_counters("a.test", {dropped_counter(Limit.MAX_DEPTH): 1.0})
+    stats = await store.stats()
+    assert stats.dropped() == {
+        Limit.MAX_LINKS_PER_PAGE: 1040,
+        Limit.MAX_DEPTH: 4,
+        Limit.SITEMAP_MAX_BYTES: 2,
+    }
+    assert stats.filtered() == {Filtered.OFF_SITE: 7}
+    a, b = await store.domain("a.test", FREE), await store.domain("b.test", FREE)
+    assert a.stats.dropped() == {Limit.MAX_LINKS_PER_PAGE: 1040, Limit.MAX_DEPTH: 4}
+    assert b.stats.dropped() == {Limit.SITEMAP_MAX_BYTES: 2}
+
+
+async def test_requests_refused_by_the_budget_are_counted_by_limit(store: QueueStore) -> None:
+    assert await store.add([req("1"), req("2"), req("3", "b.test")], Budget(max_per_domain=1)) == 2
+    assert await store.add([req("4", "c.test"), req("5", "c.test")], Budget(max_total=3)) == 1
+    assert await store.add([req("1"), req("6", "d.test")], Budget(max_total=3)) == 0  # 1: seen
+    stats = await store.stats()
+    assert stats.dropped() == {Limit.MAX_PAGES: 2, Limit.MAX_PAGES_PER_DOMAIN: 1}
+    by_domain = {view.domain: view.stats.dropped() for view in await store.domains(FREE)}
+    assert by_domain["a.test"] == {Limit.MAX_PAGES_PER_DOMAIN: 1}
+    assert by_domain["c.test"] == {Limit.MAX_PAGES: 1}
+    assert by_domain["d.test"] == {Limit.MAX_PAGES: 1}

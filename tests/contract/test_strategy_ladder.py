@@ -92,3 +92,23 @@ async def test_without_rungs_the_slot_is_untouched(store: QueueStore) -> None:
     assert ended.change is not None
     assert (ended.change.level, ended.change.rung, ended.change.strategy) == (1, "", None)
     assert dict((await store.domain("a.test", plain)).strategy) == {"fetcher": "http"}
+
+
+async def test_a_window_of_refused_urls_climbs_the_ladder_as_blocks_do(store: QueueStore) -> None:
+    """Decision 0044: refusals that add up to a ban move the level and the slot together."""
+    await store.add([req(f"x/{n}") for n in range(6)], NO_BUDGET)
+    leases = await claim(store, limit=6, policy=EAGER)
+    changes = [
+        (
+            await retry(store, lease, 0.0, "403", T0 + i, EAGER, Signal.REFUSED, reason="HTTP 403")
+        ).change
+        for i, lease in enumerate(leases)
+    ]
+    moved = [(c.level, c.rung, dict(c.strategy or {})) for c in changes if c is not None]
+    assert [i for i, c in enumerate(changes) if c is not None] == [2, 5]  # a full window each
+    assert moved == [
+        (1, "slow", {"rung": "slow"}),
+        (2, "session", {"rung": "session", "session_epoch": "1"}),
+    ]
+    view = await store.domain("a.test", EAGER)
+    assert (view.level, view.block_reason) == (2, "HTTP 403")

@@ -15,8 +15,8 @@ import pytest
 from crawlfleet.clock import SystemClock
 from crawlfleet.demosite import ThreadedDemoSite, gaps_s
 from crawlfleet.demosite.lab import BLOCKS_FORBIDDEN, BLOCKS_PAGES
+from crawlfleet.events import DomainEscalated, EventBus
 from crawlfleet.frontier.memory import MemoryQueueStore
-from crawlfleet.monitoring.events import DomainEscalated, EventBus
 from crawlfleet.pipeline.sinks.memory import MemorySink
 from crawlfleet.runtime.backends import Backends
 from crawlfleet.runtime.local import LocalRunner

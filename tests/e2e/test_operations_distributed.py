@@ -9,11 +9,14 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+import orjson
 import pytest
+import redis
 from typer.testing import CliRunner
 
 from crawlfleet.cli.main import app
 from crawlfleet.demosite import ThreadedDemoSite
+from crawlfleet.runtime.celery.definition import DISPATCHERS
 from tests.e2e.conftest import (
     FAST,
     ItemKeys,
@@ -213,3 +216,25 @@ def test_a_cancelled_crawl_stops_for_good_and_keeps_its_state(
     fresh = dispatch(*args, "--fresh", "--max-pages", "3")
     assert fresh.returncode == 0, fresh.stdout
     assert crawl_done(redis_url, "cancelled") == 3
+
+
+def test_status_marks_a_crawl_whose_dispatcher_is_gone(
+    site: ThreadedDemoSite, redis_url: str, postgres_dsn: str, tmp_path: Path
+) -> None:
+    target = ["--redis", redis_url, "--crawl-id", "orphan"]
+    log = tmp_path / "dispatch.log"
+    # No worker: the crawl stays dispatched, and its dispatcher beats until it is killed.
+    proc = start_dispatch(site.url("quotes"), *target, "--postgres", postgres_dsn, log_path=log)
+    try:
+        wait_for(lambda: "dispatching" in cli("status", *target)[1], timeout_s=30)
+    finally:
+        proc.kill()  # SIGKILL: the crawl stays marked as dispatched
+        proc.wait()
+    with redis.Redis.from_url(redis_url) as client:
+        beat = orjson.loads(client.hget(DISPATCHERS, "orphan") or b"{}")
+        stale = {**beat, "seen_at": time.time() - 100}  # as if 100 s had passed
+        client.hset(DISPATCHERS, "orphan", orjson.dumps(stale))
+    code, output = cli("status", *target)
+    assert code == 0, output
+    assert "dispatcher gone" in output  # was "dispatching" for good
+    assert "dispatching" not in output

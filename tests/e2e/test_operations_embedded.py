@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from crawlfleet.cli.main import app
 from crawlfleet.clock import SystemClock
 from crawlfleet.demosite import ThreadedDemoSite
-from crawlfleet.monitoring.events import EventBus
+from crawlfleet.events import EventBus
 from crawlfleet.runtime.backends import open_embedded
 from crawlfleet.runtime.control import FileControl
 from crawlfleet.runtime.local import LocalRunner

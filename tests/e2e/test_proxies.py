@@ -17,8 +17,8 @@ import pytest
 
 from crawlfleet.clock import SystemClock
 from crawlfleet.demosite import GUARDED, GuardRules, ThreadedDemoSite, read_access_log
+from crawlfleet.events import EventBus
 from crawlfleet.frontier.memory import MemoryQueueStore
-from crawlfleet.monitoring.events import EventBus
 from crawlfleet.pipeline.sinks.memory import MemorySink
 from crawlfleet.proxies.endpoints import build_tiers
 from crawlfleet.runtime.backends import Backends

@@ -136,7 +136,7 @@ async def test_a_small_gzip_page_of_deep_html_fails_its_parse_budget(
     try:
         with pytest.raises(ParseBudgetExceeded, match="/nested: HTML nested deeper than 2000"):
             await budget.parse(default_parser, result)
-        fine = await budget.parse(default_parser, await fetcher.fetch(request(f"{hostile}/p")))
+        fine, _ = await budget.parse(default_parser, await fetcher.fetch(request(f"{hostile}/p")))
     finally:
         budget.close()
     assert [link.url for link in fine.links] == [f"{hostile}/next"]
@@ -148,7 +148,7 @@ async def test_junk_bytes_parse_to_an_item_without_error(
     result = await fetcher.fetch(request(f"{hostile}/junk"))
     budget = ParseBudget(ParseLimits.from_settings(Settings()))
     try:
-        parsed = await budget.parse(default_parser, result)
+        parsed, _ = await budget.parse(default_parser, result)
     finally:
         budget.close()
     assert [item.key for item in parsed.items] == [f"{hostile}/junk"]

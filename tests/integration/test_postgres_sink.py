@@ -13,8 +13,8 @@ import pytest
 
 from crawlfleet.clock import FakeClock
 from crawlfleet.errors import StateError
+from crawlfleet.events import EventBus
 from crawlfleet.models import Item
-from crawlfleet.monitoring.events import EventBus
 from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.pipeline.processors import default_processors
 from crawlfleet.pipeline.rejects import Reject

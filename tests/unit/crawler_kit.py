@@ -15,12 +15,12 @@ from typing import Any, TypeVar
 
 from crawlfleet.clock import FakeClock
 from crawlfleet.errors import FetchError
+from crawlfleet.events import EventBus
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.memory import MemoryQueueStore
 from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.frontier.robots import FetchFn, RobotsCache
 from crawlfleet.models import CrawlRequest, FetchResult
-from crawlfleet.monitoring.events import EventBus
 from crawlfleet.monitoring.samples import MismatchSamples
 from crawlfleet.parsing.budget import ParseBudget, ParseLimits
 from crawlfleet.parsing.registry import ParserRegistry

@@ -5,16 +5,16 @@ from __future__ import annotations
 from itertools import pairwise
 
 from crawlfleet.clock import FakeClock
-from crawlfleet.frontier.memory import MemoryQueueStore
-from crawlfleet.frontier.store_types import DelaySource
-from crawlfleet.models import FetchResult, Item, Link, ParseResult
-from crawlfleet.monitoring.events import (
+from crawlfleet.events import (
     DomainBlocked,
     DomainEscalated,
     DomainRecovered,
     FetchAttempted,
     ParseFailed,
 )
+from crawlfleet.frontier.memory import MemoryQueueStore
+from crawlfleet.frontier.store_types import DelaySource
+from crawlfleet.models import FetchResult, Item, Link, ParseResult
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.records import Outcome
 from crawlfleet.settings_domains import DomainOverride
@@ -109,9 +109,10 @@ async def test_one_403_does_not_stall_the_other_pages_of_its_domain() -> None:
     blocked, page = fetcher.fetched
     assert 1.0 <= page.started - blocked.ended < 1.5  # the delay, not a cooldown
     letters = await crawl.frontier.dead_letters()
-    assert [(d.request.url, d.errors) for d in letters] == [(forbidden, ("blocked: HTTP 403",))]
+    # decision 0044: a plain 403 fails its URL only ("blocked" and a block count before)
+    assert [(d.request.url, d.errors) for d in letters] == [(forbidden, ("refused: HTTP 403",))]
     stats = await crawl.frontier.stats()
-    assert (stats.get("blocks"), stats.get("outcome.dead"), stats.pages) == (1, 1, 1)
+    assert (stats.get("blocks"), stats.get("outcome.dead"), stats.pages) == (0, 1, 1)
 
 
 async def test_a_403_is_retried_on_its_own_while_its_domain_goes_on() -> None:
@@ -136,7 +137,8 @@ async def test_a_403_is_retried_on_its_own_while_its_domain_goes_on() -> None:
 
 async def test_the_block_window_escalates_and_recovers_with_events() -> None:
     clock = FakeClock(T0)
-    pages = numbered(8) | {f"{A}/b1": Canned(403, b""), f"{A}/b2": Canned(429, b"")}
+    denied = Canned(403, b"<html><title>Access denied</title></html>")  # a ban page, not a refusal
+    pages = numbered(8) | {f"{A}/b1": denied, f"{A}/b2": Canned(429, b"")}
     fetcher = CannedFetcher(clock, pages)
     crawl = make_crawl(
         fetcher,

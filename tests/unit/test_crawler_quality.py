@@ -10,9 +10,9 @@ import orjson
 from crawlfleet.clock import FakeClock
 from crawlfleet.counters import CrawlStats
 from crawlfleet.dashboard.pages import parsers_html
+from crawlfleet.events import FetchAttempted, ParserDrifted
 from crawlfleet.frontier.memory import MemoryQueueStore
 from crawlfleet.monitoring.deadletters import by_class
-from crawlfleet.monitoring.events import FetchAttempted, ParserDrifted
 from crawlfleet.monitoring.metrics import Metrics
 from crawlfleet.monitoring.quality_scores import quality_report
 from crawlfleet.parsing.expect import Expect

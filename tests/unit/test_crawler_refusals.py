@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from crawlfleet.clock import FakeClock
+from crawlfleet.events import RequestSkipped
 from crawlfleet.fetchers.hooks import Dropped
-from crawlfleet.monitoring.events import RequestSkipped
 from crawlfleet.records import Outcome
 from crawlfleet.runtime.login import LoginFailed
 from tests.unit.crawler_kit import T0, Canned, CannedFetcher, make_crawl, seed

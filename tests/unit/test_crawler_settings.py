@@ -23,6 +23,7 @@ def test_domain_overrides_and_block_rules_from_toml(tmp_path: Path) -> None:
     path = config(
         tmp_path,
         "[crawl]\ndelay_s = 0.5\nblock_window = 10\nblock_cooldown_s = 5\n"
+        "block_refusal_threshold = 0.9\nblock_refusal_kinds = 4\n"
         '[crawl.domains."Example.com"]\ndelay_s = 5\nconcurrency = 2\n'
         '[crawl.domains."slow.example.org"]\ndelay_s = 30\n',
     )
@@ -35,7 +36,14 @@ def test_domain_overrides_and_block_rules_from_toml(tmp_path: Path) -> None:
     assert domain_policy(settings) == DomainPolicy(
         delay_s=0.5,
         max_in_flight=1,
-        blocks=BlockRules(window=10, cooldown_s=5.0, max_level=5, ladder=usable),
+        blocks=BlockRules(
+            window=10,
+            cooldown_s=5.0,
+            max_level=5,
+            ladder=usable,
+            refusal_threshold=0.9,
+            refusal_kinds=4,
+        ),
     )
 
 
@@ -48,6 +56,8 @@ def test_domain_overrides_and_block_rules_from_toml(tmp_path: Path) -> None:
         ('[crawl.domains."http://a.com/"]\ndelay_s = 1\n', "is not a host name"),
         ("[crawl]\nblock_min_samples = 50\n", "block_min_samples must be <= block_window"),
         ("[crawl]\nblock_threshold = 0\n", "bad setting 'block_threshold'"),
+        ("[crawl]\nblock_refusal_threshold = 1.5\n", "bad setting 'block_refusal_threshold'"),
+        ("[crawl]\nblock_refusal_kinds = 21\n", "block_refusal_kinds must be <= block_window"),
         ('[crawl]\nladder = ["slow", "warp"]\n', "Input should be 'slow', 'session', 'tier'"),
         ("[crawl]\nblock_max_level = 2\n", "ladder has 5 rungs but block_max_level is 2"),
     ],

@@ -32,6 +32,8 @@ REAL_ERRORS = [
         "HTTP 503",
     ),
     ("blocked: HTTP 403", "blocked: HTTP 403"),
+    ("refused: HTTP 403", "refused: HTTP 403"),
+    ("blocked: HTTP 403 to a URL that succeeded before", "blocked: HTTP 403"),
     ("blocked: challenge page (HTTP 200, 'cf-chl' script)", "blocked: challenge page"),
     ("timeout connecting to http://a.test/x after 10.0s", "timeout"),
     ("timeout reading http://a.test/x: no data for 30.0s", "timeout"),

@@ -156,24 +156,18 @@ def test_the_fast_path_agrees_with_the_whatwg_join(href: str) -> None:
     assert _sent(resolve(base, href, origin_of(base))) == _sent(resolve(base, href))
 
 
-def test_extraction_stops_at_5000_links_by_default() -> None:
-    html = "<body>" + "".join(f'<a href="/p/{i}">{i}</a>' for i in range(200_000))
+def test_extraction_gives_every_link_of_an_index_page() -> None:
+    # An API index of 6,000 pages lost 1,000 of them to a cap of 5,000 in extraction; the
+    # cap is now the parse budget's, which counts what it cuts (decision 0043).
+    html = "<body>" + "".join(f'<a href="/p/{i}">{i}</a>' for i in range(6000))
     links = urls(html)
-    assert len(links) == 5000
-    assert links[-1] == "https://shop.example/p/4999"
-    assert len(urls(html, max_links=7)) == 7
+    assert len(links) == 6000
+    assert links[-1] == "https://shop.example/p/5999"
 
 
-def test_the_link_cap_counts_distinct_followable_links() -> None:
+def test_extraction_keeps_distinct_followable_links() -> None:
     html = '<a href="/same">a</a><a href="/same">b</a><a href="mailto:x@y">m</a><a href="/b">b</a>'
-    assert urls(html, max_links=2) == ["https://shop.example/same", "https://shop.example/b"]
-
-
-def test_the_link_cap_is_the_settings_default() -> None:
-    from crawlfleet.parsing.links import MAX_LINKS_PER_PAGE
-    from crawlfleet.settings import Settings
-
-    assert Settings().max_links_per_page == MAX_LINKS_PER_PAGE
+    assert urls(html) == ["https://shop.example/same", "https://shop.example/b"]
 
 
 def test_a_found_link_is_the_link_its_constructor_builds() -> None:

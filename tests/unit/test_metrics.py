@@ -167,7 +167,7 @@ def test_latency_buckets_are_made_cumulative_with_inf_last() -> None:
 async def test_a_crawl_shows_in_the_families_with_conventional_names() -> None:
     """Pages by status class sum to the fetches; escalations, items and fill ratios show."""
     clock = FakeClock(T0)
-    forbidden = Canned(403, b"<html><title>no</title></html>")
+    forbidden = Canned(403, b"<html><title>Access denied</title></html>")  # a ban, not a refusal
     pages = {f"https://a.test/{n}": forbidden for n in range(8)}
     pages["https://a.test/"] = html(*pages, title="home")
     pages["https://b.test/"] = Canned(500)

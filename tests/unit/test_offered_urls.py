@@ -30,10 +30,10 @@ def links() -> list[Link | str]:
 
 async def test_links_offered_before_are_not_built_again_and_still_counted() -> None:
     front = frontier()
-    first, offered = front.new_requests(links(), PAGE)
+    first, offered, _ = front.new_requests(links(), PAGE)
     assert offered == len(first) == len(front.requests_for(links(), PAGE)[0]) == 4
     assert await front.add(first) == 3  # /b, /c and the POST (its own fingerprint)
-    again, offered = front.new_requests([*links(), "http://shop.test/d"], PAGE)
+    again, offered, _ = front.new_requests([*links(), "http://shop.test/d"], PAGE)
     # The POST is never skipped (its fingerprint is not its URL's); the store refuses it.
     assert [r.url for r in again] == ["http://shop.test/b", "http://shop.test/d"]
     assert again[0].method == "POST"
@@ -44,17 +44,20 @@ async def test_links_offered_before_are_not_built_again_and_still_counted() -> N
 async def test_past_the_max_depth_nothing_is_offered() -> None:
     front = frontier(max_depth=1)
     await front.add(front.new_requests(links(), None)[0])
-    assert front.new_requests(links(), PAGE) == ([], 0)  # PAGE's links are at depth 2
+    requests, offered, refused = front.new_requests(links(), PAGE)  # links at depth 2
+    assert (requests, offered) == ([], 0)
+    # counted by why: the depth is checked first, after the URL is read
+    assert refused == {"dropped.max_depth": 5, "filtered.bad_url": 1}
     assert front.requests_for(links(), PAGE)[0] == []
 
 
 async def test_with_a_budget_every_link_goes_to_the_store() -> None:
     front = frontier(max_pages=1)
     assert await front.add(front.new_requests(["http://shop.test/b"], None)[0]) == 1
-    refused, offered = front.new_requests(["http://shop.test/c"], None)
+    refused, offered, _ = front.new_requests(["http://shop.test/c"], None)
     assert offered == 1
     assert await front.add(refused) == 0  # refused by the budget, not marked seen
-    again, _ = front.new_requests(["http://shop.test/b", "http://shop.test/c"], None)
+    again, _, _ = front.new_requests(["http://shop.test/b", "http://shop.test/c"], None)
     assert [r.url for r in again] == ["http://shop.test/b", "http://shop.test/c"]
 
 
@@ -80,7 +83,7 @@ def test_past_its_bound_the_memo_remembers_no_more_and_forgets_nothing() -> None
 async def test_a_link_is_skipped_as_written_or_once_canonical() -> None:
     front = frontier()
     await front.add(front.new_requests(["http://shop.test/b"], PAGE)[0])
-    again, offered = front.new_requests(["http://shop.test/b", "HTTP://shop.test:80/b#x"], PAGE)
+    again, offered, _ = front.new_requests(["http://shop.test/b", "HTTP://shop.test:80/b#x"], PAGE)
     assert (again, offered) == ([], 2)
 
 

@@ -13,7 +13,7 @@ from types import FrameType
 import pytest
 
 from crawlfleet.errors import ParseBudgetExceeded
-from crawlfleet.models import FetchResult, Link, ParseResult
+from crawlfleet.models import FetchResult, Link, ParseResult, Revisit
 from crawlfleet.parsing.budget import (
     INLINE_MAX_BYTES,
     ParseBudget,
@@ -60,7 +60,7 @@ async def test_an_ordinary_page_parses_as_without_a_budget(budget: ParseBudget) 
         "<html><head><title>T</title></head><body>"
         + "<div><p>para<ul><li><a href='/a'>a</a><li><a href='/b'>b</a></ul></div>" * 300
     )
-    assert await budget.parse(default_parser, page) == default_parser(page)
+    assert await budget.parse(default_parser, page) == (default_parser(page), 0)
 
 
 async def test_a_parser_stuck_in_a_loop_is_stopped_at_its_deadline() -> None:
@@ -93,7 +93,7 @@ async def test_a_parser_stuck_in_a_loop_is_stopped_at_its_deadline() -> None:
 
 async def test_a_parse_that_ends_in_time_leaves_no_alarm_behind(budget: ParseBudget) -> None:
     for _ in range(3):
-        assert (await budget.parse(default_parser, html_result("<p>x</p>"))).items
+        assert (await budget.parse(default_parser, html_result("<p>x</p>")))[0].items
         assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
 
 
@@ -174,16 +174,21 @@ async def test_a_heavy_parse_does_not_stall_the_event_loop(budget: ParseBudget) 
     assert lag_s < 0.05
 
 
-async def test_links_of_any_parser_are_capped() -> None:
+async def test_links_of_any_parser_are_capped_and_the_cut_counted() -> None:
+    wish = Revisit(after_s=60.0)
+
     def many(response: FetchResult) -> ParseResult:
-        return ParseResult(links=[Link(f"http://hostile.test/{i}") for i in range(100)])
+        links = [Link(f"http://hostile.test/{i}") for i in range(100)]
+        return ParseResult(links=links, revisit=wish)
 
     budget = ParseBudget(ParseLimits(2000, 5.0, max_links=7))
     try:
-        parsed = await budget.parse(many, html_result("<p>x</p>"))
+        parsed, cut = await budget.parse(many, html_result("<p>x</p>"))
     finally:
         budget.close()
     assert [link.url for link in parsed.links] == [f"http://hostile.test/{i}" for i in range(7)]
+    assert cut == 93
+    assert parsed.revisit == wish  # the cut kept the parser's revisit wish
 
 
 async def test_parser_errors_are_raised_as_they_are(budget: ParseBudget) -> None:
@@ -197,7 +202,7 @@ async def test_parser_errors_are_raised_as_they_are(budget: ParseBudget) -> None
 async def test_non_html_is_not_scanned(budget: ParseBudget) -> None:
     body = b"<div>" * 10_000
     result = FetchResult(URL, URL, 200, {"content-type": "text/plain"}, body, 0.0)
-    assert (await budget.parse(default_parser, result)).items[0].type == "resource"
+    assert (await budget.parse(default_parser, result))[0].items[0].type == "resource"
 
 
 @pytest.mark.parametrize(
@@ -218,4 +223,4 @@ def test_nesting_scan(html: bytes, deep: bool) -> None:
 
 
 def test_limits_from_settings() -> None:
-    assert ParseLimits.from_settings(Settings()) == ParseLimits(2000, 10.0, 5000)
+    assert ParseLimits.from_settings(Settings()) == ParseLimits(2000, 10.0, 100_000)

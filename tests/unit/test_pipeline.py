@@ -11,8 +11,8 @@ import pytest
 
 from crawlfleet.clock import FakeClock
 from crawlfleet.errors import DropItem, StateError
+from crawlfleet.events import EventBus, ItemDropped, ItemInvalid, ItemsStored
 from crawlfleet.models import Item
-from crawlfleet.monitoring.events import EventBus, ItemDropped, ItemInvalid, ItemsStored
 from crawlfleet.pipeline.pipeline import Pipeline, PipelineOutcome
 from crawlfleet.pipeline.processors import clean_text, dedupe, normalize_price, validate
 from crawlfleet.pipeline.rejects import MemoryRejects, Reject

@@ -16,6 +16,7 @@ from crawlfleet.frontier.politeness import (
     classify,
     judge,
     parse_retry_after,
+    told_domain,
 )
 from crawlfleet.frontier.store_types import Signal
 from crawlfleet.models import FetchResult
@@ -218,7 +219,10 @@ DATADOME_CAPTCHA = b"""<html><head><title>shop.example.com</title>
             Signal.BLOCK,
             "challenge page (HTTP 200, 'captcha-delivery' CAPTCHA)",
         ),
-        (403, b"", {}, Signal.BLOCK, "HTTP 403"),
+        # decision 0044: a plain refusal is this URL's (it was a block before)
+        (403, b"", {}, Signal.REFUSED, "HTTP 403"),
+        (401, b"<html><title>Sign in</title></html>", {}, Signal.REFUSED, "HTTP 401"),
+        (451, b"", {}, Signal.REFUSED, "HTTP 451"),
         (429, b"slow down", {"content-type": "text/plain"}, Signal.BLOCK, "HTTP 429"),
         (503, b"<html><title>Down for maintenance</title></html>", {}, Signal.NONE, ""),
         (404, b"<html><title>Not found</title>captcha</html>", {}, Signal.NONE, ""),
@@ -232,7 +236,22 @@ def test_judge(
     got_signal, got_reason = judge(result(status, body, headers))
     assert got_signal is signal
     assert got_reason.startswith(reason)
-    assert bool(got_reason) == (signal is Signal.BLOCK)
+    assert bool(got_reason) == (signal in (Signal.BLOCK, Signal.REFUSED))
+
+
+@pytest.mark.parametrize("status", [401, 403, 451])
+def test_a_refusal_of_a_url_that_succeeded_before_tells_its_domain_a_block(status: int) -> None:
+    signal, reason = judge(result(status))
+    told = told_domain(signal, reason, succeeded_before=True)
+    assert told == (Signal.BLOCK, f"HTTP {status} to a URL that succeeded before")
+    assert told_domain(signal, reason, succeeded_before=False) == (Signal.REFUSED, reason)
+
+
+def test_what_succeeded_before_changes_no_other_judgement() -> None:
+    for status, signal in ((200, Signal.SUCCESS), (404, Signal.NONE), (429, Signal.BLOCK)):
+        judged = judge(result(status))
+        assert judged[0] is signal
+        assert told_domain(*judged, succeeded_before=True) == judged
 
 
 def test_a_product_page_mentioning_captcha_is_a_success_at_any_size() -> None:

@@ -6,6 +6,7 @@ import itertools
 
 import pytest
 
+from crawlfleet.counters import Limit
 from crawlfleet.frontier.scope import Scope, TrapLimits
 from crawlfleet.settings import Settings
 
@@ -19,7 +20,7 @@ def scope(**kwargs: object) -> Scope:
 def test_a_url_past_2083_characters_is_out_of_scope_by_default() -> None:
     base = "http://example.com/"
     assert scope().reason_to_skip(base + "a" * (2083 - len(base)), 1) is None
-    assert scope().reason_to_skip(base + "a" * 500_000, 1) == "URL longer than 2083 characters"
+    assert str(scope().reason_to_skip(base + "a" * 500_000, 1)) == "URL longer than 2083 characters"
 
 
 @pytest.mark.parametrize(
@@ -29,7 +30,8 @@ def test_a_url_past_2083_characters_is_out_of_scope_by_default() -> None:
 def test_a_path_segment_repeated_more_than_3_times_is_a_trap(path: str) -> None:
     reason = scope().reason_to_skip(f"http://example.com{path}", 1)
     assert reason is not None
-    assert "repeated 4 times" in reason
+    assert "repeated 4 times" in reason.text
+    assert reason.reason is Limit.MAX_PATH_SEGMENT_REPEATS
 
 
 @pytest.mark.parametrize(
@@ -41,7 +43,7 @@ def test_ordinary_paths_pass(path: str) -> None:
 
 def test_more_than_16_query_parameters_is_a_trap() -> None:
     query = "&".join(f"f{i}=v" for i in range(17))
-    assert scope().reason_to_skip(f"{SEED}search?{query}", 1) == (
+    assert str(scope().reason_to_skip(f"{SEED}search?{query}", 1)) == (
         "17 query parameters (more than 16)"
     )
     assert scope().reason_to_skip(f"{SEED}search?{query.rpartition('&')[0]}", 1) is None
@@ -65,14 +67,14 @@ def test_depth_is_limited_by_default() -> None:
     assert depth == 100
     limited = scope(max_depth=depth)
     assert limited.reason_to_skip(SEED, depth) is None
-    assert limited.reason_to_skip(SEED, depth + 1) == "max depth"
+    assert str(limited.reason_to_skip(SEED, depth + 1)) == "max depth"
 
 
 def test_domains_and_patterns_still_apply() -> None:
     patterned = scope(deny=[r"/private/"], allow=[r"example\.com/(public|private)/"])
-    assert patterned.reason_to_skip("http://other.org/", 0) == "off-site"
-    assert patterned.reason_to_skip(f"{SEED}private/x", 0) == "denied by pattern"
-    assert patterned.reason_to_skip(f"{SEED}misc", 0) == "not allowed by pattern"
+    assert str(patterned.reason_to_skip("http://other.org/", 0)) == "off-site"
+    assert str(patterned.reason_to_skip(f"{SEED}private/x", 0)) == "denied by pattern"
+    assert str(patterned.reason_to_skip(f"{SEED}misc", 0)) == "not allowed by pattern"
     assert patterned.reason_to_skip(f"{SEED}public/x", 0) is None
 
 

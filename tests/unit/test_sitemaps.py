@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import itertools
 import logging
@@ -14,9 +15,16 @@ import pytest
 from aiohttp import web
 
 from crawlfleet.clock import FakeClock
+from crawlfleet.counters import Limit
 from crawlfleet.errors import FetchError
 from crawlfleet.frontier.robots import FetchFn, RobotsCache
-from crawlfleet.frontier.sitemaps import SitemapEntry, default_sitemaps, sitemap_entries
+from crawlfleet.frontier.sitemaps import (
+    SitemapEntry,
+    SitemapLimits,
+    SitemapTally,
+    default_sitemaps,
+    sitemap_entries,
+)
 from crawlfleet.models import FetchResult
 
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
@@ -146,6 +154,7 @@ async def test_index_gz_text_broken_and_missing(
         f"{b}/p/3",
         f"{b}/gz/1",
         f"{b}/gz/2",
+        "http://broken.example/1",
         f"{b}/t/1",
         f"{b}/t/2",
         f"{b}/t/3",
@@ -153,7 +162,7 @@ async def test_index_gz_text_broken_and_missing(
     ]
     assert site.hits["/pages.xml"] == 1
     messages = caplog.text
-    assert f"{b}/broken.xml: broken XML" in messages
+    assert f"{b}/broken.xml: 0 broken entries skipped, 2 XML faults read past" in messages
     assert f"{b}/missing.xml: HTTP 404" in messages
 
 
@@ -163,9 +172,18 @@ async def test_depth_limit(site: Site, fetch: FetchFn) -> None:
     site.put("/b.xml", index([f"{b}/c.xml"]))
     site.put("/c.xml", urlset([f"{b}/deep"]))
     site.put("/pa.xml", urlset([f"{b}/shallow"]))
-    assert await collect(sitemap_entries(fetch, [f"{b}/a.xml"], max_depth=1)) == [f"{b}/shallow"]
+    dropped: Counter[Limit] = Counter()
+    tally = SitemapTally()
+    entries = sitemap_entries(
+        fetch, [f"{b}/a.xml"], limits=SitemapLimits(max_depth=1), dropped=dropped, tally=tally
+    )
+    assert await collect(entries) == [f"{b}/shallow"]
     assert site.hits["/c.xml"] == 0
-    assert await collect(sitemap_entries(fetch, [f"{b}/a.xml"], max_depth=2)) == [
+    assert dropped == {Limit.SITEMAP_MAX_DEPTH: 1}  # c.xml, listed too deep
+    assert tally.sitemaps_over_limits == 1
+    assert await collect(
+        sitemap_entries(fetch, [f"{b}/a.xml"], limits=SitemapLimits(max_depth=2))
+    ) == [
         f"{b}/shallow",
         f"{b}/deep",
     ]
@@ -175,7 +193,12 @@ async def test_index_cycles_are_fetched_once(site: Site, fetch: FetchFn) -> None
     b = site.base
     site.put("/a.xml", index([f"{b}/b.xml"]))
     site.put("/b.xml", index([f"{b}/a.xml", f"{b}/b.xml"]))
-    assert await collect(sitemap_entries(fetch, [f"{b}/a.xml", f"{b}/a.xml"], max_depth=10)) == []
+    assert (
+        await collect(
+            sitemap_entries(fetch, [f"{b}/a.xml", f"{b}/a.xml"], limits=SitemapLimits(max_depth=10))
+        )
+        == []
+    )
     assert site.hits == Counter({"/a.xml": 1, "/b.xml": 1})
 
 
@@ -183,9 +206,42 @@ async def test_max_urls_stops_early(site: Site, fetch: FetchFn) -> None:
     b = site.base
     site.put("/one.xml", urlset([f"{b}/{i}" for i in range(100)]))
     site.put("/two.xml", urlset([f"{b}/x"]))
-    urls = await collect(sitemap_entries(fetch, [f"{b}/one.xml", f"{b}/two.xml"], max_urls=10))
+    dropped: Counter[Limit] = Counter()
+    start = [f"{b}/one.xml", f"{b}/two.xml"]
+    urls = await collect(
+        sitemap_entries(fetch, start, limits=SitemapLimits(max_urls=10), dropped=dropped)
+    )
     assert urls == [f"{b}/{i}" for i in range(10)]
     assert site.hits["/two.xml"] == 0
+    assert dropped == {Limit.SITEMAP_MAX_URLS: 2}  # one.xml read in part, two.xml not at all
+
+
+async def test_exactly_max_urls_drops_nothing(site: Site, fetch: FetchFn) -> None:
+    site.put("/one.xml", urlset([f"{site.base}/{i}" for i in range(10)]))
+    dropped: Counter[Limit] = Counter()
+    entries = sitemap_entries(
+        fetch, [f"{site.base}/one.xml"], limits=SitemapLimits(max_urls=10), dropped=dropped
+    )
+    assert len(await collect(entries)) == 10
+    assert dropped == {}
+
+
+async def test_sitemaps_past_the_most_and_too_large_are_counted(site: Site, fetch: FetchFn) -> None:
+    b = site.base
+    site.put("/index.xml", index([f"{b}/s{i}.xml" for i in range(5)] + [f"{b}/big.xml"]))
+    for i in range(5):
+        site.put(f"/s{i}.xml", urlset([f"{b}/p{i}"]))
+    site.put("/big.xml", urlset([f"{b}/big/{i}" for i in range(100)]))
+    dropped: Counter[Limit] = Counter()
+    entries = sitemap_entries(
+        fetch,
+        [f"{b}/index.xml", f"{b}/big.xml"],
+        limits=SitemapLimits(max_sitemaps=4, max_bytes=2048),
+        dropped=dropped,
+    )
+    assert await collect(entries) == [f"{b}/p0", f"{b}/p1"]
+    # index.xml and big.xml are 2 of the 4; s2 .. s4 are past the most; big.xml is too large.
+    assert dropped == {Limit.SITEMAP_MAX_SITEMAPS: 3, Limit.SITEMAP_MAX_BYTES: 1}
 
 
 async def test_large_streamed_sitemap(site: Site, fetch: FetchFn) -> None:
@@ -196,7 +252,7 @@ async def test_large_streamed_sitemap(site: Site, fetch: FetchFn) -> None:
     assert urls[-1] == f"{b}/item/49999"
 
 
-async def test_entity_bomb_is_refused(
+async def test_entity_bomb_is_not_expanded(
     site: Site, fetch: FetchFn, caplog: pytest.LogCaptureFixture
 ) -> None:
     site.put("/bomb.xml", BOMB)
@@ -206,7 +262,7 @@ async def test_entity_bomb_is_refused(
             sitemap_entries(fetch, [f"{site.base}/bomb.xml", f"{site.base}/ok.xml"])
         )
     assert urls == [f"{site.base}/fine"]
-    assert "DOCTYPE" in caplog.text
+    assert f"{site.base}/bomb.xml: 1 broken entries skipped" in caplog.text
 
 
 async def test_gzip_bomb_is_capped(
@@ -217,7 +273,9 @@ async def test_gzip_bomb_is_capped(
     with caplog.at_level(logging.WARNING, logger="crawlfleet.frontier.sitemaps"):
         urls = await collect(
             sitemap_entries(
-                fetch, [f"{site.base}/zeros.xml.gz", f"{site.base}/bad.xml.gz"], max_bytes=1_000_000
+                fetch,
+                [f"{site.base}/zeros.xml.gz", f"{site.base}/bad.xml.gz"],
+                limits=SitemapLimits(max_bytes=1_000_000),
             )
         )
     assert urls == []
@@ -343,3 +401,161 @@ async def test_sitemap_fetches_keep_the_host_delay_and_crawl_delay(
     await collect(sitemap_entries(get, [f"{b}/index.xml"], robots=robots, delay_s=5.0, clock=clock))
     times = [at for _, at in fetched]
     assert [later - earlier for earlier, later in itertools.pairwise(times)] == [7.0, 7.0]
+
+
+# Real files: XML faults, UTF-16, DOCTYPEs, feeds (issue 33).
+
+
+async def test_one_xml_fault_keeps_every_other_entry(
+    site: Site, fetch: FetchFn, caplog: pytest.LogCaptureFixture
+) -> None:
+    b = site.base
+    # An unescaped & (as real CMSs write it) and, later, an entry whose tags are broken.
+    body = urlset([f"{b}/p/{i}" for i in range(100)])
+    body = body.replace(f"{b}/p/40 ".encode(), f"{b}/p/40?a=1&b=2 ".encode())
+    body = body.replace(f"<url><loc> {b}/p/70 </loc>".encode(), b"<url><lo <loc></url>")
+    site.put("/faulty.xml", body)
+    tally = SitemapTally()
+    with caplog.at_level(logging.WARNING, logger="crawlfleet.frontier.sitemaps"):
+        urls = await collect(sitemap_entries(fetch, [f"{b}/faulty.xml"], tally=tally))
+    expected = [f"{b}/p/{i}" for i in range(100) if i != 70]
+    expected[40] = f"{b}/p/40?a=1&b=2"
+    assert urls == expected
+    assert (tally.entries, tally.broken_entries, tally.sitemaps_read) == (99, 1, 1)
+    assert tally.xml_faults >= 2
+    assert f"{b}/faulty.xml: 1 broken entries skipped, {tally.xml_faults} XML faults" in (
+        caplog.text
+    )
+
+
+async def test_a_fault_in_a_large_sitemap_loses_no_entry_of_its_chunk(
+    site: Site, fetch: FetchFn
+) -> None:
+    b = site.base
+    body = urlset([f"{b}/item/{i}" for i in range(5000)])  # ~390 KB: two 256 KiB chunks
+    body = body.replace(f"{b}/item/2500 ".encode(), f"{b}/item/2500?x=<y ".encode())
+    site.put("/large.xml", body)
+    urls = await collect(sitemap_entries(fetch, [f"{b}/large.xml"]))
+    assert len(urls) == 5000  # the stray < is read as text: a fault, the URL as written
+    assert (urls[0], urls[2500], urls[-1]) == (
+        f"{b}/item/0",
+        f"{b}/item/2500?x=<y",
+        f"{b}/item/4999",
+    )
+
+
+@pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be", "utf-16"])
+async def test_utf16_sitemaps_are_read(site: Site, fetch: FetchFn, codec: str) -> None:
+    b = site.base
+    text = urlset([f"{b}/é/1", f"{b}/2"]).decode().replace("UTF-8", "UTF-16")
+    site.put("/u16.xml", text.encode(codec))  # "utf-16": with a BOM; the others without
+    index_text = index([f"{b}/u16.xml"]).decode()
+    site.put("/index16.xml", codecs.BOM_UTF16_LE + index_text.encode("utf-16-le"))
+    assert await collect(sitemap_entries(fetch, [f"{b}/index16.xml"])) == [f"{b}/é/1", f"{b}/2"]
+    site.put("/misdeclared.xml", text.encode())  # says UTF-16, is UTF-8
+    assert await collect(sitemap_entries(fetch, [f"{b}/misdeclared.xml"])) == [
+        f"{b}/é/1",
+        f"{b}/2",
+    ]
+
+
+BILLION_LAUGHS = (
+    b'<?xml version="1.0"?>\n<!DOCTYPE lolz [\n <!ENTITY lol "lol">\n'
+    + b"".join(
+        f' <!ENTITY lol{n} "{f"&lol{n - 1};" * 10 if n > 1 else "&lol;" * 10}">\n'.encode()
+        for n in range(1, 10)
+    )
+    + b"]>\n<urlset><url><loc>http://bomb.example/&lol9;</loc></url>"
+)
+
+
+async def test_billion_laughs_is_read_without_expanding(site: Site, fetch: FetchFn) -> None:
+    b = site.base
+    site.put("/laughs.xml", BILLION_LAUGHS + f"<url><loc>{b}/after</loc></url></urlset>".encode())
+    tally = SitemapTally()
+    started = time.monotonic()
+    urls = await collect(sitemap_entries(fetch, [f"{b}/laughs.xml"], tally=tally))
+    assert urls == [f"{b}/after"]
+    assert tally.broken_entries == 1
+    assert time.monotonic() - started < 2.0  # 10⁹ "lol"s would take minutes and GBs
+
+
+async def test_an_external_entity_is_never_fetched(site: Site, fetch: FetchFn) -> None:
+    b = site.base
+    site.put("/secret", f"{b}/leaked".encode())
+    site.put(
+        "/xxe.xml",
+        (
+            f'<?xml version="1.0"?><!DOCTYPE urlset [<!ENTITY xxe SYSTEM "{b}/secret">'
+            f'<!ENTITY % dtd SYSTEM "{b}/secret"> %dtd;]>'
+            f"<urlset {NS}><url><loc>&xxe;</loc></url><url><loc>{b}/ok</loc></url></urlset>"
+        ).encode(),
+    )
+    site.put(
+        "/doctype.xml",
+        b'<!DOCTYPE urlset SYSTEM "'
+        + f"{b}/secret".encode()
+        + b'">'
+        + urlset([f"{b}/dt"]).split(b"?>", 1)[1],
+    )
+    urls = await collect(sitemap_entries(fetch, [f"{b}/xxe.xml", f"{b}/doctype.xml"]))
+    assert urls == [f"{b}/ok", f"{b}/dt"]
+    assert site.hits["/secret"] == 0
+
+
+async def test_rss_and_atom_feeds_as_google_reads_them(site: Site, fetch: FetchFn) -> None:
+    b = site.base
+    site.put(
+        "/feed.rss",
+        (
+            '<?xml version="1.0" encoding="ISO-8859-1"?><rss version="2.0"><channel>'
+            f"<title>News</title><link>{b}/</link>"
+            f"<item><title>One</title><link>{b}/news/caf\xe9</link>"
+            "<pubDate>Mon, 01 Jan 2024 10:00:00 GMT</pubDate></item>"
+            f"<item><link> {b}/news/2 </link><guid>{b}/guid/2</guid></item>"
+            "<item><title>no link</title></item>"
+            "</channel></rss>"
+        ).encode("latin-1"),
+    )
+    site.put(
+        "/feed.atom",
+        (
+            '<?xml version="1.0" encoding="utf-8"?><feed xmlns="http://www.w3.org/2005/Atom">'
+            f'<link rel="self" href="{b}/feed.atom"/><link href="{b}/"/>'
+            f'<entry><link rel="edit" href="{b}/edit/1"/><link href="{b}/posts/1"/>'
+            "<updated>2024-02-01T00:00:00Z</updated></entry>"
+            f"<entry><link rel='alternate' type='text/html' href='{b}/posts/2?a=1&amp;b=2'/>"
+            "</entry></feed>"
+        ).encode(),
+    )
+    tally = SitemapTally()
+    entries = [
+        entry
+        async for entry in sitemap_entries(fetch, [f"{b}/feed.rss", f"{b}/feed.atom"], tally=tally)
+    ]
+    assert [(e.url, e.lastmod) for e in entries] == [
+        (f"{b}/news/café", 1704103200.0),
+        (f"{b}/news/2", None),
+        (f"{b}/posts/1", 1706745600.0),
+        (f"{b}/posts/2?a=1&b=2", None),
+    ]
+    assert tally.broken_entries == 1
+
+
+async def test_a_hostile_page_of_unclosed_tags_is_read_in_linear_time(
+    site: Site, fetch: FetchFn
+) -> None:
+    b = site.base
+    site.put("/tags.xml", b"<!doctype html><urlset>" + b"<p><br>x</i>" * 100_000 + b"</urlset>")
+    tally = SitemapTally()
+    started = time.monotonic()
+    assert await collect(sitemap_entries(fetch, [f"{b}/tags.xml"], tally=tally)) == []
+    assert time.monotonic() - started < 5.0
+    assert tally.xml_faults > 100_000
+    # Past the elements followed, an entry is broken (never a crash) unless it is read whole.
+    deep = f"<url><lastmod>2024-01-01</lastmod><loc>{b}/deep</loc></url>".encode() * 2
+    whole = f"<url><loc>{b}/whole</loc></url>".encode()
+    site.put("/deep.xml", b"<urlset>" + b"<div>" * 70 + deep + whole)
+    tally = SitemapTally()
+    assert await collect(sitemap_entries(fetch, [f"{b}/deep.xml"], tally=tally)) == [f"{b}/whole"]
+    assert tally.broken_entries == 2

@@ -23,7 +23,7 @@ from crawlfleet.cli.console import fail, safe
 from crawlfleet.cli.progress import LOG_EVERY_S, CrawlProgress, summary
 from crawlfleet.errors import ConfigError, CrawlfleetError
 from crawlfleet.monitoring.metric_snapshot import DEFAULT_BIND, DEFAULT_TOP_DOMAINS
-from crawlfleet.monitoring.summary import CANCELLED_EXIT, PARSE_ERROR_EXIT
+from crawlfleet.monitoring.summary import CANCELLED_EXIT, PARSE_ERROR_EXIT, dropped_line
 from crawlfleet.runtime import event_loop
 from crawlfleet.settings import Settings
 from crawlfleet.settings_loading import load_settings
@@ -71,6 +71,9 @@ async def run_crawl(
         f"crawl {safe(settings.crawl_id)}: {counts.done} done, {counts.dead} dead-lettered, "
         f"{counts.pending} pending"
     )
+    dropped = dropped_line(result.stats)
+    if dropped is not None:  # the last word: a crawl that lost links to a limit says so
+        console.print(f"[yellow]{dropped}[/]", soft_wrap=True)
     code = result.exit_code(max_parse_errors)
     if code == CANCELLED_EXIT:
         err.print("crawl cancelled; crawl again with --fresh to start over")

@@ -30,7 +30,8 @@ def eta_text(seconds: float | None) -> str:
 
 
 def progress_line(sample: Sample) -> str:
-    """``done/total done · queue Q · R pages/s · E errors · ETA [(bottleneck: D)]``.
+    """``done/total done · queue Q · R pages/s · E errors · ETA [(bottleneck: D)]
+    [· S sitemaps read]``.
 
     The ETA is politeness-aware (``monitoring.eta``); the bottleneck is named when a
     domain's pace, not the fleet's rate, sets it.
@@ -44,6 +45,9 @@ def progress_line(sample: Sample) -> str:
     )
     if eta.bottleneck is not None:
         line += f" (bottleneck: {eta.bottleneck})"
+    sitemaps = sample.stats.get("sitemaps.read")
+    if sitemaps:
+        line += f" · {sitemaps} sitemaps read"
     return line
 
 
@@ -98,14 +102,16 @@ def _row(name: str, s: CrawlStats) -> list[str]:
         str(s.get(f"outcome.{Outcome.DEAD.value}")),
         str(s.get(f"outcome.{Outcome.SKIPPED.value}")),
         str(s.get(f"outcome.{Outcome.PARSE_ERROR.value}")),
+        str(sum(s.dropped().values())),
     ]
 
 
 def summary_table(result: CrawlResult) -> Table:
-    """Per domain, then in total: pages, status classes, bytes, latency, retries, dead, ..."""
+    """Per domain, then in total: pages, status classes, bytes, latency, retries, dead, ...,
+    and what limits dropped (links, redirects, sitemaps: ``crawl.py`` ends with the detail)."""
     table = Table(title="crawl summary")
     columns = ("domain", "pages", "statuses", "bytes", "mean latency", "retries", "dead")
-    for column in (*columns, "skipped", "parse errors"):
+    for column in (*columns, "skipped", "parse errors", "dropped"):
         table.add_column(column, justify="left" if column in ("domain", "statuses") else "right")
     for domain in sorted(result.domains):
         table.add_row(*_row(domain, result.domains[domain]))
@@ -179,6 +185,16 @@ def summary(result: CrawlResult) -> Group:
             f"{rate:.1f} responses/s"
         )
     )
+    sitemaps = s.get("sitemaps.read")
+    if sitemaps:
+        parts.append(
+            Text(
+                f"sitemaps: {sitemaps} read (among the pages ok), {s.get('sitemaps.entries')} page"
+                f" URLs listed, {s.get('sitemaps.queued')} child sitemaps queued,"
+                f" {s.get('sitemaps.over_limits')} left by limits,"
+                f" {s.get('sitemaps.skipped')} skipped"
+            )
+        )
     unchanged, changed = s.get("fresh.unchanged"), s.get("fresh.changed")
     if unchanged or changed:
         parts.append(

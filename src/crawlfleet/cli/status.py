@@ -3,10 +3,11 @@
 ``--redis URL``: the distributed crawls in that Redis (one with ``--crawl-id``) and the
 workers; ``--state DIR``: the embedded crawl in that state directory. A crawl's state says
 whether it was paused or cancelled (``crawlfleet pause|resume|cancel``). With one crawl, a
-table per domain: queued, in flight, done, failed, dead, delay, block state and the fetch
-strategy slot (the ladder's ``rung``, ``fetcher``, ...; what the adaptive fetcher learned),
-then, per (parser, domain) with expectations, its quality figures and drift mark, and a line
-per (parser, domain) whose drift test fired (``runtime/drift.py``).
+table per domain: queued, in flight, done, failed, dead, what limits dropped, delay, block
+state and the fetch strategy slot (the ladder's ``rung``, ``fetcher``, ...; what the adaptive
+fetcher learned), then one line of what limits dropped, by limit; then, per (parser, domain)
+with expectations, its quality figures and drift mark, and a line per (parser, domain) whose
+drift test fired (``runtime/drift.py``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from crawlfleet.frontier.drift_marks import PAUSED, drifts
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.store_types import DomainView
 from crawlfleet.monitoring.quality_scores import scores
-from crawlfleet.monitoring.summary import block_state, strategy_text
+from crawlfleet.monitoring.summary import block_state, dropped_line, strategy_text
 from crawlfleet.records import Outcome
 from crawlfleet.redisurl import check_redis_url
 from crawlfleet.runtime.control import FileControl, RedisControl, RunState, crawl_state
@@ -41,8 +42,8 @@ DOMAIN_ROWS = 50
 def domain_table(views: list[DomainView], now: float, title: str) -> Table:
     """One row per domain; ``done`` counts finished requests, ``failed`` those without a page."""
     table = Table(title=title)
-    columns = ("domain", "queued", "in flight", "done", "failed", "dead", "delay", "block")
-    for column in (*columns, "strategy"):
+    columns = ("domain", "queued", "in flight", "done", "failed", "dead", "dropped")
+    for column in (*columns, "delay", "block", "strategy"):
         left = column in ("domain", "block", "strategy")
         table.add_column(column, justify="left" if left else "right")
     for view in views:
@@ -62,6 +63,7 @@ def domain_table(views: list[DomainView], now: float, title: str) -> Table:
             str(done),
             str(failed),
             str(s.get(f"outcome.{Outcome.DEAD.value}")),
+            str(sum(s.dropped().values())),
             f"{view.effective_delay_s:g} s ({view.delay_source.value})",
             safe(block_state(view, now)),
             safe(strategy_text(view)),
@@ -95,6 +97,8 @@ def quality_table(views: list[DomainView]) -> Table | None:
 async def _domains(frontier: Frontier, title: str) -> None:
     views = await frontier.domains(DOMAIN_ROWS)
     out.print(domain_table(views, time.time(), title))
+    dropped = dropped_line(await frontier.stats())
+    out.print(dropped or "dropped by limits: nothing", soft_wrap=True)
     quality = quality_table(views)
     if quality is not None:
         out.print(quality)
@@ -132,6 +136,7 @@ async def _distributed(redis_url: str, crawl_id: str | None) -> None:
     from crawlfleet.runtime.celery.crawls import (
         WORKER_SEEN_S,
         connect,
+        dispatcher_ages,
         list_crawls,
         open_crawl_frontier,
         worker_beats,
@@ -141,6 +146,7 @@ async def _distributed(redis_url: str, crawl_id: str | None) -> None:
     try:
         ids, active = await list_crawls(client)
         beats = await worker_beats(client)
+        dispatcher_age_s = await dispatcher_ages(client, time.time())
         if crawl_id is not None:
             if crawl_id not in ids:
                 raise StateError(f"no crawl {crawl_id!r} in Redis at {redact(redis_url)}")
@@ -151,15 +157,21 @@ async def _distributed(redis_url: str, crawl_id: str | None) -> None:
     finally:
         await client.aclose()
     crawls = Table(title="crawls")
-    for column in ("crawl", "state", "queued", "leased", "done", "dead (DLQ)", "seen"):
+    for column in ("crawl", "state", "queued", "leased", "done", "dead (DLQ)", "seen", "dropped"):
         crawls.add_column(column, justify="left" if column in ("crawl", "state") else "right")
     async with AsyncExitStack() as stack:
         frontier: Frontier | None = None
         for name in ids:
             frontier = await open_crawl_frontier(redis_url, name, stack)
             c = await frontier.counts()
-            state = crawl_state(asked[name], dispatching=name in active, pending=c.pending)
-            row = (c.queued, c.leased, c.done, c.dead, c.seen)
+            state = crawl_state(
+                asked[name],
+                dispatching=name in active,
+                pending=c.pending,
+                dispatcher_age_s=dispatcher_age_s.get(name),
+            )
+            dropped = sum((await frontier.stats()).dropped().values())
+            row = (c.queued, c.leased, c.done, c.dead, c.seen, dropped)
             crawls.add_row(safe(name), state, *(str(n) for n in row))
         out.print(crawls)
         if crawl_id is not None and frontier is not None:

@@ -45,6 +45,7 @@ from crawlfleet.runtime.celery.crawls import (
     WORKER_SEEN_S,
     WorkerBeat,
     connect,
+    dispatcher_ages,
     list_crawls,
     open_crawl_frontier,
     worker_beats,
@@ -103,9 +104,15 @@ class DistributedSource:
         try:
             active = {str(member) for member in await client.smembers(ACTIVE_CRAWLS)}
             asked = await RedisControl(client, crawl_id).state()
+            ages = await dispatcher_ages(client, time.time())
         except RedisError as exc:
             raise self._redis_error(exc) from None
-        return crawl_state(asked, dispatching=crawl_id in active, pending=counts.pending)
+        return crawl_state(
+            asked,
+            dispatching=crawl_id in active,
+            pending=counts.pending,
+            dispatcher_age_s=ages.get(crawl_id),
+        )
 
     async def attempts(self, crawl_id: str, where: AttemptFilter, limit: int) -> list[Attempt]:
         return await (await self._reader()).attempts(crawl_id, where, limit)

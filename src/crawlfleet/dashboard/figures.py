@@ -102,5 +102,6 @@ def sample_dict(sample: Sample, state: str) -> dict[str, Any]:
         "total": sample.finished + c.pending,
         "rate": sample.rate,
         "errors": sample.stats.errors,
+        "dropped": {limit.value: n for limit, n in sample.stats.dropped().items()},
         **eta_dict(sample.eta),
     }  # fmt: skip

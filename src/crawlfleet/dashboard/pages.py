@@ -16,7 +16,8 @@ from crawlfleet.dashboard.sources import ItemSample, WorkerRow
 from crawlfleet.monitoring.deadletters import ClassGroup
 from crawlfleet.monitoring.quality_scores import scores
 from crawlfleet.monitoring.sqlite_reader import AttemptFilter
-from crawlfleet.records import Attempt
+from crawlfleet.monitoring.summary import dropped_line
+from crawlfleet.records import Attempt, Outcome
 from crawlfleet.redact import redact
 
 STYLE = """
@@ -145,6 +146,7 @@ def summary_html(crawl_id: str, history: CrawlHistory, actions: bool) -> str:
         f'<p id="progress">{progress_bar(sample.finished, total)} · queued {c.queued}'
         f" · in flight {c.leased} · dead {c.dead} · {sample.rate:.1f} requests/s"
         f" · {sample.stats.errors} errors</p>"
+        f'<p id="dropped">{text(dropped_line(sample.stats) or "dropped by limits: nothing")}</p>'
         f'<p id="eta">{eta_html(history)} <span class="muted">naive remaining ÷ rate:'
         f" {duration(eta.naive_s)} · slowest domain's politeness bound:"
         f" {duration(eta.politeness_s)}</span></p>"
@@ -302,10 +304,11 @@ def attempts_page(crawl_id: str, where: AttemptFilter, attempts: Sequence[Attemp
     cells = [
         [text(a.url), text(a.domain), text(a.outcome.value), "" if a.status is None
          else str(a.status), f"{a.latency_s * 1000:.0f} ms", str(a.retry), text(a.worker),
-         text(a.error or "")]
+         text(a.error or ""), text(a.detail if a.outcome is Outcome.OK and a.detail else "")]
         for a in attempts
     ]  # fmt: skip
-    headers = ("url", "domain", "outcome", "status", "latency", "retry", "worker", "error")
+    headers = ("url", "domain", "outcome", "status", "latency", "retry", "worker", "error",
+               "dropped by limits")  # fmt: skip
     back = f'<p><a href="/crawl/{quote(crawl_id, safe="")}">back to the crawl</a></p>'
     body = (
         f"<h1>attempts of {text(crawl_id)}</h1>{back}{form}"

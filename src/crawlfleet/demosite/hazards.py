@@ -4,7 +4,8 @@ Only ``/hazards`` links to them, and nothing reachable from the lab's home links
 traps never end by themselves: a calendar (every month links its neighbours), a relative link
 that deepens the path, a search whose every page adds a query parameter, a link 500,000
 characters long, a page of 200,000 links and HTML nested 100,000 elements deep. The crawler's
-default limits (depth, URL rules, links per page, parse budget) are what stop them.
+default limits (depth, URL rules, links per page, parse budget) are what stop them, and
+each counts what it stopped (decision 0043).
 """
 
 from __future__ import annotations

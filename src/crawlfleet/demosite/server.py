@@ -11,6 +11,7 @@ from aiohttp import web
 from crawlfleet.demosite.accesslog import AccessLog, AccessRecord
 from crawlfleet.demosite.catalog import Catalog, Redesign
 from crawlfleet.demosite.catalogue import CatalogueEdits, conditional
+from crawlfleet.demosite.docindex import DocIndex
 from crawlfleet.demosite.guarded import Guarded, GuardRules
 from crawlfleet.demosite.hazards import FlakyCounters, Hazards
 from crawlfleet.demosite.jsapp import JsApp
@@ -19,6 +20,7 @@ from crawlfleet.demosite.members import Members
 from crawlfleet.demosite.mixed import Mixed
 from crawlfleet.demosite.picky import Picky
 from crawlfleet.demosite.quotes import Quotes
+from crawlfleet.demosite.refusals import Refusals
 from crawlfleet.demosite.robots_sites import RobotsSite
 from crawlfleet.demosite.roles import (
     CATALOG,
@@ -151,6 +153,8 @@ class DemoSite:
             app.add_routes(Lab(self.url).routes())
             app.add_routes(Hazards(self._flaky).routes())
             app.add_routes(Picky().routes())
+            app.add_routes(DocIndex().routes())
+            app.add_routes(Refusals().routes())
         elif role == GUARDED:
             app.add_routes(Guarded(self._guard).routes())
         elif role == JSAPP:

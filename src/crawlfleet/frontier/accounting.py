@@ -1,12 +1,18 @@
-"""What a lease end adds to the statistics and the attempt log, the same in every store."""
+"""What a lease end or a refused admission adds to the statistics and the attempt log, the
+same in every store."""
 
 from __future__ import annotations
 
 from crawlfleet import counters
-from crawlfleet.counters import Counters
+from crawlfleet.counters import Counters, Limit, dropped_counter
 from crawlfleet.frontier.store_types import LEASE_EXPIRED, Report, Signal
 from crawlfleet.models import CrawlRequest
 from crawlfleet.records import Attempt, Outcome
+
+OVER_TOTAL = dropped_counter(Limit.MAX_PAGES)
+OVER_DOMAIN = dropped_counter(Limit.MAX_PAGES_PER_DOMAIN)
+"""The counters of a new request ``add`` refused past the budget, in total or in its domain
+(added to that domain; ``lua/add.lua`` writes the same names)."""
 
 
 def report_counters(report: Report) -> Counters:

@@ -12,7 +12,7 @@ import random
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from crawlfleet.counters import CrawlStats
+from crawlfleet.counters import Counters, CrawlStats
 from crawlfleet.errors import ConfigError
 from crawlfleet.frontier.learned import AUTO_PREFIX, lane_for
 from crawlfleet.frontier.offered import OfferedUrls
@@ -24,8 +24,10 @@ from crawlfleet.frontier.requests import (
     build_requests,
     default_route,
     redirect_request,
+    refused_counters,
 )
-from crawlfleet.frontier.scope import Scope
+from crawlfleet.frontier.scope import Refusal, Scope
+from crawlfleet.frontier.sitemaps import SITEMAP_KEY
 from crawlfleet.frontier.store_types import (
     Budget,
     DelaySource,
@@ -89,22 +91,23 @@ class Frontier:
 
     def requests_for(
         self, links: Iterable[Link | str], parent: CrawlRequest | None
-    ) -> tuple[list[CrawlRequest], list[tuple[str, str]]]:
-        """In-scope requests for the links, and (url, reason) for the rest."""
+    ) -> tuple[list[CrawlRequest], list[tuple[str, Refusal]]]:
+        """In-scope requests for the links, and (url, why) for the rest."""
         requests, rejected, _ = build_requests(links, parent, self._rules_of_links, None)
         return requests, rejected
 
     def new_requests(
         self, links: Iterable[Link | str], parent: CrawlRequest | None
-    ) -> tuple[list[CrawlRequest], int]:
+    ) -> tuple[list[CrawlRequest], int, Counters]:
         """``requests_for``'s requests less those this frontier offered its store before
-        (the store would refuse them as seen, ``frontier/recent.py``), and how many
-        requests ``requests_for`` would have returned."""
+        (the store would refuse them as seen, ``frontier/recent.py``), how many requests
+        ``requests_for`` would have returned, and the links refused by reason
+        (``dropped.<limit>``, ``filtered.<reason>``)."""
         depth = parent.depth + 1 if parent is not None else 0
         max_depth = self.scope.max_depth
         offered = self._offered if max_depth is None or depth <= max_depth else None
-        requests, _, known = build_requests(links, parent, self._rules_of_links, offered)
-        return requests, len(requests) + known
+        requests, rejected, known = build_requests(links, parent, self._rules_of_links, offered)
+        return requests, len(requests) + known, refused_counters(rejected)
 
     async def add(self, requests: Sequence[CrawlRequest]) -> int:
         """Admit the new requests within the budget; how many were admitted.
@@ -116,7 +119,10 @@ class Frontier:
             return 0
         admitted = await self._store.add(await self._learned_lanes(requests), self.budget)
         if self._offered is not None:
-            self._offered.add(r.url for r in requests if r.method == "GET" and not r.body)
+            # A sitemap request has its own fingerprint: its URL stays free for a page.
+            plain = (r for r in requests if r.method == "GET" and not r.body)
+            plain = (r for r in plain if SITEMAP_KEY not in r.data)
+            self._offered.add(r.url for r in plain)
         return admitted
 
     async def _learned_lanes(self, requests: Sequence[CrawlRequest]) -> Sequence[CrawlRequest]:
@@ -141,7 +147,7 @@ class Frontier:
         """Replace the domain's strategy slot: read it, change your keys, write it all back."""
         await self._store.set_strategy(domain, strategy)
 
-    def redirect(self, parent: CrawlRequest, location: str) -> CrawlRequest | str:
+    def redirect(self, parent: CrawlRequest, location: str) -> CrawlRequest | Refusal:
         """The request a redirect leads to (same depth, one more hop), or why it is refused
         (``frontier/requests.py``)."""
         return redirect_request(parent, location, self._rules_of_links, self.max_redirects)
@@ -194,6 +200,10 @@ class Frontier:
     async def reap(self, now: float) -> int:
         """Count leases expired before ``now`` as failed attempts (see ``QueueStore.reap``)."""
         return await self._store.reap(now, self.retry_policy.max_retries)
+
+    async def add_counters(self, domain: str, counters: Mapping[str, float]) -> None:
+        """Add counters that belong to no lease (links of no page, sitemap entries)."""
+        await self._store.add_counters(domain, counters)
 
     async def robots_delay(self, origin: str, crawl_delay_s: float | None) -> None:
         """Record what a read of ``origin``'s robots.txt says of its domain's delay, for every

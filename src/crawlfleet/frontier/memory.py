@@ -18,7 +18,13 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 
 from crawlfleet.frontier import domains, policy
-from crawlfleet.frontier.accounting import expired_attempt, expired_counters, report_counters
+from crawlfleet.frontier.accounting import (
+    OVER_DOMAIN,
+    OVER_TOTAL,
+    expired_attempt,
+    expired_counters,
+    report_counters,
+)
 from crawlfleet.frontier.domains import DomainState
 from crawlfleet.frontier.memory_records import Entry, EntryState, MemoryRecords
 from crawlfleet.frontier.store_types import (
@@ -38,15 +44,18 @@ class MemoryQueueStore(MemoryRecords):
 
     async def add(self, requests: Sequence[CrawlRequest], budget: Budget) -> int:
         admitted = 0
+        over: list[tuple[str, str]] = []  # (domain, counter) of each request the budget refused
         for request in requests:
             fp = request.fingerprint
             if fp in self._seen:
                 continue
             if budget.max_total is not None and self._admitted >= budget.max_total:
+                over.append((request.domain, OVER_TOTAL))
                 continue
             known = self._schedule.domains.get(request.domain)
             in_domain = 0 if known is None else known.admitted
             if budget.max_per_domain is not None and in_domain >= budget.max_per_domain:
+                over.append((request.domain, OVER_DOMAIN))
                 continue
             domain = self._schedule.get(request.domain)
             self._seen.add(fp)
@@ -56,6 +65,8 @@ class MemoryQueueStore(MemoryRecords):
             self._admitted += 1
             domain.admitted += 1
             admitted += 1
+        for name, counter in over:
+            self._count(name, {counter: 1})
         return admitted
 
     def _take(self, domain: str, kind: str, now: float) -> tuple[Entry, float] | None:

@@ -2,9 +2,9 @@
 
 The crawl step asks two questions of each ``FetchResult``: ``classify`` (what to do with the
 request: parse, retry, follow, give up) and ``judge`` (what it says about the domain: a
-block, a clean success, or neither). The judge's signal goes to the store with the lease's
-end, and the store's block window decides whether the whole domain slows down; nothing here
-keeps state.
+block, a refusal of this URL, a clean success, or neither). The judge's signal goes to the
+store with the lease's end, and the store's block window decides whether the whole domain
+slows down; nothing here keeps state.
 
 All of it is deterministic given the clock and the random generator passed in.
 """
@@ -157,25 +157,34 @@ _ANY_WORD = re2.compile(
 _LINK = re.compile(rb"<a\b[^>]*\bhref")
 
 
-def judge(result: FetchResult) -> tuple[Signal, str]:
-    """What a response says about being blocked by its domain, and why (empty for no block).
+REFUSALS = frozenset({401, 403, 451})
+"""Statuses by which a site refuses one URL: evidence about that URL, not yet about the domain."""
+RETRIED_REFUSALS = frozenset({403})
+"""Refusals the crawl step retries as a URL failure (a 403 may lift); 401 and 451 are final."""
 
-    403 and 429 are blocks. A ban marker counts only on a page that looks like a challenge:
-    a 503 HTML page carrying one, or a small (``MAX_CHALLENGE_BYTES``) 200 HTML page whose
-    ``<title>`` carries one, that runs Cloudflare's challenge scripts, or that has hardly any
-    links and a bot-wall vendor's script, or a CAPTCHA widget with a bot phrase ("unusual
-    traffic"). A product page that
-    mentions "captcha" or "access denied" in its text is a success. Other 2xx are successes;
-    everything else (404, 500, a redirect) is neither.
+
+def judge(result: FetchResult) -> tuple[Signal, str]:
+    """What a response says about being blocked by its domain, and why (empty for neither).
+
+    429 is a block. A 401, 403 or 451 is a refusal of this URL (decision 0044: the store
+    decides whether refusals add up to a ban; ``told_domain`` makes it a block when the URL
+    succeeded before). A ban marker counts only on a page that looks like a challenge, which
+    is a block: a 403/429/503 HTML page carrying one, or a small (``MAX_CHALLENGE_BYTES``)
+    200 HTML page whose ``<title>`` carries one, that runs Cloudflare's challenge scripts, or
+    that has hardly any links and a bot-wall vendor's script, or a CAPTCHA widget with a bot
+    phrase ("unusual traffic"). A product page that mentions "captcha" or "access denied" in
+    its text is a success. Other 2xx are successes; everything else (404, 500, a redirect) is
+    neither.
     """
     status = result.status
     if status in (403, 429, 503):
         marker = _marker_in(result, result.body[:MAX_MARKER_SCAN_BYTES].lower())
         if marker:
             return Signal.BLOCK, f"challenge page (HTTP {status}, {marker!r})"
-        if status == 503:
-            return Signal.NONE, ""
-        return Signal.BLOCK, f"HTTP {status}"
+        if status == 429:
+            return Signal.BLOCK, f"HTTP {status}"
+    if status in REFUSALS:
+        return Signal.REFUSED, f"HTTP {status}"
     if not 200 <= status < 300:
         return Signal.NONE, ""
     if len(result.body) <= MAX_CHALLENGE_BYTES and result.is_html:
@@ -183,6 +192,14 @@ def judge(result: FetchResult) -> tuple[Signal, str]:
         if reason:
             return Signal.BLOCK, f"challenge page (HTTP {status}, {reason})"
     return Signal.SUCCESS, ""
+
+
+def told_domain(signal: Signal, reason: str, *, succeeded_before: bool) -> tuple[Signal, str]:
+    """What a judged response tells its domain's block window: a refusal of a URL that
+    succeeded before (a revisit of a page fetched once) is a block, not the URL's own fate."""
+    if signal is Signal.REFUSED and succeeded_before:
+        return Signal.BLOCK, f"{reason} to a URL that succeeded before"
+    return signal, reason
 
 
 def _marker_in(result: FetchResult, lowered: bytes) -> str:

@@ -66,7 +66,8 @@ class QueueStore(Protocol):
         """Admit the requests whose fingerprint was never seen, within the budget.
 
         The seen check-and-set is atomic: of two concurrent adds of one fingerprint exactly one
-        admits it. A request refused by the budget is *not* marked seen. Returns how many
+        admits it. A request refused by the budget is *not* marked seen, and is counted in its
+        domain's statistics (``accounting.OVER_TOTAL``, ``OVER_DOMAIN``). Returns how many
         were admitted. Duplicates within ``requests`` count once. Each request joins the lane
         of its ``fetcher`` kind.
         """

@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from crawlfleet.counters import Counters, Filtered, Limit, dropped_counter
 from crawlfleet.errors import BadUrl
 from crawlfleet.frontier.offered import OfferedUrls
-from crawlfleet.frontier.scope import Scope
+from crawlfleet.frontier.scope import Refusal, Scope
 from crawlfleet.models import CrawlRequest, Link
 from crawlfleet.urls import UrlRules, fingerprint, request_fingerprint
 
@@ -42,7 +43,7 @@ def build_requests(
     parent: CrawlRequest | None,
     link_rules: LinkRules,
     offered: OfferedUrls | None,
-) -> tuple[list[CrawlRequest], list[tuple[str, str]], int]:
+) -> tuple[list[CrawlRequest], list[tuple[str, Refusal]], int]:
     """The requests, the rejected links with why, and how many were skipped as ``offered``.
 
     ``offered``: request URLs of plain requests the store was offered before (it would
@@ -52,7 +53,7 @@ def build_requests(
     depth = parent.depth + 1 if parent is not None else 0
     parent_url = parent.url if parent is not None else None
     requests: list[CrawlRequest] = []
-    rejected: list[tuple[str, str]] = []
+    rejected: list[tuple[str, Refusal]] = []
     known = 0
     target = link_rules.rules.target
     politeness_key = link_rules.rules.politeness_key
@@ -70,7 +71,7 @@ def build_requests(
         try:
             url, key = target(link.url)
         except BadUrl as exc:
-            rejected.append((link.url, str(exc)))
+            rejected.append((link.url, Refusal(Filtered.BAD_URL, str(exc))))
             continue
         if memo is not None and url != link.url and memo.seen(url):
             known += 1
@@ -97,23 +98,32 @@ def build_requests(
     return requests, rejected, known
 
 
+def refused_counters(rejected: Iterable[tuple[str, Refusal]]) -> Counters:
+    """The ``dropped.<limit>`` and ``filtered.<reason>`` counters of rejected links."""
+    counted: Counters = {}
+    for _, refusal in rejected:
+        name = dropped_counter(refusal.reason)
+        counted[name] = counted.get(name, 0) + 1
+    return counted
+
+
 def redirect_request(
     parent: CrawlRequest, location: str, link_rules: LinkRules, max_redirects: int
-) -> CrawlRequest | str:
+) -> CrawlRequest | Refusal:
     """The request a redirect leads to (same depth, one more hop), or why it is refused.
 
     It keeps the parent's context and headers and is a GET (as browsers follow a 301, 302 or
     303 after a POST; a 307 or 308 after a POST is followed as a GET too).
     """
     if parent.hops >= max_redirects:
-        return f"too many redirects ({parent.hops + 1})"
+        return Refusal(Limit.MAX_REDIRECTS, f"too many redirects ({parent.hops + 1})")
     try:
         url, key = link_rules.rules.target(location)
     except BadUrl as exc:
-        return f"bad redirect: {exc}"
+        return Refusal(Filtered.BAD_URL, f"bad redirect: {exc}")
     reason = link_rules.scope.reason_to_skip(url, parent.depth)
     if reason is not None:
-        return f"redirect to {url} skipped: {reason}"
+        return Refusal(reason.reason, f"redirect to {url} skipped: {reason.text}")
     return CrawlRequest(
         url=url,
         fingerprint=fingerprint(key),

@@ -4,7 +4,9 @@ The trap rules (``TrapLimits``) are on by default, because a crawl without them 
 a calendar, a relative-link loop or a faceted search: a URL longer than 2,083 characters
 (Internet Explorer's limit, Scrapy's ``URLLENGTH_LIMIT``), a path in which one segment occurs
 more than 3 times (``/a/b/a/b/a/b/a/``), or a query of more than 16 parameters is out of
-scope. Each limit is a setting; a user lifts one by raising it.
+scope. Each limit is a setting; a user lifts one by raising it. A refusal names its counter
+(``Refusal.reason``): a limit (``counters.Limit``) or the user's choice of scope
+(``counters.Filtered``).
 """
 
 from __future__ import annotations
@@ -14,9 +16,27 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from crawlfleet.counters import Filtered, Limit
 from crawlfleet.patterns import compile_any as _compile
 from crawlfleet.settings import Settings
 from crawlfleet.urls import host_of, registrable_domain
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a URL is out of scope: the reason it is counted under, and a sentence."""
+
+    reason: Limit | Filtered
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+_MAX_DEPTH = Refusal(Limit.MAX_DEPTH, "max depth")
+_OFF_SITE = Refusal(Filtered.OFF_SITE, "off-site")
+_DENIED = Refusal(Filtered.DENY, "denied by pattern")
+_NOT_ALLOWED = Refusal(Filtered.ALLOW, "not allowed by pattern")
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,10 +55,10 @@ class TrapLimits:
             max_query_params=settings.max_query_params,
         )
 
-    def reason_to_skip(self, url: str) -> str | None:
+    def reason_to_skip(self, url: str) -> Refusal | None:
         """None when ``url`` passes every rule, else which one it breaks."""
         if len(url) > self.max_url_chars:
-            return f"URL longer than {self.max_url_chars} characters"
+            return Refusal(Limit.MAX_URL_CHARS, f"URL longer than {self.max_url_chars} characters")
         repeats = self.max_path_segment_repeats
         # Split only URLs with enough "/" or "&" to break a rule ("//" after the scheme).
         if url.count("/") - 2 > repeats:
@@ -46,12 +66,17 @@ class TrapLimits:
             if segments:
                 segment, count = segments.most_common(1)[0]
                 if count > repeats:
-                    return f"path segment {segment[:40]!r} repeated {count} times"
+                    return Refusal(
+                        Limit.MAX_PATH_SEGMENT_REPEATS,
+                        f"path segment {segment[:40]!r} repeated {count} times",
+                    )
         most = self.max_query_params
         if url.count("&") >= most:
             params = sum(1 for pair in urlsplit(url).query.split("&") if pair)
             if params > most:
-                return f"{params} query parameters (more than {most})"
+                return Refusal(
+                    Limit.MAX_QUERY_PARAMS, f"{params} query parameters (more than {most})"
+                )
         return None
 
 
@@ -116,17 +141,17 @@ class Scope:
                 return False
             host = host[dot + 1 :]
 
-    def reason_to_skip(self, url: str, depth: int) -> str | None:
-        """None when the URL is in scope, else a short reason."""
+    def reason_to_skip(self, url: str, depth: int) -> Refusal | None:
+        """None when the URL is in scope, else why not."""
         if self.max_depth is not None and depth > self.max_depth:
-            return "max depth"
+            return _MAX_DEPTH
         trap = self.traps.reason_to_skip(url)
         if trap is not None:
             return trap
         if not self.domain_allowed(host_of(url)):
-            return "off-site"
+            return _OFF_SITE
         if self._deny is not None and self._deny.search(url):
-            return "denied by pattern"
+            return _DENIED
         if self._allow is not None and not self._allow.search(url):
-            return "not allowed by pattern"
+            return _NOT_ALLOWED
         return None

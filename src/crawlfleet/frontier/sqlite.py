@@ -25,7 +25,13 @@ from crawlfleet.counters import Counters, merge
 from crawlfleet.frontier import domains, policy
 from crawlfleet.frontier import sqlite_rows as rows
 from crawlfleet.frontier import sqlite_statements as q
-from crawlfleet.frontier.accounting import expired_attempt, expired_counters, report_counters
+from crawlfleet.frontier.accounting import (
+    OVER_DOMAIN,
+    OVER_TOTAL,
+    expired_attempt,
+    expired_counters,
+    report_counters,
+)
 from crawlfleet.frontier.domains import DomainState
 from crawlfleet.frontier.policy import PolicyRecord
 from crawlfleet.frontier.sqlite_records import SqliteRecords
@@ -61,17 +67,20 @@ class SqliteQueueStore(SqliteRecords):
             total = self._admitted
             per_domain: dict[str, int] = {}
             per_lane: dict[tuple[str, str], int] = {}
+            over: dict[str, Counters] = {}  # what the budget refused, by domain
             new_rows = []
             for r in requests:
                 if r.fingerprint in taken:
                     continue
                 if budget.max_total is not None and total >= budget.max_total:
-                    break
+                    merge(over.setdefault(r.domain, {}), {OVER_TOTAL: 1})
+                    continue
                 count = per_domain.get(r.domain)
                 if count is None:
                     known = schedule.domains.get(r.domain)
                     count = 0 if known is None else known.admitted
                 if budget.max_per_domain is not None and count >= budget.max_per_domain:
+                    merge(over.setdefault(r.domain, {}), {OVER_DOMAIN: 1})
                     continue
                 taken.add(r.fingerprint)
                 per_domain[r.domain] = count + 1
@@ -79,11 +88,22 @@ class SqliteQueueStore(SqliteRecords):
                 per_lane[lane] = per_lane.get(lane, 0) + 1
                 total += 1
                 new_rows.append(rows.request_row(r))
-            if not new_rows:
+            if not new_rows and not over:
                 return 0
-            db.executemany(q.INSERT_QUEUED, new_rows)
-            for name, admitted in per_domain.items():
-                self._domain_changed(schedule.get(name), admitted=admitted)
+            if new_rows:
+                db.executemany(q.INSERT_QUEUED, new_rows)
+            counted: dict[str, Counters] = {}
+            for name in per_domain.keys() | over.keys():
+                state = schedule.get(name)
+                if name in over:
+                    counted[name] = dict(state.counters)
+                    merge(counted[name], over[name])
+                self._domain_changed(
+                    state, admitted=per_domain.get(name), counters=counted.get(name)
+                )
+        for name, sums in counted.items():
+            schedule.get(name).counters = sums
+            merge(self._crawl_counters, over[name])
         prefilter.add(row[0] for row in new_rows)
         for name, admitted in per_domain.items():
             schedule.get(name).admitted = admitted

@@ -12,7 +12,8 @@ Tables::
     domains    one row per domain: ready_at (epoch s), admitted (budget count), and the
                policy record (``frontier.policy.PolicyRecord``): delay_s (base delay, NULL =
                the crawl default) and delay_source, max_in_flight (NULL = default), level,
-               block_window ("b"/"o" per judged response), streak, cooldown_until,
+               block_window ("b"/"o"/a refused URL's kind mark per judged response),
+               streak, cooldown_until,
                block_reason, retry_after_until, strategy (JSON object of strings); and
                counters, its ``crawlfleet.counters`` as a JSON object (the crawl's are
                their sums)

@@ -27,10 +27,13 @@ LEASE_EXPIRED = "lease expired (worker lost)"
 class BlockRules:
     """When a domain escalates (slows down) and when it comes back.
 
-    A domain keeps a window of its last ``window`` judged responses (a block or a clean
-    success; other outcomes do not count). When a block arrives and at least ``min_samples``
-    are in the window and the share of blocks is at least ``threshold``, the domain's level
-    goes up by one (at most ``max_level``), its window is cleared and it rests
+    A domain keeps a window of its last ``window`` judged responses (a block, a refused URL
+    with its kind, or a clean success; other outcomes do not count). When a block or a
+    refusal arrives, the domain's level goes up by one (at most ``max_level``) if the window
+    shows a ban: at least ``min_samples`` responses of which a share of at least
+    ``threshold`` are blocks; or a full window (``window`` responses) with no success, or
+    with a share of at least ``refusal_threshold`` refused or blocked across at least
+    ``refusal_kinds`` kinds of URL (decision 0044). Its window is then cleared and it rests
     ``cooldown_s * 2 ** (level - 1)``. After ``recover_after`` clean successes in a row the
     level goes down by one. ``ladder`` holds the rungs each level climbs (``frontier/ladder.py``):
     the same step changes the domain's strategy slot; with no rungs it is left alone.
@@ -43,6 +46,8 @@ class BlockRules:
     max_level: int = 4
     cooldown_s: float = 30.0
     ladder: tuple[str, ...] = ()
+    refusal_threshold: float = 0.8
+    refusal_kinds: int = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +86,9 @@ class Signal(StrEnum):
     SUCCESS = "success"
     """A clean 2xx."""
     BLOCK = "block"
-    """A 403, a 429, a challenge page: counts toward escalation."""
+    """A 429, a challenge page, a refusal of a URL that succeeded before: evidence of a ban."""
+    REFUSED = "refused"
+    """A plain 401, 403 or 451: this URL is refused; a ban only when most URLs are."""
 
 
 @dataclass(frozen=True, slots=True)

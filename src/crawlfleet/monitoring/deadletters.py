@@ -24,6 +24,8 @@ SAMPLE_URLS = 3
 MAX_CLASS_CHARS = 60
 
 _HTTP = re.compile(r"HTTP (\d{3})\b")
+_STATUS_PREFIXES = ("blocked: ", "refused: ")
+"""What the crawl step puts before the status of a ban and of a refused URL (decision 0044)."""
 _PARSER = re.compile(r"parser '[^']*': (\w+)")
 _MISMATCH = re.compile(r"mismatch: ([^:]+):")
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S*", re.IGNORECASE)
@@ -56,9 +58,10 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 def error_class(error: str) -> str:
     """A short, stable name for the kind of failure an error text describes.
 
-    ``HTTP <status>``, ``blocked: HTTP <status>``, ``parse error: <ExceptionType>``,
-    ``mismatch: <parser>`` (a page that missed its parser's expectations), a fixed
-    name for the fetcher's failures (``timeout``, ``DNS``, ``connection refused``, ``too
+    ``HTTP <status>``, ``blocked: HTTP <status>``, ``refused: HTTP <status>``, ``parse
+    error: <ExceptionType>``, ``mismatch: <parser>`` (a page that missed its parser's
+    expectations), a fixed name for the fetcher's failures (``timeout``, ``DNS``,
+    ``connection refused``, ``too
     large``, ...), the exception type of a text that names one first (after a leading URL),
     else the text without a leading URL, cut at its first digit, quote, bracket or URL
     (``unknown`` when nothing is left).
@@ -70,9 +73,9 @@ def error_class(error: str) -> str:
     parser = _PARSER.match(text)
     if parser is not None:
         return f"parse error: {parser.group(1)}"
-    status = _HTTP.match(text.removeprefix("blocked: "))
+    prefix = next((p for p in _STATUS_PREFIXES if text.startswith(p)), "")
+    status = _HTTP.match(text.removeprefix(prefix))
     if status is not None:
-        prefix = "blocked: " if text.startswith("blocked: ") else ""
         return f"{prefix}HTTP {status.group(1)}"
     for pattern, name in _RULES:
         if pattern.search(text):

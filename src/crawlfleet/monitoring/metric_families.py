@@ -17,7 +17,7 @@ from prometheus_client.core import (
     Metric,
 )
 
-from crawlfleet.counters import LATENCY_BUCKETS_S, bucket_name
+from crawlfleet.counters import LATENCY_BUCKETS_S, Filtered, Limit, bucket_name, dropped_counter
 from crawlfleet.monitoring.metric_snapshot import CrawlSnapshot, DomainRow
 from crawlfleet.pipeline.quality import DataQuality
 from crawlfleet.records import Outcome
@@ -92,6 +92,16 @@ def crawl_families(snapshots: list[CrawlSnapshot]) -> Iterator[Metric]:
     proxies = GaugeMetricFamily(
         "crawlfleet_proxies", "Proxies of the crawl's pool by state", labels=["crawl", "state"]
     )
+    dropped = CounterMetricFamily(
+        "crawlfleet_dropped_total",
+        "Links, redirects, sitemap entries or sitemaps a limit dropped, by limit",
+        labels=["crawl", "limit"],
+    )
+    filtered = CounterMetricFamily(
+        "crawlfleet_filtered_total",
+        "Links the crawl's scope left out by choice (off_site, deny, allow, bad_url)",
+        labels=["crawl", "reason"],
+    )
     parser_pages = CounterMetricFamily(
         "crawlfleet_parser_pages_total",
         "First parses by a parser with expectations, by whether the page met them",
@@ -135,8 +145,14 @@ def crawl_families(snapshots: list[CrawlSnapshot]) -> Iterator[Metric]:
                 parser_pages.add_metric([*labels, parser, "missed"], missed)
         for (result, item_type), value in sorted(_items(snap.totals).items()):
             items.add_metric([crawl, item_type, result], value)
+        for limit in Limit:  # a fixed set of labels, each from the start
+            dropped.add_metric([crawl, limit.value], snap.totals.get(dropped_counter(limit), 0.0))
+        for reason in Filtered:
+            left_out = snap.totals.get(dropped_counter(reason), 0.0)
+            filtered.add_metric([crawl, reason.value], left_out)
     yield from (pages, attempts, latency, body, blocks, expired, queued, leased)
-    yield from (level, delay, dead, items, info, started, proxies, parser_pages, drift)
+    yield from (level, delay, dead, items, info, started, proxies, dropped, filtered)
+    yield from (parser_pages, drift)
 
 
 def process_families(

@@ -28,8 +28,8 @@ from prometheus_client import CollectorRegistry, make_asgi_app, start_http_serve
 from prometheus_client.core import Metric
 
 from crawlfleet.errors import StateError
+from crawlfleet.events import DomainEscalated, DomainRecovered, EventBus
 from crawlfleet.monitoring.browser_metrics import PoolFigures, browser_families
-from crawlfleet.monitoring.events import DomainEscalated, DomainRecovered, EventBus
 from crawlfleet.monitoring.metric_families import ProcessWork, crawl_families, process_families
 from crawlfleet.monitoring.metric_snapshot import (
     DEFAULT_BIND,

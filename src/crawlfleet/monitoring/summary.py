@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from crawlfleet.counters import CrawlStats
+from crawlfleet.counters import LIMIT_UNITS, CrawlStats
 from crawlfleet.frontier.store_types import DomainView
 from crawlfleet.monitoring.attempt_log import AttemptReader
 from crawlfleet.monitoring.quality_scores import quality_report
@@ -72,6 +72,8 @@ class CrawlResult:
                 "dead": c.dead,
                 "seen": c.seen,
             },
+            "dropped": {limit.value: n for limit, n in self.stats.dropped().items()},
+            "filtered": {reason.value: n for reason, n in self.stats.filtered().items()},
             "totals": dict(sorted(self.stats.counters.items())),
             "domains": {
                 domain: dict(sorted(stats.counters.items()))
@@ -83,6 +85,25 @@ class CrawlResult:
             ],
             "quality": quality_report(self.stats, self.domains),
         }
+
+
+def dropped_line(stats: CrawlStats) -> str | None:
+    """One line saying what limits dropped, by unit then limit, or None if nothing.
+
+    ``dropped by limits: 212 links (max_links_per_page 200, max_depth 12), 1 sitemaps
+    (sitemap_max_bytes 1); raise the setting to keep them``
+    """
+    dropped = stats.dropped()
+    if not dropped:
+        return None
+    by_unit: dict[str, list[str]] = {}
+    totals: dict[str, int] = {}
+    for limit, count in dropped.items():
+        unit = LIMIT_UNITS[limit]
+        by_unit.setdefault(unit, []).append(f"{limit.value} {count}")
+        totals[unit] = totals.get(unit, 0) + count
+    parts = [f"{totals[unit]} {unit} ({', '.join(names)})" for unit, names in by_unit.items()]
+    return f"dropped by limits: {', '.join(parts)}; raise the setting to keep them"
 
 
 class ResultSource(Protocol):

@@ -11,6 +11,11 @@ budget's threads (lexbor releases the GIL while it builds the tree, so the loop 
 a parse not done within ``max_parse_s`` (waiting for a thread included) fails; a thread
 cannot be stopped, so that parse runs on in the background and its result is dropped. Both
 failures are ``ParseBudgetExceeded``.
+
+The links of any parser are capped at ``max_links`` (``max_links_per_page``, 100,000 by
+default); the parse says how many it cut, and the crawl counts them
+(``dropped.max_links_per_page``). The body's byte limit bounds the links a page can hold
+(decision 0043: a 10 MB page of the shortest links holds ~440,000).
 """
 
 from __future__ import annotations
@@ -99,8 +104,8 @@ class ParseBudget:
         self.limits = limits
         self._executor = ThreadPoolExecutor(threads, thread_name_prefix="crawlfleet-parse")
 
-    async def parse(self, parser: Parser, result: FetchResult) -> ParseResult:
-        """``parser(result)`` with at most ``max_links`` links.
+    async def parse(self, parser: Parser, result: FetchResult) -> tuple[ParseResult, int]:
+        """``parser(result)`` with at most ``max_links`` links, and how many links it cut.
 
         Raises ``ParseBudgetExceeded`` for HTML nested too deep or a parse past its deadline,
         ``ValueError`` for a link whose context or headers cannot be stored; whatever the
@@ -128,7 +133,7 @@ class ParseBudget:
             f"{result.final_url}: parsing took more than {self.limits.max_parse_s:g} s"
         )
 
-    def _parse(self, parser: Parser, result: FetchResult) -> ParseResult:
+    def _parse(self, parser: Parser, result: FetchResult) -> tuple[ParseResult, int]:
         limits = self.limits
         if result.is_html and nested_deeper_than(result.body, limits.max_nesting_depth):
             raise ParseBudgetExceeded(
@@ -136,9 +141,10 @@ class ParseBudget:
             )
         parsed = parser(result)
         check_payloads(parsed.links, limits.max_context_bytes)
-        if len(parsed.links) > limits.max_links:
-            return replace(parsed, links=parsed.links[: limits.max_links])
-        return parsed
+        cut = len(parsed.links) - limits.max_links
+        if cut > 0:
+            return replace(parsed, links=parsed.links[: limits.max_links]), cut
+        return parsed, 0
 
     def close(self) -> None:
         """Drop queued parses; a running one finishes in its thread."""

@@ -9,13 +9,7 @@ from selectolax.lexbor import LexborHTMLParser
 
 from crawlfleet.models import FetchResult, Item, ParseResult
 from crawlfleet.parsing.encoding import html_input, sniff
-from crawlfleet.parsing.links import (
-    MAX_LINKS_PER_PAGE,
-    base_url,
-    extract_links,
-    resolve,
-    robots_meta,
-)
+from crawlfleet.parsing.links import base_url, extract_links, resolve, robots_meta
 
 PAGE_ITEM = "page"
 RESOURCE_ITEM = "resource"
@@ -44,9 +38,8 @@ def canonical_of(tree: LexborHTMLParser, base: str, encoding: str = "utf-8") -> 
     return None
 
 
-def default_parser(response: FetchResult, *, max_links: int = MAX_LINKS_PER_PAGE) -> ParseResult:
-    """One ``page`` item and the page's first ``max_links`` links for HTML; one ``resource``
-    item for the rest.
+def default_parser(response: FetchResult) -> ParseResult:
+    """One ``page`` item and the page's links for HTML; one ``resource`` item for the rest.
 
     A page with ``<meta name="robots" content="noindex">`` gives no item (its links are still
     followed unless it also says ``nofollow``). The item key is ``response.url``, the URL the
@@ -59,7 +52,7 @@ def default_parser(response: FetchResult, *, max_links: int = MAX_LINKS_PER_PAGE
     encoding = "utf-8"
     if isinstance(source, str):  # not UTF-8: the page's codec encodes its links' queries
         encoding = sniff(response.body, response.headers.get("content-type")).codec
-    links = extract_links(tree, response.final_url, max_links=max_links, encoding=encoding)
+    links = extract_links(tree, response.final_url, encoding=encoding)
     if robots_meta(tree).noindex:
         return ParseResult(links=links)
     data: dict[str, Any] = {

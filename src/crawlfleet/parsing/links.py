@@ -6,10 +6,10 @@ spaces are stripped from an href's ends (other white space is percent-encoded), 
 are slashes, and the query is encoded in the page's encoding. Skipped: empty and fragment-only
 hrefs, ``rel`` containing ``nofollow``, and every scheme but http(s) (``file:`` only from a
 ``file:`` page), which drops ``javascript:``, ``mailto:``, ``tel:`` and ``data:``. A page whose
-``<meta name="robots">`` says ``nofollow`` (or ``none``) gives no links at all. Extraction
-stops after ``MAX_LINKS_PER_PAGE`` links (the ``max_links_per_page`` setting): a page of
-200,000 links cost 1 s and 120 MB here and 5 s more in the frontier, for a spider trap.
-Serialization, scope and dedup across pages are the frontier's job (``UrlRules.target``).
+``<meta name="robots">`` says ``nofollow`` (or ``none``) gives no links at all. Every link
+is extracted (the body's byte limit bounds them); ``parsing.budget`` caps the links of any
+parser and counts what it cuts (decision 0043). Serialization, scope and dedup across pages
+are the frontier's job (``UrlRules.target``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from crawlfleet.models import Link, found_link
 from crawlfleet.urls import C0_CONTROL_OR_SPACE, join
 
 LINK_SELECTOR = "a[href], area[href]"
-MAX_LINKS_PER_PAGE = 5000
 _WEB_SCHEMES = frozenset({"http", "https"})
 # Backslashes, IPv6 brackets, removed controls, a space (kept inside a URL, stripped at its
 # end): one search, ~0.14 µs a link (a generator over the characters took ~0.32).
@@ -127,11 +126,9 @@ def extract_links(
     css_regions: Sequence[str] = (),
     priority: int = 0,
     fetcher: str | None = None,
-    max_links: int = MAX_LINKS_PER_PAGE,
     encoding: str = "utf-8",
 ) -> list[Link]:
-    """The first ``max_links`` followable links of a page in document order (region by
-    region), each URL once.
+    """The followable links of a page in document order (region by region), each URL once.
 
     ``page_url`` is the response's final URL; ``encoding`` the Python codec the page was
     decoded with (its links' queries are encoded in it). ``css_regions`` restricts extraction
@@ -160,6 +157,4 @@ def extract_links(
             continue
         seen.add(url)
         links.append(found_link(url, priority, fetcher))
-        if len(links) >= max_links:
-            break
     return links

@@ -19,14 +19,8 @@ import orjson
 
 from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.errors import DropItem
+from crawlfleet.events import EventBus, ItemDropped, ItemInvalid, ItemsStored, SchemaChanged
 from crawlfleet.models import Item
-from crawlfleet.monitoring.events import (
-    EventBus,
-    ItemDropped,
-    ItemInvalid,
-    ItemsStored,
-    SchemaChanged,
-)
 from crawlfleet.pipeline.hashing import item_key
 from crawlfleet.pipeline.processors import DUPLICATE, InvalidItem, StatefulProcessor
 from crawlfleet.pipeline.protocols import PageTracker, Processor, Sink
@@ -156,9 +150,9 @@ class Pipeline:
             self._events.emit(ItemsStored(item_type, count, domain))
         self.quality.record_page(domain, accepted, dropped, len(rejects))
         changes = tuple(self.schema.observe(accepted))
-        for change in changes:
-            log.warning("schema of items %s", change)
-            self._events.emit(SchemaChanged(change))
+        for c in changes:
+            log.warning("schema of items %s", c)
+            self._events.emit(SchemaChanged(c.item_type, c.change, c.field, c.detail, c.urls))
         return PipelineOutcome(
             len(accepted),
             dict(dropped),

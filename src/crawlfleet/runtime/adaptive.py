@@ -96,8 +96,8 @@ class AdaptiveFetcher:
             return False
         _, parser = self._registry.select(rendered.final_url)
         try:
-            one = await self._budget.parse(parser, rendered)
-            other = await self._budget.parse(parser, plain)
+            one, _ = await self._budget.parse(parser, rendered)
+            other, _ = await self._budget.parse(parser, plain)
         except Exception:  # a parser failing on either page: not the same result
             return False
         return _digest(one) == _digest(other)

@@ -1,5 +1,9 @@
 """Admission: URLs from seeds, sitemaps and pages into the frontier, robots.txt read first.
 
+Sitemaps are requests of the frontier too (decision 0052): ``seed_sitemaps`` queues the
+seeds' sitemaps, and the crawl step hands each sitemap it fetched to ``read_sitemap``, which
+admits its pages and queues the sitemaps an index lists, one level deeper.
+
 The dispatcher seeds a crawl with an ``Admitter`` alone (no fetchers, parsers or sinks); the
 crawl step admits each page's links through the same object. Before a domain's first URL is
 queued, its robots.txt is read, so that its ``Crawl-delay`` reaches the store (for every
@@ -10,19 +14,49 @@ each read, this first one and every refetch after it, to ``Frontier.robots_delay
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+from collections import Counter
 from collections.abc import Iterable
+from dataclasses import replace
+from typing import NamedTuple
 
 from crawlfleet.clock import Clock
+from crawlfleet.counters import Counters, Limit, dropped_counter, merge
+from crawlfleet.errors import BadUrl
+from crawlfleet.events import EventBus, LinksAdded
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.robots import FetchFn, RobotsCache, origin_of
-from crawlfleet.frontier.sitemaps import SitemapEntry, default_sitemaps, sitemap_entries
-from crawlfleet.models import CrawlRequest, Link
-from crawlfleet.monitoring.events import EventBus, LinksAdded
+from crawlfleet.frontier.sitemaps import (
+    DEFAULT_SITEMAP_LIMITS,
+    SITEMAP_KEY,
+    SitemapEntry,
+    SitemapLimits,
+    SitemapTally,
+    default_sitemaps,
+    read_sitemap,
+    sitemap_depth,
+    sitemap_fingerprint,
+)
+from crawlfleet.models import CrawlRequest, FetchResult, Link
+from crawlfleet.records import Outcome
 
-SITEMAP_BATCH = 1000
+log = logging.getLogger(__name__)
+
+SITEMAP_PRIORITY = -1
+"""A sitemap request's priority: below a page's default (0), so a domain's queued pages are
+fetched before its next sitemap is read (decision 0052)."""
 ROBOTS_PREFETCH_CONCURRENCY = 16
 """robots.txt files read at once for the new domains of one batch of links: a page linking
 as many hosts that never answer holds its step for one robots timeout, not one per host."""
+
+
+class Admitted(NamedTuple):
+    """What one offer of links did: how many were new, and the links refused by reason
+    (``dropped.<limit>``, ``filtered.<reason>`` counters)."""
+
+    admitted: int
+    refused: Counters
 
 
 class Admitter:
@@ -41,8 +75,10 @@ class Admitter:
         fetch_url: FetchFn,
         clock: Clock,
         prefetch_concurrency: int = ROBOTS_PREFETCH_CONCURRENCY,
+        sitemap_limits: SitemapLimits = DEFAULT_SITEMAP_LIMITS,
     ) -> None:
         self._frontier = frontier
+        self._sitemap_limits = sitemap_limits
         self._clock = clock
         self._robots = robots
         self._events = events
@@ -51,42 +87,142 @@ class Admitter:
         self._prefetch = asyncio.Semaphore(prefetch_concurrency)
 
     async def seed(self, urls: Iterable[str | Link]) -> int:
-        """Offer seed URLs (depth 0); returns how many were new."""
-        return await self.admit(urls, None)
+        """Offer seed URLs (depth 0); returns how many were new.
 
-    async def seed_sitemaps(self, seeds: Iterable[str]) -> int:
-        """Offer the URLs of the seeds' sitemaps (robots.txt ``Sitemap:`` and /sitemap.xml).
-
-        A known URL whose ``<lastmod>`` is after its last visit is due at once
-        (``Frontier.expedite``).
+        A refused seed is logged and counted under its own domain (a bad URL only logged).
         """
-        origins = {origin_of(seed): seed for seed in seeds if not seed.startswith("file:")}
-        admitted = 0
-        for origin, seed in origins.items():
-            if self._robots is not None:
-                start = await default_sitemaps(self._robots, seed)
-            else:
-                start = [f"{origin}/sitemap.xml"]
-            batch: list[SitemapEntry] = []
-            found = sitemap_entries(
-                self._fetch_url,
-                start,
-                in_scope=self._in_scope,
-                robots=self._robots,
-                delay_s=self._frontier.default_policy.delay_s,
-                max_crawl_delay_s=self._frontier.default_policy.max_crawl_delay_s,
-                clock=self._clock,
-            )
-            async for entry in found:
-                batch.append(entry)
-                if len(batch) >= SITEMAP_BATCH:
-                    admitted += await self._admit_entries(batch)
-                    batch = []
-            admitted += await self._admit_entries(batch)
+        seeds = list(urls)
+        admitted, refused = await self.admit(seeds, None)
+        if refused:
+            _, rejected = self._frontier.requests_for(seeds, None)
+            by_domain: dict[str, Counters] = {}
+            for url, refusal in rejected:
+                log.warning("seed %s not crawled: %s", url, refusal)
+                try:
+                    domain = self._frontier.rules.politeness_key(url)
+                except BadUrl:
+                    continue
+                merge(by_domain.setdefault(domain, {}), {dropped_counter(refusal.reason): 1})
+            for domain, counted in by_domain.items():
+                await self._frontier.add_counters(domain, counted)
         return admitted
 
-    async def _admit_entries(self, entries: list[SitemapEntry]) -> int:
-        admitted = await self.admit([entry.url for entry in entries], None)
+    async def seed_sitemaps(self, seeds: Iterable[str]) -> int:
+        """Queue the seeds' sitemaps (robots.txt ``Sitemap:`` and /sitemap.xml) as requests;
+        returns how many were new (none on a resumed crawl: they are known)."""
+        origins = {origin_of(seed): seed for seed in seeds if not seed.startswith("file:")}
+        start: list[str] = []
+        for origin, seed in origins.items():
+            if self._robots is not None:
+                start += await default_sitemaps(self._robots, seed)
+            else:
+                start.append(f"{origin}/sitemap.xml")
+        tally = SitemapTally()
+        admitted = await self._queue_sitemaps(start, 0, tally)
+        if tally.sitemaps_skipped:
+            log.warning("%d start sitemaps out of the crawl's scope", tally.sitemaps_skipped)
+        return admitted
+
+    async def fetch_sitemap(self, url: str) -> FetchResult:
+        """Fetch a sitemap by the side fetch (redirects followed), as robots.txt is."""
+        return await self._fetch_url(url)
+
+    async def read_sitemap(self, request: CrawlRequest, body: bytes) -> SitemapTally:
+        """Admit the pages of a sitemap request's body and queue the sitemaps it lists.
+
+        A known page whose ``<lastmod>`` is after its last visit is due at once
+        (``Frontier.expedite``). A child sitemap past ``sitemap_max_depth`` levels, past
+        ``sitemap_max_sitemaps`` queued in the crawl, or past half the page budget still free is
+        left, counted and told in a warning line. ``BadSitemap`` when the body cannot be
+        inflated (what came before it is admitted).
+        """
+        depth = sitemap_depth(request.data) or 0
+        tally = SitemapTally(sitemaps_read=1)
+        limits = self._sitemap_limits
+        room, limit, why = await self._sitemap_room(depth, request.domain)
+        urls_left = limits.max_urls - int((await self._frontier.stats()).get("sitemaps.entries"))
+        dropped: Counter[Limit] = Counter()
+        chunks = read_sitemap(request.url, body, tally, limits.max_bytes)
+        with contextlib.closing(chunks):
+            for pages, children in chunks:
+                if len(pages) > urls_left:
+                    dropped[Limit.SITEMAP_MAX_URLS] += len(pages) - max(urls_left, 0)
+                    pages = pages[: max(urls_left, 0)]
+                urls_left -= len(pages)
+                tally.entries += len(pages)
+                await self._admit_entries(pages, request.domain)
+                kept, left = children[: max(room, 0)], children[max(room, 0) :]
+                room -= await self._queue_sitemaps(kept, depth + 1, tally)
+                if left:
+                    tally.sitemaps_over_limits += len(left)
+                    dropped[limit] += len(left)
+                    log.warning(
+                        "%d sitemaps listed by %s not read (first %s): %s",
+                        len(left),
+                        request.url,
+                        left[0],
+                        why,
+                    )
+                await asyncio.sleep(0)  # a 50 MB sitemap must not stall the event loop
+        if dropped[Limit.SITEMAP_MAX_URLS]:
+            log.warning(
+                "sitemap %s: %d page URLs past sitemap_max_urls (%d) left",
+                request.url,
+                dropped[Limit.SITEMAP_MAX_URLS],
+                limits.max_urls,
+            )
+        if dropped:
+            counted = {dropped_counter(reason): n for reason, n in dropped.items()}
+            await self._frontier.add_counters(request.domain, counted)
+        return tally
+
+    async def _sitemap_room(self, depth: int, domain: str) -> tuple[int, Limit, str]:
+        """How many more sitemaps a sitemap at ``depth`` of ``domain`` may queue, the limit
+        that says so and why: ``sitemap_max_depth`` levels, ``sitemap_max_sitemaps`` queued in
+        the crawl, and half of what the budget (``max_total``, and ``max_per_domain`` for
+        ``domain``) still admits, the rest left for pages."""
+        max_depth, max_sitemaps = self._sitemap_limits.max_depth, self._sitemap_limits.max_sitemaps
+        if depth >= max_depth:
+            why = f"{depth + 1} levels down (sitemap_max_depth {max_depth})"
+            return 0, Limit.SITEMAP_MAX_DEPTH, why
+        queued = int((await self._frontier.stats()).get("sitemaps.queued"))
+        room, limit = max_sitemaps - queued, Limit.SITEMAP_MAX_SITEMAPS
+        why = f"past {max_sitemaps} sitemaps in the crawl (sitemap_max_sitemaps)"
+        budget = self._frontier.budget
+        if budget.max_total is not None:
+            free = budget.max_total - (await self._frontier.counts()).seen
+            if free // 2 < room:
+                room, limit = free // 2, Limit.MAX_PAGES
+                why = f"past half of the {free} requests --max-pages leaves"
+        if budget.max_per_domain is not None:
+            view = await self._frontier.domain(domain)
+            ended = sum(
+                view.stats.get(f"outcome.{o.value}") for o in Outcome if o is not Outcome.RETRY
+            )
+            free = budget.max_per_domain - (view.queued + view.in_flight + ended)
+            if free // 2 < room:
+                room, limit = free // 2, Limit.MAX_PAGES_PER_DOMAIN
+                why = f"past half of the {free} requests max_pages_per_domain leaves"
+        return room, limit, why
+
+    async def _queue_sitemaps(self, urls: list[str], depth: int, tally: SitemapTally) -> int:
+        """Add sitemap requests at ``depth``; how many were new. Out-of-scope ones are
+        counted as skipped, with a warning line each."""
+        data = {SITEMAP_KEY: depth}
+        links = [Link(url, SITEMAP_PRIORITY, "http", data) for url in urls]
+        requests, rejected = self._frontier.requests_for(links, None)
+        for url, reason in rejected:
+            log.warning("skipping sitemap %s: %s", url, reason)
+        tally.sitemaps_skipped += len(rejected)
+        own = [replace(r, fingerprint=sitemap_fingerprint(r.fingerprint)) for r in requests]
+        admitted = await self.add(own)
+        tally.sitemaps_queued += admitted
+        return admitted
+
+    async def _admit_entries(self, entries: list[SitemapEntry], domain: str) -> int:
+        admitted, refused = await self.admit([entry.url for entry in entries], None)
+        if refused:
+            await self._frontier.add_counters(domain, refused)
         now = self._clock.now()
         for entry in entries:
             if entry.lastmod is None:
@@ -96,16 +232,13 @@ class Admitter:
                 await self._frontier.expedite(request, entry.lastmod, now)
         return admitted
 
-    def _in_scope(self, url: str) -> bool:
-        requests, _rejected = self._frontier.requests_for([url], None)
-        return bool(requests)
-
-    async def admit(self, links: Iterable[str | Link], parent: CrawlRequest | None) -> int:
-        """Offer links found on ``parent`` (seeds when None); returns how many were new."""
-        requests, offered = self._frontier.new_requests(links, parent)
+    async def admit(self, links: Iterable[str | Link], parent: CrawlRequest | None) -> Admitted:
+        """Offer links found on ``parent`` (seeds when None): how many were new and what was
+        refused; the caller counts the refused (a page's in its report)."""
+        requests, offered, refused = self._frontier.new_requests(links, parent)
         admitted = await self.add(requests)
         self._events.emit(LinksAdded(offered=offered, admitted=admitted))
-        return admitted
+        return Admitted(admitted, refused)
 
     async def add(self, requests: list[CrawlRequest]) -> int:
         """Add requests already made (a redirect's target), new domains prepared first."""

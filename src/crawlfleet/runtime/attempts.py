@@ -9,10 +9,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from crawlfleet.counters import Counters
+from crawlfleet.counters import LIMIT_UNITS, Counters, dropped_counter
+from crawlfleet.events import DomainEscalated, DomainRecovered, EventBus, FetchAttempted
 from crawlfleet.frontier.store_types import Ended, Signal, Visit
 from crawlfleet.models import FetchResult, Lease, ParseResult, Route
-from crawlfleet.monitoring.events import DomainEscalated, DomainRecovered, EventBus, FetchAttempted
 from crawlfleet.parsing.expect import Expect, filled
 from crawlfleet.pipeline.pipeline import PipelineOutcome
 from crawlfleet.records import Attempt, Outcome
@@ -120,3 +120,16 @@ def quality_counters(parser: str, expect: Expect, parsed: ParseResult) -> Counte
     for name in expect.fields:  # 0 too: a field no item fills still has its rate
         counters[f"{prefix}.filled.{name}"] = sum(filled(item, name) for item in parsed.items)
     return counters
+
+
+def limits_note(counters: Counters, links: int) -> str | None:
+    """The attempt log's account of what limits dropped from a page of ``links`` links
+    (``max_links_per_page: kept 100000 of 123456 links; max_depth: 40 links``), or None."""
+    parts = []
+    for limit in LIMIT_UNITS:
+        count = int(counters.get(dropped_counter(limit), 0))
+        if count:
+            parts.append(f"{limit.value}: {count} {LIMIT_UNITS[limit]}")
+    if not parts:
+        return None
+    return f"dropped by limits from {links} links: " + "; ".join(parts)

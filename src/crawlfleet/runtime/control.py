@@ -45,11 +45,22 @@ class RunState(StrEnum):
     CANCELLED = "cancelled"
 
 
-def crawl_state(asked: RunState, *, dispatching: bool, pending: int) -> str:
-    """``paused`` or ``cancelled`` when asked, else ``dispatching``, ``stopped`` or ``finished``."""
+DISPATCHER_SEEN_S = 30.0
+"""A dispatched crawl whose dispatcher has not beaten for this long has lost it."""
+
+
+def crawl_state(
+    asked: RunState, *, dispatching: bool, pending: int, dispatcher_age_s: float | None
+) -> str:
+    """``paused`` or ``cancelled`` when asked, else ``dispatching``, ``dispatcher gone`` (a
+    crawl marked dispatched whose dispatcher's last beat, ``dispatcher_age_s`` ago or never,
+    is older than ``DISPATCHER_SEEN_S``: killed, or its host lost), ``stopped`` or
+    ``finished``."""
     if asked is not RunState.RUNNING:
         return asked.value
     if dispatching:
+        if dispatcher_age_s is None or dispatcher_age_s >= DISPATCHER_SEEN_S:
+            return "dispatcher gone"
         return "dispatching"
     return "stopped" if pending else "finished"
 
@@ -178,7 +189,7 @@ async def add_urls(settings: Settings, urls: list[str], *, clock: Clock | None =
     redis_url = settings.redis_url
     if redis_url is None:
         raise ConfigError("add is for distributed crawls: give --redis URL --crawl-id ID")
-    from crawlfleet.monitoring.events import EventBus
+    from crawlfleet.events import EventBus
     from crawlfleet.runtime.backends import open_store
     from crawlfleet.runtime.celery.crawls import read_definition
     from crawlfleet.runtime.celery.definition import ACTIVE_CRAWLS
@@ -198,9 +209,10 @@ async def add_urls(settings: Settings, urls: list[str], *, clock: Clock | None =
         admitter = await build_admitter(
             own, frontier, events=EventBus(), clock=clock or SystemClock(), stack=stack
         )
-        requests, rejected = frontier.requests_for(urls, None)
+        requests, refused = frontier.requests_for(urls, None)
         admitted = await admitter.add(requests)
         dispatching = bool(await client.sismember(ACTIVE_CRAWLS, crawl_id))
+    rejected = [(url, refusal.text) for url, refusal in refused]
     return Added(admitted, len(requests) - admitted, rejected, dispatching)
 
 

@@ -2,8 +2,9 @@
 
 This module knows no backend and keeps no per-domain state: every runner calls
 ``Crawler.process`` with a lease from the frontier, and everything a step learns about a
-domain (its response judged a block or a success, a Retry-After, the statistics) goes back
-with the lease's end in one ``Report``, which the store applies atomically for every process.
+domain (its response judged a block, a refusal or a success, a Retry-After, the statistics)
+goes back with the lease's end in one ``Report``, which the store applies atomically for
+every process.
 
 Order within a step makes every crash point recoverable by refetching: discovered links are
 enqueued, then items stored, then the lease completed. A crash before completion leaves the
@@ -17,23 +18,33 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from crawlfleet.clock import Clock
-from crawlfleet.counters import Counters
+from crawlfleet.counters import Counters, Limit, dropped_counter, merge
 from crawlfleet.errors import ConfigError, FetchError
-from crawlfleet.fetchers.hooks import Dropped
-from crawlfleet.fetchers.protocols import Fetcher
-from crawlfleet.frontier.frontier import Frontier
-from crawlfleet.frontier.ladder import BROWSER
-from crawlfleet.frontier.politeness import StatusClass, classify, judge, retry_after_block
-from crawlfleet.frontier.robots import RobotsCache
-from crawlfleet.frontier.store_types import Report, Signal, Visit
-from crawlfleet.models import FetchResult, Lease
-from crawlfleet.monitoring.events import (
+from crawlfleet.events import (
     DomainBlocked,
     EventBus,
     ParseFailed,
     ParserDrifted,
     RequestSkipped,
 )
+from crawlfleet.fetchers.hooks import Dropped
+from crawlfleet.fetchers.protocols import Fetcher
+from crawlfleet.frontier.frontier import Frontier
+from crawlfleet.frontier.ladder import BROWSER
+from crawlfleet.frontier.politeness import (
+    RETRIED_REFUSALS,
+    StatusClass,
+    classify,
+    judge,
+    retry_after_block,
+    told_domain,
+)
+from crawlfleet.frontier.robots import RobotsCache
+from crawlfleet.frontier.scope import Refusal
+from crawlfleet.frontier.sitemap_format import BadSitemap
+from crawlfleet.frontier.sitemaps import sitemap_depth
+from crawlfleet.frontier.store_types import Report, Signal, Visit
+from crawlfleet.models import FetchResult, Lease
 from crawlfleet.monitoring.samples import MismatchSamples
 from crawlfleet.parsing.budget import ParseBudget
 from crawlfleet.parsing.expect import reason_of
@@ -46,6 +57,7 @@ from crawlfleet.runtime.attempts import (
     announce,
     attempt_of,
     item_counters,
+    limits_note,
     quality_counters,
 )
 from crawlfleet.runtime.drift import DriftWatch
@@ -112,6 +124,9 @@ class Crawler:
         """
         p = self.parts
         request = lease.request
+        if sitemap_depth(request.data) is not None:
+            await self._sitemap(lease)
+            return
         kind = request.fetcher
         if p.strategies is not None and kind == "http":
             kind = fetcher_kind(kind, await p.strategies.of(request.domain), p.fetchers)
@@ -126,14 +141,8 @@ class Crawler:
             )
         if await self._paused(lease):
             return
-        if p.robots is not None and request.fetcher != "file":
-            decision = await p.robots.check(request.url)
-            if decision.unavailable:
-                await self._fail(Step(lease, p.clock.now()), decision.reason or "")
-                return
-            if not decision.allowed:
-                await self._skip(lease, decision.reason or "disallowed by robots.txt")
-                return
+        if not await self._allowed(lease):
+            return
         visit = await p.freshness.known(request)
         started = p.clock.now()
         try:
@@ -169,6 +178,49 @@ class Crawler:
         )
         await self._fail(Step(lease, p.clock.now()), error, retry=False)
         return True
+
+    async def _allowed(self, lease: Lease) -> bool:
+        """Whether robots.txt lets the request be fetched; if not, its lease is ended."""
+        p = self.parts
+        request = lease.request
+        if p.robots is None or request.fetcher == "file":
+            return True
+        decision = await p.robots.check(request.url)
+        if decision.unavailable:
+            await self._fail(Step(lease, p.clock.now()), decision.reason or "")
+        elif not decision.allowed:
+            await self._skip(lease, decision.reason or "disallowed by robots.txt")
+        return decision.allowed and not decision.unavailable
+
+    async def _sitemap(self, lease: Lease) -> None:
+        """A sitemap request's step: fetched by the side fetch (redirects followed), then
+        judged, retried, failed and revisited like a page; read instead of parsed."""
+        p = self.parts
+        if not await self._allowed(lease):
+            return
+        visit = await p.freshness.known(lease.request)
+        started = p.clock.now()
+        try:
+            result = await p.admitter.fetch_sitemap(lease.request.url)
+        except FetchError as exc:
+            await self._fail(Step(lease, started, route=exc.route), str(exc), retry=exc.transient)
+            return
+        signal, why = judge(result)
+        await self._fetched(Step(lease, started, result, signal, why, visit=visit), result)
+
+    async def _read_sitemap(self, step: Step, result: FetchResult) -> None:
+        """Admit a sitemap's pages and queue its child sitemaps (``Admitter.read_sitemap``);
+        its counters are ``sitemaps.*``."""
+        p = self.parts
+        request = step.lease.request
+        try:
+            tally = await p.admitter.read_sitemap(request, result.body)
+        except BadSitemap as exc:
+            counters = {"sitemaps.skipped": 1.0}
+            await self._complete(step, Outcome.FAILED, f"sitemap: {exc}", counters=counters)
+            return
+        known = p.freshness.next_visit(request, result, None, None)
+        await self._complete(step, Outcome.OK, None, counters=tally.counters(), visit=known)
 
     async def abandon(self, lease: Lease, started: float, error: str) -> None:
         """Record a step stopped from outside (the watchdog): retried later, or buried."""
@@ -206,6 +258,9 @@ class Crawler:
         if step.signal is Signal.BLOCK:
             await self._fail(step, f"blocked: {step.reason}")
             return
+        if step.signal is Signal.REFUSED and result.status in RETRIED_REFUSALS:
+            await self._fail(step, f"refused: {step.reason}")  # this URL only (decision 0044)
+            return
         if kind is StatusClass.TRANSIENT:
             await self._fail(step, f"HTTP {result.status}")
             return
@@ -219,6 +274,9 @@ class Crawler:
         if kind is StatusClass.REDIRECT:
             await self._redirected(step, result)
             return
+        if sitemap_depth(lease.request.data) is not None:
+            await self._read_sitemap(step, result)
+            return
         await self._parsed(step, result)
 
     async def _parsed(self, step: Step, result: FetchResult) -> None:
@@ -229,7 +287,7 @@ class Crawler:
             # The parser reads the request's context from the result, whatever the fetcher.
             if result.request is not request:
                 result = replace(result, request=request)
-            parsed = await p.parse_budget.parse(parser, result)
+            parsed, cut = await p.parse_budget.parse(parser, result)
         except Exception as exc:  # a parser's bug, or ParseBudgetExceeded: the page's own outcome
             error = f"{type(exc).__name__}: {exc}"
             detail = traceback.format_exc()
@@ -250,16 +308,20 @@ class Crawler:
         if parsed.unmet:
             await self._mismatch(step, name, parsed.unmet, result, quality)
             return
-        await p.admitter.admit(parsed.links, request)
+        _, refused = await p.admitter.admit(parsed.links, request)
         outcome = await p.pipeline.process(
             parsed.items, request.domain, fetched_at=result.fetched_at, page=request.url
         )
         counters = item_counters(outcome)
-        counters.update(quality)
+        merge(counters, refused)
+        merge(counters, quality)
+        if cut:
+            counters[dropped_counter(Limit.MAX_LINKS_PER_PAGE)] = cut
         if step.visit is not None:
             counters["fresh.changed"] = 1
         known = p.freshness.next_visit(request, result, step.visit, parsed)
-        await self._complete(step, Outcome.OK, None, counters=counters, visit=known)
+        note = limits_note(counters, len(parsed.links) + cut)
+        await self._complete(step, Outcome.OK, None, detail=note, counters=counters, visit=known)
 
     async def _watch(self, parser: str, domain: str, mismatched: bool) -> None:
         """Feed the pair's drift test; announce its firing."""
@@ -307,8 +369,9 @@ class Crawler:
             await self._complete(step, Outcome.FAILED, f"bad redirect Location {bad!r}")
             return
         target = p.frontier.redirect(step.lease.request, location)
-        if isinstance(target, str):
-            await self._complete(step, Outcome.FAILED, target)
+        if isinstance(target, Refusal):
+            counters = {dropped_counter(target.reason): 1.0}
+            await self._complete(step, Outcome.FAILED, target.text, counters=counters)
             return
         await p.admitter.add([target])
         await self._complete(step, Outcome.OK, None)
@@ -330,7 +393,8 @@ class Crawler:
     ) -> None:
         p = self.parts
         attempt = attempt_of(step, outcome, error, detail, p.worker, p.clock.now())
-        report = Report(attempt, step.signal, step.reason, counters or {}, visit=visit)
+        signal, reason = told(step)
+        report = Report(attempt, signal, reason, counters or {}, visit=visit)
         announce(attempt, await p.frontier.complete(step.lease, report), p.events, p.strategies)
 
     async def _fail(
@@ -350,7 +414,8 @@ class Crawler:
         """
         p = self.parts
         attempt = attempt_of(step, Outcome.RETRY, error, None, p.worker, p.clock.now())
-        report = Report(attempt, step.signal, step.reason, counters or {}, block_until=block_until)
+        signal, reason = told(step)
+        report = Report(attempt, signal, reason, counters or {}, block_until=block_until)
         retried, ended = await p.frontier.fail(
             step.lease,
             error,
@@ -362,3 +427,8 @@ class Crawler:
         )
         ended_as = outcome or (Outcome.RETRY if retried else Outcome.DEAD)
         announce(replace(attempt, outcome=ended_as), ended, p.events, p.strategies)
+
+
+def told(step: Step) -> tuple[Signal, str]:
+    """The signal and reason a step's report gives its domain (``politeness.told_domain``)."""
+    return told_domain(step.signal, step.reason, succeeded_before=step.visit is not None)

@@ -31,7 +31,7 @@ from crawlfleet.fetchers.hooks import HookedFetcher, load_hooks
 from crawlfleet.fetchers.profiles import profile
 from crawlfleet.fetchers.protocols import Fetcher, ViaFetcher
 from crawlfleet.frontier.frontier import Frontier
-from crawlfleet.frontier.politeness import StatusClass, classify, judge
+from crawlfleet.frontier.politeness import RETRIED_REFUSALS, StatusClass, classify, judge
 from crawlfleet.frontier.store_types import Signal
 from crawlfleet.models import FetchResult
 from crawlfleet.parsing.login import load_logins
@@ -50,8 +50,11 @@ F = TypeVar("F", bound=Fetcher)
 
 
 def retried(result: FetchResult) -> bool:
-    """Whether the crawl step would fetch ``result``'s request again (status or block page)."""
+    """Whether the crawl step would fetch ``result``'s request again (status, block page or
+    a refusal it retries)."""
     if classify(result) in (StatusClass.TRANSIENT, StatusClass.RETRY_AFTER):
+        return True
+    if result.status in RETRIED_REFUSALS:
         return True
     signal, _ = judge(result)
     return signal is Signal.BLOCK

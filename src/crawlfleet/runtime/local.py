@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from crawlfleet.clock import Clock
-from crawlfleet.monitoring.events import CrawlFinished, CrawlStarted, EventBus, QueueSampled
+from crawlfleet.events import CrawlFinished, CrawlStarted, EventBus, QueueSampled
 from crawlfleet.records import QueueCounts
 from crawlfleet.runtime.control import Control, RunState
 from crawlfleet.runtime.crawler import Crawler

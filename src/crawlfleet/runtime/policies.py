@@ -37,6 +37,8 @@ def domain_policy(settings: Settings) -> DomainPolicy:
             max_level=settings.block_max_level,
             cooldown_s=settings.block_cooldown_s,
             ladder=rungs,
+            refusal_threshold=settings.block_refusal_threshold,
+            refusal_kinds=settings.block_refusal_kinds,
         ),
     )
 

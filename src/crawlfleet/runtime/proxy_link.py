@@ -6,7 +6,8 @@ through it and judges what came back.
 
 What a fetch tells (all changes go to the shared ``ProxyPool`` state):
 
-- a block signal (``politeness.judge``: 403, 429, a challenge page) retires the session; the
+- a block signal (``politeness.judge``: 429, a challenge page), or a 403 (through a proxy, a
+  refusal of the proxy's address as often as of the URL), retires the session; the
   proxy is quarantined when the block is its own: another proxy succeeded on the domain in
   the last ``ATTRIBUTION_WINDOW_S``, or ``ban_after`` blocks in a row came through it. Then the
   request is tried at once through another session (at most ``MAX_SESSION_TRIES`` in all);
@@ -38,7 +39,7 @@ from crawlfleet.errors import BrowserFault, FetchError, ForbiddenAddress, TooLar
 from crawlfleet.fetchers.http import REDIRECT_STATUSES
 from crawlfleet.fetchers.profiles import profile
 from crawlfleet.fetchers.protocols import Via, ViaFetcher
-from crawlfleet.frontier.politeness import judge
+from crawlfleet.frontier.politeness import RETRIED_REFUSALS, judge
 from crawlfleet.frontier.store_types import Signal
 from crawlfleet.models import CrawlRequest, FetchResult, Route
 from crawlfleet.proxies.endpoints import ProxyEndpoint
@@ -147,7 +148,7 @@ class SessionFetcher:
             error.route = route
             raise error
         signal, why = judge(result)
-        if signal is Signal.BLOCK:
+        if signal is Signal.BLOCK or result.status in RETRIED_REFUSALS:
             return result, await self._blocked(session, endpoint, why)
         self._streaks.pop((session.domain, endpoint.id), None)
         if signal is Signal.SUCCESS:

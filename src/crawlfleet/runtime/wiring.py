@@ -11,19 +11,19 @@ import socket
 from collections.abc import Collection, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from functools import partial
 
 from crawlfleet.clock import Clock
 from crawlfleet.errors import StateError
+from crawlfleet.events import EventBus
 from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.fetchers.protocols import Fetcher, ViaFetcher
 from crawlfleet.frontier.frontier import Frontier, RetryPolicy
 from crawlfleet.frontier.ladder import BROWSER
 from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.frontier.scope import Scope, TrapLimits
+from crawlfleet.frontier.sitemaps import SitemapLimits
 from crawlfleet.frontier.store_types import Budget
 from crawlfleet.monitoring.browser_metrics import PoolFigures
-from crawlfleet.monitoring.events import EventBus
 from crawlfleet.monitoring.samples import DIRECTORY as SAMPLES_DIR
 from crawlfleet.monitoring.samples import MismatchSamples
 from crawlfleet.parsing.budget import ParseBudget, ParseLimits
@@ -101,7 +101,23 @@ async def build_admitter(
     robots, fetch_url = build_robots(
         settings, clock, stack, Credentials(), link, on_read=frontier.robots_delay
     )
-    return Admitter(frontier, robots=robots, events=events, fetch_url=fetch_url, clock=clock)
+    return Admitter(
+        frontier,
+        robots=robots,
+        events=events,
+        fetch_url=fetch_url,
+        clock=clock,
+        sitemap_limits=sitemap_limits(settings),
+    )
+
+
+def sitemap_limits(settings: Settings) -> SitemapLimits:
+    return SitemapLimits(
+        max_urls=settings.sitemap_max_urls,
+        max_depth=settings.sitemap_max_depth,
+        max_sitemaps=settings.sitemap_max_sitemaps,
+        max_bytes=settings.sitemap_max_bytes,
+    )
 
 
 @dataclass(slots=True)
@@ -140,7 +156,7 @@ async def build_crawl(
     registry = load_parsers(
         settings.parsers,
         settings.selector_parsers,
-        default=partial(default_parser, max_links=settings.max_links_per_page),
+        default=default_parser,
     )
     budget = ParseBudget(ParseLimits.from_settings(settings))
     stack.callback(budget.close)
@@ -183,7 +199,14 @@ async def build_crawl(
     strategies = Strategies(frontier, clock)
     parts = CrawlerParts(
         frontier=frontier,
-        admitter=Admitter(frontier, robots=robots, events=events, fetch_url=fetch_url, clock=clock),
+        admitter=Admitter(
+            frontier,
+            robots=robots,
+            events=events,
+            fetch_url=fetch_url,
+            clock=clock,
+            sitemap_limits=sitemap_limits(settings),
+        ),
         fetchers=fetchers,
         robots=robots,
         parsers=registry,

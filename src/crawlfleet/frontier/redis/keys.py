@@ -51,8 +51,9 @@ key                             type    contents
                                         default): ``ready_at`` (``%.17g``), ``inflight``,
                                         ``queued`` (incl. delayed retries), ``delay`` (base
                                         delay_s) and ``source``, ``max`` (max_in_flight),
-                                        ``level``, ``window`` (``b``/``o`` per judged
-                                        response, oldest first), ``streak``, ``cooldown``
+                                        ``level``, ``window`` (``b``/``o``/a refused
+                                        URL's kind mark per judged response, oldest
+                                        first: ``policy.window_mark``), ``streak``, ``cooldown``
                                         (until), ``reason`` (block reason), ``retry_until``
                                         (Retry-After), ``strategy`` (JSON object of
                                         strings: ``rung``, ``fetcher``, ``tier``,
@@ -198,9 +199,6 @@ class CrawlKeys:
 
     def bloom_shard(self, index: int) -> str:
         return f"{self.key('bloom')}:{index}"
-
-    def all_fixed(self) -> list[str]:
-        return [self.key(name) for name in FIXED_KEYS]
 
     @property
     def pattern(self) -> str:

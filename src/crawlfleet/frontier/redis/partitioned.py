@@ -87,7 +87,11 @@ class PartitionedQueueStore:
         for req in requests:
             groups.setdefault(partition_of(req.domain, len(self._inner)), []).append(req)
         per_partition = Budget(max_per_domain=budget.max_per_domain)
+        # Past the crawl's budget a partition admits nothing; its add still counts what it
+        # refuses (dropped.max_pages, the requests it has not seen).
+        spent = Budget(max_total=0, max_per_domain=budget.max_per_domain)
         admitted = 0
+        exhausted = False
         for index, group in groups.items():
             inner = self._inner[index]
             if budget.max_total is None:
@@ -97,9 +101,13 @@ class PartitionedQueueStore:
                 continue
             pending = group
             while pending:
+                if exhausted:
+                    await inner.add(pending, spent)
+                    break
                 granted = await self._slot.reserve(len(pending), budget.max_total)
                 if granted == 0:
-                    return admitted
+                    exhausted = True
+                    continue
                 chunk, pending = pending[:granted], pending[granted:]
                 got = await inner.add(chunk, per_partition)
                 if got < granted:

@@ -9,6 +9,7 @@ import orjson
 
 from crawlfleet.counters import CrawlStats
 from crawlfleet.frontier.accounting import expired_attempt, expired_counters, report_counters
+from crawlfleet.frontier.policy import escalation_reason, refused_again, window_mark
 from crawlfleet.frontier.store_types import (
     DelaySource,
     DomainPolicy,
@@ -64,7 +65,7 @@ def report_args(report: Report, default: DomainPolicy) -> list[Arg]:
     rules = default.blocks
     attempt = report.attempt
     return [
-        report.signal.value,
+        window_mark(report),
         report.reason,
         float(report.block_until),
         0 if attempt.outcome is Outcome.SKIPPED else 1,
@@ -79,6 +80,9 @@ def report_args(report: Report, default: DomainPolicy) -> list[Arg]:
         orjson.dumps(attempt).decode(),  # the same JSON as ``attempt.to_dict()``, faster
         counters_json(report_counters(report)),
         ",".join(rules.ladder),
+        float(rules.refusal_threshold),
+        rules.refusal_kinds,
+        1 if refused_again(report) else 0,
     ]
 
 
@@ -87,12 +91,12 @@ def policy_change(
 ) -> PolicyChange:
     """The ``PolicyChange`` of ``finish.lua``'s reply.
 
-    The reply is ``{1, change, level, blocks, n, until, rung, strategy JSON}``.
+    The reply is ``{1, change, level, count, n, until, rung, strategy JSON, rule, kinds}``.
     """
-    _, change, level, blocks, judged, until, rung, strategy = reply
+    _, change, level, count, judged, until, rung, strategy, rule, kinds = reply
     moved = orjson.loads(str(strategy)) if strategy else None
     if change == "escalated":
-        reason = f"{blocks} of {judged} recent responses blocked; last: {report.reason}"
+        reason = escalation_reason(str(rule), int(count), int(judged), int(kinds), report.reason)
         return PolicyChange(domain, int(level), "escalated", reason, float(until), str(rung), moved)
     reason = f"{default.blocks.recover_after} clean responses in a row"
     return PolicyChange(domain, int(level), "recovered", reason, 0.0, str(rung), moved)

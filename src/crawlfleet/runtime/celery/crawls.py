@@ -16,6 +16,7 @@ from crawlfleet.redact import redact
 from crawlfleet.runtime.backends import frontier_prefix, one_line, partition_pattern
 from crawlfleet.runtime.celery.definition import (
     ACTIVE_CRAWLS,
+    DISPATCHERS,
     ROOT,
     WORKERS,
     CrawlDefinition,
@@ -93,6 +94,17 @@ async def list_crawls(client: RedisClient) -> tuple[list[str], set[str]]:
     ]
     active = {str(member) for member in await client.smembers(ACTIVE_CRAWLS)}
     return sorted(ids), active
+
+
+async def dispatcher_ages(client: RedisClient, now: float) -> dict[str, float]:
+    """Crawl id -> seconds since its dispatcher's last beat (``DISPATCHERS``)."""
+    ages: dict[str, float] = {}
+    for crawl_id, raw in (await client.hgetall(DISPATCHERS)).items():
+        try:
+            ages[str(crawl_id)] = now - float(orjson.loads(raw)["seen_at"])
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            continue
+    return ages
 
 
 async def delete_crawl(client: RedisClient, crawl_id: str) -> int:

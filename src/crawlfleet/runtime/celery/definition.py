@@ -15,6 +15,10 @@ key                            type    contents
                                        ``in_flight`` steps running now, ``pages`` steps the
                                        process ran to an outcome since it started (the
                                        dashboard's pages/s is its rate)
+``crawlfleet:dispatchers``      HASH    crawl id -> JSON ``{"seen_at", "host", "pid"}``: the
+                                       crawl's dispatcher, written at its start and every
+                                       ``BEAT_EVERY_S`` while it runs; a dispatched crawl whose
+                                       entry is old has lost its dispatcher (``status``)
 ``{p}:definition``             STRING  JSON ``{"settings": {...}, "seeds": [...], "run": id}``:
                                        the validated settings without the Redis URL and the
                                        PostgreSQL DSN (workers bring their own); ``run`` is
@@ -39,6 +43,7 @@ from crawlfleet.settings import Settings
 ROOT = "crawlfleet"
 ACTIVE_CRAWLS = f"{ROOT}:crawls"
 WORKERS = f"{ROOT}:workers"
+DISPATCHERS = f"{ROOT}:dispatchers"
 SECRET_FIELDS = ("redis_url", "postgres_dsn")
 SHOWN_REFUSALS = 3
 

@@ -19,12 +19,12 @@ from redis.exceptions import RedisError
 
 from crawlfleet.clock import Clock
 from crawlfleet.errors import ConfigError, StateError
+from crawlfleet.events import EventBus
 from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.redis.connection import RedisClient
 from crawlfleet.monitoring.attempt_copier import AttemptCopier
 from crawlfleet.monitoring.attempt_log import AttemptReader
-from crawlfleet.monitoring.events import EventBus
 from crawlfleet.parsing.loader import load_parsers
 from crawlfleet.redact import redact
 from crawlfleet.runtime.admission import Admitter

@@ -28,9 +28,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 import time
 from collections.abc import Awaitable, Callable
 
+import orjson
 from redis.exceptions import RedisError
 
 from crawlfleet.clock import Clock
@@ -38,7 +41,7 @@ from crawlfleet.errors import FrontierLost, StateError
 from crawlfleet.records import QueueCounts
 from crawlfleet.runtime.backends import one_line
 from crawlfleet.runtime.celery.crawls import WORKER_SEEN_S, worker_beats
-from crawlfleet.runtime.celery.definition import ACTIVE_CRAWLS
+from crawlfleet.runtime.celery.definition import ACTIVE_CRAWLS, DISPATCHERS
 from crawlfleet.runtime.celery.dispatched import DispatchedCrawl
 from crawlfleet.runtime.celery.publisher import TaskPublisher
 from crawlfleet.runtime.control import RedisControl, RunState
@@ -57,6 +60,7 @@ time bounds a task and its pages in flight drain once a batch (decisions 0019, 0
 MIN_WAITING_TASKS = 4
 """The fewest tasks kept waiting in a queue (two a live worker when that is more): with two, a
 lone worker sat 0.1-0.5 s without a task six or seven times a crawl (decision 0028)."""
+BEAT_EVERY_S = 2.0  # the dispatcher's heartbeat (``DISPATCHERS``), well under DISPATCHER_SEEN_S
 OUTAGE_LIMIT_S = 120.0  # give up when Redis or the broker stay unreachable this long
 
 
@@ -79,6 +83,7 @@ class Dispatcher:
         self.stop = stop or asyncio.Event()
         self._control = RedisControl(crawl.client, crawl.definition.crawl_id)
         self._state = RunState.RUNNING
+        self._beat_at = -BEAT_EVERY_S
 
     @property
     def crawl_id(self) -> str:
@@ -89,6 +94,7 @@ class Dispatcher:
         settings = crawl.definition.settings
         seeds = list(crawl.definition.seeds)
         frontier = crawl.frontier
+        await self._beat()
         await frontier.reap(self._clock.now())
         await frontier.start(self._clock.now())
         await crawl.admitter.seed(seeds)
@@ -155,6 +161,8 @@ class Dispatcher:
         if crawl.definition.settings.revisit == "continuous" and self._state is RunState.RUNNING:
             await crawl.frontier.revisit(now)
         counts = await crawl.frontier.counts()
+        if time.monotonic() - self._beat_at >= BEAT_EVERY_S:
+            await self._beat()
         if counts.pending and self._state is RunState.RUNNING:
             await crawl.client.sadd(ACTIVE_CRAWLS, self.crawl_id)
             for queue, publisher in crawl.publishers.items():
@@ -162,6 +170,12 @@ class Dispatcher:
                 if next_at is not None and next_at <= now:
                     await self._top_up(queue, publisher, now)
         return counts
+
+    async def _beat(self) -> None:
+        """Say this crawl's dispatcher is alive (``DISPATCHERS``)."""
+        self._beat_at = time.monotonic()
+        beat = {"seen_at": self._clock.now(), "host": socket.gethostname(), "pid": os.getpid()}
+        await self._crawl.client.hset(DISPATCHERS, self.crawl_id, orjson.dumps(beat))
 
     async def _top_up(self, queue: str, publisher: TaskPublisher, now: float) -> None:
         beats = await worker_beats(self._crawl.client)

@@ -37,8 +37,8 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from crawlfleet.clock import SystemClock
 from crawlfleet.errors import ConfigError, FrontierLost, StateError
+from crawlfleet.events import EventBus
 from crawlfleet.frontier.redis.connection import RedisClient, connect, store_retry
-from crawlfleet.monitoring.events import EventBus
 from crawlfleet.monitoring.metrics import Metrics
 from crawlfleet.redact import redact
 from crawlfleet.runtime import event_loop

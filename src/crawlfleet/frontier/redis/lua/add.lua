@@ -1,7 +1,8 @@
 -- Admit the requests never seen before, within the budget. Returns {admitted, then the place
 -- (1 = first) of each request the budget refused}: every other request is now seen, admitted
--- or before. A request refused by the budget is not marked seen. Each joins its (kind, domain)
--- lane.
+-- or before. A request refused by the budget is not marked seen; it is counted in its
+-- domain's statistics as dropped.max_pages or dropped.max_pages_per_domain (the names of
+-- frontier/accounting.py). Each joins its (kind, domain) lane.
 -- KEYS[1] epoch
 -- KEYS[2] seen
 -- KEYS[3] bloom
@@ -15,6 +16,8 @@
 -- KEYS[11] q
 -- KEYS[12] ready
 -- KEYS[13] domain
+-- KEYS[14] stats
+-- KEYS[15] dstats
 -- ARGV[1] epoch
 -- ARGV[2] Bloom bit positions per request (0: exact dedup)
 -- ARGV[3] bits per Bloom shard
@@ -41,11 +44,15 @@ while i <= #ARGV do
   i = at + nbits
   if not is_seen(fp, at, nbits, shard_bits) then
     local fits = max_total < 0 or total < max_total
+    local over = 'dropped.max_pages'
     if fits and max_domain >= 0 then
       fits = -tonumber(redis.call('ZSCORE', K.admitted, domain) or '0') < max_domain
+      over = 'dropped.max_pages_per_domain'
     end
     if not fits then
       table.insert(refused, place)
+      redis.call('ZADD', K.admitted, 'NX', 0, domain)  -- listed by domains() with its counters
+      add_counters(domain, cjson.encode({[over] = 1}))
     else
       set_seen(fp, at, nbits, shard_bits)
       redis.call('ZINCRBY', K.admitted, -1, domain)
@@ -62,4 +69,5 @@ if admitted > 0 then
   count('queued', admitted)
 end
 write_counts()
+write_counters()
 return {admitted, unpack(refused)}

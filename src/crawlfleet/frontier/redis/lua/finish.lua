@@ -6,8 +6,10 @@
 -- freed domain's ready scores raised and the domain unparked. Each lease end writes its
 -- domain's record once. Returns one reply a lease: {0} when the lease is not current
 -- (nothing changes), else {1} or, when the block level moved, {1, 'escalated' | 'recovered',
--- level, blocks, judged, cooldown_until, rung, strategy JSON}; rung and strategy are '' when
--- there are no rungs (the slot is untouched); an error reply when ending it failed.
+-- level, count, judged, cooldown_until, rung, strategy JSON, rule, kinds}; rung and strategy
+-- are '' when there are no rungs (the slot is untouched); rule is 'blocked' (count: blocks)
+-- or 'refused' (count: refused or blocked, over kinds of URL), '' on recovery (frontier/
+-- policy.py's rules); an error reply when ending it failed.
 -- KEYS[1] epoch
 -- KEYS[2] req
 -- KEYS[3] parked
@@ -26,13 +28,14 @@
 -- KEYS[16] domain
 -- KEYS[17] dstats
 -- ARGV[1] epoch
--- then per lease end ARGV[2..21] (the numbers of the first; the next starts at 22):
+-- then per lease end ARGV[2..24] (the numbers of the first; the next starts at 25):
 -- ARGV[2] lease token
 -- ARGV[3] complete | retry | bury
 -- ARGV[4] retry: not_before; bury: died_at (epoch s)
 -- ARGV[5] retry, bury: the error for the request's history
 -- ARGV[6] retry: the request JSON to store (attempt already incremented)
--- ARGV[7] signal: none | success | block
+-- ARGV[7] the block window's mark: '' (none), 'o' (success), 'b' (block), else a refused
+--   URL's kind (frontier/policy.py's window_mark)
 -- ARGV[8] reason (of a block or a Retry-After)
 -- ARGV[9] block_until (epoch s; 0: none)
 -- ARGV[10] 1 when the attempt fetched something (the domain rests), 0 when skipped
@@ -43,9 +46,38 @@
 -- ARGV[19] attempt JSON
 -- ARGV[20] counters: a JSON object, name -> number
 -- ARGV[21] the ladder's rungs, comma-separated ('' for none): frontier/ladder.py's rules
+-- ARGV[22..23] block rules: refusal_threshold, refusal_kinds
+-- ARGV[24] 1 when the report is the refusal of a retry: no mark while the window holds an 'o'
 
 check_epoch()
-local ARGS = 20  -- a lease end's arguments
+local ARGS = 23  -- a lease end's arguments
+
+-- The rule by which a block window shows a ban (frontier/policy.py's ban_rule): the rule,
+-- its count and the number of distinct refusal marks; nil when it shows none.
+local function ban_rule(window, size, min_samples, threshold, refusal_threshold, refusal_kinds)
+  local judged = #window
+  local _, blocks = string.gsub(window, 'b', '')
+  if judged >= min_samples and blocks / judged >= threshold then
+    return 'blocked', blocks, 0
+  end
+  if judged < size then
+    return nil
+  end
+  local _, clean = string.gsub(window, 'o', '')
+  local refused = judged - clean
+  local seen, kinds = {}, 0
+  for i = 1, judged do
+    local mark = string.sub(window, i, i)
+    if mark ~= 'b' and mark ~= 'o' and not seen[mark] then
+      seen[mark] = true
+      kinds = kinds + 1
+    end
+  end
+  if refused == judged or (refused / judged >= refusal_threshold and kinds >= refusal_kinds) then
+    return 'refused', refused, kinds
+  end
+  return nil
+end
 -- What the call's lease ends leave to its end, one command a key (or a domain) for all (the
 -- ended leases: _lib.lua's end_lease and delete_ended):
 local attempts = {}  -- the attempt rows, pushed in one RPUSH
@@ -96,34 +128,45 @@ local function finish(o)
   local result = {1}
   local fields = {}
 
-  if ARGV[o + 7] == 'block' then
-    window = string.sub(window .. 'b', -size)
-    streak = 0
-    local judged = #window
-    local _, blocks = string.gsub(window, 'b', '')
-    if judged >= min_samples and blocks / judged >= threshold and level < max_level then
-      level = level + 1
-      window = ''
-      local cooldown = at + tonumber(ARGV[o + 18]) * 2 ^ (level - 1)
-      new_ready = math.max(new_ready, cooldown)
-      redis.call('HSET', key, 'cooldown', fmt(cooldown), 'reason', ARGV[o + 8])
-      result = {1, 'escalated', level, blocks, judged, fmt(cooldown), '', ''}
-      if #rungs > 0 then
-        result[7] = rung_of(rungs, level)
-        result[8] = move_strategy(key, rungs, true, level)
-      end
-    end
-    fields = {'level', level, 'window', window, 'streak', streak}
-  elseif ARGV[o + 7] == 'success' then
+  local mark = ARGV[o + 7]
+  if ARGV[o + 24] == '1' and string.find(window, 'o', 1, true) then
+    mark = ''
+  end
+  if mark == 'o' then
     window = string.sub(window .. 'o', -size)
     streak = streak + 1
     if level > 0 and streak >= recover_after then
       level = level - 1
       streak = 0
-      result = {1, 'recovered', level, 0, 0, '0', '', ''}
+      result = {1, 'recovered', level, 0, 0, '0', '', '', '', 0}
       if #rungs > 0 then
         result[7] = level > 0 and rung_of(rungs, level) or ''
         result[8] = move_strategy(key, rungs, false, level)
+      end
+    end
+    fields = {'level', level, 'window', window, 'streak', streak}
+  elseif mark ~= '' then
+    window = string.sub(window .. mark, -size)
+    if mark == 'b' then
+      streak = 0
+    end
+    local rule, count, kinds = nil, 0, 0
+    if level < max_level then
+      rule, count, kinds = ban_rule(window, size, min_samples, threshold,
+        tonumber(ARGV[o + 22]), tonumber(ARGV[o + 23]))
+    end
+    if rule then
+      local judged = #window
+      level = level + 1
+      window = ''
+      streak = 0
+      local cooldown = at + tonumber(ARGV[o + 18]) * 2 ^ (level - 1)
+      new_ready = math.max(new_ready, cooldown)
+      redis.call('HSET', key, 'cooldown', fmt(cooldown), 'reason', ARGV[o + 8])
+      result = {1, 'escalated', level, count, judged, fmt(cooldown), '', '', rule, kinds}
+      if #rungs > 0 then
+        result[7] = rung_of(rungs, level)
+        result[8] = move_strategy(key, rungs, true, level)
       end
     end
     fields = {'level', level, 'window', window, 'streak', streak}

@@ -10,12 +10,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from crawlfleet.records import Attempt, QueueCounts
-
-if TYPE_CHECKING:
-    from crawlfleet.pipeline.schema_watch import SchemaChange
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,9 +111,15 @@ class ItemsStored:
 
 @dataclass(frozen=True, slots=True)
 class SchemaChanged:
-    """Stored items of a type showed a schema change first (``pipeline/schema_watch.py``)."""
+    """Stored items of a type showed a schema change first (``pipeline/schema_watch.py``):
+    ``change`` is ``new field``, ``type change``, ``field gone`` or ``too many fields``;
+    ``urls`` the first items that showed it."""
 
-    change: SchemaChange
+    item_type: str
+    change: str
+    field: str
+    detail: str
+    urls: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
