@@ -198,6 +198,12 @@ class Settings(BaseSettings):
         default=2000, ge=64, description="deeper HTML fails unparsed (tree building is quadratic)"
     )
     max_parse_s: float = Field(default=10.0, gt=0, le=3600, description="one page's parse")
+    max_body_bytes_in_flight: int = Field(
+        default=64 * 1024 * 1024,
+        ge=1024 * 1024,
+        description="bodies a process's steps hold (fetched, not yet parsed and stored); "
+        "no step starts past it, one always may (runtime/body_bytes.py)",
+    )
 
     # Data quality (parsing/expect.py, runtime/drift.py; decision 0051)
     on_drift: Literal["pause", "continue"] = Field(
@@ -246,6 +252,13 @@ class Settings(BaseSettings):
     # Storage
     state_dir: Path = Path(".crawlfleet")
     output: OutputPath | None = None
+    archive: str | None = Field(
+        default=None,
+        description="keep every response fetched as WARC files in this directory (archive/)",
+    )
+    archive_file_bytes: int = Field(
+        default=1_000_000_000, ge=1_000_000, description="size at which a WARC file is rolled"
+    )
     attempt_log_max_rows: int | None = Field(
         default=DEFAULT_ATTEMPT_LOG_MAX_ROWS,
         ge=1_000,

@@ -2,8 +2,8 @@
 
 Two keys checked on their own (``output``'s format, ``redis_url``), then the rules between
 keys, in this order: timeouts, block window, proxy wait and ladder; recrawl tuning; the
-bound on one crawl step. Each failure is a ``ValueError`` whose text ``settings_loading``
-turns into one line.
+bound on one crawl step; a distributed archive's index. Each failure is a
+``ValueError`` whose text ``settings_loading`` turns into one line.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ def check_agreement(settings: Settings) -> None:
     _timeouts_consistent(settings)
     _recrawl_rules_apply(settings)
     _a_step_fits_its_bound(settings)
+    _archive_has_an_index(settings)
 
 
 def _timeouts_consistent(settings: Settings) -> None:
@@ -103,3 +104,10 @@ def _a_step_fits_its_bound(settings: Settings) -> None:
             f" + max_parse_s{browser} ({least_s:g}): a step may read robots.txt, fetch its"
             " page, parse it and read the robots.txt of its links' new hosts"
         )
+
+
+def _archive_has_an_index(settings: Settings) -> None:
+    # A distributed crawl's capture index is in its PostgreSQL (archive/postgres_index.py).
+    distributed = settings.redis_url is not None
+    if settings.archive is not None and distributed and settings.postgres_dsn is None:
+        raise ValueError("archive: a distributed crawl keeps its archive index in postgres_dsn")

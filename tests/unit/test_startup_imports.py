@@ -1,7 +1,8 @@
 """What the CLI imports before a crawl runs: start-up is part of every crawl's CPU.
 
 aiohttp (~90 ms to import here) serves only requests through a proxy and the demo site; a
-crawl without proxies should not load it (decision 0038).
+crawl without proxies should not load it (decision 0038). prometheus_client (~45 ms) serves
+only metrics: the dashboard command and ``--metrics-port`` load it, nothing else.
 """
 
 from __future__ import annotations
@@ -18,6 +19,11 @@ def _imported_by(statement: str, modules: list[str]) -> list[str]:
 
 def test_the_cli_loads_without_aiohttp() -> None:
     assert _imported_by("import crawlfleet.cli.main", ["aiohttp", "crawlfleet.demosite"]) == []
+
+
+def test_the_cli_loads_without_prometheus_client_or_the_dashboard() -> None:
+    modules = ["prometheus_client", "crawlfleet.dashboard.embedded", "crawlfleet.dashboard.app"]
+    assert _imported_by("import crawlfleet.cli.main", modules) == []
 
 
 def test_the_http_fetcher_imports_aiohttp_only_for_a_proxy() -> None:

@@ -167,6 +167,12 @@ def crawl(
         Path | None,
         typer.Option("--http-cache", help="store responses in DIR and replay them (development)"),
     ] = None,
+    archive: Annotated[
+        str | None,
+        typer.Option(
+            "--archive", help="keep every response fetched as WARC files in this directory"
+        ),
+    ] = None,
     secrets: Annotated[
         Path | None,
         typer.Option("--secrets", help="TOML file of per-domain login and Basic auth secrets"),
@@ -222,6 +228,7 @@ def crawl(
             frontier_partitions=partitions,
             accept_unsafe_redis=accept_unsafe_redis,
             http_cache_dir=http_cache,
+            archive=archive,
             secrets_file=secrets,
             revisit="continuous" if continuous else "pass" if recrawl else None,
         )

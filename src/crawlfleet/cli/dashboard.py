@@ -15,18 +15,18 @@ import asyncio
 import ipaddress
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
 from crawlfleet.cli.console import fail, safe
-from crawlfleet.dashboard.embedded import EmbeddedSource
-from crawlfleet.dashboard.sources import Source
 from crawlfleet.errors import ConfigError, CrawlfleetError
-from crawlfleet.monitoring.metrics import Metrics
 from crawlfleet.redisurl import check_redis_url
 from crawlfleet.settings_loading import load_settings
+
+if TYPE_CHECKING:  # the dashboard's modules load with the command, not with every command
+    from crawlfleet.dashboard.sources import Source
 
 TOKEN_ENV = "CRAWLFLEET_DASHBOARD_TOKEN"
 MIN_TOKEN_CHARS = 12
@@ -91,6 +91,7 @@ def dashboard(
             import uvicorn
 
             from crawlfleet.dashboard.app import create_app
+            from crawlfleet.monitoring.metrics import Metrics
         except ImportError as exc:
             raise _extra_missing(exc) from None
         if token is not None and len(token) < MIN_TOKEN_CHARS:
@@ -140,6 +141,8 @@ def _embedded(
     )
     if not os.path.isdir(settings.state_dir):
         raise ConfigError(f"no state directory {settings.state_dir}")
+    from crawlfleet.dashboard.embedded import EmbeddedSource
+
     return EmbeddedSource(settings)
 
 

@@ -7,6 +7,7 @@ import os
 import typer
 
 from crawlfleet.cli import (
+    archive,
     changes,
     crawl,
     dashboard,
@@ -18,6 +19,7 @@ from crawlfleet.cli import (
     ops,
     parsers,
     proxies,
+    reparse,
     shell,
     status,
     vacuum,
@@ -46,6 +48,8 @@ def _secret_files() -> None:
 
 
 app.command()(crawl.crawl)
+archive.register(app)
+reparse.register(app)
 changes.register(app)
 dlq.register(app)
 demo.register(app)

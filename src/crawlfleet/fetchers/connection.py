@@ -78,6 +78,7 @@ class Exchange:
         "keep_alive",
         "limit",
         "line_bytes",
+        "peer",
         "quiet_bytes",
         "size",
         "status",
@@ -126,10 +127,14 @@ class Exchange:
         self.error: FetchError | TimeoutError | None = None
         self.unanswered = False
         """The server closed the connection before a byte of the response."""
+        self.peer: str | None = None
+        """The server's IP address (the archive's ``WARC-IP-Address``)."""
 
-    @property
-    def body(self) -> bytes:
+    def take_body(self) -> bytes:
+        """The body read, handed over once: the chunks are let go, so a pooled connection
+        does not keep its last response's body alive while it waits for the next request."""
         body = b"".join(self.chunks)
+        self.chunks = []
         return body if self.cut_at is None else body[: self.limit]
 
     def restart_head(self) -> None:
@@ -149,6 +154,7 @@ class Connection(asyncio.Protocol):
         self._parser = _response_parser(self)
         self._loop = asyncio.get_running_loop()
         self.transport: asyncio.Transport | None = None
+        self.peer: str | None = None
         self.exchange: Exchange | None = None
         self.closed = False
         self.idle_since = 0.0
@@ -159,6 +165,8 @@ class Connection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is no subclass
+        address = transport.get_extra_info("peername")
+        self.peer = str(address[0]) if address else None
 
     def data_received(self, data: bytes) -> None:
         exchange = self.exchange
@@ -333,6 +341,7 @@ class Connection(asyncio.Protocol):
         """Write a request and wait until ``exchange`` is done or failed."""
         assert self.transport is not None
         self.exchange = exchange
+        exchange.peer = self.peer
         self._last_read = self._loop.time()
         wake = min(self._last_read + self._read_timeout_s, exchange.deadline)
         self._timer = self._loop.call_at(wake, self._check)

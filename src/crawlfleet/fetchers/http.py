@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from multidict import CIMultiDict
 
+from crawlfleet.archive.protocols import ResponseKeeper, Sent
 from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.errors import FetchError, ForbiddenAddress
 from crawlfleet.fetchers.addresses import (
@@ -51,7 +52,8 @@ class HttpFetcher:
     Cookies are not kept between fetches. ``credentials`` are sent as Basic auth to their
     own origin only, hop by hop; userinfo in a URL is never sent. The request's method, body
     and headers are sent as ``fetchers.hops.Hop`` says, redirect by redirect. Create, use and close it in
-    one event loop.
+    one event loop. ``keeper`` (the crawl's archive) gets every response returned, with its
+    body as sent, before ``fetch`` returns it.
     """
 
     def __init__(
@@ -62,8 +64,10 @@ class HttpFetcher:
         forbidden: AddressPredicate | None = None,
         follow_redirects: bool = True,
         credentials: Credentials | None = None,
+        keeper: ResponseKeeper | None = None,
     ) -> None:
         self._settings = settings
+        self._keeper = keeper
         self._credentials = credentials if credentials is not None else Credentials()
         self._follow = follow_redirects
         self._clock = clock or SystemClock()
@@ -132,10 +136,11 @@ class HttpFetcher:
                     sent.update(proxy_headers)
                 headers_sent = _merged(base, sent) if sent else base
                 if proxy is None:
-                    status, headers, raw = await self._exchange(
+                    status, headers, raw, peer = await self._exchange(
                         url, target, hop, headers_sent, truncate_at_bytes, deadline
                     )
                 else:
+                    peer = None  # the proxy's address, not the server's
                     async with asyncio.timeout_at(deadline):
                         status, headers, raw = await self._proxied_session().exchange(
                             url,
@@ -153,6 +158,7 @@ class HttpFetcher:
                     else None
                 )
                 if location is None:
+                    sent_body = raw
                     if encoding := headers.get("content-encoding"):
                         async with asyncio.timeout_at(deadline):
                             raw = await self._decoded(raw, encoding, url, truncate_at_bytes)
@@ -167,7 +173,7 @@ class HttpFetcher:
             raise
         except Exception as exc:
             raise self._describe(exc, url) from exc
-        return FetchResult(
+        result = FetchResult(
             url=request.url,
             final_url=url,
             status=status,
@@ -179,6 +185,11 @@ class HttpFetcher:
             fetched_at=self._clock.now(),
             request=request,
         )
+        if self._keeper is not None:
+            cut = truncate_at_bytes is not None and len(sent_body) >= truncate_at_bytes
+            kept = Sent(hop.method, headers_sent, hop.body, sent_body, cut, peer)
+            await self._keeper.keep(result, kept)
+        return result
 
     async def _exchange(
         self,
@@ -188,8 +199,9 @@ class HttpFetcher:
         headers: Mapping[str, str],
         truncate_at_bytes: int | None,
         deadline: float,
-    ) -> tuple[int, dict[str, str], bytes]:
-        """One direct hop on the wire: status, lower-case headers, the body as sent."""
+    ) -> tuple[int, dict[str, str], bytes, str | None]:
+        """One direct hop on the wire: status, lower-case headers, the body as sent, the
+        server's IP address."""
         head = request_head(hop.method, target.path_qs, target.authority, headers, hop.body)
         exchange = await self._wire.request(
             url,
@@ -201,7 +213,7 @@ class HttpFetcher:
             idempotent=hop.method in _IDEMPOTENT,
             deadline=deadline,
         )
-        return exchange.status, exchange.headers, exchange.body
+        return exchange.status, exchange.headers, exchange.take_body(), exchange.peer
 
     async def _decoded(
         self, body: bytes, encoding: str, url: str, truncate_at_bytes: int | None

@@ -2,7 +2,8 @@
 
 Building an HTML tree is quadratic in its nesting depth (lexbor: 10,000 unclosed ``<div>``
 0.09 s, 40,000 1.6 s, 100,000 20 s), so a 50 KB gzip page could hold a worker for hours. A
-byte scan refuses HTML nested deeper than ``max_nesting_depth`` before any parse. A page of
+byte scan refuses HTML nested deeper than ``max_nesting_depth`` before any parse, mostly at
+the regular-expression engine's speed (decision 0047). A page of
 at most ``INLINE_MAX_BYTES`` is then parsed on the event loop's thread, stopped at
 ``max_parse_s`` by ``deadline.MAIN_THREAD_DEADLINE`` (decision 0023: handing every page to a
 thread cost a third of the crawl's CPU). A larger page, or any page when the loop does not
@@ -10,7 +11,9 @@ run on the main thread (or the process handles ``SIGALRM`` itself), is parsed in
 budget's threads (lexbor releases the GIL while it builds the tree, so the loop goes on), and
 a parse not done within ``max_parse_s`` (waiting for a thread included) fails; a thread
 cannot be stopped, so that parse runs on in the background and its result is dropped. Both
-failures are ``ParseBudgetExceeded``.
+failures are ``ParseBudgetExceeded``. Before a thread takes it, a page waits until the pages
+parsing there hold few enough bytes (``tree_memory.ParseBytes``, decision 0048: a tree is
+10-20 times its page); that wait is not part of ``max_parse_s``.
 
 The links of any parser are capped at ``max_links`` (``max_links_per_page``, 100,000 by
 default); the parse says how many it cut, and the crawl counts them
@@ -23,7 +26,9 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from dataclasses import dataclass, replace
 
 from crawlfleet.errors import ParseBudgetExceeded
@@ -31,6 +36,7 @@ from crawlfleet.models import DEFAULT_MAX_CONTEXT_BYTES, FetchResult, ParseResul
 from crawlfleet.parsing.deadline import MAIN_THREAD_DEADLINE, DeadlinePassed
 from crawlfleet.parsing.payloads import check_payloads
 from crawlfleet.parsing.protocols import Parser
+from crawlfleet.parsing.tree_memory import TRIM_AFTER_BYTES, ParseBytes, return_free_heap
 from crawlfleet.settings import Settings
 
 # Pages up to this size are parsed on the loop's thread. lexbor builds a 20 KB page's tree in
@@ -46,6 +52,24 @@ _NOT_NESTING = frozenset(
     b"basefont bgsound p li dt dd tr td th option optgroup rb rt rp rtc thead tbody tfoot "
     b"colgroup caption html head body".split()
 )
+# An element closed by the next tag of the same name, holding only text and elements of the
+# same shape, up to this many levels deep: ``<li><a href=x><code>f</code></a></li>`` is one.
+# Each such run leaves the tag scan's state as it found it (its end tags close what its
+# start tags opened), so cutting it out lowers the depth found by at most this much.
+_RUN_LEVELS = 6
+
+
+def _closed_run(level: int) -> str:
+    inner = f"(?:{_closed_run(level + 1)}[^<]*+)*+" if level < _RUN_LEVELS else ""
+    return rf"<([A-Za-z][A-Za-z0-9-]*+)[^<]*+{inner}</\{level}(?![A-Za-z0-9-])"
+
+
+_CLOSED_RUN = re.compile(_closed_run(1).encode())
+# One re.sub call holds the GIL throughout: runs are cut this many bytes at a time.
+_PIECE_BYTES = 256 * 1024
+# Real pages spend more bytes than this on a tag: a page shorter than the limit times this
+# is first bounded by counting its start tags, a longer one goes straight to the runs.
+_BYTES_PER_TAG = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,12 +99,50 @@ def nested_deeper_than(html: bytes, max_depth: int) -> bool:
     with no open element of its name is ignored, as a parser does. Void elements and those
     with optional end tags (``p``, ``li``, ``td`` ...) are not counted: the depth found can
     be a few times lower than a parser's for nested tables, never unbounded.
+
+    The answer is that of scanning every tag; most tags are first cut out in closed runs
+    (``_CLOSED_RUN``, replaced by a space so no new tag forms), and the tags left decide it
+    unless they come within ``_RUN_LEVELS`` of the limit.
     """
-    starts = html.count(b"<")  # counting one byte: ~13 µs for a 20 KB page, a pair ~20 µs
-    if starts <= max_depth or starts - html.count(b"</") <= max_depth:
-        return False  # fewer start tags than the limit
+    if len(html) <= _BYTES_PER_TAG * max_depth and _start_tags_at_most(html) <= max_depth:
+        return False
+    rest = _cut_closed_runs(html)
+    if _start_tags_at_most(rest) + _RUN_LEVELS <= max_depth:
+        return False
+    depth = _deepest(rest, max_depth)
+    if depth > max_depth:
+        return True  # what was cut out left the depth around it as it was
+    if depth + _RUN_LEVELS <= max_depth:
+        return False
+    return _deepest(html, max_depth) > max_depth
+
+
+def _cut_closed_runs(html: bytes) -> bytes:
+    """``html`` with its closed runs replaced by a space, a piece at a time.
+
+    One ``re.sub`` holds the GIL throughout (~3 ns a byte): in pieces of about
+    ``_PIECE_BYTES``, a parse thread lets the event loop in between them. Each piece ends
+    before a ``<``, so no tag is split; a run across two pieces is left whole, as if uncut.
+    """
+    pieces: list[bytes] = []
+    start = 0
+    while start < len(html):
+        end = html.find(b"<", start + _PIECE_BYTES)
+        end = len(html) if end < 0 else end
+        pieces.append(_CLOSED_RUN.sub(b" ", html[start:end]))
+        start = end
+    return b"".join(pieces)
+
+
+def _start_tags_at_most(html: bytes) -> int:
+    """A bound on the start tags of ``html`` counting bytes (~0.9 ns a byte, C speed)."""
+    return html.count(b"<") - html.count(b"</")
+
+
+def _deepest(html: bytes, stop_above: int) -> int:
+    """The deepest nesting of ``html``'s tags, or the first depth above ``stop_above``."""
     open_by_name: Counter[bytes] = Counter()
-    depth = 0
+    depth = deepest = 0
     for match in _TAG.finditer(html):
         closing, name = match.groups()
         name = name.lower()
@@ -89,12 +151,14 @@ def nested_deeper_than(html: bytes, max_depth: int) -> bool:
         if not closing:
             open_by_name[name] += 1
             depth += 1
-            if depth > max_depth:
-                return True
+            if depth > deepest:
+                deepest = depth
+                if deepest > stop_above:
+                    break
         elif open_by_name[name]:
             open_by_name[name] -= 1
             depth -= 1
-    return False
+    return deepest
 
 
 class ParseBudget:
@@ -103,6 +167,7 @@ class ParseBudget:
     def __init__(self, limits: ParseLimits, *, threads: int = 2) -> None:
         self.limits = limits
         self._executor = ThreadPoolExecutor(threads, thread_name_prefix="crawlfleet-parse")
+        self._parse_bytes = ParseBytes()
 
     async def parse(self, parser: Parser, result: FetchResult) -> tuple[ParseResult, int]:
         """``parser(result)`` with at most ``max_links`` links, and how many links it cut.
@@ -119,10 +184,18 @@ class ParseBudget:
             except DeadlinePassed:
                 raise self._late(result) from None
         loop = asyncio.get_running_loop()
-        work = loop.run_in_executor(self._executor, self._parse, parser, result)
+        size = len(result.body)
+        await self._parse_bytes.take(size)  # before the deadline starts (tree_memory.py)
+        try:
+            done = self._executor.submit(self._parse, parser, result)
+        except BaseException:
+            self._parse_bytes.give_back(size)
+            raise
+        # The bytes are given back when the thread is done, even with a parse past its deadline.
+        done.add_done_callback(lambda _: _call_soon(loop, self._parse_bytes.give_back, size))
         try:
             async with asyncio.timeout(self.limits.max_parse_s) as deadline:
-                return await work
+                return await asyncio.wrap_future(done)
         except TimeoutError:
             if not deadline.expired():
                 raise  # the parser's own
@@ -140,6 +213,8 @@ class ParseBudget:
                 f"{result.final_url}: HTML nested deeper than {limits.max_nesting_depth} elements"
             )
         parsed = parser(result)
+        if len(result.body) >= TRIM_AFTER_BYTES:
+            return_free_heap()  # the tree is gone; glibc would keep its pages
         check_payloads(parsed.links, limits.max_context_bytes)
         cut = len(parsed.links) - limits.max_links
         if cut > 0:
@@ -149,3 +224,11 @@ class ParseBudget:
     def close(self) -> None:
         """Drop queued parses; a running one finishes in its thread."""
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _call_soon(
+    loop: asyncio.AbstractEventLoop, give_back: Callable[[int], None], size: int
+) -> None:
+    """``give_back(size)`` on ``loop`` from a parse thread; nothing if the loop is closed."""
+    with suppress(RuntimeError):  # the loop closed while the parse ran on
+        loop.call_soon_threadsafe(give_back, size)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from crawlfleet.archive.protocols import ResponseKeeper
 from crawlfleet.clock import Clock
 from crawlfleet.fetchers.addresses import is_forbidden_address
 from crawlfleet.fetchers.protocols import Fetcher
@@ -26,8 +27,11 @@ SCREENSHOTS_DIR = "screenshots"
 """Under the state directory: the failed pages' screenshots (``browser_screenshots``)."""
 
 
-def build_browser(settings: Settings, clock: Clock, router: Router) -> BrowserFetcher:
-    """The crawl's ``BrowserFetcher`` over a new (not yet launched) ``BrowserPool``."""
+def build_browser(
+    settings: Settings, clock: Clock, router: Router, keeper: ResponseKeeper | None = None
+) -> BrowserFetcher:
+    """The crawl's ``BrowserFetcher`` over a new (not yet launched) ``BrowserPool``;
+    ``keeper``: the archive its rendered pages go to."""
     from crawlfleet.fetchers.browser.fetcher import BrowserFetcher
     from crawlfleet.fetchers.browser.guard import RequestGuard
     from crawlfleet.fetchers.browser.pool import BrowserPool
@@ -54,6 +58,7 @@ def build_browser(settings: Settings, clock: Clock, router: Router) -> BrowserFe
         max_body_bytes=settings.max_body_bytes,
         clock=clock,
         screenshots=screenshots,
+        keeper=keeper,
     )
 
 

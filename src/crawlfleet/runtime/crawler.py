@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from crawlfleet.clock import Clock
 from crawlfleet.counters import Counters, Limit, dropped_counter, merge
@@ -60,6 +60,7 @@ from crawlfleet.runtime.attempts import (
     limits_note,
     quality_counters,
 )
+from crawlfleet.runtime.body_bytes import BodyBytes, StepBody
 from crawlfleet.runtime.drift import DriftWatch
 from crawlfleet.runtime.freshness import GONE_STATUSES, NOT_MODIFIED, Freshness, conditional
 from crawlfleet.runtime.login import LoginFailed
@@ -77,9 +78,10 @@ class CrawlerParts:
     step (the ``ClaimLoop``'s watchdog). ``freshness`` sends a known URL's validators and
     remembers each visit (``runtime/freshness.py``). ``strategies``: the domains' strategy
     slots, which may fetch an ``http`` request with the ``impersonate`` or the ``browser``
-    fetcher (None: every request is fetched with its own kind). ``drift``: the drift tests
-    of parsers with expectations and their circuit breaker (None: not watched);
-    ``samples`` keeps a mismatched page per (parser, reason) (None: none kept).
+    fetcher (None: every request is fetched with its own kind). ``body_bytes``: the bodies
+    this process's steps hold, which the claim loop keeps within its budget (0048).
+    ``drift``: the drift tests of parsers with expectations and their circuit breaker (None:
+    not watched); ``samples`` keeps a mismatched page per (parser, reason) (None: none kept).
     """
 
     frontier: Frontier
@@ -96,6 +98,7 @@ class CrawlerParts:
     freshness: Freshness
     max_step_s: float = MAX_STEP_S
     strategies: Strategies | None = None
+    body_bytes: BodyBytes = field(default_factory=BodyBytes)
     drift: DriftWatch | None = None
     samples: MismatchSamples | None = None
 
@@ -122,6 +125,10 @@ class Crawler:
         Raises ``ConfigError`` for a request whose fetcher kind this process has no fetcher
         for (the claim should never have handed it out here).
         """
+        with self.parts.body_bytes.step() as body:
+            await self._process(lease, body)
+
+    async def _process(self, lease: Lease, body: StepBody) -> None:
         p = self.parts
         request = lease.request
         if sitemap_depth(request.data) is not None:
@@ -157,6 +164,7 @@ class Crawler:
             step = Step(lease, started, route=exc.route, kind=kind, screenshot=exc.screenshot)
             await self._fail(step, str(exc), retry=exc.transient)
             return
+        body.fetched(len(result.body))
         signal, why = judge(result)
         step = Step(lease, started, result, signal, why, kind=kind, visit=visit)
         await self._fetched(step, result)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 
+from crawlfleet.archive.protocols import ResponseKeeper
 from crawlfleet.clock import Clock
 from crawlfleet.errors import ConfigError
 from crawlfleet.fetchers.cache import TruncatingFetcher
@@ -34,14 +35,17 @@ def build_fetchers(
     credentials: Credentials,
     logged_in: Callable[[Fetcher], Fetcher] = lambda fetcher: fetcher,
     routed: Callable[[ViaFetcher], Fetcher] = lambda fetcher: fetcher,
+    keeper: ResponseKeeper | None = None,
 ) -> dict[str, Fetcher]:
     """The crawl's fetchers by kind; redirects become queued links (``Crawler``).
 
     The HTTP chain, top to bottom: hooks, cache, ``logged_in``, ``routed`` (crawl sessions)
     (``runtime.fetch_chain``); the ``impersonate`` fetcher (when servable) sits in the same
-    chain.
+    chain. ``keeper`` (the archive) gets every response of the HTTP fetcher.
     """
-    http = HttpFetcher(settings, clock=clock, follow_redirects=False, credentials=credentials)
+    http = HttpFetcher(
+        settings, clock=clock, follow_redirects=False, credentials=credentials, keeper=keeper
+    )
     fetchers: dict[str, Fetcher] = {
         "http": hooked(cached(logged_in(routed(http)), settings, clock), settings),
         "file": FileFetcher(settings, clock=clock),
@@ -96,15 +100,17 @@ def build_robots(
     credentials: Credentials,
     link: SessionLink | None = None,
     on_read: ReadFn | None = None,
+    keeper: ResponseKeeper | None = None,
 ) -> tuple[RobotsCache | None, FetchFn]:
     """The robots.txt cache (None when robots are not obeyed) and the side fetch it and the
     sitemap reader use (redirects followed, at least ``ROBOTS_MIN_REDIRECTS``; through a
     session of the URL's domain when the crawl has proxies: ``link``). ``on_read`` hears each
-    robots.txt read (``Frontier.robots_delay``). ``ConfigError`` when no product token can be
-    told from ``user_agent`` and ``robots_token``."""
+    robots.txt read (``Frontier.robots_delay``); the archive (``keeper``) gets their
+    responses. ``ConfigError`` when no product token can be told from ``user_agent`` and
+    ``robots_token``."""
     hops = max(settings.max_redirects, ROBOTS_MIN_REDIRECTS)
     side_settings = settings.model_copy(update={"max_redirects": hops})
-    http = HttpFetcher(side_settings, clock=clock, credentials=credentials)
+    http = HttpFetcher(side_settings, clock=clock, credentials=credentials, keeper=keeper)
     side: TruncatingFetcher = http
     if link is not None:
         rules = UrlRules(settings.strip_query_params, settings.politeness_key)

@@ -54,7 +54,8 @@ class ClaimLoop:
     """Claims due leases of ``kinds`` and runs ``crawler.process`` on each, concurrently.
 
     ``concurrency`` bounds the steps in flight of the kinds not in ``kind_limits``; each kind
-    in ``kind_limits`` has its own bound (``loop_lanes.py``).
+    in ``kind_limits`` has its own bound (``loop_lanes.py``); all of them together start no
+    more steps than the crawler's ``body_bytes`` has room for (``body_bytes.py``).
     """
 
     def __init__(
@@ -81,6 +82,7 @@ class ClaimLoop:
         self._frontier = crawler.parts.frontier
         self._max_step_s = crawler.parts.max_step_s
         self._watchdog = StepWatchdog(self._max_step_s)
+        self._body_bytes = crawler.parts.body_bytes
         self._kinds = kinds
         self._clock = clock
         self._processed = 0
@@ -147,14 +149,16 @@ class ClaimLoop:
                 reason = self._reason_to_stop(stop, now, deadline, claimed, max_leases)
                 if reason:
                     break
+                room = self._body_bytes.room()  # steps claimed earlier have all started
                 for lane in self._lanes:
-                    free = lane.free
+                    free = min(lane.free, room)
                     if max_leases is not None:
                         free = min(free, max_leases - claimed)
                     if free <= 0 or held:
                         continue
                     for lease in await self._frontier.claim(free, now, lane.kinds):
                         claimed += 1
+                        room -= 1
                         renewer.hold(lease)
                         self._running += 1
                         task = asyncio.create_task(self._step(lease, renewer, stop_on_error))
@@ -174,7 +178,7 @@ class ClaimLoop:
                         if now - idle_since >= idle_s:
                             reason = "idle"
                             break
-                full = held or all(lane.free <= 0 for lane in self._lanes)
+                full = held or room <= 0 or all(lane.free <= 0 for lane in self._lanes)
                 wait_s = await self._wait_s(now, full=full)
                 if idle_s is not None and idle_since is not None:
                     wait_s = min(wait_s, max(MIN_WAIT_S, idle_since + idle_s - now))

@@ -11,6 +11,7 @@ import socket
 from collections.abc import Collection, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from crawlfleet.clock import Clock
 from crawlfleet.errors import StateError
@@ -23,7 +24,6 @@ from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.frontier.scope import Scope, TrapLimits
 from crawlfleet.frontier.sitemaps import SitemapLimits
 from crawlfleet.frontier.store_types import Budget
-from crawlfleet.monitoring.browser_metrics import PoolFigures
 from crawlfleet.monitoring.samples import DIRECTORY as SAMPLES_DIR
 from crawlfleet.monitoring.samples import MismatchSamples
 from crawlfleet.parsing.budget import ParseBudget, ParseLimits
@@ -36,7 +36,9 @@ from crawlfleet.pipeline.processors import default_processors
 from crawlfleet.pipeline.protocols import PageTracker
 from crawlfleet.proxies.pool import ProxyPool
 from crawlfleet.runtime.admission import Admitter
+from crawlfleet.runtime.archiving import open_archive
 from crawlfleet.runtime.backends import Backends, open_store
+from crawlfleet.runtime.body_bytes import BodyBytes
 from crawlfleet.runtime.browser_lane import browser_lane, build_browser
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
 from crawlfleet.runtime.drift import DriftOptions, DriftWatch
@@ -50,6 +52,9 @@ from crawlfleet.runtime.strategy import Strategies
 from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.settings import Settings
 from crawlfleet.urls import UrlRules
+
+if TYPE_CHECKING:  # prometheus_client (~45 ms to import) only where metrics are served
+    from crawlfleet.monitoring.browser_metrics import PoolFigures
 
 
 def worker_name() -> str:
@@ -168,12 +173,13 @@ async def build_crawl(
     logged_in = await login_link(settings, clock, stack, secrets)
     frontier = build_frontier(settings, store, seeds, router)
     link = await session_link(settings, clock, stack, frontier)
-    fetchers = build_fetchers(settings, clock, credentials, logged_in, link or _direct)
+    archive = open_archive(settings, stack)  # closed after the fetchers (the stack is LIFO)
+    fetchers = build_fetchers(settings, clock, credentials, logged_in, link or _direct, archive)
     for fetcher in fetchers.values():
         stack.push_async_callback(fetcher.close)
     pool_figures: PoolFigures | None = None
     if wants_browser:
-        browser = build_browser(settings, clock, router)
+        browser = build_browser(settings, clock, router, archive)
         pool_figures = browser.pool.stats
         stack.push_async_callback(browser.close)
         fetchers["browser"] = browser_lane(
@@ -185,7 +191,13 @@ async def build_crawl(
             frontier=frontier,
         )
     robots, fetch_url = build_robots(
-        settings, clock, stack, credentials, link, on_read=frontier.robots_delay
+        settings,
+        clock,
+        stack,
+        credentials,
+        link,
+        on_read=frontier.robots_delay,
+        keeper=archive and archive.side,
     )
     own_sinks = load_sinks(settings.sinks, settings)
     if own_sinks:
@@ -221,6 +233,7 @@ async def build_crawl(
         freshness=Freshness(frontier, recrawl_policy(settings), clock),
         drift=DriftWatch(frontier, strategies, drift_options(settings)),
         samples=MismatchSamples(settings.state_dir / SAMPLES_DIR),
+        body_bytes=BodyBytes(settings.max_body_bytes_in_flight),
     )
     proxies = link.pool if link is not None else None
     return CrawlGraph(Crawler(parts), frontier, stack, proxies, pool_figures)

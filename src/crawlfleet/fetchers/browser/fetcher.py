@@ -25,6 +25,7 @@ from playwright.async_api import Page
 from playwright.async_api import Response as PageResponse
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
+from crawlfleet.archive.protocols import ResponseKeeper, Sent
 from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.errors import BrowserFault, FetchError, ForbiddenAddress, TooLarge
 from crawlfleet.fetchers.browser.identity import BrowserIdentity, load_jar, read_jar
@@ -59,6 +60,7 @@ class BrowserFetcher:
     ``wait_for(url)`` names the wait rule of a URL (its parser's, else the crawl's);
     ``timeout_s`` bounds the navigation and the wait together. ``screenshots``: a directory
     where a failed page's screenshot is saved (its path goes to the attempt log), or None.
+    ``keeper`` (the crawl's archive) gets every rendered page before ``fetch`` returns it.
     """
 
     def __init__(
@@ -70,8 +72,10 @@ class BrowserFetcher:
         max_body_bytes: int,
         clock: Clock | None = None,
         screenshots: Path | None = None,
+        keeper: ResponseKeeper | None = None,
     ) -> None:
         self.pool = pool
+        self._keeper = keeper
         self._wait_for = wait_for
         self._timeout_s = timeout_s
         self._max_body_bytes = max_body_bytes
@@ -142,7 +146,7 @@ class BrowserFetcher:
             await page.set_extra_http_headers({})
         if len(body) > self._max_body_bytes:
             raise TooLarge(f"{request.url}: rendered page exceeds {self._max_body_bytes} bytes")
-        return FetchResult(
+        result = FetchResult(
             url=request.url,
             final_url=page.url,
             status=last.status,
@@ -155,6 +159,9 @@ class BrowserFetcher:
             request=request,
             cookies=jar,
         )
+        if self._keeper is not None:  # the rendered DOM, marked as such (archive/keeper.py)
+            await self._keeper.keep(result, Sent("GET", dict(request.headers), None, body))
+        return result
 
     async def _body(
         self, page: Page, last: PageResponse, deadline: float

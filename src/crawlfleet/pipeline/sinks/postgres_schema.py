@@ -12,6 +12,9 @@ Tables:
 - ``item_changes(id, crawl_id, at, item_type, item_key, change, diff jsonb)``: the change
   feed (``pipeline/changes.py``), and ``page_items(crawl_id, page, item_type, item_key)``:
   what each page yielded at its last parse.
+- ``archive_captures(crawl_id, url, at, status, digest, file, offset, length, kind, mime)``
+  and ``archive_roots(crawl_id, root)``: the capture index of a crawl's archive
+  (``archive/postgres_index.py``).
 - ``schema_migrations``: which migrations ran.
 
 Functions: ``crawlfleet_write_pages`` (the sink's write of a batch of pages) and
@@ -133,6 +136,25 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 7: a batch of pages written by one call (postgres_writes, decision 0037).
     WRITE_PAGES,
+    # 8: the capture index of a crawl's WARC archive and where its files are (archive/,
+    # decision 0049).
+    """
+    CREATE TABLE archive_captures (
+        crawl_id text             NOT NULL,
+        url      text             NOT NULL,
+        at       double precision NOT NULL,
+        status   integer          NOT NULL,
+        digest   text             NOT NULL,
+        file     text             NOT NULL,
+        "offset" bigint           NOT NULL,
+        length   bigint           NOT NULL,
+        kind     text             NOT NULL,
+        mime     text             NOT NULL
+    );
+    CREATE INDEX archive_captures_by_url ON archive_captures (crawl_id, url, at);
+    CREATE INDEX archive_captures_by_file ON archive_captures (crawl_id, file);
+    CREATE TABLE archive_roots (crawl_id text PRIMARY KEY, root text NOT NULL);
+    """,
 )
 
 _LOCK_ID = 0x63726177  # "craw": serializes concurrent migrate() calls

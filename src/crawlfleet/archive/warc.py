@@ -1,0 +1,223 @@
+"""Writing WARC/1.1 files: one gzip member a record, a ``warcinfo`` first, rolled at a size.
+
+Records are serialized by ``fastwarc`` and each compressed into one gzip member by ISA-L
+(``isal``) at level 1: together 60 µs for a 21 KB page where warcio's own gzip takes 510 µs
+(decision 0049). Records carry a ``WARC-Payload-Digest`` (what revisits and replay tools
+use), no ``WARC-Block-Digest``. A file is named ``<crawl>-<UTC time>-<host>-<pid>-<sequence>.warc.gz``, so two
+processes (or one process's successive files) never write to one file. Each record is
+compressed into memory and then appended with one ``write``: a process killed mid-way leaves
+whole records plus at most one cut member at the end, which readers skip.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import io
+import os
+import random
+import socket
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from http import HTTPStatus
+from pathlib import Path
+from typing import BinaryIO
+
+from fastwarc.warc import WarcRecord, WarcRecordType
+from isal import isal_zlib
+
+from crawlfleet.errors import StateError
+
+DEFAULT_FILE_BYTES = 1_000_000_000
+COMPRESSION_LEVEL = 1
+"""ISA-L's level 1: 39 µs for 21 KB of HTML, files 12 % larger than zlib's level 6 at a
+tenth of its CPU (decision 0049)."""
+_GZIP_WBITS = 31
+_random = random.Random()
+REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+_HOP_HEADERS = frozenset({"transfer-encoding"})
+"""Headers describing how the bytes travelled, which the payload no longer reflects."""
+SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
+"""Request headers whose values never go into the archive."""
+REDACTED = "[redacted]"
+_BODY_HEADERS = frozenset({"content-encoding", "content-length"})
+"""Headers describing the server's body, which a rendered DOM is not."""
+
+
+def payload_digest(body: bytes) -> str:
+    """The ``sha1:`` base32 digest WARC tools expect in ``WARC-Payload-Digest``."""
+    return "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode()
+
+
+@functools.lru_cache(maxsize=4)
+def _second(whole_s: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole_s))
+
+
+def warc_date(at: float) -> str:
+    """``at`` (epoch seconds) as a WARC/1.1 date, to the microsecond."""
+    whole_s = int(at)
+    return f"{_second(whole_s)}.{int((at - whole_s) * 1_000_000):06d}Z"
+
+
+def _record_id() -> bytes:
+    """A random (version 4) UUID URN; ``random``, not ``os.urandom``: an id, not a secret."""
+    return f"uuid:{uuid.UUID(int=_random.getrandbits(128), version=4)}".encode()
+
+
+def http_response_head(status: int, headers: Mapping[str, str], *, rendered: bool = False) -> bytes:
+    """The status line and headers of a response as a WARC block starts.
+
+    The payload is kept as sent but without its transfer coding (the wire undid it): the
+    ``Transfer-Encoding`` header is renamed ``X-Crawlfleet-Was-Transfer-Encoding`` so that a
+    reader does not undo it again. A ``rendered`` payload (the browser's DOM) has neither the
+    server's coding nor its length: those headers are renamed too.
+    """
+    try:
+        reason = HTTPStatus(status).phrase
+    except ValueError:
+        reason = ""
+    lines = [f"HTTP/1.1 {status} {reason}".rstrip()]
+    for name, value in headers.items():
+        if name in _HOP_HEADERS or (rendered and name in _BODY_HEADERS):
+            name = f"x-crawlfleet-was-{name}"
+        lines.append(f"{name}: {value}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
+
+
+def http_request_head(
+    method: str, target: str, host: str, headers: Mapping[str, str], body: bytes | None
+) -> bytes:
+    """The request line and headers of a request as sent (``Host`` first), less its secrets.
+
+    The values of ``SECRET_HEADERS`` are replaced by ``REDACTED`` and a body is left out
+    (a login form carries a password): ``Content-Length`` still says how long it was.
+    """
+    lines = [f"{method} {target} HTTP/1.1", f"Host: {host}"]
+    for name, value in headers.items():
+        lowered = name.lower()
+        if lowered == "host":
+            continue
+        lines.append(f"{name}: {REDACTED if lowered in SECRET_HEADERS else value}")
+    if body:
+        lines.append(f"Content-Length: {len(body)}")
+        lines.append("X-Crawlfleet-Body: left out")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """Where a record went: ``file`` relative to the archive's root, its gzip member's
+    ``offset`` and ``length``."""
+
+    file: str
+    offset: int
+    length: int
+
+
+class WarcFiles:
+    """Appends records to a rolling series of WARC files under ``directory``; not thread-safe.
+
+    A file past ``max_file_bytes`` is closed before the next record (a record is never
+    split); every file starts with a ``warcinfo`` record naming the crawl. ``on_closed`` gets
+    each finished file (``archive/s3.py`` uploads it).
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        crawl_id: str,
+        max_file_bytes: int = DEFAULT_FILE_BYTES,
+        software: str = "crawlfleet",
+        on_closed: Callable[[Path], None] | None = None,
+    ) -> None:
+        self._on_closed = on_closed
+        self.directory = directory
+        self._crawl_id = crawl_id
+        self._max_file_bytes = max_file_bytes
+        self._software = software
+        self._host = socket.gethostname().replace("-", "_") or "host"
+        self._sequence = 0
+        self._file: BinaryIO | None = None
+        self._name = ""
+        self._size = 0
+        self.closed_files: list[Path] = []
+        """Every file finished so far, oldest first."""
+
+    def write(self, records: Iterable[WarcRecord]) -> list[Written]:
+        """Append ``records`` (gzip member each) to the current file, in one ``write``."""
+        if self._file is None or self._size >= self._max_file_bytes:
+            self._roll()
+        assert self._file is not None  # _roll opened it
+        buffer = io.BytesIO()
+        places: list[Written] = []
+        for record in records:
+            start = buffer.tell()
+            _compress(record, buffer)
+            places.append(Written(self._name, self._size + start, buffer.tell() - start))
+        data = buffer.getvalue()
+        try:
+            self._file.write(data)
+            self._file.flush()  # to the OS: a killed process keeps what it reported
+        except OSError as exc:
+            raise StateError(f"cannot write the archive file {self._name}: {exc}") from None
+        self._size += len(data)
+        return places
+
+    def close(self) -> None:
+        """Finish the current file (nothing to do when none was opened)."""
+        if self._file is None:
+            return
+        file, self._file = self._file, None
+        file.close()
+        path = self.directory / self._name
+        self.closed_files.append(path)
+        if self._on_closed is not None:
+            self._on_closed(path)
+
+    def _roll(self) -> None:
+        self.close()
+        stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
+        while True:  # a name taken (another writer of this process, this second): the next one
+            name = f"{self._crawl_id}-{stamp}-{self._host}-{os.getpid()}-{self._sequence:05d}"
+            name += ".warc.gz"
+            self._sequence += 1
+            try:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                self._file = (self.directory / name).open("xb")
+                break
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                where = self.directory / name
+                raise StateError(f"cannot create the archive file {where}: {exc}") from None
+        self._name, self._size = name, 0
+        info = (
+            f"software: {self._software}\r\nformat: WARC File Format 1.1\r\n"
+            f"hostname: {socket.gethostname()}\r\nx-crawlfleet-crawl-id: {self._crawl_id}\r\n"
+        ).encode()
+        record = new_record(WarcRecordType.warcinfo, time.time())
+        record.headers["WARC-Filename"] = name
+        record.headers["Content-Type"] = "application/warc-fields"
+        record.set_bytes_content(info)
+        self.write([record])
+
+
+def new_record(kind: WarcRecordType, at: float) -> WarcRecord:
+    """A record of ``kind`` with a fresh id and ``at`` as its date."""
+    record = WarcRecord()
+    record.init_headers(kind, _record_id())
+    record.headers["WARC-Date"] = warc_date(at)
+    return record
+
+
+def _compress(record: WarcRecord, out: io.BytesIO) -> None:
+    plain = io.BytesIO()
+    record.write(plain, checksum_data=False)
+    gzip = isal_zlib.compressobj(COMPRESSION_LEVEL, isal_zlib.DEFLATED, _GZIP_WBITS)
+    out.write(gzip.compress(plain.getbuffer()))
+    out.write(gzip.flush())

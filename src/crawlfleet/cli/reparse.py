@@ -1,0 +1,140 @@
+"""``crawlfleet reparse --archive DIR --parsers FILE.py -o OUT``: a crawl's parsers run again
+over its archived pages, without a request to any site.
+
+The items go through the crawl's pipeline into an items file (``--state DIR``'s, or a
+temporary one), or into a distributed crawl's PostgreSQL (``--postgres DSN --crawl-id ID``),
+and are exported to ``OUT`` as ``crawlfleet export`` writes them (JSONL: one
+``{"type", "key", ...}`` object a line).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from crawlfleet.archive.protocols import Archived
+from crawlfleet.cli.console import fail, safe
+from crawlfleet.errors import ConfigError, CrawlfleetError
+from crawlfleet.pipeline.export import ITEMS_FILE, export_items, export_postgres
+from crawlfleet.runtime.reparse import ReparseFigures, reparse
+from crawlfleet.settings import Settings
+from crawlfleet.settings_loading import load_settings
+
+err = Console(stderr=True)
+
+
+def _records(source: str) -> Iterator[Archived]:
+    from crawlfleet.archive.reading import archive_records  # fastwarc: the archive extra
+
+    return archive_records(source)
+
+
+async def _run(settings: Settings, root: str, items_file: Path) -> ReparseFigures:
+    from crawlfleet.pipeline.sinks.sqlite import SqliteSink
+
+    sink = await SqliteSink.open(items_file, crawl_id=settings.crawl_id)
+    sink.write_in_turns()  # one transaction an event-loop turn, as in a crawl (decision 0027)
+    try:
+        return await reparse(settings, _records(root), sink, sink)
+    finally:
+        await sink.close()
+
+
+async def _run_postgres(settings: Settings, root: str, dsn: str) -> ReparseFigures:
+    """Into a distributed crawl's items (PostgreSQL, the crawl id's rows), as its workers write."""
+    from crawlfleet.pipeline.sinks.postgres import PostgresRejects, PostgresSink
+    from crawlfleet.pipeline.sinks.postgres_schema import migrate
+
+    await asyncio.to_thread(migrate, dsn)
+    sink = await PostgresSink.open(dsn, crawl_id=settings.crawl_id)
+    try:
+        rejects = await PostgresRejects.open(dsn, crawl_id=settings.crawl_id)
+        try:
+            return await reparse(settings, _records(root), sink, rejects)
+        finally:
+            await rejects.close()
+    finally:
+        await sink.close()
+
+
+def _embedded(
+    settings: Settings, archive: str, output: Path, state: Path | None
+) -> tuple[ReparseFigures, int]:
+    """Into an items file (``state``'s, or a temporary one), exported to ``output``."""
+    with contextlib.ExitStack() as stack:
+        if state is None:
+            where = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        else:
+            where = state
+            where.mkdir(parents=True, exist_ok=True)
+        items_file = where / ITEMS_FILE
+        if state is None and output.resolve() == items_file.resolve():
+            raise ConfigError("give -o another file than the items file")
+        figures = asyncio.run(_run(settings, archive, items_file))
+        return figures, export_items(items_file, output, crawl_id=settings.crawl_id)
+
+
+def reparse_command(
+    archive: Annotated[
+        str,
+        typer.Option(
+            "--archive", help="directory of the WARC files (and subfolders), or s3://bucket/prefix"
+        ),
+    ],
+    output: Annotated[Path, typer.Option("-o", "--output", help="items file to write")],
+    parsers: Annotated[
+        str | None, typer.Option(help="parser modules or .py files, comma-separated")
+    ] = None,
+    config: Annotated[Path | None, typer.Option("--config", help="TOML settings file")] = None,
+    state: Annotated[
+        Path | None,
+        typer.Option("--state", help="keep the items in this directory's items file too"),
+    ] = None,
+    postgres: Annotated[
+        str | None,
+        typer.Option("--postgres", help="write the items into a distributed crawl's PostgreSQL"),
+    ] = None,
+    crawl_id: Annotated[
+        str | None, typer.Option("--crawl-id", help="the crawl whose items these are")
+    ] = None,
+) -> None:
+    """Parse the archived pages again, as if just fetched; no request is made."""
+    try:
+        settings = load_settings(config, crawl_id=crawl_id)
+        if parsers:
+            settings.parsers = [*settings.parsers, *(p.strip() for p in parsers.split(",") if p)]
+        if postgres is not None and state is not None:
+            raise ConfigError("give --state DIR or --postgres DSN, not both")
+        if postgres is not None:
+            figures = asyncio.run(_run_postgres(settings, archive, postgres))
+            written = export_postgres(postgres, output, crawl_id=settings.crawl_id)
+        else:
+            figures, written = _embedded(settings, archive, output, state)
+    except (CrawlfleetError, OSError) as exc:
+        fail(exc, err)
+    rate = figures.pages / figures.elapsed_s if figures.elapsed_s > 0 else 0.0
+    cpu_ms = figures.cpu_s * 1000 / figures.pages if figures.pages else 0.0
+    skipped = ", ".join(f"{n} {why}" for why, n in sorted(figures.skipped.items())) or "none"
+    err.print(
+        f"reparsed {figures.pages} pages of {figures.records} records in "
+        f"{figures.elapsed_s:.1f} s ({rate:.0f} pages/s, {cpu_ms:.2f} CPU ms a page), "
+        "no request made; "
+        f"items: {figures.items['stored']} stored, {figures.items['invalid']} invalid, "
+        f"{figures.items['dropped']} dropped; {figures.links} links found (not crawled); "
+        f"not parsed: {skipped}",
+        soft_wrap=True,
+    )
+    if figures.first_error:
+        err.print(f"first error: {safe(figures.first_error)}", soft_wrap=True)
+    err.print(f"wrote {written} items to {safe(str(output))}", soft_wrap=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("reparse")(reparse_command)
