@@ -156,6 +156,9 @@ def test_a_redesign_pauses_its_parser_there_and_a_fixed_parser_completes_the_cra
     assert "drift:" not in output
     code, output = cli("dlq", "classes", "--state", str(state))
     assert "mismatch" not in output
+    code, output = cli("resume-parser", "item", catalog_host, "--state", str(state))
+    assert code != 0
+    assert f"no drift of parser 'item' on '{catalog_host}'" in output
 
 
 @pytest.mark.redis

@@ -2,10 +2,9 @@
 
 Each parser with expectations (``parsing/expect.py``) is watched on each domain by a
 ``DriftTest``: a one-sided Bernoulli CUSUM on "this page missed its expectations", against a
-baseline mismatch share it learns from the pair's pages (decision 0051
-has the test, its defaults and their measured false-alarm rate and detection delay). Only a
-page's first attempt is observed, so one odd page retried ``max_retries`` times is still one
-observation.
+baseline mismatch share it learns from the pair's pages (decision 0051 has the test, its
+defaults and their measured false-alarm rate and detection delay). Only a page's first
+attempt is observed, so one odd page retried ``max_retries`` times is still one observation.
 
 When a test fires, ``DriftWatch`` writes ``drift.<parser>`` into the domain's strategy slot
 (``QueueStore.set_strategy``: the store's per-domain record, read by every process through
