@@ -10,7 +10,7 @@ install-all:
 	scripts/bootstrap.sh --all
 
 demo: install
-	.venv/bin/crawlfleet demo
+	.venv/bin/crawlfleet demo --parsers examples/shop/parsers.py,examples/quotes/parsers.py
 
 test: install-all
 	$(PY) -m ruff check src tests examples bench

@@ -3,13 +3,15 @@
 The same ``Settings`` object as the CLI decides the runtime: embedded (asyncio + SQLite under
 ``state_dir``) by default, distributed when ``redis_url`` and ``postgres_dsn`` are set (this
 process is then the dispatcher; ``crawlfleet worker`` processes do the fetching). Either way
-the run returns a ``CrawlResult`` read from the store's counters.
+the run returns a ``CrawlResult`` read from the store's counters. ``settings.output`` is
+written when the run ends: from the items file (embedded) or from PostgreSQL (distributed).
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import shlex
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING
@@ -17,14 +19,16 @@ from typing import TYPE_CHECKING
 import orjson
 
 from crawlfleet.clock import Clock, SystemClock
+from crawlfleet.counters import CrawlStats
 from crawlfleet.errors import BadUrl, ConfigError, StateError
 from crawlfleet.events import EventBus
 from crawlfleet.monitoring.stats import Sample, StatsView
-from crawlfleet.monitoring.summary import CrawlResult, read_result
-from crawlfleet.pipeline.export import export_items
+from crawlfleet.monitoring.summary import CrawlResult, RunContext, read_result
+from crawlfleet.pipeline.export import export_items, export_postgres, format_of
+from crawlfleet.pipeline.reject_reasons import TOP_REASONS, RejectReason, sqlite_reasons
 from crawlfleet.runtime import event_loop
 from crawlfleet.runtime.backends import extra_missing, open_embedded, open_proxy_stores
-from crawlfleet.runtime.control import FileControl
+from crawlfleet.runtime.control import Control, FileControl, RunState
 from crawlfleet.runtime.local import LocalRunner
 from crawlfleet.runtime.wiring import build_crawl
 from crawlfleet.settings import Settings
@@ -130,6 +134,8 @@ class Crawl:
                 stack=stack,
             )
             view = StatsView(graph.frontier)
+            control = FileControl(settings.state_dir)
+            context = self._context(await graph.frontier.stats())
             if self._metrics is not None:
                 proxies = graph.proxies.all if graph.proxies is not None else None
                 self._metrics.watch(
@@ -145,8 +151,8 @@ class Crawl:
                 clock=clock,
                 events=events,
                 crawl_id=settings.crawl_id,
-                on_tick=lambda: self._progress(view),
-                control=FileControl(settings.state_dir),
+                on_tick=lambda: self._progress(view, control),
+                control=control,
                 kind_limits={"browser": settings.browser_pages},
             )
             self._watch(runner.stop)
@@ -159,7 +165,13 @@ class Crawl:
                 crawl_id=settings.crawl_id,
                 reason=run.reason,
                 elapsed_s=clock.now() - started,
+                context=context,
             )
+        if backends.items_file is not None and result.stats.items("invalid"):
+            reasons = await asyncio.to_thread(
+                sqlite_reasons, backends.items_file, crawl_id=settings.crawl_id, limit=TOP_REASONS
+            )
+            result = dataclasses.replace(result, top_reject_reasons=_triples(reasons))
         if settings.output is not None and backends.items_file is not None:
             written = await asyncio.to_thread(export_items, backends.items_file, settings.output)
             result = dataclasses.replace(result, exported_items=written)
@@ -170,16 +182,23 @@ class Crawl:
         try:
             from crawlfleet.runtime.celery.dispatched import open_crawl
             from crawlfleet.runtime.celery.dispatcher import Dispatcher
+            from crawlfleet.runtime.control import RedisControl
         except ImportError as exc:
             raise extra_missing(exc) from None
 
         settings, clock = self.settings, self._clock
+        if settings.output is not None and format_of(settings.output) == "sqlite":
+            raise ConfigError(
+                "-o of a distributed crawl is exported from PostgreSQL: jsonl, json, csv or "
+                "parquet (an .sqlite copy is for embedded crawls)"
+            )
         started = clock.now()
         async with AsyncExitStack() as stack:
             crawl = await open_crawl(
                 settings, self.seeds, broker_url=None, fresh=self._fresh, clock=clock, stack=stack
             )
             view = StatsView(crawl.frontier)
+            context = self._context(await crawl.frontier.stats())
             if self._metrics is not None:
                 proxies = None
                 if settings.proxies is not None:
@@ -191,16 +210,50 @@ class Crawl:
                     beats=crawl.beats,
                     proxies=proxies,
                 )
-            dispatcher = Dispatcher(crawl, clock=clock, on_tick=lambda: self._progress(view))
+            control = RedisControl(crawl.client, settings.crawl_id)
+            dispatcher = Dispatcher(
+                crawl, clock=clock, on_tick=lambda: self._progress(view, control)
+            )
             self._watch(dispatcher.stop)
             run = await dispatcher.run()
-            return await read_result(
+            result = await read_result(
                 crawl.frontier,
                 crawl.attempts,
                 crawl_id=settings.crawl_id,
                 reason=run.reason,
                 elapsed_s=clock.now() - started,
+                context=context,
             )
+        if settings.postgres_dsn is not None and result.stats.items("invalid"):
+            from crawlfleet.pipeline.sinks.postgres_reject_reasons import postgres_reasons
+
+            reasons = await asyncio.to_thread(
+                postgres_reasons, settings.postgres_dsn, crawl_id=settings.crawl_id,
+                limit=TOP_REASONS,
+            )  # fmt: skip
+            result = dataclasses.replace(result, top_reject_reasons=_triples(reasons))
+        if settings.output is not None and settings.postgres_dsn is not None:
+            written = await asyncio.to_thread(
+                export_postgres, settings.postgres_dsn, settings.output, crawl_id=settings.crawl_id
+            )
+            result = dataclasses.replace(result, exported_items=written)
+        return result
+
+    def _context(self, baseline: CrawlStats) -> RunContext:
+        """What the outcome judge needs to know of this run (read when it starts)."""
+        settings = self.settings
+        rules = UrlRules(settings.strip_query_params, settings.politeness_key)
+        if settings.redis_url is not None:
+            target = f"--redis {shlex.quote(settings.redis_url)} --crawl-id {settings.crawl_id}"
+        else:
+            target = f"--state {shlex.quote(str(settings.state_dir))}"
+        return RunContext(
+            seed_domains=[rules.politeness_key(rules.target(seed).url) for seed in self.seeds],
+            baseline=baseline,
+            target=target,
+            distributed=settings.redis_url is not None,
+            revisit=settings.revisit,
+        )
 
     def _watch(self, stop: asyncio.Event) -> None:
         """Make ``stop`` the event this crawl's ``stop`` sets (set now if already asked)."""
@@ -208,12 +261,18 @@ class Crawl:
         if self._stop_asked:
             stop.set()
 
-    async def _progress(self, view: StatsView) -> None:
+    async def _progress(self, view: StatsView, control: Control) -> None:
         sample = await view.sample(self._clock.now())
+        if await control.state() is RunState.PAUSED:
+            sample = dataclasses.replace(sample, paused=True)
         if self._metrics is not None:
             await self._metrics.refresh()
         if self._on_progress is not None:
             self._on_progress(sample)
+
+
+def _triples(reasons: Sequence[RejectReason]) -> tuple[tuple[str, str, int], ...]:
+    return tuple((r.reason, r.item_type, r.count) for r in reasons)
 
 
 def _write_stats(settings: Settings, result: CrawlResult) -> None:

@@ -3,7 +3,8 @@
     CrawlfleetError
     ├── ConfigError            a setting, config file or parser module is wrong (start-up)
     ├── StateError             the state store (SQLite file, Redis, PostgreSQL) is unusable
-    │   └── FrontierLost       a distributed crawl's frontier vanished while it ran (wiped)
+    │   ├── FrontierLost       a distributed crawl's frontier vanished while it ran (wiped)
+    │   └── NoWorkers          no live worker serves a distributed crawl (dispatcher gives up)
     ├── BadUrl                 a URL cannot be parsed, or its scheme is not http(s)/file
     ├── FetchError             one fetch attempt failed; ``transient`` says if a retry may help
     │   ├── TooLarge           the body passed the size limit (declared, read or decompressed)
@@ -45,6 +46,11 @@ class FrontierLost(StateError):
     Redis was flushed, evicted keys or restarted without persistence: what is queued, leased
     and done is unknown, so the crawl must not be reported complete.
     """
+
+
+class NoWorkers(StateError):
+    """No live worker has served a distributed crawl for ``worker_wait_s``: none runs, none
+    consumes its queues, or each refuses it (a parser module it was not started to allow)."""
 
 
 class BadUrl(CrawlfleetError):

@@ -309,6 +309,12 @@ class Settings(BaseSettings):
         default=False,
         description="crawl on a Redis without AOF, with eviction, or open without a password",
     )
+    worker_wait_s: float = Field(
+        default=60.0,
+        ge=0,
+        description="the dispatcher stops (exit 2) when no live worker serves the crawl this"
+        " long; 0 waits for ever (--wait-for-workers)",
+    )
 
     @model_validator(mode="after")
     def _keys_agree(self) -> Settings:

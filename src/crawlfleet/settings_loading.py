@@ -20,7 +20,7 @@ from crawlfleet.settings import Settings
 
 
 def read_toml(path: Path) -> dict[str, Any]:
-    """The settings in a TOML file (a ``[crawl]`` table or top-level keys)."""
+    """The settings in a TOML file: a ``[crawl]`` table, or top-level keys (not both)."""
     try:
         with path.open("rb") as handle:
             data = tomllib.load(handle)
@@ -33,6 +33,12 @@ def read_toml(path: Path) -> dict[str, Any]:
     crawl = data.get("crawl", data)
     if not isinstance(crawl, dict):
         raise ConfigError(f"config file {path}: [crawl] must be a table")
+    outside = sorted(key for key in data if key != "crawl") if crawl is not data else []
+    if outside:
+        raise ConfigError(
+            f"config file {path}: {outside[0]!r} is above [crawl], where nothing is read: "
+            "move it under [crawl] (or drop the [crawl] header and keep every key top-level)"
+        )
     return crawl
 
 

@@ -5,6 +5,8 @@ Files the crawler owns in the directory (nothing else in it is ever touched):
 - ``crawl.lock``: ``flock``-ed by the process that has the directory, for the whole crawl.
 - ``crawl.json``: the crawl's identity (``crawl_identity``) and its SHA-256. A crawl whose
   identity differs is refused: resuming it would crawl the old queue and mix both outputs.
+  Beside them, outside the hash, the running crawl's ``POLITENESS_SETTINGS`` (``politeness``),
+  so the readers of the directory (``status``, the dashboard) show its delays, not defaults.
   A directory from before identities (a state file, no ``crawl.json``) is taken as the
   current crawl's.
 - ``paused``: present while the crawl is paused (``crawlfleet pause --state``).
@@ -55,6 +57,30 @@ allowed, another delay or a fixed parser.
 """
 
 
+POLITENESS_SETTINGS = ("delay_s", "per_domain_concurrency", "max_crawl_delay_s")
+"""The settings of a domain's default politeness that the run in a directory records."""
+
+
+def politeness(settings: Settings) -> dict[str, Any]:
+    """The ``POLITENESS_SETTINGS`` of ``settings``."""
+    return {name: getattr(settings, name) for name in POLITENESS_SETTINGS}
+
+
+def recorded_politeness(path: Path) -> dict[str, Any]:
+    """The ``POLITENESS_SETTINGS`` the last run in the state directory ``path`` recorded.
+
+    Empty when there are none (no ``crawl.json``, or one from before they were recorded).
+    """
+    try:
+        stored = orjson.loads((path / IDENTITY_FILE).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    found = stored.get("politeness") if isinstance(stored, dict) else None
+    if not isinstance(found, dict):
+        return {}
+    return {name: found[name] for name in POLITENESS_SETTINGS if name in found}
+
+
 def crawl_identity(settings: Settings, seeds: Sequence[str]) -> dict[str, Any]:
     """The seeds (sorted, once each, credentials redacted) and the ``IDENTITY_SETTINGS``."""
     identity: dict[str, Any] = {"seeds": sorted({redact(seed) for seed in seeds})}
@@ -76,8 +102,17 @@ class StateDir:
         self._lock = lock
 
     @classmethod
-    def open(cls, path: Path, identity: Mapping[str, Any], *, fresh: bool) -> StateDir:
+    def open(
+        cls,
+        path: Path,
+        identity: Mapping[str, Any],
+        *,
+        fresh: bool,
+        politeness: Mapping[str, Any] | None = None,
+    ) -> StateDir:
         """Takes the directory for the crawl ``identity``, emptied of its files first if ``fresh``.
+
+        ``politeness`` (``politeness(settings)``) is recorded beside the identity.
 
         ``StateError`` (one line) when another process holds it, or when it holds another
         crawl and ``fresh`` is not set; nothing is deleted then.
@@ -100,7 +135,7 @@ class StateDir:
                 _delete_crawl_files(path)
             else:
                 _check_identity(path, identity)
-            _write_identity(path, identity)
+            _write_identity(path, identity, politeness or {})
         except BaseException:
             lock.release()
             raise
@@ -146,10 +181,10 @@ def _check_identity(path: Path, identity: Mapping[str, Any]) -> None:
     )
 
 
-def _write_identity(path: Path, identity: Mapping[str, Any]) -> None:
+def _write_identity(path: Path, identity: Mapping[str, Any], politeness: Mapping[str, Any]) -> None:
     target = path / IDENTITY_FILE
     partial = path / f".{IDENTITY_FILE}.partial"
-    body = {"identity": identity, "sha256": identity_hash(identity)}
+    body = {"identity": identity, "sha256": identity_hash(identity), "politeness": politeness}
     try:
         partial.write_bytes(orjson.dumps(body, option=orjson.OPT_INDENT_2))
         os.replace(partial, target)

@@ -81,7 +81,11 @@ def test_credentials_from_the_environment_and_a_wrong_password(
         "CRAWLFLEET_SECRET_127_0_0_2_PASSWORD": "not-the-password",
     }
     result, out = crawl(tmp_path, site, "--max-pages", "1", env=env)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 5, result.output  # a failed login is a shortfall (issue #37.1)
+    login = [line for line in result.output.splitlines() if line.startswith("login failed")]
+    assert len(login) == 1, result.output
+    assert "the site refused the credentials" in login[0]
+    assert "crawl again with --fresh" in login[0]
     assert "not-the-password" not in result.output
     assert out.read_bytes() == b""
     with_no_secrets, _ = crawl(tmp_path / "none", site)

@@ -90,7 +90,7 @@ def test_five_percent_refused_urls_do_not_slow_an_embedded_crawl(
     seed = site.url("lab", f"/refusals/{run}/{layout}/")
     args = ["crawl", seed, "--config", config(tmp_path, run, RETRIES), "--state", state, *FAST]
     crawled = runner.invoke(app, args)
-    assert crawled.exit_code == 0, crawled.output
+    assert crawled.exit_code == 5, crawled.output  # refused URLs dead-lettered: a shortfall
 
     check_refusals_only(site, run, layout, time.time())
     status = runner.invoke(app, ["status", "--state", state])
@@ -116,7 +116,7 @@ def test_five_percent_refused_urls_do_not_slow_two_workers(
     result = dispatch(
         seed, "--config", config(tmp_path, run, RETRIES), *stores, *FAST, timeout_s=300.0
     )
-    assert result.returncode == 0, result.stdout
+    assert result.returncode == 5, result.stdout  # refused URLs dead-lettered: a shortfall
 
     check_refusals_only(site, run, layout, time.time())
     assert len(attempt_workers(postgres_dsn)) == 2  # both workers fetched
@@ -134,7 +134,7 @@ def test_a_host_that_starts_refusing_every_url_still_escalates(
     seed = site.url("lab", f"/refusals/{run}/ban/")
     args = ["crawl", seed, "--config", config(tmp_path, run, BAN), "--state", state, *FAST]
     crawled = runner.invoke(app, args)
-    assert crawled.exit_code == 0, crawled.output
+    assert crawled.exit_code == 5, crawled.output  # refused URLs dead-lettered: a shortfall
 
     log = run_log(site, run)
     assert sum(r.status == 200 for r in log) == BAN_AFTER + 1  # the index and 100 pages

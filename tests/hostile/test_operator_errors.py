@@ -110,7 +110,8 @@ def test_dead_letter_with_markup_in_its_url(tmp_path: Path) -> None:
         "crawl", url, "--state", "s", "--allow-private-addresses", "--ignore-robots",
         cwd=tmp_path, env={"CRAWLFLEET_MAX_RETRIES": "0"},
     )  # fmt: skip
-    assert crawl.returncode == 0, crawl.stderr
+    assert crawl.returncode == 5, crawl.stderr  # its one URL dead-lettered: a shortfall
+    assert "/a[/]b[red]c[/red]" not in crawl.stderr  # the outcome lines name no URL
     listed = run_cli("dlq", "list", "--state", "s", cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
     assert "/a[/]b[red]c[/red]" in listed.stdout

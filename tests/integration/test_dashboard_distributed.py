@@ -30,6 +30,7 @@ from crawlfleet.runtime.backends import frontier_prefix
 from crawlfleet.runtime.celery.crawls import delete_crawl
 from crawlfleet.runtime.celery.definition import (
     ACTIVE_CRAWLS,
+    DISPATCHERS,
     WORKERS,
     CrawlDefinition,
     definition_key,
@@ -104,6 +105,9 @@ async def test_the_distributed_source_reads_and_operates_a_crawl(
         assert (counts.queued, counts.done, counts.dead) == (1, 1, 1)
         assert await source.run_state(crawl_id, counts) == "stopped"
         await raw.sadd(ACTIVE_CRAWLS, crawl_id)
+        assert await source.run_state(crawl_id, counts) == "dispatcher gone"  # no beat yet
+        beat = {"seen_at": time.time(), "host": "h", "pid": 1}
+        await raw.hset(DISPATCHERS, crawl_id, orjson.dumps(beat))
         assert await source.run_state(crawl_id, counts) == "dispatching"
         views = {v.domain: v for v in await reader.domains(10)}
         assert views["a.test"].queued == 1

@@ -34,7 +34,7 @@ from crawlfleet.runtime.freshness import Freshness
 from crawlfleet.runtime.loop import ClaimLoop, LoopResult
 from crawlfleet.runtime.policies import recrawl_policy
 from crawlfleet.runtime.strategy import Strategies
-from crawlfleet.runtime.wiring import build_frontier, drift_options
+from crawlfleet.runtime.wiring import build_frontier, drift_options, sitemap_limits
 from crawlfleet.settings import Settings
 
 T0 = 1_000_000.0
@@ -186,7 +186,14 @@ def make_crawl(
         if obey_robots
         else None
     )
-    admitter = Admitter(frontier, robots=robots, events=events, fetch_url=side_fetch, clock=clock)
+    admitter = Admitter(
+        frontier,
+        robots=robots,
+        events=events,
+        fetch_url=side_fetch,
+        clock=clock,
+        sitemap_limits=sitemap_limits(config),
+    )
     sink = MemorySink(clock=clock)
     pipeline = Pipeline(default_processors(), sink, events=events, clock=clock, tracker=sink)
     strategies = Strategies(frontier, clock)

@@ -9,7 +9,7 @@ import pytest
 
 from crawlfleet.clock import FakeClock
 from crawlfleet.errors import ConfigError
-from crawlfleet.frontier.sitemaps import SitemapEntry, sitemap_entries
+from crawlfleet.frontier.sitemaps import SitemapEntry, SitemapTally, read_sitemap
 from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.parsing.plugins import Revisit, marked, parser, spec_of
 from crawlfleet.parsing.registry import ParserRegistry
@@ -237,7 +237,7 @@ async def test_a_sitemap_lastmod_after_the_last_visit_makes_a_known_url_due(
     assert fetcher.urls()[-1] == PAGE
 
 
-async def test_sitemap_entries_carry_their_lastmod() -> None:
+def test_sitemap_pages_carry_their_lastmod() -> None:
     sitemap = (
         b'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
         b"<url><loc>https://shop.test/a</loc><lastmod>2024-05-01T12:00:00+02:00</lastmod></url>"
@@ -246,10 +246,8 @@ async def test_sitemap_entries_carry_their_lastmod() -> None:
         b"<url><loc>https://shop.test/d</loc></url></urlset>"
     )
 
-    async def fetch(url: str) -> FetchResult:
-        return FetchResult(url, url, 200, {"content-type": "application/xml"}, sitemap, 0.0)
-
-    found = [e async for e in sitemap_entries(fetch, ["https://shop.test/sitemap.xml"])]
+    read = read_sitemap("https://shop.test/sitemap.xml", sitemap, SitemapTally())
+    found = [entry for pages, _children in read for entry in pages]
     assert found == [
         SitemapEntry("https://shop.test/a", 1714557600.0),
         SitemapEntry("https://shop.test/b", 1714608000.0),

@@ -18,6 +18,7 @@ import orjson
 import typer
 
 from crawlfleet.cli.console import fail
+from crawlfleet.cli.target import CRAWL_ID_ENV, POSTGRES_ENV, from_environment
 from crawlfleet.errors import ConfigError, CrawlfleetError
 from crawlfleet.pipeline.changes import Change, sqlite_changes
 from crawlfleet.pipeline.export import since_epoch
@@ -34,11 +35,14 @@ def changes(
         typer.Option("--state", help="state directory of an embedded crawl [default: .crawlfleet]"),
     ] = None,
     postgres: Annotated[
-        str | None, typer.Option("--postgres", help="PostgreSQL DSN of a distributed crawl")
+        str | None,
+        typer.Option(
+            "--postgres", envvar=POSTGRES_ENV, help="PostgreSQL DSN of a distributed crawl"
+        ),
     ] = None,
     crawl_id: Annotated[
         str | None,
-        typer.Option("--crawl-id", help="the crawl (needed with --postgres)"),
+        typer.Option("--crawl-id", envvar=CRAWL_ID_ENV, help="the crawl (needed with --postgres)"),
     ] = None,
     since: Annotated[
         str | None,
@@ -52,6 +56,8 @@ def changes(
     """Print each item change (new, changed with old and new values, gone), oldest first."""
     try:
         after = since_epoch(since, time.time()) if since is not None else 0.0
+        if state is not None and from_environment(postgres, POSTGRES_ENV):
+            postgres = None  # an explicit --state wins over the environment
         if postgres is not None:
             if state is not None:
                 raise ConfigError("give --state DIR (embedded) or --postgres DSN, not both")

@@ -2,12 +2,15 @@
 
 Rich reads ``[...]`` as markup, so a URL, an error message or a name from a store is passed
 through ``safe`` before it meets a format string (a URL with ``[/]`` would otherwise crash the
-command). ``fail`` is the one way a command stops on bad input: ``error: ...`` on one line of
+command). ``make_console`` is how a command gets one (full width when not on a terminal).
+``fail`` is the one way a command stops on bad input: ``error: ...`` on one line of
 stderr, credentials scrubbed, exit code 2.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import NoReturn
 
 import typer
@@ -17,6 +20,16 @@ from rich.markup import escape
 from crawlfleet.redact import redact
 
 USAGE_EXIT = 2
+PIPE_WIDTH = 1000
+"""Columns of a console whose stream is no terminal (a CI log, a file): tables at their full
+width, not cut to rich's 80 (``COLUMNS`` still wins)."""
+
+
+def make_console(*, stderr: bool = False) -> Console:
+    """A console on stdout (or stderr) that renders tables at full width into a pipe or file."""
+    stream = sys.stderr if stderr else sys.stdout
+    piped = not os.environ.get("COLUMNS") and not stream.isatty()
+    return Console(stderr=stderr, width=PIPE_WIDTH if piped else None)
 
 
 def safe(value: object) -> str:
@@ -40,7 +53,7 @@ def describe(exc: BaseException) -> str:
 def fail(exc: BaseException | str, console: Console | None = None) -> NoReturn:
     """Print ``error: <what>`` as one line on stderr and exit with code 2."""
     text = exc if isinstance(exc, str) else describe(exc)
-    (console or Console(stderr=True)).print(
+    (console or make_console(stderr=True)).print(
         f"[red]error:[/] {safe(one_line(text))}", soft_wrap=True
     )
     raise typer.Exit(USAGE_EXIT)

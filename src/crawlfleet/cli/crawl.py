@@ -1,8 +1,9 @@
 """``crawlfleet crawl``: run a crawl embedded (default) or distributed (``--redis``).
 
 A thin layer over ``crawlfleet.Crawl``: flags to settings, progress and summary on stderr,
-signals, exit codes (0 complete, 2 bad input or state, 3 pages failed to parse beyond
-``--max-parse-errors``, 4 cancelled, 130 interrupted).
+signals, the outcome judge's lines (``monitoring/outcome.py``), exit codes (0 complete, 2 bad
+input or state, 3 pages failed to parse beyond ``--max-parse-errors``, 4 cancelled, 5 finished
+with a shortfall: got nothing or lost something, unless ``--allow-shortfall``; 130 interrupted).
 """
 
 from __future__ import annotations
@@ -15,14 +16,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
 from crawlfleet.api import Crawl, split_seeds
 from crawlfleet.cli.collector import tune_collector
-from crawlfleet.cli.console import fail, safe
+from crawlfleet.cli.console import fail, make_console, safe
 from crawlfleet.cli.progress import LOG_EVERY_S, CrawlProgress, summary
 from crawlfleet.errors import ConfigError, CrawlfleetError
 from crawlfleet.monitoring.metric_snapshot import DEFAULT_BIND, DEFAULT_TOP_DOMAINS
+from crawlfleet.monitoring.outcome import SHORTFALL_EXIT
 from crawlfleet.monitoring.summary import CANCELLED_EXIT, PARSE_ERROR_EXIT, dropped_line
 from crawlfleet.runtime import event_loop
 from crawlfleet.settings import Settings
@@ -31,7 +32,7 @@ from crawlfleet.settings_loading import load_settings
 if TYPE_CHECKING:
     from crawlfleet.monitoring.metrics import Metrics
 
-err = Console(stderr=True)
+err = make_console(stderr=True)
 
 
 async def run_crawl(
@@ -40,6 +41,7 @@ async def run_crawl(
     *,
     fresh: bool,
     max_parse_errors: int = 0,
+    allow_shortfall: bool = False,
     log_every_s: float = LOG_EVERY_S,
     metrics: Metrics | None = None,
 ) -> int:
@@ -50,7 +52,7 @@ async def run_crawl(
     if not good:
         raise ConfigError("no valid seed URL given")
     settings = settings.model_copy(update={"seeds": []})
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     with CrawlProgress(console, tty=sys.stderr.isatty(), log_every_s=log_every_s) as progress:
         crawl = Crawl(
             settings, seeds=good, fresh=fresh, on_progress=progress.update, metrics=metrics
@@ -71,10 +73,13 @@ async def run_crawl(
         f"crawl {safe(settings.crawl_id)}: {counts.done} done, {counts.dead} dead-lettered, "
         f"{counts.pending} pending"
     )
+    for finding in result.findings:
+        colour = "red" if finding.shortfall else "yellow"
+        console.print(f"[{colour}]{safe(finding.line)}[/]", soft_wrap=True, highlight=False)
     dropped = dropped_line(result.stats)
     if dropped is not None:  # the last word: a crawl that lost links to a limit says so
         console.print(f"[yellow]{dropped}[/]", soft_wrap=True)
-    code = result.exit_code(max_parse_errors)
+    code = result.exit_code(max_parse_errors, allow_shortfall=allow_shortfall)
     if code == CANCELLED_EXIT:
         err.print("crawl cancelled; crawl again with --fresh to start over")
     elif not result.complete:
@@ -91,6 +96,12 @@ async def run_crawl(
         err.print(
             f"[red]error:[/] {result.parse_errors} pages failed to parse "
             f"(--max-parse-errors {max_parse_errors})",
+            soft_wrap=True,
+        )
+    elif code == SHORTFALL_EXIT:
+        err.print(
+            f"[red]error:[/] the crawl finished with a shortfall (exit {SHORTFALL_EXIT}); "
+            "--allow-shortfall accepts it",
             soft_wrap=True,
         )
     return code
@@ -156,6 +167,14 @@ def crawl(
             help="frontier partitions of a new distributed crawl (spread over a Redis Cluster)",
         ),
     ] = None,
+    wait_for_workers: Annotated[
+        bool | None,
+        typer.Option(
+            "--wait-for-workers",
+            help="distributed: wait for ever for a worker that serves the crawl (else: stop"
+            " after worker_wait_s, 60 s, with exit 2 and the reason)",
+        ),
+    ] = None,
     accept_unsafe_redis: Annotated[
         bool | None,
         typer.Option(
@@ -181,6 +200,14 @@ def crawl(
         int,
         typer.Option(min=0, help=f"pages allowed to fail parsing before exit {PARSE_ERROR_EXIT}"),
     ] = 0,
+    allow_shortfall: Annotated[
+        bool,
+        typer.Option(
+            "--allow-shortfall",
+            envvar="CRAWLFLEET_ALLOW_SHORTFALL",
+            help=f"exit 0, not {SHORTFALL_EXIT}, when the crawl got nothing or lost something",
+        ),
+    ] = False,
     progress_every: Annotated[
         float,
         typer.Option(min=0.1, help="seconds between progress lines when stderr is no terminal"),
@@ -227,6 +254,7 @@ def crawl(
             crawl_id=crawl_id,
             frontier_partitions=partitions,
             accept_unsafe_redis=accept_unsafe_redis,
+            worker_wait_s=0.0 if wait_for_workers else None,
             http_cache_dir=http_cache,
             archive=archive,
             secrets_file=secrets,
@@ -251,6 +279,7 @@ def crawl(
                 seeds or [],
                 fresh=fresh,
                 max_parse_errors=max_parse_errors,
+                allow_shortfall=allow_shortfall,
                 log_every_s=progress_every,
                 metrics=metrics,
             )

@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
-from crawlfleet.cli.console import fail, safe
+from crawlfleet.cli.console import fail, make_console, safe
 from crawlfleet.errors import ConfigError, CrawlfleetError
 from crawlfleet.redisurl import check_redis_url
 from crawlfleet.settings_loading import load_settings
@@ -31,7 +30,7 @@ if TYPE_CHECKING:  # the dashboard's modules load with the command, not with eve
 TOKEN_ENV = "CRAWLFLEET_DASHBOARD_TOKEN"
 MIN_TOKEN_CHARS = 12
 
-err = Console(stderr=True)
+err = make_console(stderr=True)
 
 
 def _extra_missing(exc: ImportError) -> ConfigError:

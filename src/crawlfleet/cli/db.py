@@ -5,15 +5,14 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from crawlfleet.cli.console import fail, safe
+from crawlfleet.cli.console import fail, make_console, safe
 from crawlfleet.errors import CrawlfleetError
 from crawlfleet.redact import redact
 
 db_app = typer.Typer(help="PostgreSQL schema of the distributed runtime.", no_args_is_help=True)
-out = Console()
-err = Console(stderr=True)
+out = make_console()
+err = make_console(stderr=True)
 
 
 @db_app.command()

@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from crawlfleet.cli.console import fail, safe
+from crawlfleet.cli.console import fail, make_console, safe
 
 if TYPE_CHECKING:
     from crawlfleet.demosite import DemoSite
@@ -63,7 +63,7 @@ def register(app: typer.Typer) -> None:
         except ValueError as exc:
             fail(str(exc))
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(_serve(site, Console()))
+            asyncio.run(_serve(site, make_console()))
 
 
 def role_addresses(pairs: list[str]) -> dict[str, str]:

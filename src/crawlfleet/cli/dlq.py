@@ -13,10 +13,9 @@ from collections.abc import Coroutine
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from crawlfleet.cli.console import fail, safe
+from crawlfleet.cli.console import fail, make_console, safe
 from crawlfleet.cli.target import CrawlIdOpt, RedisOpt, StateOpt, open_target, target_settings
 from crawlfleet.errors import ConfigError, CrawlfleetError
 from crawlfleet.monitoring.deadletters import (
@@ -24,14 +23,16 @@ from crawlfleet.monitoring.deadletters import (
     letter_class,
     purge_class,
     requeue_class,
+    resolve_fingerprints,
 )
 
 dlq_app = typer.Typer(help="Inspect, requeue and purge dead-lettered URLs.", no_args_is_help=True)
-out = Console()
-err = Console(stderr=True)
+out = make_console()
+err = make_console(stderr=True)
 
 FingerprintsArg = Annotated[
-    list[str] | None, typer.Argument(help="fingerprints (default: every dead letter)")
+    list[str] | None,
+    typer.Argument(help="fingerprints or their prefixes, as list prints them (default: all)"),
 ]
 ClassOpt = Annotated[
     str | None, typer.Option("--class", help="only the dead letters of this error class")
@@ -151,8 +152,11 @@ def requeue(
         async with open_target(settings) as frontier:
             if class_name is not None:
                 count = await requeue_class(frontier, class_name)
+            elif fingerprints:
+                chosen = await resolve_fingerprints(frontier, fingerprints)
+                count = await frontier.requeue_dead(chosen)
             else:
-                count = await frontier.requeue_dead(fingerprints or None)
+                count = await frontier.requeue_dead(None)
         then = (
             "a running dispatcher sends them to the workers; if it has finished, run the crawl again"
             if settings.redis_url
@@ -178,8 +182,12 @@ def purge(
         async with open_target(target_settings(state, redis, crawl_id)) as frontier:
             if class_name is not None:
                 count = await purge_class(frontier, class_name)
+            elif fingerprints:
+                count = await frontier.purge_dead(
+                    await resolve_fingerprints(frontier, fingerprints)
+                )
             else:
-                count = await frontier.purge_dead(fingerprints or None)
+                count = await frontier.purge_dead(None)
         out.print(f"purged {count}")
 
     _run(main())

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from crawlfleet.cli.console import fail, safe
+from crawlfleet.cli.console import fail, make_console, safe
+from crawlfleet.cli.target import CRAWL_ID_ENV, POSTGRES_ENV, from_environment
 from crawlfleet.errors import ConfigError, CrawlfleetError
 from crawlfleet.pipeline.export import export_items, export_postgres, since_epoch
 from crawlfleet.runtime.backends import extra_missing, state_paths
@@ -37,7 +37,9 @@ def export(
     ] = None,
     postgres: Annotated[
         str | None,
-        typer.Option("--postgres", help="PostgreSQL DSN of a distributed crawl's items"),
+        typer.Option(
+            "--postgres", envvar=POSTGRES_ENV, help="PostgreSQL DSN of a distributed crawl's items"
+        ),
     ] = None,
     fmt: Annotated[
         ExportFormat | None,
@@ -48,6 +50,7 @@ def export(
         str | None,
         typer.Option(
             "--crawl-id",
+            envvar=CRAWL_ID_ENV,
             help="the crawl to export (needed with --postgres; embedded: when the file holds several)",
         ),
     ] = None,
@@ -63,6 +66,8 @@ def export(
     try:
         after = since_epoch(since, time.time()) if since is not None else None
         chosen = fmt.value if fmt is not None else None
+        if state is not None and from_environment(postgres, POSTGRES_ENV):
+            postgres = None  # an explicit --state wins over the environment
         if postgres is not None:
             if state is not None:
                 raise ConfigError("give --state DIR (embedded) or --postgres DSN, not both")
@@ -76,7 +81,7 @@ def export(
             )
     except (CrawlfleetError, OSError) as exc:
         fail(exc)
-    Console(stderr=True).print(f"wrote {count} items to {safe(output)}")
+    make_console(stderr=True).print(f"wrote {count} items to {safe(output)}")
 
 
 def _from_postgres(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Annotated
 
 import typer
 
@@ -19,6 +20,7 @@ from crawlfleet.cli import (
     ops,
     parsers,
     proxies,
+    rejects,
     reparse,
     shell,
     status,
@@ -26,6 +28,7 @@ from crawlfleet.cli import (
     worker,
 )
 from crawlfleet.cli.console import fail
+from crawlfleet.cli.logs import LogFormat, chosen_level, configure_logging
 from crawlfleet.envfiles import load_env_files
 from crawlfleet.errors import ConfigError
 
@@ -39,9 +42,31 @@ app = typer.Typer(
 
 
 @app.callback()
-def _secret_files() -> None:
-    """Read the secrets given as ``CRAWLFLEET_*_FILE`` (``envfiles.py``) before any command."""
+def _before_any_command(
+    verbose: Annotated[
+        int, typer.Option("-v", "--verbose", count=True, help="log more (-v: DEBUG)")
+    ] = 0,
+    quiet: Annotated[
+        int, typer.Option("-q", "--quiet", count=True, help="log less (-q: WARNING, -qq: ERROR)")
+    ] = 0,
+    log_level: Annotated[
+        str | None,
+        typer.Option(
+            envvar="CRAWLFLEET_LOG_LEVEL",
+            help="DEBUG, INFO (default), WARNING, ERROR; wins over -v/-q",
+        ),
+    ] = None,
+    log_format: Annotated[
+        LogFormat, typer.Option(envvar="CRAWLFLEET_LOG_FORMAT", help="log lines as text or JSON")
+    ] = LogFormat.TEXT,
+) -> None:
+    """Crawl and scrape the web: embedded, or distributed with Redis and Celery.
+
+    Logs go to stderr (``cli/logs.py``); secrets given as ``CRAWLFLEET_*_FILE`` are read
+    (``envfiles.py``) before any command.
+    """
     try:
+        configure_logging(chosen_level(verbose, quiet, log_level), log_format)
         load_env_files(os.environ)
     except ConfigError as exc:
         fail(exc)
@@ -63,4 +88,5 @@ db.register(app)
 dashboard.register(app)
 ops.register(app)
 proxies.register(app)
+rejects.register(app)
 vacuum.register(app)

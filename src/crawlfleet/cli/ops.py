@@ -15,9 +15,8 @@ from collections.abc import Coroutine
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
-from crawlfleet.cli.console import fail, safe
+from crawlfleet.cli.console import fail, make_console, safe
 from crawlfleet.cli.target import (
     CrawlIdOpt,
     RedisOpt,
@@ -34,8 +33,8 @@ from crawlfleet.runtime.control import cancel as cancel_crawl
 from crawlfleet.runtime.drift import resume as resume_drift
 from crawlfleet.settings import Settings
 
-out = Console()
-err = Console(stderr=True)
+out = make_console()
+err = make_console(stderr=True)
 
 
 def _run(coro: Coroutine[Any, Any, None]) -> None:

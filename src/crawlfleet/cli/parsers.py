@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from crawlfleet.cli.console import fail, safe
+from crawlfleet.cli.console import fail, make_console, safe
 from crawlfleet.errors import CrawlfleetError
 from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.fetchers.files import FileFetcher
@@ -126,7 +125,7 @@ def parse(
     allow_private_addresses: PrivateOpt = False,
 ) -> None:
     """Run a parser on one page and print its items and links as JSON."""
-    err = Console(stderr=True)
+    err = make_console(stderr=True)
     try:
         settings = crawl_settings(config, parsers, allow_private_addresses)
         registry = load_parsers(settings.parsers, settings.selector_parsers)
@@ -159,7 +158,7 @@ def parse(
 async def _check(settings: Settings, registry: ParserRegistry) -> bool:
     async with fetching(settings) as fetch:
         reports = await check_contracts(registry, fetch)
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     if not reports:
         console.print("no parser declares a sample_url: nothing to check")
         return True
@@ -179,7 +178,7 @@ def check(
     allow_private_addresses: PrivateOpt = False,
 ) -> None:
     """Run every parser on its sample_url and check its contract; exit 1 if one fails."""
-    err = Console(stderr=True)
+    err = make_console(stderr=True)
     try:
         settings = crawl_settings(config, parsers, allow_private_addresses)
         registry = load_parsers(settings.parsers, settings.selector_parsers)
@@ -201,7 +200,7 @@ def new_parser(
     directory: Annotated[Path, typer.Option("--dir", help="where to write the files")] = Path(),
 ) -> None:
     """Write a parser module for DOMAIN, a saved sample page and a test that runs it offline."""
-    err = Console(stderr=True)
+    err = make_console(stderr=True)
     domain = domain.strip().strip(".").lower()
     module = module_name(domain)
     files = {

@@ -30,7 +30,7 @@ def eta_text(seconds: float | None) -> str:
 
 
 def progress_line(sample: Sample) -> str:
-    """``done/total done · queue Q · R pages/s · E errors · ETA [(bottleneck: D)]
+    """``[paused · ]done/total done · queue Q · R pages/s · E errors · ETA [(bottleneck: D)]
     [· S sitemaps read]``.
 
     The ETA is politeness-aware (``monitoring.eta``); the bottleneck is named when a
@@ -48,7 +48,7 @@ def progress_line(sample: Sample) -> str:
     sitemaps = sample.stats.get("sitemaps.read")
     if sitemaps:
         line += f" · {sitemaps} sitemaps read"
-    return line
+    return f"paused · {line}" if sample.paused else line
 
 
 class CrawlProgress:
@@ -108,8 +108,12 @@ def _row(name: str, s: CrawlStats) -> list[str]:
 
 def summary_table(result: CrawlResult) -> Table:
     """Per domain, then in total: pages, status classes, bytes, latency, retries, dead, ...,
-    and what limits dropped (links, redirects, sitemaps: ``crawl.py`` ends with the detail)."""
-    table = Table(title="crawl summary")
+    and what limits dropped (links, redirects, sitemaps: ``crawl.py`` ends with the detail).
+
+    The figures are the crawl's totals (of every run, when it was resumed); the title says so.
+    """
+    resumed = result.run.counters != result.stats.counters
+    table = Table(title="crawl summary (totals of all runs)" if resumed else "crawl summary")
     columns = ("domain", "pages", "statuses", "bytes", "mean latency", "retries", "dead")
     for column in (*columns, "skipped", "parse errors", "dropped"):
         table.add_column(column, justify="left" if column in ("domain", "statuses") else "right")
@@ -157,6 +161,10 @@ def quality_table(result: CrawlResult) -> Table | None:
     return table
 
 
+def _stored(stats: CrawlStats) -> int:
+    return sum(stats.items("stored").values())
+
+
 def summary(result: CrawlResult) -> Group:
     """The summary tables, the top parse errors and the fetch totals, for printing."""
     parts: list[Table | Text] = [summary_table(result)]
@@ -174,32 +182,48 @@ def summary(result: CrawlResult) -> Group:
                 "pages: crawlfleet dlq classes, samples in <state>/mismatch/"
             )
         )
+    if result.top_reject_reasons:
+        invalid = sum(result.stats.items("invalid").values())
+        parts.append(
+            Text(f"{invalid} items invalid (kept as rejects; crawlfleet rejects lists them):")
+        )
+        parts.extend(
+            Text(f"  {count}x {item_type}: {reason}")
+            for reason, item_type, count in result.top_reject_reasons
+        )
     if result.top_parse_errors:
         parts.append(Text(f"{result.parse_errors} pages failed to parse; most frequent errors:"))
         parts.extend(Text(f"  {count}x {error}") for error, count in result.top_parse_errors)
-    s = result.stats
-    rate = s.fetched / result.elapsed_s if result.elapsed_s > 0 else 0.0
+    s, run = result.stats, result.run
+    rate = run.fetched / result.elapsed_s if result.elapsed_s > 0 else 0.0
     parts.append(
         Text(
-            f"fetched {s.fetched} responses ({s.pages} pages ok) in {result.elapsed_s:.1f} s, "
-            f"{rate:.1f} responses/s"
+            f"this run: fetched {run.fetched} responses ({run.pages} pages ok) in "
+            f"{result.elapsed_s:.1f} s, {rate:.1f} responses/s"
         )
     )
-    sitemaps = s.get("sitemaps.read")
+    if run.counters != s.counters:
+        parts.append(
+            Text(
+                f"crawl totals (all runs): fetched {s.fetched} responses ({s.pages} pages ok), "
+                f"{_stored(s)} items stored"
+            )
+        )
+    sitemaps = run.get("sitemaps.read")
     if sitemaps:
         parts.append(
             Text(
-                f"sitemaps: {sitemaps} read (among the pages ok), {s.get('sitemaps.entries')} page"
-                f" URLs listed, {s.get('sitemaps.queued')} child sitemaps queued,"
-                f" {s.get('sitemaps.over_limits')} left by limits,"
-                f" {s.get('sitemaps.skipped')} skipped"
+                f"sitemaps: {sitemaps} read (among the pages ok), {run.get('sitemaps.entries')}"
+                f" page URLs listed, {run.get('sitemaps.queued')} child sitemaps queued,"
+                f" {run.get('sitemaps.over_limits')} left by limits,"
+                f" {run.get('sitemaps.skipped')} skipped"
             )
         )
-    unchanged, changed = s.get("fresh.unchanged"), s.get("fresh.changed")
+    unchanged, changed = run.get("fresh.unchanged"), run.get("fresh.changed")
     if unchanged or changed:
         parts.append(
             Text(
-                f"revisits: {unchanged} unchanged ({s.get('fresh.not_modified')} answered 304),"
+                f"revisits: {unchanged} unchanged ({run.get('fresh.not_modified')} answered 304),"
                 f" {changed} changed"
             )
         )

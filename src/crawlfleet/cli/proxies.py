@@ -12,18 +12,17 @@ from contextlib import AsyncExitStack
 from datetime import UTC, datetime
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from crawlfleet.cli.console import fail, safe
+from crawlfleet.cli.console import fail, make_console, safe
 from crawlfleet.cli.target import CrawlIdOpt, RedisOpt, StateOpt, target_settings
 from crawlfleet.errors import CrawlfleetError, StateError
 from crawlfleet.proxies.protocols import ProxyState
 from crawlfleet.runtime.backends import open_proxy_stores, state_paths
 from crawlfleet.settings import Settings
 
-out = Console()
-err = Console(stderr=True)
+out = make_console()
+err = make_console(stderr=True)
 
 
 def state_text(state: ProxyState, now: float) -> str:

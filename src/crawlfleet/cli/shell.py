@@ -21,9 +21,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
-from crawlfleet.cli.console import fail, safe
+from crawlfleet.cli.console import fail, make_console, safe
 from crawlfleet.cli.parsers import (
     ConfigOpt,
     ParsersOpt,
@@ -123,7 +122,7 @@ def shell(
     allow_private_addresses: PrivateOpt = False,
 ) -> None:
     """Open a Python console on one page, with fetch(), parse() and view()."""
-    err = Console(stderr=True)
+    err = make_console(stderr=True)
     try:
         settings = crawl_settings(config, parsers, allow_private_addresses)
         session = Session(settings, load_parsers(settings.parsers, settings.selector_parsers))

@@ -2,7 +2,8 @@
 
 ``--redis URL``: the distributed crawls in that Redis (one with ``--crawl-id``) and the
 workers; ``--state DIR``: the embedded crawl in that state directory. A crawl's state says
-whether it was paused or cancelled (``crawlfleet pause|resume|cancel``). With one crawl, a
+whether it was paused or cancelled (``crawlfleet pause|resume|cancel``), and a dispatching
+crawl no live worker serves says why (``crawls.no_worker_reason``). With one crawl, a
 table per domain: queued, in flight, done, failed, dead, what limits dropped, delay, block
 state and the fetch strategy slot (the ladder's ``rung``, ``fetcher``, ...; what the adaptive
 fetcher learned), then one line of what limits dropped, by limit; then, per (parser, domain)
@@ -16,13 +17,14 @@ import asyncio
 import time
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Protocol
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from crawlfleet.cli.console import fail, safe
+from crawlfleet.cli.console import fail, make_console, safe
+from crawlfleet.cli.target import CRAWL_ID_ENV, REDIS_ENV, from_environment
+from crawlfleet.counters import CrawlStats
 from crawlfleet.errors import CrawlfleetError
 from crawlfleet.frontier.drift_marks import PAUSED, drifts
 from crawlfleet.frontier.frontier import Frontier
@@ -33,8 +35,8 @@ from crawlfleet.records import Outcome
 from crawlfleet.redisurl import check_redis_url
 from crawlfleet.runtime.control import FileControl, RedisControl, RunState, crawl_state
 
-out = Console()
-err = Console(stderr=True)
+out = make_console()
+err = make_console(stderr=True)
 
 DOMAIN_ROWS = 50
 
@@ -94,10 +96,16 @@ def quality_table(views: list[DomainView]) -> Table | None:
     return table if table.row_count else None
 
 
-async def _domains(frontier: Frontier, title: str) -> None:
-    views = await frontier.domains(DOMAIN_ROWS)
+class _DomainSource(Protocol):
+    async def domains(self, limit: int = 100) -> list[DomainView]: ...
+
+    async def stats(self) -> CrawlStats: ...
+
+
+async def _domains(source: _DomainSource, title: str) -> None:
+    views = await source.domains(DOMAIN_ROWS)
     out.print(domain_table(views, time.time(), title))
-    dropped = dropped_line(await frontier.stats())
+    dropped = dropped_line(await source.stats())
     out.print(dropped or "dropped by limits: nothing", soft_wrap=True)
     quality = quality_table(views)
     if quality is not None:
@@ -113,18 +121,25 @@ async def _domains(frontier: Frontier, title: str) -> None:
 
 
 async def _embedded(state: Path) -> None:
-    from crawlfleet.runtime.wiring import open_frontier
+    """Read the state file read-only (as the dashboard does): a running crawl is shown too."""
+    from crawlfleet.monitoring.sqlite_reader import SqliteStateReader
+    from crawlfleet.runtime.backends import state_paths
+    from crawlfleet.runtime.policies import domain_policy
     from crawlfleet.settings import Settings
+    from crawlfleet.statedir import recorded_politeness
 
-    async with AsyncExitStack() as stack:
-        frontier = await open_frontier(Settings(state_dir=state), stack)
-        c = await frontier.counts()
+    settings = Settings(state_dir=state, **recorded_politeness(state))
+    reader = SqliteStateReader.open(state_paths(state)[0], domain_policy(settings))
+    try:
+        c = await reader.counts()
         paused = await FileControl(state).state() is RunState.PAUSED
         out.print(
             f"crawl in {safe(str(state))}{' (paused)' if paused else ''}: {c.queued} queued, "
             f"{c.leased} leased, {c.done} done, {c.dead} dead, {c.seen} seen"
         )
-        await _domains(frontier, "domains")
+        await _domains(reader, "domains")
+    finally:
+        await reader.close()
 
 
 async def _distributed(redis_url: str, crawl_id: str | None) -> None:
@@ -138,9 +153,11 @@ async def _distributed(redis_url: str, crawl_id: str | None) -> None:
         connect,
         dispatcher_ages,
         list_crawls,
+        no_worker_reason,
         open_crawl_frontier,
         worker_beats,
     )
+    from crawlfleet.runtime.kinds import QUEUES
 
     client = connect(redis_url)
     try:
@@ -159,6 +176,7 @@ async def _distributed(redis_url: str, crawl_id: str | None) -> None:
     crawls = Table(title="crawls")
     for column in ("crawl", "state", "queued", "leased", "done", "dead (DLQ)", "seen", "dropped"):
         crawls.add_column(column, justify="left" if column in ("crawl", "state") else "right")
+    unserved: list[str] = []
     async with AsyncExitStack() as stack:
         frontier: Frontier | None = None
         for name in ids:
@@ -170,10 +188,16 @@ async def _distributed(redis_url: str, crawl_id: str | None) -> None:
                 pending=c.pending,
                 dispatcher_age_s=dispatcher_age_s.get(name),
             )
+            why = no_worker_reason(beats, name, QUEUES, time.time()) if c.pending else None
+            if state == "dispatching" and why is not None:
+                state = "dispatching, no worker"
+                unserved.append(f"crawl {name}: no live worker serves it ({why})")
             dropped = sum((await frontier.stats()).dropped().values())
             row = (c.queued, c.leased, c.done, c.dead, c.seen, dropped)
             crawls.add_row(safe(name), state, *(str(n) for n in row))
         out.print(crawls)
+        for line in unserved:
+            out.print(f"[yellow]{safe(line)}[/]", soft_wrap=True)
         if crawl_id is not None and frontier is not None:
             await _domains(frontier, f"domains of {crawl_id}")
     now = time.time()
@@ -192,15 +216,23 @@ async def _distributed(redis_url: str, crawl_id: str | None) -> None:
 
 def status(
     redis: Annotated[
-        str | None, typer.Option("--redis", help="Redis URL of the distributed crawls")
+        str | None,
+        typer.Option("--redis", envvar=REDIS_ENV, help="Redis URL of the distributed crawls"),
     ] = None,
-    crawl_id: Annotated[str | None, typer.Option(help="show only this crawl, per domain")] = None,
+    crawl_id: Annotated[
+        str | None,
+        typer.Option(envvar=CRAWL_ID_ENV, help="show only this crawl, per domain"),
+    ] = None,
     state: Annotated[
         Path | None, typer.Option("--state", help="state directory of an embedded crawl")
     ] = None,
 ) -> None:
     """Counts per state, DLQ size and per-domain rows of crawls, and the workers seen."""
     try:
+        if state is not None and from_environment(redis, REDIS_ENV):
+            redis = None  # an explicit --state wins over the environment
+        if redis is not None and state is not None:
+            raise CrawlfleetError("give --redis URL (distributed) or --state DIR, not both")
         if redis is not None:
             asyncio.run(_distributed(check_redis_url(redis), crawl_id))
         elif state is not None:

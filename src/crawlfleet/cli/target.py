@@ -7,6 +7,7 @@ its stored definition).
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -27,19 +28,41 @@ StateOpt = Annotated[
     Path | None,
     typer.Option("--state", help="state directory of an embedded crawl [default: .crawlfleet]"),
 ]
-RedisOpt = Annotated[str | None, typer.Option("--redis", help="Redis URL of a distributed crawl")]
+REDIS_ENV = "CRAWLFLEET_REDIS_URL"
+CRAWL_ID_ENV = "CRAWLFLEET_CRAWL_ID"
+POSTGRES_ENV = "CRAWLFLEET_POSTGRES_DSN"
+RedisOpt = Annotated[
+    str | None,
+    typer.Option("--redis", envvar=REDIS_ENV, help="Redis URL of a distributed crawl"),
+]
 CrawlIdOpt = Annotated[
     str | None,
-    typer.Option("--crawl-id", help="the distributed crawl (with --redis) [default: default]"),
+    typer.Option(
+        "--crawl-id",
+        envvar=CRAWL_ID_ENV,
+        help="the distributed crawl (with --redis) [default: default]",
+    ),
 ]
+
+
+def from_environment(value: str | None, name: str) -> bool:
+    """Whether an option's ``value`` is that of the environment variable ``name`` (unset if so).
+
+    A ``--state DIR`` given on the command line wins over a ``CRAWLFLEET_REDIS_URL`` (or
+    ``CRAWLFLEET_CRAWL_ID``) in the environment, as a flag wins over a variable everywhere.
+    """
+    return value is not None and value == os.environ.get(name)
 
 
 def target_settings(state: Path | None, redis: str | None, crawl_id: str | None) -> Settings:
     """The settings naming the crawl the options point at (``ConfigError`` when they clash).
 
-    Given explicitly, so a ``CRAWLFLEET_REDIS_URL`` in the environment never turns a
-    ``--state`` command into a distributed one.
+    ``--redis`` and ``--crawl-id`` may come from ``CRAWLFLEET_REDIS_URL`` and
+    ``CRAWLFLEET_CRAWL_ID``; an explicit ``--state`` wins over them (``from_environment``).
     """
+    if state is not None:
+        redis = None if from_environment(redis, REDIS_ENV) else redis
+        crawl_id = None if from_environment(crawl_id, CRAWL_ID_ENV) else crawl_id
     if redis is not None and state is not None:
         raise ConfigError("give --state DIR (embedded) or --redis URL (distributed), not both")
     try:

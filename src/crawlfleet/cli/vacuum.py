@@ -12,15 +12,14 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from crawlfleet.cli.console import fail, safe
+from crawlfleet.cli.console import fail, make_console, safe
 from crawlfleet.errors import CrawlfleetError
 from crawlfleet.frontier.sqlite_retention import table_bytes, vacuum
 from crawlfleet.runtime.backends import state_paths
 from crawlfleet.settings_loading import load_settings
 
-out = Console()
+out = make_console()
 MB = 1_000_000
 
 

@@ -13,16 +13,15 @@ import time
 from typing import Annotated, NoReturn
 
 import typer
-from rich.console import Console
 
 from crawlfleet.cli.collector import tune_collector
-from crawlfleet.cli.console import fail, safe
+from crawlfleet.cli.console import fail, make_console, safe
 from crawlfleet.errors import ConfigError, CrawlfleetError
 from crawlfleet.monitoring.metric_snapshot import DEFAULT_BIND
 from crawlfleet.redisurl import check_redis_url
 from crawlfleet.settings_loading import load_settings
 
-err = Console(stderr=True)
+err = make_console(stderr=True)
 
 
 def celery_argv(queues: tuple[str, ...], loglevel: str, extra: list[str]) -> list[str]:
@@ -166,7 +165,7 @@ def probe_health(redis: str) -> NoReturn:
     except ConfigError as exc:
         fail(exc, err)
     ok, why = asyncio.run(host_health(url, socket.gethostname(), time.time()))
-    (Console() if ok else err).print(safe(why), soft_wrap=True)
+    (make_console() if ok else err).print(safe(why), soft_wrap=True)
     raise typer.Exit(0 if ok else 1)
 
 

@@ -38,7 +38,7 @@ from crawlfleet.runtime.backends import state_paths
 from crawlfleet.runtime.policies import domain_policy
 from crawlfleet.runtime.wiring import open_frontier
 from crawlfleet.settings import Settings
-from crawlfleet.statedir import IDENTITY_FILE, LOCK_NAME
+from crawlfleet.statedir import IDENTITY_FILE, LOCK_NAME, recorded_politeness
 
 PROCESS = "crawl process"
 """The workers table's name for the embedded crawl before its first attempt."""
@@ -87,7 +87,10 @@ class EmbeddedSource:
         if crawl_id != self.crawl_id:
             raise StateError(f"no crawl {crawl_id!r} in {self._settings.state_dir}")
         if self._reader is None:
-            self._reader = SqliteStateReader.open(self._state_file, domain_policy(self._settings))
+            # the running crawl's own delays (crawl.json), not this process's defaults
+            recorded = recorded_politeness(self._settings.state_dir)
+            policy = domain_policy(self._settings.model_copy(update=recorded))
+            self._reader = SqliteStateReader.open(self._state_file, policy)
         return self._reader
 
     def running(self) -> bool | None:

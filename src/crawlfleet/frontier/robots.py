@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from crawlfleet.clock import Clock
-from crawlfleet.errors import BadUrl, ConfigError, FetchError
+from crawlfleet.errors import BadUrl, ConfigError, FetchError, ForbiddenAddress
 from crawlfleet.frontier.robots_txt import RobotsRules, parse_robots, path_and_query, valid_token
 from crawlfleet.models import FetchResult
 from crawlfleet.urls import plain_origin
@@ -53,13 +53,16 @@ class RobotsDecision:
     """Whether robots.txt lets us fetch a URL; ``reason`` says why not.
 
     ``unavailable``: refused only because robots.txt could not be read (5xx, timeout, no
-    connection); the URL should be tried again later, not skipped for good.
+    connection); the URL should be tried again later, not skipped for good. ``transient``
+    False: trying again cannot help (the host's address is refused by the address guard), so
+    the URL goes to the dead-letter queue at once, under the guard's own error.
     """
 
     allowed: bool
     reason: str | None = None
     crawl_delay_s: float | None = None
     unavailable: bool = False
+    transient: bool = True
 
 
 ALWAYS_ALLOWED = RobotsDecision(allowed=True)
@@ -224,6 +227,11 @@ class RobotsCache:
         robots_url = f"{origin}/robots.txt"
         try:
             result = await self._fetch(robots_url)
+        except ForbiddenAddress as exc:  # the page would be refused too: say why, not "robots"
+            refused = RobotsDecision(
+                allowed=False, reason=f"{robots_url}: {exc}", unavailable=True, transient=False
+            )
+            return _Entry.fixed(refused, self._clock.now() + self._error_ttl_s), False
         except FetchError as exc:
             return self._unreachable(f"robots.txt unavailable ({exc})", stale), False
         now = self._clock.now()

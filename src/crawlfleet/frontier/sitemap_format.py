@@ -9,8 +9,8 @@ and every entry before and after it is kept. An entry is a ``<url>`` or ``<sitem
 entity is ever expanded: an entry that needs one (``&lol9;``, ``&xxe;``) is broken, nothing
 is fetched. The encoding is the byte order mark's, else UTF-16 by its first bytes, else the
 XML declaration's, else UTF-8; a text sitemap (one URL a line) is UTF-8. gzip is inflated in
-pieces under a size cap; a body that cannot be inflated raises ``BadSitemap``, the URLs read
-before it having been handed out already.
+pieces; a body that cannot be inflated raises ``BadSitemap`` (``SitemapTooLarge`` when it is
+over the size cap, as fetched or inflated), the URLs read before it handed out already.
 """
 
 from __future__ import annotations
@@ -56,6 +56,10 @@ class BadSitemap(Exception):
     """This sitemap body cannot be read; the message says why."""
 
 
+class SitemapTooLarge(BadSitemap):
+    """This sitemap body is over the byte limit, as fetched or once gunzipped."""
+
+
 @dataclass(frozen=True, slots=True)
 class SitemapEntry:
     """A page URL of a sitemap and its ``<lastmod>`` (epoch s; None: not given)."""
@@ -91,7 +95,10 @@ def inflate(body: bytes, max_bytes: int) -> Iterator[bytes]:
     """The body in chunks, gunzipped when it starts with the gzip magic bytes.
 
     A ``.gz`` sitemap the fetcher already decompressed (Content-Encoding) is read as is.
+    ``SitemapTooLarge`` when the body, or what it decompresses to, is over ``max_bytes``.
     """
+    if len(body) > max_bytes:
+        raise SitemapTooLarge(f"body larger than {max_bytes} bytes")
     if not body.startswith(_GZIP_MAGIC):
         for start in range(0, len(body), _CHUNK_BYTES):
             yield body[start : start + _CHUNK_BYTES]
@@ -107,7 +114,7 @@ def inflate(body: bytes, max_bytes: int) -> Iterator[bytes]:
         pending = inflater.unconsumed_tail
         total += len(chunk)
         if total > max_bytes:
-            raise BadSitemap(f"decompresses to more than {max_bytes} bytes")
+            raise SitemapTooLarge(f"decompresses to more than {max_bytes} bytes")
         yield chunk
     if not inflater.eof:
         raise BadSitemap("truncated gzip data")

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from crawlfleet.errors import ConfigError
 from crawlfleet.records import DeadLetter
 
 PAGE = 1000
@@ -148,6 +149,30 @@ async def fingerprints_of(
         if len(page) < PAGE:
             return found
         offset += len(page)
+
+
+async def resolve_fingerprints(frontier: DeadLetterQueue, prefixes: Sequence[str]) -> list[str]:
+    """The full fingerprint of the dead letter each of ``prefixes`` starts (as ``dlq list``
+    prints them, cut to 12 characters); ``ConfigError`` for a prefix naming none or several."""
+    known: list[str] = []
+    offset = 0
+    while True:
+        page = await frontier.dead_letters(PAGE, offset)
+        known.extend(letter.request.fingerprint for letter in page)
+        if len(page) < PAGE:
+            break
+        offset += len(page)
+    found: list[str] = []
+    for prefix in prefixes:
+        matches = [fingerprint for fingerprint in known if fingerprint.startswith(prefix)]
+        if not matches:
+            raise ConfigError(f"no dead letter with fingerprint {prefix!r} (see: dlq list)")
+        if len(matches) > 1:
+            raise ConfigError(
+                f"fingerprint {prefix!r} starts {len(matches)} dead letters: give more"
+            )
+        found.append(matches[0])
+    return found
 
 
 async def requeue_class(frontier: DeadLetterQueue, name: str, domain: str | None = None) -> int:

@@ -54,6 +54,8 @@ class Sample:
     loads: tuple[DomainLoad, ...] = ()
     """The domains with queued work, as of the last domain read (``ETA_REFRESH_S``)."""
     loads_at: float | None = None
+    paused: bool = False
+    """The crawl was paused (``crawlfleet pause``) when the sample was read."""
 
     @property
     def finished(self) -> int:

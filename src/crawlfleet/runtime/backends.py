@@ -111,9 +111,10 @@ async def open_embedded(
     from crawlfleet.frontier.sqlite import SqliteQueueStore
     from crawlfleet.monitoring.attempt_log import SqliteAttemptLog
     from crawlfleet.pipeline.sinks.sqlite import SqliteSink
-    from crawlfleet.statedir import StateDir, crawl_identity
+    from crawlfleet.statedir import StateDir, crawl_identity, politeness
 
-    held = StateDir.open(settings.state_dir, crawl_identity(settings, seeds), fresh=fresh)
+    identity = crawl_identity(settings, seeds)
+    held = StateDir.open(settings.state_dir, identity, fresh=fresh, politeness=politeness(settings))
     stack.callback(held.release)
     state_file, items_file = state_paths(settings.state_dir)
     store = await SqliteQueueStore.open(state_file, keep_attempts=settings.attempt_log_max_rows)

@@ -41,7 +41,7 @@ from crawlfleet.frontier.politeness import (
 )
 from crawlfleet.frontier.robots import RobotsCache
 from crawlfleet.frontier.scope import Refusal
-from crawlfleet.frontier.sitemap_format import BadSitemap
+from crawlfleet.frontier.sitemap_format import BadSitemap, SitemapTooLarge
 from crawlfleet.frontier.sitemaps import sitemap_depth
 from crawlfleet.frontier.store_types import Report, Signal, Visit
 from crawlfleet.models import FetchResult, Lease
@@ -195,7 +195,8 @@ class Crawler:
             return True
         decision = await p.robots.check(request.url)
         if decision.unavailable:
-            await self._fail(Step(lease, p.clock.now()), decision.reason or "")
+            step = Step(lease, p.clock.now())
+            await self._fail(step, decision.reason or "", retry=decision.transient)
         elif not decision.allowed:
             await self._skip(lease, decision.reason or "disallowed by robots.txt")
         return decision.allowed and not decision.unavailable
@@ -223,8 +224,10 @@ class Crawler:
         request = step.lease.request
         try:
             tally = await p.admitter.read_sitemap(request, result.body)
-        except BadSitemap as exc:
-            counters = {"sitemaps.skipped": 1.0}
+        except BadSitemap as exc:  # too large: a limit's drop (sitemap_max_bytes), not a fault
+            too_large = isinstance(exc, SitemapTooLarge)
+            counted = dropped_counter(Limit.SITEMAP_MAX_BYTES) if too_large else "sitemaps.skipped"
+            counters = {counted: 1.0}
             await self._complete(step, Outcome.FAILED, f"sitemap: {exc}", counters=counters)
             return
         known = p.freshness.next_visit(request, result, None, None)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import orjson
 from redis.exceptions import RedisError
@@ -44,6 +45,8 @@ class WorkerBeat:
     """Steps the worker process ran to an outcome since it started, as of ``seen_at``."""
     stalled_since: float | None = None
     """Since when (epoch s) the worker's task window has been full with no task running."""
+    refused: Mapping[str, str] = field(default_factory=dict)
+    """Crawl id -> why this worker refuses that crawl's tasks (a module not in its --parsers)."""
 
 
 def _count(value: object) -> int | None:
@@ -139,8 +142,9 @@ async def worker_beats(client: RedisClient) -> list[WorkerBeat]:
                 in_flight=_count(data.get("in_flight")),
                 pages=_count(data.get("pages")),
                 stalled_since=_seconds(data.get("stalled_since")),
+                refused={str(k): str(v) for k, v in (data.get("refused") or {}).items()},
             )
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
             continue
         beats.append(beat)
     return sorted(beats, key=lambda b: -b.seen_at)
@@ -149,3 +153,25 @@ async def worker_beats(client: RedisClient) -> list[WorkerBeat]:
 async def live_workers(client: RedisClient, now: float) -> int:
     """Workers whose heartbeat is recent."""
     return sum(now - beat.seen_at < WORKER_SEEN_S for beat in await worker_beats(client))
+
+
+def no_worker_reason(
+    beats: Sequence[WorkerBeat], crawl_id: str, queues: Sequence[str], now: float
+) -> str | None:
+    """Why no live worker serves crawl ``crawl_id`` on any of ``queues``; None when one does.
+
+    A worker serves it when its heartbeat is recent, it consumes one of the queues, and it
+    has not refused the crawl (``refused``: a parser module it was not started to allow).
+    """
+    live = [b for b in beats if now - b.seen_at < WORKER_SEEN_S]
+    if any(crawl_id not in b.refused and set(b.queues) & set(queues) for b in live):
+        return None
+    refusals = [
+        f"{b.name} refuses it: {b.refused[crawl_id]}" for b in live if crawl_id in b.refused
+    ]
+    if refusals:
+        return "; ".join(refusals)
+    if live:
+        listed = ", ".join(f"{b.name} ({','.join(b.queues)})" for b in live)
+        return f"no live worker consumes {', '.join(queues)}: {listed}"
+    return f"no worker sent a heartbeat in the last {WORKER_SEEN_S:.0f} s"

@@ -18,6 +18,10 @@ becomes due at every tick and runs until it is stopped or cancelled.
 The frontier decides what is due; the dispatcher never schedules a URL itself, and it writes
 no item: it opens no sink and builds no crawl step.
 
+While work is pending and no live worker serves the crawl (``crawls.no_worker_reason``: none
+consumes its queues, or every one refuses it for its ``--parsers``) for ``worker_wait_s``, it
+raises ``NoWorkers`` saying why; the crawl stays as it is, to run again.
+
 The crawl's run state (``runtime/control.py``) is read every tick: while it is paused no task
 is published (leases are still reaped, attempts still copied); once it is cancelled the
 dispatcher leaves the crawl out of the active set and returns ``cancelled``. A cancelled
@@ -37,10 +41,10 @@ import orjson
 from redis.exceptions import RedisError
 
 from crawlfleet.clock import Clock
-from crawlfleet.errors import FrontierLost, StateError
+from crawlfleet.errors import FrontierLost, NoWorkers, StateError
 from crawlfleet.records import QueueCounts
 from crawlfleet.runtime.backends import one_line
-from crawlfleet.runtime.celery.crawls import WORKER_SEEN_S, worker_beats
+from crawlfleet.runtime.celery.crawls import WORKER_SEEN_S, no_worker_reason, worker_beats
 from crawlfleet.runtime.celery.definition import ACTIVE_CRAWLS, DISPATCHERS
 from crawlfleet.runtime.celery.dispatched import DispatchedCrawl
 from crawlfleet.runtime.celery.publisher import TaskPublisher
@@ -83,6 +87,8 @@ class Dispatcher:
         self.stop = stop or asyncio.Event()
         self._control = RedisControl(crawl.client, crawl.definition.crawl_id)
         self._state = RunState.RUNNING
+        self._served_at = time.monotonic()
+        """When a live worker last served the crawl (or the dispatcher started)."""
         self._beat_at = -BEAT_EVERY_S
 
     @property
@@ -147,6 +153,10 @@ class Dispatcher:
             outage_since = None
             if (counts.pending == 0 and not continuous) or self._state is RunState.CANCELLED:
                 return counts
+            if counts.pending and self._state is RunState.RUNNING:
+                await self._watch_workers()
+            else:
+                self._served_at = time.monotonic()
             await self._wait(tick_s(counts, self._state))
         return counts
 
@@ -170,6 +180,22 @@ class Dispatcher:
                 if next_at is not None and next_at <= now:
                     await self._top_up(queue, publisher, now)
         return counts
+
+    async def _watch_workers(self) -> None:
+        """``NoWorkers`` once no live worker has served the crawl for ``worker_wait_s``."""
+        wait_s = self._crawl.definition.settings.worker_wait_s
+        beats = await worker_beats(self._crawl.client)
+        queues = sorted(self._crawl.publishers)
+        why = no_worker_reason(beats, self.crawl_id, queues, time.time())
+        if why is None or wait_s == 0:
+            self._served_at = time.monotonic()
+            return
+        if time.monotonic() - self._served_at >= wait_s:
+            raise NoWorkers(
+                f"no live worker has served crawl {self.crawl_id!r} for {wait_s:g} s ({why}); "
+                "start one (crawlfleet worker --redis URL --postgres DSN [--parsers ...]), then "
+                "run the same command again (--wait-for-workers waits for ever)"
+            )
 
     async def _beat(self) -> None:
         """Say this crawl's dispatcher is alive (``DISPATCHERS``)."""

@@ -108,6 +108,8 @@ class WorkerRuntime:
     _redis: RedisClient | None = None
     _crawls: dict[str, _Crawl] = field(default_factory=dict)
     _last_crawl: str = ""
+    _refused: dict[str, str] = field(default_factory=dict)
+    """Crawl id -> why this worker refuses its tasks (its heartbeat's ``refused``)."""
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on this process's persistent event loop."""
@@ -153,7 +155,11 @@ class WorkerRuntime:
         except (StateError, ConfigError) as exc:
             log.warning("crawl %s unavailable: %s", crawl_id, exc)
             result.skipped_reason = str(exc)
+            if isinstance(exc, ConfigError):  # refused: the dispatcher and status say why
+                self._refused[crawl_id] = str(exc)
+                await self._heartbeat(self._last_crawl or crawl_id)
             return result
+        self._refused.pop(crawl_id, None)
         if crawl is None:
             result.skipped_reason = "crawl not active"
             return result
@@ -247,6 +253,7 @@ class WorkerRuntime:
             "in_flight": in_flight,
             "pages": self.pages + pages,
             "stalled_since": stalled_since,
+            "refused": self._refused,
         }
         try:
             await self._client().hset(WORKERS, self.name, orjson.dumps(beat))
