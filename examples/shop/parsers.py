@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from crawlfleet.parsing import Contract, Follow, Response, parser
+from crawlfleet.parsing import Contract, Expect, Follow, Response, parser
 from crawlfleet.pipeline.prices import parse_price
 
 SHOP_HOST = "127.0.0.2"
@@ -64,6 +64,8 @@ def listing(response: Response) -> None:
     schema=Product,
     sample_url=f"{SAMPLE}/catalogue/the-silent-river_1/index.html",
     contract=Contract(min_items=1, max_items=1, required_fields=["id", "name", "price"]),
+    # a product page without its article is a changed template, not a product: `mismatch`
+    expect=Expect(selectors=["article.product h1"], fields=["id", "name"], min_items=1),
 )
 def product(response: Response) -> Iterator[dict[str, Any]]:
     """One ``product`` item; price as {"amount": "51.77", "currency": "GBP"}."""

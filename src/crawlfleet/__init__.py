@@ -2,7 +2,7 @@
 
 What a parser module and a Python caller need, in one place::
 
-    from crawlfleet import Follow, Item, parser
+    from crawlfleet import Expect, Follow, Item, parser
     from crawlfleet import Crawl, load_settings
 
     result = Crawl(load_settings(seeds=["https://example.com/"])).run()
@@ -20,7 +20,7 @@ from crawlfleet.errors import (
 from crawlfleet.models import CrawlRequest, FetchResult, Item, Link, ParseResult
 from crawlfleet.monitoring.stats import Sample
 from crawlfleet.monitoring.summary import CrawlResult
-from crawlfleet.parsing import Contract, Follow, Response, parser
+from crawlfleet.parsing import Contract, Expect, Follow, Response, parser
 from crawlfleet.settings import Settings
 from crawlfleet.settings_loading import load_settings
 
@@ -35,6 +35,7 @@ __all__ = [
     "CrawlStats",
     "CrawlfleetError",
     "DropItem",
+    "Expect",
     "FetchError",
     "FetchResult",
     "Follow",

@@ -32,6 +32,13 @@ Names (all plain increments; ``<t>`` is an item type):
 ``filtered.<r>``            links the crawl's scope leaves out by choice, not by a limit
                             (``Filtered``): off-site, refused by ``deny`` or ``allow``, or
                             not a URL
+``schema_changes.<t>``      schema changes of item type ``<t>`` a process saw first
+                            (``pipeline/schema_watch.py``: each logged once)
+``mismatch.<p>``            pages of parser ``<p>`` that missed its expectations (first parses)
+``quality.<p>.<m>``         parser ``<p>``'s quality figures on first parses
+                            (``runtime/attempts.quality_counters``): ``pages`` checked,
+                            ``met``, ``items``, ``filled.<f>`` (items filling expected
+                            field ``<f>``)
 ==========================  ==============================================================
 """
 
@@ -169,7 +176,13 @@ class CrawlStats:
     def errors(self) -> int:
         return sum(
             self.get(f"outcome.{o.value}")
-            for o in (Outcome.RETRY, Outcome.DEAD, Outcome.FAILED, Outcome.PARSE_ERROR)
+            for o in (
+                Outcome.RETRY,
+                Outcome.DEAD,
+                Outcome.FAILED,
+                Outcome.PARSE_ERROR,
+                Outcome.MISMATCH,
+            )
         )
 
     @property

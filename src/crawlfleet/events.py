@@ -56,6 +56,17 @@ class DomainBlocked:
 
 
 @dataclass(frozen=True, slots=True)
+class ParserDrifted:
+    """The drift test of ``parser`` on ``domain`` fired after ``pages`` pages (``runtime/drift.py``);
+    ``paused``: its pages there are no longer fetched."""
+
+    parser: str
+    domain: str
+    pages: int
+    paused: bool
+
+
+@dataclass(frozen=True, slots=True)
 class DomainEscalated:
     """Too many recent responses of the domain were blocks: it slows down to ``level``.
 
@@ -96,6 +107,19 @@ class ItemsStored:
     item_type: str
     count: int
     domain: str
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaChanged:
+    """Stored items of a type showed a schema change first (``pipeline/schema_watch.py``):
+    ``change`` is ``new field``, ``type change``, ``field gone`` or ``too many fields``;
+    ``urls`` the first items that showed it."""
+
+    item_type: str
+    change: str
+    field: str
+    detail: str
+    urls: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)

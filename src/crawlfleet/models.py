@@ -258,11 +258,16 @@ class Revisit:
 
 @dataclass(slots=True)
 class ParseResult:
-    """Items and links a parser got from one response, and its ``Revisit`` wish if any."""
+    """Items and links a parser got from one response, and its ``Revisit`` wish if any.
+
+    ``unmet``: the parts of the parser's expectations the page missed (``parsing/expect.py``;
+    empty: met, or none set).
+    """
 
     items: list[Item] = field(default_factory=list)
     links: list[Link] = field(default_factory=list)
     revisit: Revisit | None = None
+    unmet: tuple[str, ...] = ()
 
 
 FETCHER_KINDS = ("http", "impersonate", "browser", "file")

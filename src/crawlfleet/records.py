@@ -24,6 +24,9 @@ class Outcome(StrEnum):
     FAILED = "failed"
     PARSE_ERROR = "parse_error"
     """Fetched, but its parser raised or ran over its budget: recorded, counted, not retried."""
+    MISMATCH = "mismatch"
+    """Parsed, but the page missed its parser's expectations (``parsing/expect.py``): items
+    not stored; retried, then dead-lettered as ``mismatch: <parser>``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -205,6 +205,16 @@ class Settings(BaseSettings):
         "no step starts past it, one always may (runtime/body_bytes.py)",
     )
 
+    # Data quality (parsing/expect.py, runtime/drift.py; decision 0051)
+    on_drift: Literal["pause", "continue"] = Field(
+        default="pause",
+        description="when a parser's pages stop meeting its expectations on a domain: stop "
+        "fetching them there (resume-parser re-opens) or only report it",
+    )
+    drift_threshold: float = Field(
+        default=15.0, gt=0, le=1000, description="CUSUM level at which a drift fires (0051)"
+    )
+
     # Retries and leases
     max_retries: int = Field(default=3, ge=0, le=100)
     backoff_base_s: float = Field(default=1.0, ge=0)

@@ -102,6 +102,15 @@ def test_shop_example_gives_every_product_and_fetches_only_listings_and_products
 
     assert items == expected_products(site)
     assert rejects(tmp_path) == []
+    # a steady site: every product page met the parser's expectations, no drift
+    quality = orjson.loads((tmp_path / "state" / "stats.json").read_bytes())["quality"]
+    assert quality["parsers"]["product"] | {"domains": {}} == {
+        "pages": len(PRODUCTS),
+        "met_share": 1.0,
+        "items_per_page": 1.0,
+        "fill_rates": {"id": 1.0, "name": 1.0},
+        "domains": {},
+    }
     paths = fetched(site, "shop")
     assert_each_once(paths)
     listings = [f"/catalogue/page-{n}.html" for n in range(1, len(PRODUCTS) // 10 + 1)]

@@ -172,7 +172,7 @@ def test_promtool_accepts_the_shipped_rules_and_config() -> None:
         check=False,
     )
     assert rules.returncode == 0, rules.stdout + rules.stderr
-    assert "SUCCESS: 4 rules found" in rules.stdout
+    assert "SUCCESS: 5 rules found" in rules.stdout
     config = subprocess.run(
         [promtool, "check", "config", str(DEPLOY / "prometheus/prometheus.yml")],
         capture_output=True,
@@ -180,6 +180,47 @@ def test_promtool_accepts_the_shipped_rules_and_config() -> None:
         check=False,
     )
     assert config.returncode == 0, config.stdout + config.stderr
+
+
+DRIFT_RULE_TEST = """
+rule_files: [{rules}]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      - series: 'crawlfleet_parser_drift{{crawl="c",domain="a.test",parser="item",instance="x",job="j"}}'
+        values: '0 0 1 1 1'
+      - series: 'crawlfleet_parser_drift{{crawl="c",domain="b.test",parser="item",instance="x",job="j"}}'
+        values: '0 0 0 0 0'
+    alert_rule_test:
+      - eval_time: 2m
+        alertname: CrawlfleetParserDrift
+        exp_alerts: []
+      - eval_time: 4m
+        alertname: CrawlfleetParserDrift
+        exp_alerts:
+          - exp_labels: {{crawl: c, domain: a.test, parser: item, severity: warning}}
+            exp_annotations:
+              summary: "crawl c: parser item drifted on a.test"
+              description: {description}
+"""
+
+
+def test_the_drift_alert_fires_for_the_drifted_parser_and_domain_only(tmp_path: Path) -> None:
+    tests = tmp_path / "drift_test.yml"
+    description = (
+        "Its pages stopped meeting the parser's expectations (the site changed). With on_drift "
+        '= "pause" its pages there are not fetched: fix the parser (samples in '
+        "<state>/mismatch/), then `crawlfleet resume-parser PARSER DOMAIN`."
+    )
+    text = DRIFT_RULE_TEST.format(
+        rules=DEPLOY / "prometheus/alerts.yml", description=json.dumps(description)
+    )
+    tests.write_text(text)
+    run = subprocess.run(
+        [tool("promtool"), "test", "rules", str(tests)], capture_output=True, text=True, check=False
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
 
 
 def promtool_check_metrics(text: str) -> None:

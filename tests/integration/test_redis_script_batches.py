@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 from redis.asyncio import Redis
 
+from crawlfleet.frontier.accounting import report_counters
 from crawlfleet.frontier.redis import CrawlKeys, RedisQueueStore
 from crawlfleet.frontier.redis.scripts import Scripts
-from crawlfleet.frontier.accounting import report_counters
 from crawlfleet.frontier.redis.views import counters_json, report_args
 from crawlfleet.frontier.store_types import Budget, DomainPolicy, Report
 from crawlfleet.models import CrawlRequest, Lease

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 from crawlfleet.clock import FakeClock
@@ -20,6 +21,7 @@ from crawlfleet.frontier.memory import MemoryQueueStore
 from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.frontier.robots import FetchFn, RobotsCache
 from crawlfleet.models import CrawlRequest, FetchResult
+from crawlfleet.monitoring.samples import MismatchSamples
 from crawlfleet.parsing.budget import ParseBudget, ParseLimits
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.pipeline import Pipeline
@@ -27,11 +29,12 @@ from crawlfleet.pipeline.processors import default_processors
 from crawlfleet.pipeline.sinks.memory import MemorySink
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
+from crawlfleet.runtime.drift import DriftWatch
 from crawlfleet.runtime.freshness import Freshness
 from crawlfleet.runtime.loop import ClaimLoop, LoopResult
 from crawlfleet.runtime.policies import recrawl_policy
 from crawlfleet.runtime.strategy import Strategies
-from crawlfleet.runtime.wiring import build_frontier, sitemap_limits
+from crawlfleet.runtime.wiring import build_frontier, drift_options, sitemap_limits
 from crawlfleet.settings import Settings
 
 T0 = 1_000_000.0
@@ -152,11 +155,12 @@ def make_crawl(
     obey_robots: bool = True,
     parsers: ParserRegistry | None = None,
     robots_fetch: FetchFn | None = None,
+    samples_dir: Path | None = None,
     **settings: Any,
 ) -> Crawl:
     """A crawler over ``store`` (a new memory store by default) with ``settings`` on top of
     fast test defaults (no backoff, delay 0). robots.txt is read with ``robots_fetch``
-    (default: the canned fetcher)."""
+    (default: the canned fetcher); mismatched pages are kept in ``samples_dir`` if given."""
     by_kind = fetchers if isinstance(fetchers, Mapping) else {fetchers.kind: fetchers}
     any_fetcher = next(iter(by_kind.values()))
     clock = any_fetcher.clock
@@ -192,6 +196,7 @@ def make_crawl(
     )
     sink = MemorySink(clock=clock)
     pipeline = Pipeline(default_processors(), sink, events=events, clock=clock, tracker=sink)
+    strategies = Strategies(frontier, clock)
     parts = CrawlerParts(
         frontier=frontier,
         admitter=admitter,
@@ -204,8 +209,10 @@ def make_crawl(
         worker="test",
         max_retry_after_s=3600.0,
         parse_budget=parse_budget,
-        strategies=Strategies(frontier, clock),
+        strategies=strategies,
         freshness=Freshness(frontier, recrawl_policy(config), clock),
+        drift=DriftWatch(frontier, strategies, drift_options(config)),
+        samples=MismatchSamples(samples_dir) if samples_dir is not None else None,
     )
     return Crawl(Crawler(parts), frontier, admitter, events, sink, clock)
 

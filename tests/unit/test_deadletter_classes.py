@@ -64,6 +64,14 @@ REAL_ERRORS = [
     ("http://a.test/x: ServerDisconnectedError: Server disconnected", "ServerDisconnectedError"),
     ("redirect to http://b.test/ skipped: outside allowed domains", "redirect to"),
     ("", "unknown"),
+    (
+        "mismatch: shop: missing selector '.price'; field 'price' (3 of 3 items)",
+        "mismatch: shop",
+    ),
+    (
+        "mismatch: shop: paused by drift on a.test (crawlfleet resume-parser shop a.test)",
+        "mismatch: shop",
+    ),
 ]
 
 

@@ -97,3 +97,17 @@ def test_a_revisit_with_nothing_due_says_so_and_not_to_recrawl() -> None:
             False,
         )
     ]
+
+
+def test_pages_that_missed_their_parsers_expectations_name_resume_parser_per_domain() -> None:
+    (found,) = judge(
+        facts(
+            dead=5,
+            dead_classes={"example.com": {"mismatch: item": 4}, "other.org": {"HTTP 500": 1}},
+        )
+    )
+    assert found.line == (
+        "5 URLs dead-lettered (mismatch: item 4, HTTP 500 1); retry them: crawlfleet dlq "
+        "requeue --state s, then crawl again; pages that missed their parser's expectations: "
+        "fix the parser, then crawlfleet resume-parser item example.com --state s"
+    )

@@ -14,6 +14,7 @@ from crawlfleet.errors import ConfigError, FetchError
 from crawlfleet.models import FetchResult, Item, Link, ParseResult
 from crawlfleet.parsing import (
     Contract,
+    Expect,
     Follow,
     ParserRegistry,
     ParserSpec,
@@ -410,6 +411,22 @@ async def test_a_raising_parser_and_an_error_status_break_the_contract() -> None
         ("parser raised ValueError: selector drifted",),
         ("sample page answered HTTP 404",),
     ]
+
+
+async def test_a_sample_page_that_misses_the_expectations_breaks_the_check() -> None:
+    async def fetch(url: str) -> FetchResult:
+        return page(url=url)
+
+    def nothing(response: Response) -> None:
+        return None
+
+    expect = Expect(selectors=("div.product",), min_items=1)
+    mark = parser("a.example", name="shop", sample_url="https://a.example/", expect=expect)
+    (report,) = await check_contracts(ParserRegistry([wrapped(mark(nothing))]), fetch)
+    assert report.problems == (
+        "expectation missed: selector 'div.product'",
+        "expectation missed: items: 0 < 1",
+    )
 
 
 def test_public_api() -> None:

@@ -41,6 +41,12 @@ def register(app: typer.Typer) -> None:
                 "a site in a network namespace or container of its own)"
             ),
         ] = None,
+        redesign_after: Annotated[
+            int | None,
+            typer.Option(
+                min=0, help="the redesign host changes its templates after this many item pages"
+            ),
+        ] = None,
     ) -> None:
         """Serve the demo site (shop, quotes, lab, ...) on loopback addresses until Ctrl-C."""
         from crawlfleet.demosite import DemoSite  # aiohttp's server: not for other commands
@@ -53,6 +59,7 @@ def register(app: typer.Typer) -> None:
                 access_log_path=access_log,
                 crawl_delay_s=crawl_delay_s,
             )
+            site.redesign.set(redesign_after)
         except ValueError as exc:
             fail(str(exc))
         with contextlib.suppress(KeyboardInterrupt):

@@ -1,4 +1,7 @@
-"""``crawlfleet pause|resume|cancel|add``: operate a crawl while it runs.
+"""``crawlfleet pause|resume|cancel|add|resume-parser``: operate a crawl while it runs.
+
+``resume-parser PARSER DOMAIN`` re-opens a parser a drift paused on a domain
+(``runtime/drift.py``), on both runtimes.
 
 ``pause`` and ``resume`` work on both runtimes (``--state DIR`` or ``--redis URL --crawl-id
 ID``); ``cancel`` and ``add`` on distributed crawls. What each does to the running processes
@@ -19,12 +22,15 @@ from crawlfleet.cli.target import (
     RedisOpt,
     StateOpt,
     distributed_only,
+    open_target,
     target_settings,
 )
 from crawlfleet.errors import ConfigError, CrawlfleetError
+from crawlfleet.frontier.drift_marks import drifts
 from crawlfleet.monitoring.summary import CANCELLED_EXIT
 from crawlfleet.runtime.control import add_urls, set_paused
 from crawlfleet.runtime.control import cancel as cancel_crawl
+from crawlfleet.runtime.drift import resume as resume_drift
 from crawlfleet.settings import Settings
 
 out = make_console()
@@ -110,8 +116,38 @@ def add(
     _run(main())
 
 
+def resume_parser(
+    parser: Annotated[str, typer.Argument(help="the parser a drift paused")],
+    domain: Annotated[str, typer.Argument(help="the domain it was paused on")],
+    state: StateOpt = None,
+    redis: RedisOpt = None,
+    crawl_id: CrawlIdOpt = None,
+) -> None:
+    """Re-open a parser a drift paused on a domain, and requeue its mismatched pages there."""
+
+    async def main() -> None:
+        settings = target_settings(state, redis, crawl_id)
+        async with open_target(settings) as frontier:
+            marks = drifts(await frontier.strategy(domain))
+            if parser not in marks:
+                known = ", ".join(f"{p} ({m})" for p, m in sorted(marks.items())) or "none"
+                raise ConfigError(f"no drift of parser {parser!r} on {domain!r} (there: {known})")
+            requeued = await resume_drift(frontier, parser, domain)
+        then = (
+            "a running dispatcher sends them to the workers"
+            if settings.redis_url
+            else "run the crawl again to fetch them"
+        )
+        out.print(
+            f"parser {safe(parser)} re-opened on {safe(domain)}: {requeued} pages requeued; {then}"
+        )
+
+    _run(main())
+
+
 def register(app: typer.Typer) -> None:
     app.command()(pause)
     app.command()(resume)
+    app.command("resume-parser")(resume_parser)
     app.command()(cancel)
     app.command()(add)

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from crawlfleet.cli.console import safe
 from crawlfleet.counters import CrawlStats
+from crawlfleet.monitoring.quality_scores import quality_report
 from crawlfleet.monitoring.stats import Sample
 from crawlfleet.monitoring.summary import CrawlResult
 from crawlfleet.records import Outcome
@@ -137,6 +138,29 @@ def items_table(result: CrawlResult) -> Table | None:
     return table
 
 
+def quality_table(result: CrawlResult) -> Table | None:
+    """Per parser with expectations, in total and per domain: pages, share that met them,
+    items per page and each expected field's fill rate (``monitoring/quality_scores.py``)."""
+    parsers = quality_report(result.stats, result.domains)["parsers"]
+    if not parsers:
+        return None
+    table = Table(title="data quality")
+    for column in ("parser", "domain", "pages", "met", "items/page", "fill rates"):
+        table.add_column(column, justify="left" if column in ("parser", "domain") else "right")
+    for parser, score in parsers.items():
+        for domain, figures in (("total", score), *score["domains"].items()):
+            rates = " ".join(f"{f}:{r:.0%}" for f, r in figures["fill_rates"].items())
+            table.add_row(
+                safe(parser),
+                safe(domain),
+                str(figures["pages"]),
+                f"{figures['met_share']:.0%}",
+                f"{figures['items_per_page']:.1f}",
+                safe(rates),
+            )
+    return table
+
+
 def _stored(stats: CrawlStats) -> int:
     return sum(stats.items("stored").values())
 
@@ -147,6 +171,17 @@ def summary(result: CrawlResult) -> Group:
     items = items_table(result)
     if items is not None:
         parts.append(items)
+    quality = quality_table(result)
+    if quality is not None:
+        parts.append(quality)
+    mismatched = result.stats.get(f"outcome.{Outcome.MISMATCH.value}")
+    if mismatched:
+        parts.append(
+            Text(
+                f"{mismatched} parses missed their parser's expectations (outcome mismatch); "
+                "pages: crawlfleet dlq classes, samples in <state>/mismatch/"
+            )
+        )
     if result.top_reject_reasons:
         invalid = sum(result.stats.items("invalid").values())
         parts.append(

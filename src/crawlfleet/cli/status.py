@@ -6,7 +6,9 @@ whether it was paused or cancelled (``crawlfleet pause|resume|cancel``), and a d
 crawl no live worker serves says why (``crawls.no_worker_reason``). With one crawl, a
 table per domain: queued, in flight, done, failed, dead, what limits dropped, delay, block
 state and the fetch strategy slot (the ladder's ``rung``, ``fetcher``, ...; what the adaptive
-fetcher learned), then one line of what limits dropped, by limit.
+fetcher learned), then one line of what limits dropped, by limit; then, per (parser, domain)
+with expectations, its quality figures and drift mark, and a line per (parser, domain) whose
+drift test fired (``runtime/drift.py``).
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ from crawlfleet.cli.console import fail, make_console, safe
 from crawlfleet.cli.target import CRAWL_ID_ENV, REDIS_ENV, from_environment
 from crawlfleet.counters import CrawlStats
 from crawlfleet.errors import CrawlfleetError
+from crawlfleet.frontier.drift_marks import PAUSED, drifts
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.store_types import DomainView
+from crawlfleet.monitoring.quality_scores import scores
 from crawlfleet.monitoring.summary import block_state, dropped_line, strategy_text
 from crawlfleet.records import Outcome
 from crawlfleet.redisurl import check_redis_url
@@ -69,6 +73,29 @@ def domain_table(views: list[DomainView], now: float, title: str) -> Table:
     return table
 
 
+def quality_table(views: list[DomainView]) -> Table | None:
+    """Per (parser, domain) with expectations: pages, share met, items per page, fill rates
+    and the drift mark (None without such a parser)."""
+    table = Table(title="parsers with expectations")
+    for column in ("parser", "domain", "pages", "met", "items/page", "fill rates", "drift"):
+        left = column in ("parser", "domain", "fill rates", "drift")
+        table.add_column(column, justify="left" if left else "right")
+    for view in views:
+        marks = drifts(view.strategy)
+        for parser, score in scores(view.stats).items():
+            rates = " ".join(f"{f}:{r:.0%}" for f, r in score.fill_rates().items())
+            table.add_row(
+                safe(parser),
+                safe(view.domain),
+                str(score.pages),
+                f"{score.met_share or 0:.0%}",
+                f"{score.items_per_page or 0:.1f}",
+                safe(rates),
+                safe(marks.get(parser, "-")),
+            )
+    return table if table.row_count else None
+
+
 class _DomainSource(Protocol):
     async def domains(self, limit: int = 100) -> list[DomainView]: ...
 
@@ -76,9 +103,21 @@ class _DomainSource(Protocol):
 
 
 async def _domains(source: _DomainSource, title: str) -> None:
-    out.print(domain_table(await source.domains(DOMAIN_ROWS), time.time(), title))
+    views = await source.domains(DOMAIN_ROWS)
+    out.print(domain_table(views, time.time(), title))
     dropped = dropped_line(await source.stats())
     out.print(dropped or "dropped by limits: nothing", soft_wrap=True)
+    quality = quality_table(views)
+    if quality is not None:
+        out.print(quality)
+    for view in views:
+        for parser, mark in sorted(drifts(view.strategy).items()):
+            then = (
+                f"paused: crawlfleet resume-parser {parser} {view.domain}"
+                if mark == PAUSED
+                else "crawl goes on"
+            )
+            out.print(f"drift: parser {safe(parser)} on {safe(view.domain)} ({safe(then)})")
 
 
 async def _embedded(state: Path) -> None:

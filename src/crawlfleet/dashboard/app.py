@@ -13,6 +13,7 @@ Routes:
 ``POST /crawl/{id}/dead/requeue``  requeue the dead letters of ``error_class``
 ``POST /crawl/{id}/dead/purge``    purge them
 ``POST /crawl/{id}/pause``, ``/resume``
+``POST /crawl/{id}/resume-parser``  re-open ``parser`` on ``domain`` after a drift
 ``/metrics``                    the crawl families of every crawl shown (``Metrics``)
 ==============================  =========================================================
 
@@ -235,6 +236,10 @@ class Dashboard:
                 done = (
                     f"purged {await self.source.purge_class(crawl_id, name)} dead letters ({name})"
                 )
+            elif what == "resume-parser":
+                parser, domain = form.get("parser", ""), form.get("domain", "")
+                requeued = await self.source.resume_parser(crawl_id, parser, domain)
+                done = f"parser {parser} re-opened on {domain}: {requeued} pages requeued"
             elif what in ("pause", "resume"):
                 await self.source.set_paused(crawl_id, what == "pause")
                 done = f"{what}d"

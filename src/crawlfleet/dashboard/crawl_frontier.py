@@ -9,7 +9,7 @@ is a real loss and goes to the caller.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import TypeVar
 
@@ -61,6 +61,12 @@ class CrawlFrontier:
 
     async def purge_dead(self, fingerprints: Sequence[str] | None = None) -> int:
         return await self._call(lambda f: f.purge_dead(fingerprints))
+
+    async def strategy(self, domain: str) -> dict[str, str]:
+        return await self._call(lambda f: f.strategy(domain))
+
+    async def set_strategy(self, domain: str, strategy: Mapping[str, str]) -> None:
+        await self._call(lambda f: f.set_strategy(domain, strategy))
 
     async def close(self) -> None:
         self._frontier = None

@@ -158,6 +158,11 @@ class DistributedSource:
     async def purge_class(self, crawl_id: str, name: str) -> int:
         return await purge_class(await self.reader(crawl_id), name)
 
+    async def resume_parser(self, crawl_id: str, parser: str, domain: str) -> int:
+        from crawlfleet.runtime.drift import resume
+
+        return await resume(await self.reader(crawl_id), parser, domain)
+
     async def set_paused(self, crawl_id: str, paused: bool) -> None:
         await self.reader(crawl_id)
         try:

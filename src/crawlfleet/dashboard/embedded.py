@@ -162,6 +162,12 @@ class EmbeddedSource:
         async with AsyncExitStack() as stack:
             return await purge_class(await self._store(crawl_id, stack), name)
 
+    async def resume_parser(self, crawl_id: str, parser: str, domain: str) -> int:
+        from crawlfleet.runtime.drift import resume
+
+        async with AsyncExitStack() as stack:
+            return await resume(await self._store(crawl_id, stack), parser, domain)
+
     async def _store(self, crawl_id: str, stack: AsyncExitStack) -> Frontier:
         await self.reader(crawl_id)
         if self.running():

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crawlfleet.counters import CrawlStats
+from crawlfleet.frontier.drift_marks import drifts
 from crawlfleet.frontier.store_types import DomainView
 from crawlfleet.monitoring.eta import Eta
 from crawlfleet.monitoring.stats import Sample
@@ -13,7 +14,9 @@ from crawlfleet.monitoring.summary import block_state, strategy_text
 from crawlfleet.records import Outcome
 
 DONE_OUTCOMES = (Outcome.OK, Outcome.SKIPPED, Outcome.FAILED, Outcome.PARSE_ERROR)
-TRIED_OUTCOMES = (Outcome.OK, Outcome.RETRY, Outcome.DEAD, Outcome.FAILED, Outcome.PARSE_ERROR)
+TRIED_OUTCOMES = (
+    Outcome.OK, Outcome.RETRY, Outcome.DEAD, Outcome.FAILED, Outcome.PARSE_ERROR, Outcome.MISMATCH
+)  # fmt: skip
 
 
 def duration(seconds: float | None) -> str:
@@ -51,6 +54,8 @@ class DomainRow:
     delay_source: str
     block: str
     strategy: str
+    drifts: dict[str, str]
+    """Parser -> drift mark on the domain (``frontier/drift_marks.py``)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -71,6 +76,7 @@ def domain_row(view: DomainView, now: float) -> DomainRow:
         delay_source=view.delay_source.value,
         block=block_state(view, now),
         strategy=strategy_text(view),
+        drifts=drifts(view.strategy),
     )
 
 

@@ -8,11 +8,13 @@ from urllib.parse import quote, urlencode
 
 import orjson
 
+from crawlfleet.counters import CrawlStats
 from crawlfleet.dashboard.chart import progress_svg
 from crawlfleet.dashboard.figures import DomainRow, duration
 from crawlfleet.dashboard.sampler import CrawlHistory
 from crawlfleet.dashboard.sources import ItemSample, WorkerRow
 from crawlfleet.monitoring.deadletters import ClassGroup
+from crawlfleet.monitoring.quality_scores import scores
 from crawlfleet.monitoring.sqlite_reader import AttemptFilter
 from crawlfleet.monitoring.summary import dropped_line
 from crawlfleet.records import Attempt, Outcome
@@ -202,6 +204,44 @@ def items_html(samples: Sequence[ItemSample], stored: dict[str, dict[str, int]])
     return "".join(parts)
 
 
+def drifts_html(crawl_id: str, rows: Sequence[DomainRow], actions: bool) -> str:
+    """A row per (parser, domain) whose drift test fired, with its resume action."""
+    cells = [
+        [text(parser), text(row.domain), text(mark),
+         action(crawl_id, "resume-parser", "resume parser", actions, parser=parser,
+                domain=row.domain)]
+        for row in rows
+        for parser, mark in sorted(row.drifts.items())
+    ]  # fmt: skip
+    if not cells:
+        return ""
+    return (
+        '<h2>parser drifts</h2><p class="muted">fix the parser first (sample pages in '
+        "&lt;state&gt;/mismatch/); resuming requeues its mismatched pages on the domain</p>"
+        f'<div id="drifts">{table(("parser", "domain", "drift", ""), cells)}</div>'
+    )
+
+
+def parsers_html(stats: CrawlStats) -> str:
+    """Per parser with expectations: pages, the share that met them, items per page, fill
+    rates of the expected fields (``monitoring/quality_scores.py``)."""
+    found = scores(stats)
+    if not found:
+        return ""
+    cells = [
+        [text(name), str(score.pages), percent(score.met_share),
+         "-" if score.items_per_page is None else f"{score.items_per_page:.1f}",
+         text(" ".join(f"{f}:{r:.0%}" for f, r in score.fill_rates().items()))]
+        for name, score in found.items()
+    ]  # fmt: skip
+    headers = ("parser", "pages", "met expectations", "items/page", "fill rates")
+    return (
+        '<h2>parsers and their expectations</h2><p class="muted">a drift shows as '
+        "<code>drift.PARSER</code> in a domain's strategy; crawlfleet resume-parser re-opens"
+        f' it</p><div id="parsers">{table(headers, cells, numeric=1)}</div>'
+    )
+
+
 def workers_html(workers: Sequence[WorkerRow]) -> str:
     if not workers:
         return '<h2>workers</h2><p class="muted" id="workers">no worker seen yet</p>'
@@ -242,6 +282,8 @@ def crawl_page(
         + dead_html(crawl_id, groups, actions)
         + f'<h2>attempts</h2><p><a href="{attempts}">recent attempts, with filters</a></p>'
         + items_html(items, stored)
+        + (parsers_html(sample.stats) if sample else "")
+        + drifts_html(crawl_id, domains, actions)
         + workers_html(workers)
     )
     return page(f"crawl {crawl_id}", body, refresh_s=5)

@@ -6,7 +6,9 @@ Each role is served on its own loopback address (``DEFAULT_ADDRESSES``), all on 
 ``robots-404`` and ``slow-robots`` (robots.txt answering 503, 404, or with a Crawl-delay),
 ``guarded`` (bans bursts per client address, checks header coherence, a cookie challenge).
 ``jsapp`` (content, links and a cookie challenge only a browser gets past) and ``mixed``
-(one host with a URL pattern that needs JavaScript and one that does not).
+(one host with a URL pattern that needs JavaScript and one that does not), ``catalog`` and
+``redesign`` (one product catalogue; ``redesign`` changes its templates after a set number
+of pages: ``DemoSite.redesign``).
 Every request is recorded in an access log of ``AccessRecord``.
 """
 

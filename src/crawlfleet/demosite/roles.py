@@ -15,9 +15,12 @@ GUARDED = "guarded"
 
 JSAPP = "jsapp"
 MIXED = "mixed"
+CATALOG = "catalog"
+REDESIGN = "redesign"
 
 ROLES: tuple[str, ...] = (
-    SHOP, QUOTES, LAB, ROBOTS_5XX, ROBOTS_404, SLOW_ROBOTS, GUARDED, JSAPP, MIXED
+    SHOP, QUOTES, LAB, ROBOTS_5XX, ROBOTS_404, SLOW_ROBOTS, GUARDED, JSAPP, MIXED, CATALOG,
+    REDESIGN,
 )  # fmt: skip
 
 # Linux routes all of 127.0.0.0/8 to the loopback interface, so each address is a distinct host.
@@ -32,6 +35,8 @@ DEFAULT_ADDRESSES: MappingProxyType[str, str] = MappingProxyType(
         GUARDED: "127.0.0.20",
         JSAPP: "127.0.0.14",
         MIXED: "127.0.0.15",
+        CATALOG: "127.0.0.16",
+        REDESIGN: "127.0.0.17",
     }
 )
 

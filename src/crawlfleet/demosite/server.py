@@ -9,6 +9,7 @@ from pathlib import Path
 from aiohttp import web
 
 from crawlfleet.demosite.accesslog import AccessLog, AccessRecord
+from crawlfleet.demosite.catalog import Catalog, Redesign
 from crawlfleet.demosite.catalogue import CatalogueEdits, conditional
 from crawlfleet.demosite.docindex import DocIndex
 from crawlfleet.demosite.guarded import Guarded, GuardRules
@@ -22,12 +23,14 @@ from crawlfleet.demosite.quotes import Quotes
 from crawlfleet.demosite.refusals import Refusals
 from crawlfleet.demosite.robots_sites import RobotsSite
 from crawlfleet.demosite.roles import (
+    CATALOG,
     DEFAULT_ADDRESSES,
     GUARDED,
     JSAPP,
     LAB,
     MIXED,
     QUOTES,
+    REDESIGN,
     ROBOTS_5XX,
     ROBOTS_404,
     ROLES,
@@ -49,7 +52,8 @@ class DemoSite:
     ``port`` 0 picks a port that is free on all the addresses. ``access_log_path``, when set,
     receives every access record as a JSON line too. ``crawl_delay_s`` is the Crawl-delay of
     the slow-robots role; ``guard`` the rules of the guarded role (``guarded.py``). ``edits``
-    change the shop's catalogue while it runs.
+    change the shop's catalogue while it runs; ``redesign`` is the ``redesign`` role's switch
+    (``catalog.py``; set ``redesign.set(n)`` to change its templates after ``n`` item pages).
     """
 
     def __init__(
@@ -71,6 +75,7 @@ class DemoSite:
         self._crawl_delay_s = crawl_delay_s
         self._guard = guard
         self.edits = CatalogueEdits()
+        self.redesign = Redesign()
         self._runners: list[web.AppRunner] = []
 
     @property
@@ -156,6 +161,10 @@ class DemoSite:
             app.add_routes(JsApp().routes())
         elif role == MIXED:
             app.add_routes(Mixed().routes())
+        elif role == CATALOG:
+            app.add_routes(Catalog().routes())
+        elif role == REDESIGN:
+            app.add_routes(Catalog(self.redesign).routes())
         elif role == ROBOTS_5XX:
             app.add_routes(RobotsSite(robots_status=503).routes())
         elif role == ROBOTS_404:

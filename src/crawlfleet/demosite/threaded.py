@@ -9,6 +9,7 @@ from pathlib import Path
 from types import TracebackType
 
 from crawlfleet.demosite.accesslog import AccessRecord
+from crawlfleet.demosite.catalog import Redesign
 from crawlfleet.demosite.catalogue import CatalogueEdits
 from crawlfleet.demosite.guarded import GuardRules
 from crawlfleet.demosite.server import DemoSite
@@ -84,6 +85,11 @@ class ThreadedDemoSite:
     def edits(self) -> CatalogueEdits:
         """The shop's catalogue changes (safe to make from any thread)."""
         return self.site.edits
+
+    @property
+    def redesign(self) -> Redesign:
+        """The redesign host's switch (safe to set from any thread)."""
+        return self.site.redesign
 
     def reset_flaky(self) -> None:
         self.site.reset_flaky()

@@ -177,21 +177,23 @@ class Frontier:
         *,
         not_before: float = 0.0,
         retry: bool = True,
+        outcome: Outcome | None = None,
     ) -> tuple[bool, Ended]:
         """Retry later (backoff with full jitter, or ``not_before`` if later) or bury.
 
         A request past its retry budget, or one with ``retry`` False, goes to the DLQ. The
-        report's attempt is recorded with outcome ``retry`` or ``dead`` to match. Returns
-        whether the request will be retried, and the lease end.
+        report's attempt is recorded with outcome ``retry`` or ``dead`` to match, or with
+        ``outcome`` either way when given (``mismatch``). Returns whether the request will be
+        retried, and the lease end.
         """
         attempt = lease.request.attempt
         if not retry or attempt >= self.retry_policy.max_retries:
-            dead = _with_outcome(report, Outcome.DEAD)
+            dead = _with_outcome(report, outcome or Outcome.DEAD)
             return False, await self._store.bury(lease, error, now, dead, self.default_policy)
         wait_s = backoff_s(
             attempt, base_s=self.retry_policy.base_s, max_s=self.retry_policy.max_s, rng=self._rng
         )
-        again = _with_outcome(report, Outcome.RETRY)
+        again = _with_outcome(report, outcome or Outcome.RETRY)
         due = max(now + wait_s, not_before)
         return True, await self._store.retry(lease, due, error, again, self.default_policy)
 

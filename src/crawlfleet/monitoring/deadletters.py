@@ -28,6 +28,7 @@ _HTTP = re.compile(r"HTTP (\d{3})\b")
 _STATUS_PREFIXES = ("blocked: ", "refused: ")
 """What the crawl step puts before the status of a ban and of a refused URL (decision 0044)."""
 _PARSER = re.compile(r"parser '[^']*': (\w+)")
+_MISMATCH = re.compile(r"mismatch: ([^:]+):")
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S*", re.IGNORECASE)
 _LEADING_URL = re.compile(r"^[a-z][a-z0-9+.-]*:(?://)?\S*?: ", re.IGNORECASE)
 _EXCEPTION = re.compile(r"^(?:unexpected )?([A-Z]\w*(?:Error|Exception|Exceeded)):")
@@ -59,12 +60,17 @@ def error_class(error: str) -> str:
     """A short, stable name for the kind of failure an error text describes.
 
     ``HTTP <status>``, ``blocked: HTTP <status>``, ``refused: HTTP <status>``, ``parse
-    error: <ExceptionType>``, a fixed name for the fetcher's failures (``timeout``, ``DNS``, ``connection refused``, ``too
+    error: <ExceptionType>``, ``mismatch: <parser>`` (a page that missed its parser's
+    expectations), a fixed name for the fetcher's failures (``timeout``, ``DNS``,
+    ``connection refused``, ``too
     large``, ...), the exception type of a text that names one first (after a leading URL),
     else the text without a leading URL, cut at its first digit, quote, bracket or URL
     (``unknown`` when nothing is left).
     """
     text = " ".join(error.split())
+    mismatch = _MISMATCH.match(text)
+    if mismatch is not None:
+        return f"mismatch: {mismatch.group(1)}"
     parser = _PARSER.match(text)
     if parser is not None:
         return f"parse error: {parser.group(1)}"
@@ -126,13 +132,20 @@ async def by_class(frontier: DeadLetterQueue, limit: int = 10_000) -> list[Class
     return sorted(groups.values(), key=lambda g: (-g.count, g.name))
 
 
-async def fingerprints_of(frontier: DeadLetterQueue, name: str) -> list[str]:
-    """The fingerprints of every dead letter of class ``name``, read before anything moves."""
+async def fingerprints_of(
+    frontier: DeadLetterQueue, name: str, domain: str | None = None
+) -> list[str]:
+    """The fingerprints of every dead letter of class ``name`` (of ``domain`` when given),
+    read before anything moves."""
     found: list[str] = []
     offset = 0
     while True:
         page = await frontier.dead_letters(PAGE, offset)
-        found.extend(x.request.fingerprint for x in page if letter_class(x) == name)
+        found.extend(
+            x.request.fingerprint
+            for x in page
+            if letter_class(x) == name and domain in (None, x.request.domain)
+        )
         if len(page) < PAGE:
             return found
         offset += len(page)
@@ -162,9 +175,10 @@ async def resolve_fingerprints(frontier: DeadLetterQueue, prefixes: Sequence[str
     return found
 
 
-async def requeue_class(frontier: DeadLetterQueue, name: str) -> int:
-    """Put every dead letter of class ``name`` back in its queue; how many moved."""
-    fingerprints = await fingerprints_of(frontier, name)
+async def requeue_class(frontier: DeadLetterQueue, name: str, domain: str | None = None) -> int:
+    """Put every dead letter of class ``name`` (of ``domain`` when given) back in its queue;
+    how many moved."""
+    fingerprints = await fingerprints_of(frontier, name, domain)
     moved = 0
     for start in range(0, len(fingerprints), BATCH):
         moved += await frontier.requeue_dead(fingerprints[start : start + BATCH])

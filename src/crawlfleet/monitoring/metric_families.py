@@ -102,6 +102,16 @@ def crawl_families(snapshots: list[CrawlSnapshot]) -> Iterator[Metric]:
         "Links the crawl's scope left out by choice (off_site, deny, allow, bad_url)",
         labels=["crawl", "reason"],
     )
+    parser_pages = CounterMetricFamily(
+        "crawlfleet_parser_pages_total",
+        "First parses by a parser with expectations, by whether the page met them",
+        labels=[*crawl_domain, "parser", "expectations"],
+    )
+    drift = GaugeMetricFamily(
+        "crawlfleet_parser_drift",
+        "1 when the parser's pages drifted from its expectations on the domain, else 0",
+        labels=[*crawl_domain, "parser"],
+    )
     for snap in snapshots:
         crawl = snap.crawl
         info.add_metric([crawl, snap.runtime], 1)
@@ -126,6 +136,13 @@ def crawl_families(snapshots: list[CrawlSnapshot]) -> Iterator[Metric]:
             queued.add_metric(labels, row.queued)
             leased.add_metric(labels, row.leased)
             _policy(level, delay, labels, row)
+            for parser in sorted(_watched(c) | set(row.drifts)):
+                drift.add_metric([*labels, parser], 1 if parser in row.drifts else 0)
+            for parser in sorted(_watched(c)):
+                met = c.get(f"quality.{parser}.met", 0.0)
+                missed = c.get(f"quality.{parser}.pages", 0.0) - met
+                parser_pages.add_metric([*labels, parser, "met"], met)
+                parser_pages.add_metric([*labels, parser, "missed"], missed)
         for (result, item_type), value in sorted(_items(snap.totals).items()):
             items.add_metric([crawl, item_type, result], value)
         for limit in Limit:  # a fixed set of labels, each from the start
@@ -135,6 +152,7 @@ def crawl_families(snapshots: list[CrawlSnapshot]) -> Iterator[Metric]:
             filtered.add_metric([crawl, reason.value], left_out)
     yield from (pages, attempts, latency, body, blocks, expired, queued, leased)
     yield from (level, delay, dead, items, info, started, proxies, dropped, filtered)
+    yield from (parser_pages, drift)
 
 
 def process_families(
@@ -188,6 +206,15 @@ def _policy(
         level.add_metric(labels, row.level)
     if row.delay_s is not None:
         delay.add_metric(labels, row.delay_s)
+
+
+def _watched(counters: Mapping[str, float]) -> set[str]:
+    """The parsers with expectations that parsed pages of a domain (``quality.<p>.pages``)."""
+    return {
+        name[len("quality.") : -len(".pages")]
+        for name in counters
+        if name.startswith("quality.") and name.endswith(".pages")
+    }
 
 
 def _items(totals: Mapping[str, float]) -> dict[tuple[str, str], float]:

@@ -17,11 +17,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from crawlfleet.counters import CrawlStats
 from crawlfleet.errors import StateError
+from crawlfleet.frontier.drift_marks import drifts
 from crawlfleet.frontier.store_types import DomainView
 from crawlfleet.proxies.protocols import ProxyState
 from crawlfleet.records import QueueCounts
@@ -67,7 +68,10 @@ PROXY_STATES = ("ok", "quarantined")
 
 @dataclass(frozen=True, slots=True)
 class DomainRow:
-    """One domain label's figures; ``level`` and ``delay_s`` are None for ``other``."""
+    """One domain label's figures; ``level`` and ``delay_s`` are None for ``other``.
+
+    ``drifts``: parser -> its drift mark on the domain (``frontier/drift_marks.py``).
+    """
 
     domain: str
     counters: Mapping[str, float]
@@ -75,6 +79,7 @@ class DomainRow:
     leased: int
     level: int | None = None
     delay_s: float | None = None
+    drifts: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +204,7 @@ def _row(view: DomainView) -> DomainRow:
         view.in_flight,
         view.level,
         view.effective_delay_s,
+        drifts(view.strategy),
     )
 
 

@@ -41,6 +41,10 @@ _MEANINGS: Mapping[str, str] = {
 }
 """What a dead-letter class means, for the classes a first crawl commonly meets."""
 
+MISMATCH = "mismatch: "
+"""The prefix of a dead-letter class of pages that missed their parser's expectations
+(``monitoring/deadletters.error_class``); ``resume-parser`` re-opens a drift's."""
+
 HARD_TARGETS = "the site refuses crawlers: see the README's Hard targets (proxies, the ladder)"
 
 
@@ -182,11 +186,24 @@ def _dead_letters(facts: RunFacts) -> list[Finding]:
     retry = f"crawlfleet dlq requeue {facts.target}"
     if len(classes) == 1:
         retry = f"crawlfleet dlq requeue --class {shlex.quote(next(iter(classes)))} {facts.target}"
+    resumes = [
+        f"crawlfleet resume-parser {shlex.quote(name.removeprefix(MISMATCH))} "
+        f"{shlex.quote(domain)} {facts.target}"
+        for domain, per_domain in sorted(facts.dead_classes.items())
+        for name in sorted(per_domain)
+        if name.startswith(MISMATCH)
+    ]
+    mismatched = (
+        "; pages that missed their parser's expectations: fix the parser, then "
+        + "; ".join(resumes)
+        if resumes
+        else ""
+    )
     return [
         Finding(
             "dead-letters",
             f"{facts.dead} URLs dead-lettered ({listed or 'classes unread'}); "
-            f"retry them: {retry}, then {again}",
+            f"retry them: {retry}, then {again}{mismatched}",
             shortfall=True,
         )
     ]

@@ -11,6 +11,7 @@ from crawlfleet.frontier.store_types import DomainView
 from crawlfleet.monitoring.attempt_log import AttemptReader
 from crawlfleet.monitoring.deadletters import PAGE, letter_class
 from crawlfleet.monitoring.outcome import SHORTFALL_EXIT, Finding, RunFacts, judge
+from crawlfleet.monitoring.quality_scores import quality_report
 from crawlfleet.records import DeadLetter, Outcome, QueueCounts
 
 PARSE_ERROR_EXIT = 3
@@ -106,6 +107,7 @@ class CrawlResult:
             "findings": [
                 {"kind": f.kind, "line": f.line, "shortfall": f.shortfall} for f in self.findings
             ],
+            "quality": quality_report(self.stats, self.domains),
         }
 
 

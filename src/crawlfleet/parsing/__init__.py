@@ -3,6 +3,7 @@
 from crawlfleet.parsing.contracts import ContractReport, check_contracts
 from crawlfleet.parsing.declarative import selector_parser
 from crawlfleet.parsing.default import default_parser
+from crawlfleet.parsing.expect import Expect
 from crawlfleet.parsing.links import RobotsMeta, extract_links, robots_meta
 from crawlfleet.parsing.loader import ENTRY_POINT_GROUP, load_parsers
 from crawlfleet.parsing.plugins import Contract, Follow, ParserSpec, parser
@@ -14,6 +15,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "Contract",
     "ContractReport",
+    "Expect",
     "Follow",
     "Parser",
     "ParserRegistry",

@@ -47,7 +47,8 @@ def violations(contract: Contract, parsed: ParseResult) -> list[str]:
 
 
 async def check_contract(spec: ParserSpec, fetch: Fetch) -> ContractReport:
-    """Fetch ``spec.sample_url``, parse it and check the contract (no contract: must not raise)."""
+    """Fetch ``spec.sample_url``, parse it and check the contract (no contract: must not raise)
+    and the parser's expectations (``parsing/expect.py``)."""
     url = spec.sample_url or ""
     try:
         result = await fetch(url)
@@ -61,6 +62,7 @@ async def check_contract(spec: ParserSpec, fetch: Fetch) -> ContractReport:
         last = traceback.format_exception_only(exc)[-1].strip()
         return ContractReport(spec.name, url, (f"parser raised {last}",))
     problems = violations(spec.contract or Contract(), parsed)
+    problems += [f"expectation missed: {missing}" for missing in parsed.unmet]
     return ContractReport(spec.name, url, tuple(problems), len(parsed.items), len(parsed.links))
 
 

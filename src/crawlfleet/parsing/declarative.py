@@ -50,6 +50,7 @@ from pydantic import ValidationError
 from crawlfleet.errors import ConfigError
 from crawlfleet.models import FetchResult, Item, Link, ParseResult
 from crawlfleet.parsing.declarative_spec import FollowSpec, SelectorParserSpec
+from crawlfleet.parsing.expect import Expect, unmet
 from crawlfleet.parsing.jsonpath import compile_path
 from crawlfleet.parsing.plugins import Contract, Follow, ParserSpec, followed, unique
 from crawlfleet.parsing.response import Response
@@ -67,6 +68,7 @@ class SelectorParser:
         self.resolves_urls = any(field.process for field in spec.fields.values())
         self.items_at = compile_path(spec.item_json) if spec.item_json is not None else None
         self.follow = tuple(self._html_rule(rule) for rule in spec.follow if not spec.reads_json)
+        self.expect = Expect(**spec.expect.model_dump()) if spec.expect is not None else None
 
     def _html_rule(self, spec: FollowSpec) -> Follow:
         rule = spec.rule()
@@ -81,6 +83,13 @@ class SelectorParser:
 
     def __call__(self, response: FetchResult) -> ParseResult:
         page = Response(response)
+        parsed = self._parse(page)
+        if self.expect is not None:
+            parsed.unmet = unmet(self.expect, page, parsed)
+        return parsed
+
+    def _parse(self, page: Response) -> ParseResult:
+        response = page.result
         if self.spec.reads_json:
             return self._parse_json(page)
         if not response.is_html:
@@ -147,6 +156,7 @@ def selector_parser(declaration: Mapping[str, Any]) -> ParserSpec:
         item_type=spec.item_type or spec.name,
         sample_url=spec.sample_url,
         contract=contract,
+        expect=Expect(**spec.expect.model_dump()) if spec.expect is not None else None,
         source="selector_parsers",
         fetcher=spec.fetcher,
         wait=spec.wait,

@@ -179,6 +179,17 @@ class ContractSpec(BaseModel):
     min_links: int = Field(default=0, ge=0)
 
 
+class ExpectSpec(BaseModel):
+    """What each page must hold (``parsing/expect.py``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    selectors: list[str] = Field(default_factory=list)
+    fields: list[str] = Field(default_factory=list)
+    min_items: int = Field(default=0, ge=0)
+    min_links: int = Field(default=0, ge=0)
+
+
 class SelectorParserSpec(BaseModel):
     """One parser declaration."""
 
@@ -195,6 +206,7 @@ class SelectorParserSpec(BaseModel):
     follow: list[FollowSpec] = Field(default_factory=list)
     sample_url: str | None = None
     contract: ContractSpec | None = None
+    expect: ExpectSpec | None = None
     fetcher: str | None = None
     wait: str | None = None
 

@@ -32,6 +32,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from crawlfleet.models import FetchResult, Item, Link, ParseResult, Revisit
+from crawlfleet.parsing.expect import Expect, unmet
 from crawlfleet.parsing.protocols import Parser
 from crawlfleet.parsing.response import Response
 from crawlfleet.patterns import Pattern, compile_pattern
@@ -41,7 +42,7 @@ MARK = "__crawlfleet_parser__"
 PluginFunction = Callable[[Response], Any]
 ContextOf = Mapping[str, Any] | Callable[[Response], Mapping[str, Any]]
 
-__all__ = ["Contract", "Follow", "Link", "Revisit", "parser"]
+__all__ = ["Contract", "Expect", "Follow", "Link", "Revisit", "parser"]
 
 
 def compile_regex(pattern: str, what: str) -> Pattern:
@@ -119,6 +120,7 @@ class ParserMeta:
     contract: Contract | None = None
     fetcher: str | None = None
     wait: str | None = None
+    expect: Expect | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +132,7 @@ class ParserSpec:
     ``fetcher`` fetches the pages it claims (``http``, ``browser``, ``auto``; None: a follow
     rule's, the domain's, else HTTP); ``wait`` is their browser wait rule
     (``settings_browser.wait_rule_problem``; None: the crawl's ``browser_wait``).
+    ``expect``: what each of its pages must hold (``parsing/expect.py``; its parser checks it).
     """
 
     name: str
@@ -143,6 +146,7 @@ class ParserSpec:
     source: str = ""
     fetcher: str | None = None
     wait: str | None = None
+    expect: Expect | None = None
 
 
 def parser(
@@ -157,11 +161,13 @@ def parser(
     contract: Contract | None = None,
     fetcher: str | None = None,
     wait: str | None = None,
+    expect: Expect | None = None,
 ) -> Callable[[PluginFunction], PluginFunction]:
     """Mark a function as the parser of ``domain`` (and subdomains) and ``pattern`` URLs.
 
     ``fetcher`` (``http``, ``browser``, ``auto``) fetches its pages and ``wait`` is their
     browser wait rule (``load``, ``domcontentloaded``, ``networkidle``, ``css:SELECTOR``).
+    ``expect``: what each page must hold, else it ends as ``mismatch`` (``parsing/expect.py``).
     """
     meta = ParserMeta(
         domain,
@@ -174,6 +180,7 @@ def parser(
         contract,
         fetcher,
         wait,
+        expect,
     )
 
     def mark(function: PluginFunction) -> PluginFunction:
@@ -193,7 +200,9 @@ def spec_of(function: PluginFunction, meta: ParserMeta, source: str) -> ParserSp
     """The registry entry of a marked function."""
     name = meta.name or function.__name__
     item_type = meta.item_type or name
-    wrapped = PluginParser(function, name=name, item_type=item_type, follow=meta.follow)
+    wrapped = PluginParser(
+        function, name=name, item_type=item_type, follow=meta.follow, expect=meta.expect
+    )
     return ParserSpec(
         name=name,
         parse=wrapped,
@@ -206,19 +215,27 @@ def spec_of(function: PluginFunction, meta: ParserMeta, source: str) -> ParserSp
         source=source,
         fetcher=meta.fetcher,
         wait=meta.wait,
+        expect=meta.expect,
     )
 
 
 class PluginParser:
-    """A plugin function turned into a ``Parser``."""
+    """A plugin function turned into a ``Parser``; it checks its ``expect`` on every page."""
 
     def __init__(
-        self, function: PluginFunction, *, name: str, item_type: str, follow: Sequence[Follow]
+        self,
+        function: PluginFunction,
+        *,
+        name: str,
+        item_type: str,
+        follow: Sequence[Follow],
+        expect: Expect | None = None,
     ) -> None:
         self.function = function
         self.name = name
         self.item_type = item_type
         self.follow = tuple(follow)
+        self.expect = expect
 
     def __call__(self, response: FetchResult) -> ParseResult:
         page = Response(response)
@@ -242,6 +259,8 @@ class PluginParser:
                 )
         follows = followed(page, self.follow)  # GETs, each URL once
         parsed.links = unique(parsed.links + follows) if parsed.links else follows
+        if self.expect is not None:
+            parsed.unmet = unmet(self.expect, page, parsed)
         return parsed
 
 

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from crawlfleet.errors import ConfigError
 from crawlfleet.parsing.default import default_parser
+from crawlfleet.parsing.expect import Expect
 from crawlfleet.parsing.plugins import ParserSpec, compile_regex
 from crawlfleet.parsing.protocols import Parser
 from crawlfleet.patterns import Pattern
@@ -63,6 +64,7 @@ class ParserRegistry:
         self._claims: dict[tuple[str | None, str | None], str] = {}
         # domain (None: any) -> [(literal chars, order, pattern, spec)], most specific first
         self._by_domain: dict[str | None, list[tuple[int, int, PathPattern, ParserSpec]]] = {}
+        self._expecting = False
         for spec in specs:
             self.add(spec)
 
@@ -84,6 +86,7 @@ class ParserRegistry:
             )
         pattern = PathPattern(spec.pattern, spec.name)
         self._specs[spec.name] = spec
+        self._expecting = self._expecting or spec.expect is not None
         self._claims[claim] = spec.name
         bucket = self._by_domain.setdefault(domain, [])
         bucket.append((pattern.literal_chars, len(self._specs), pattern, spec))
@@ -116,6 +119,16 @@ class ParserRegistry:
             known = ", ".join([DEFAULT_NAME, *self._specs])
             raise ConfigError(f"no parser named {name!r} (known: {known})")
         return name, self._specs[name].parse
+
+    @property
+    def expecting(self) -> bool:
+        """Whether any parser states expectations (else no page is checked or watched)."""
+        return self._expecting
+
+    def expectation(self, name: str) -> Expect | None:
+        """What the pages of parser ``name`` must hold (None: nothing, or no such parser)."""
+        spec = self._specs.get(name)
+        return spec.expect if spec is not None else None
 
     @property
     def specs(self) -> tuple[ParserSpec, ...]:

@@ -9,6 +9,7 @@ the sinks' upserts make the retry harmless.
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -18,13 +19,16 @@ import orjson
 
 from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.errors import DropItem
-from crawlfleet.events import EventBus, ItemDropped, ItemInvalid, ItemsStored
+from crawlfleet.events import EventBus, ItemDropped, ItemInvalid, ItemsStored, SchemaChanged
 from crawlfleet.models import Item
 from crawlfleet.pipeline.hashing import item_key
 from crawlfleet.pipeline.processors import DUPLICATE, InvalidItem, StatefulProcessor
 from crawlfleet.pipeline.protocols import PageTracker, Processor, Sink
 from crawlfleet.pipeline.quality import DataQuality
 from crawlfleet.pipeline.rejects import Reject, RejectStore
+from crawlfleet.pipeline.schema_watch import SchemaChange, SchemaWatch
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +43,8 @@ class PipelineOutcome:
     dropped: Mapping[str, int] = field(default_factory=dict)
     invalid: int = 0
     by_type: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    schema_changes: tuple[SchemaChange, ...] = ()
+    """Schema changes these items showed first (``pipeline/schema_watch.py``)."""
 
 
 class Pipeline:
@@ -48,7 +54,8 @@ class Pipeline:
     ``InvalidItem``, or whose data is not JSON-serializable, go to ``rejects`` (when given)
     and are counted as invalid; other ``DropItem`` reasons are counted as drops. With a
     ``tracker`` (the sink's ``PageTracker``), a page's stored and duplicate items are
-    recorded as what it yields, after they are stored.
+    recorded as what it yields, after they are stored. ``schema`` watches the stored items'
+    schema per type and logs each change once (``pipeline/schema_watch.py``).
     """
 
     def __init__(
@@ -62,11 +69,13 @@ class Pipeline:
         quality: DataQuality | None = None,
         clock: Clock | None = None,
         tracker: PageTracker | None = None,
+        schema: SchemaWatch | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
         self.processors: tuple[Processor, ...] = tuple(processors)
         self.quality = quality if quality is not None else DataQuality()
+        self.schema = schema if schema is not None else SchemaWatch()
         self._sink = sink
         self._events = events
         self._batch_size = batch_size
@@ -140,8 +149,16 @@ class Pipeline:
         for item_type, count in Counter(item.type for item in accepted).items():
             self._events.emit(ItemsStored(item_type, count, domain))
         self.quality.record_page(domain, accepted, dropped, len(rejects))
+        changes = tuple(self.schema.observe(accepted))
+        for c in changes:
+            log.warning("schema of items %s", c)
+            self._events.emit(SchemaChanged(c.item_type, c.change, c.field, c.detail, c.urls))
         return PipelineOutcome(
-            len(accepted), dict(dropped), len(rejects), _by_type(accepted, drops, rejects)
+            len(accepted),
+            dict(dropped),
+            len(rejects),
+            _by_type(accepted, drops, rejects),
+            changes,
         )
 
     async def _write(self, items: Sequence[Item]) -> None:

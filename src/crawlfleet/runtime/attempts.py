@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from crawlfleet.counters import LIMIT_UNITS, Counters, dropped_counter
 from crawlfleet.events import DomainEscalated, DomainRecovered, EventBus, FetchAttempted
 from crawlfleet.frontier.store_types import Ended, Signal, Visit
-from crawlfleet.models import FetchResult, Lease, Route
+from crawlfleet.models import FetchResult, Lease, ParseResult, Route
+from crawlfleet.parsing.expect import Expect, filled
 from crawlfleet.pipeline.pipeline import PipelineOutcome
 from crawlfleet.records import Attempt, Outcome
 from crawlfleet.runtime.strategy import Strategies
@@ -101,6 +102,23 @@ def item_counters(outcome: PipelineOutcome) -> Counters:
             count = fates.get(fate, 0)
             if count:
                 counters[f"items.{fate}.{item_type}"] = count
+    for change in outcome.schema_changes:
+        name = f"schema_changes.{change.item_type}"
+        counters[name] = counters.get(name, 0) + 1
+    return counters
+
+
+def quality_counters(parser: str, expect: Expect, parsed: ParseResult) -> Counters:
+    """The ``mismatch.<p>`` and ``quality.<p>.*`` counters of one page's first parse by
+    ``parser`` (``counters`` module docstring)."""
+    prefix = f"quality.{parser}"
+    counters: Counters = {f"{prefix}.pages": 1, f"{prefix}.items": len(parsed.items)}
+    if parsed.unmet:
+        counters[f"mismatch.{parser}"] = 1
+    else:
+        counters[f"{prefix}.met"] = 1
+    for name in expect.fields:  # 0 too: a field no item fills still has its rate
+        counters[f"{prefix}.filled.{name}"] = sum(filled(item, name) for item in parsed.items)
     return counters
 
 

@@ -18,9 +18,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from crawlfleet.clock import Clock
-from crawlfleet.counters import Limit, dropped_counter, merge
+from crawlfleet.counters import Counters, Limit, dropped_counter, merge
 from crawlfleet.errors import ConfigError, FetchError
-from crawlfleet.events import DomainBlocked, EventBus, ParseFailed, RequestSkipped
+from crawlfleet.events import (
+    DomainBlocked,
+    EventBus,
+    ParseFailed,
+    ParserDrifted,
+    RequestSkipped,
+)
 from crawlfleet.fetchers.hooks import Dropped
 from crawlfleet.fetchers.protocols import Fetcher
 from crawlfleet.frontier.frontier import Frontier
@@ -39,13 +45,23 @@ from crawlfleet.frontier.sitemap_format import BadSitemap, SitemapTooLarge
 from crawlfleet.frontier.sitemaps import sitemap_depth
 from crawlfleet.frontier.store_types import Report, Signal, Visit
 from crawlfleet.models import FetchResult, Lease
+from crawlfleet.monitoring.samples import MismatchSamples
 from crawlfleet.parsing.budget import ParseBudget
+from crawlfleet.parsing.expect import reason_of
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.records import Outcome
 from crawlfleet.runtime.admission import Admitter
-from crawlfleet.runtime.attempts import Step, announce, attempt_of, item_counters, limits_note
+from crawlfleet.runtime.attempts import (
+    Step,
+    announce,
+    attempt_of,
+    item_counters,
+    limits_note,
+    quality_counters,
+)
 from crawlfleet.runtime.body_bytes import BodyBytes, StepBody
+from crawlfleet.runtime.drift import DriftWatch
 from crawlfleet.runtime.freshness import GONE_STATUSES, NOT_MODIFIED, Freshness, conditional
 from crawlfleet.runtime.login import LoginFailed
 from crawlfleet.runtime.strategy import Strategies, fetcher_kind
@@ -64,6 +80,8 @@ class CrawlerParts:
     slots, which may fetch an ``http`` request with the ``impersonate`` or the ``browser``
     fetcher (None: every request is fetched with its own kind). ``body_bytes``: the bodies
     this process's steps hold, which the claim loop keeps within its budget (0048).
+    ``drift``: the drift tests of parsers with expectations and their circuit breaker (None:
+    not watched); ``samples`` keeps a mismatched page per (parser, reason) (None: none kept).
     """
 
     frontier: Frontier
@@ -81,6 +99,8 @@ class CrawlerParts:
     max_step_s: float = MAX_STEP_S
     strategies: Strategies | None = None
     body_bytes: BodyBytes = field(default_factory=BodyBytes)
+    drift: DriftWatch | None = None
+    samples: MismatchSamples | None = None
 
 
 class Crawler:
@@ -126,6 +146,8 @@ class Crawler:
                 f"no {request.fetcher!r} fetcher in this process for {request.url} "
                 f"(it serves {sorted(p.fetchers)})"
             )
+        if await self._paused(lease):
+            return
         if not await self._allowed(lease):
             return
         visit = await p.freshness.known(request)
@@ -146,6 +168,24 @@ class Crawler:
         signal, why = judge(result)
         step = Step(lease, started, result, signal, why, kind=kind, visit=visit)
         await self._fetched(step, result)
+
+    async def _paused(self, lease: Lease) -> bool:
+        """Bury, unfetched, a request whose (parser, domain) a drift paused; whether it was."""
+        p = self.parts
+        request = lease.request
+        if p.drift is None or not p.drift.pauses or not p.parsers.expecting:
+            return False
+        spec = p.parsers.match(request.url)
+        if spec is None or spec.expect is None:
+            return False
+        if not await p.drift.paused(spec.name, request.domain):
+            return False
+        error = (
+            f"mismatch: {spec.name}: paused by drift on {request.domain} "
+            f"(crawlfleet resume-parser {spec.name} {request.domain})"
+        )
+        await self._fail(Step(lease, p.clock.now()), error, retry=False)
+        return True
 
     async def _allowed(self, lease: Lease) -> bool:
         """Whether robots.txt lets the request be fetched; if not, its lease is ended."""
@@ -271,12 +311,21 @@ class Crawler:
                 visit=p.freshness.again(step.visit),
             )
             return
+        expect = p.parsers.expectation(name)
+        quality: Counters = {}
+        if expect is not None and request.attempt == 0:
+            quality = quality_counters(name, expect, parsed)
+            await self._watch(name, request.domain, bool(parsed.unmet))
+        if parsed.unmet:
+            await self._mismatch(step, name, parsed.unmet, result, quality)
+            return
         _, refused = await p.admitter.admit(parsed.links, request)
         outcome = await p.pipeline.process(
             parsed.items, request.domain, fetched_at=result.fetched_at, page=request.url
         )
         counters = item_counters(outcome)
         merge(counters, refused)
+        merge(counters, quality)
         if cut:
             counters[dropped_counter(Limit.MAX_LINKS_PER_PAGE)] = cut
         if step.visit is not None:
@@ -284,6 +333,31 @@ class Crawler:
         known = p.freshness.next_visit(request, result, step.visit, parsed)
         note = limits_note(counters, len(parsed.links) + cut)
         await self._complete(step, Outcome.OK, None, detail=note, counters=counters, visit=known)
+
+    async def _watch(self, parser: str, domain: str, mismatched: bool) -> None:
+        """Feed the pair's drift test; announce its firing."""
+        p = self.parts
+        if p.drift is None:
+            return
+        fired = await p.drift.observe(parser, domain, mismatched)
+        if fired is not None:
+            p.events.emit(ParserDrifted(parser, domain, fired.pages, p.drift.pauses))
+
+    async def _mismatch(
+        self,
+        step: Step,
+        parser: str,
+        missing: tuple[str, ...],
+        result: FetchResult,
+        counters: Counters,
+    ) -> None:
+        """A page that missed its parser's expectations: kept as a sample, items and links
+        dropped, retried, then dead-lettered as ``mismatch: <parser>``."""
+        p = self.parts
+        if p.samples is not None:
+            p.samples.keep(parser, [reason_of(part) for part in missing], missing, result)
+        error = f"mismatch: {parser}: missing {'; '.join(missing)}"
+        await self._fail(step, error, outcome=Outcome.MISMATCH, counters=counters)
 
     async def _unchanged(self, step: Step, result: FetchResult) -> None:
         """A revisit found the page as it was: no parse; its items (if any) are seen again."""
@@ -342,17 +416,28 @@ class Crawler:
         retry: bool = True,
         not_before: float = 0.0,
         block_until: float = 0.0,
+        outcome: Outcome | None = None,
+        counters: Mapping[str, float] | None = None,
     ) -> None:
-        """Retry the request later or bury it; only this request waits (unless ``block_until``)."""
+        """Retry the request later or bury it; only this request waits (unless ``block_until``).
+
+        ``outcome`` is recorded whether retried or buried (None: ``retry`` or ``dead``).
+        """
         p = self.parts
         attempt = attempt_of(step, Outcome.RETRY, error, None, p.worker, p.clock.now())
         signal, reason = told(step)
-        report = Report(attempt, signal, reason, block_until=block_until)
+        report = Report(attempt, signal, reason, counters or {}, block_until=block_until)
         retried, ended = await p.frontier.fail(
-            step.lease, error, attempt.at, report, not_before=not_before, retry=retry
+            step.lease,
+            error,
+            attempt.at,
+            report,
+            not_before=not_before,
+            retry=retry,
+            outcome=outcome,
         )
-        outcome = Outcome.RETRY if retried else Outcome.DEAD
-        announce(replace(attempt, outcome=outcome), ended, p.events, p.strategies)
+        ended_as = outcome or (Outcome.RETRY if retried else Outcome.DEAD)
+        announce(replace(attempt, outcome=ended_as), ended, p.events, p.strategies)
 
 
 def told(step: Step) -> tuple[Signal, str]:

@@ -49,6 +49,10 @@ class Strategies:
         if change.strategy is not None:
             self._keep(change.domain, self._clock.now(), change.strategy)
 
+    def wrote(self, domain: str, strategy: Mapping[str, str]) -> None:
+        """Take the strategy this process has just written to the store for ``domain``."""
+        self._keep(domain, self._clock.now(), strategy)
+
     def _keep(self, domain: str, at: float, strategy: Mapping[str, str]) -> None:
         if len(self._cache) >= MAX_CACHED_DOMAINS and domain not in self._cache:
             self._cache.clear()

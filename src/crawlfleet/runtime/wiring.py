@@ -24,6 +24,8 @@ from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.frontier.scope import Scope, TrapLimits
 from crawlfleet.frontier.sitemaps import SitemapLimits
 from crawlfleet.frontier.store_types import Budget
+from crawlfleet.monitoring.samples import DIRECTORY as SAMPLES_DIR
+from crawlfleet.monitoring.samples import MismatchSamples
 from crawlfleet.parsing.budget import ParseBudget, ParseLimits
 from crawlfleet.parsing.default import default_parser
 from crawlfleet.parsing.loader import load_parsers
@@ -39,6 +41,7 @@ from crawlfleet.runtime.backends import Backends, open_store
 from crawlfleet.runtime.body_bytes import BodyBytes
 from crawlfleet.runtime.browser_lane import browser_lane, build_browser
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
+from crawlfleet.runtime.drift import DriftOptions, DriftWatch
 from crawlfleet.runtime.fetch_chain import login_link, session_link
 from crawlfleet.runtime.fetcher_wiring import build_fetchers, build_robots
 from crawlfleet.runtime.freshness import Freshness
@@ -205,6 +208,7 @@ async def build_crawl(
     pipeline = Pipeline(
         processors, sink, events=events, clock=clock, rejects=rejects, tracker=tracker
     )
+    strategies = Strategies(frontier, clock)
     parts = CrawlerParts(
         frontier=frontier,
         admitter=Admitter(
@@ -225,12 +229,18 @@ async def build_crawl(
         max_retry_after_s=settings.max_retry_after_s,
         max_step_s=settings.max_step_s,
         parse_budget=budget,
-        strategies=Strategies(frontier, clock),
+        strategies=strategies,
         freshness=Freshness(frontier, recrawl_policy(settings), clock),
+        drift=DriftWatch(frontier, strategies, drift_options(settings)),
+        samples=MismatchSamples(settings.state_dir / SAMPLES_DIR),
         body_bytes=BodyBytes(settings.max_body_bytes_in_flight),
     )
     proxies = link.pool if link is not None else None
     return CrawlGraph(Crawler(parts), frontier, stack, proxies, pool_figures)
+
+
+def drift_options(settings: Settings) -> DriftOptions:
+    return DriftOptions(on_drift=settings.on_drift, threshold=settings.drift_threshold)
 
 
 def _direct(fetcher: ViaFetcher) -> Fetcher:
