@@ -11,14 +11,19 @@ import sys
 import time
 from collections.abc import Iterator
 from enum import StrEnum
-from pathlib import Path
 from typing import Annotated
 
 import orjson
 import typer
 
 from crawlfleet.cli.console import fail
-from crawlfleet.cli.target import CRAWL_ID_ENV, POSTGRES_ENV, from_environment
+from crawlfleet.cli.target import (
+    CRAWL_ID_ENV,
+    DEFAULT_STATE,
+    PostgresOpt,
+    StateOpt,
+    postgres_or_state,
+)
 from crawlfleet.errors import ConfigError, CrawlfleetError
 from crawlfleet.pipeline.changes import Change, sqlite_changes
 from crawlfleet.pipeline.export import since_epoch
@@ -30,16 +35,8 @@ class ChangesFormat(StrEnum):
 
 
 def changes(
-    state: Annotated[
-        Path | None,
-        typer.Option("--state", help="state directory of an embedded crawl [default: .crawlfleet]"),
-    ] = None,
-    postgres: Annotated[
-        str | None,
-        typer.Option(
-            "--postgres", envvar=POSTGRES_ENV, help="PostgreSQL DSN of a distributed crawl"
-        ),
-    ] = None,
+    state: StateOpt = None,
+    postgres: PostgresOpt = None,
     crawl_id: Annotated[
         str | None,
         typer.Option("--crawl-id", envvar=CRAWL_ID_ENV, help="the crawl (needed with --postgres)"),
@@ -56,16 +53,13 @@ def changes(
     """Print each item change (new, changed with old and new values, gone), oldest first."""
     try:
         after = since_epoch(since, time.time()) if since is not None else 0.0
-        if state is not None and from_environment(postgres, POSTGRES_ENV):
-            postgres = None  # an explicit --state wins over the environment
+        postgres = postgres_or_state(postgres, state)
         if postgres is not None:
-            if state is not None:
-                raise ConfigError("give --state DIR (embedded) or --postgres DSN, not both")
             if crawl_id is None:
                 raise ConfigError("--postgres needs --crawl-id ID: the crawl whose changes to show")
             found = _from_postgres(postgres, crawl_id, after, item_type)
         else:
-            _, items_file = state_paths(state or Path(".crawlfleet"))
+            _, items_file = state_paths(state or DEFAULT_STATE)
             found = sqlite_changes(items_file, crawl_id=crawl_id, since=after, item_type=item_type)
         out = sys.stdout.buffer
         for change in found:

@@ -15,7 +15,13 @@ from typing import Annotated
 import typer
 
 from crawlfleet.cli.console import fail, make_console, safe
-from crawlfleet.cli.target import CRAWL_ID_ENV, POSTGRES_ENV, from_environment
+from crawlfleet.cli.target import (
+    CRAWL_ID_ENV,
+    DEFAULT_STATE,
+    PostgresOpt,
+    StateOpt,
+    postgres_or_state,
+)
 from crawlfleet.errors import ConfigError, CrawlfleetError
 from crawlfleet.pipeline.export import export_items, export_postgres, since_epoch
 from crawlfleet.runtime.backends import extra_missing, state_paths
@@ -31,16 +37,8 @@ class ExportFormat(StrEnum):
 
 def export(
     output: Annotated[Path, typer.Option("-o", "--output", help="file to write")],
-    state: Annotated[
-        Path | None,
-        typer.Option("--state", help="state directory of an embedded crawl [default: .crawlfleet]"),
-    ] = None,
-    postgres: Annotated[
-        str | None,
-        typer.Option(
-            "--postgres", envvar=POSTGRES_ENV, help="PostgreSQL DSN of a distributed crawl's items"
-        ),
-    ] = None,
+    state: StateOpt = None,
+    postgres: PostgresOpt = None,
     fmt: Annotated[
         ExportFormat | None,
         typer.Option("--format", help="default: from the output's suffix"),
@@ -66,16 +64,13 @@ def export(
     try:
         after = since_epoch(since, time.time()) if since is not None else None
         chosen = fmt.value if fmt is not None else None
-        if state is not None and from_environment(postgres, POSTGRES_ENV):
-            postgres = None  # an explicit --state wins over the environment
+        postgres = postgres_or_state(postgres, state)
         if postgres is not None:
-            if state is not None:
-                raise ConfigError("give --state DIR (embedded) or --postgres DSN, not both")
             if crawl_id is None:
                 raise ConfigError("--postgres needs --crawl-id ID: the crawl whose items to export")
             count = _from_postgres(postgres, output, crawl_id, item_type, chosen, after)
         else:
-            _, items_file = state_paths(state or Path(".crawlfleet"))
+            _, items_file = state_paths(state or DEFAULT_STATE)
             count = export_items(
                 items_file, output, item_type=item_type, fmt=chosen, crawl_id=crawl_id, since=after
             )

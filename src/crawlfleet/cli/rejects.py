@@ -6,14 +6,19 @@ distributed crawl's ``item_rejects``. One row per reason and item type, with a s
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
 from crawlfleet.cli.console import fail, make_console, safe
-from crawlfleet.cli.target import CRAWL_ID_ENV, DEFAULT_STATE, POSTGRES_ENV, from_environment
+from crawlfleet.cli.target import (
+    CRAWL_ID_ENV,
+    DEFAULT_STATE,
+    PostgresOpt,
+    StateOpt,
+    postgres_or_state,
+)
 from crawlfleet.errors import CrawlfleetError
 from crawlfleet.pipeline.reject_reasons import RejectReason, sqlite_reasons
 from crawlfleet.runtime.backends import extra_missing, state_paths
@@ -23,16 +28,8 @@ err = make_console(stderr=True)
 
 
 def rejects(
-    state: Annotated[
-        Path | None,
-        typer.Option("--state", help="state directory of an embedded crawl [default: .crawlfleet]"),
-    ] = None,
-    postgres: Annotated[
-        str | None,
-        typer.Option(
-            "--postgres", envvar=POSTGRES_ENV, help="PostgreSQL DSN of a distributed crawl"
-        ),
-    ] = None,
+    state: StateOpt = None,
+    postgres: PostgresOpt = None,
     crawl_id: Annotated[
         str, typer.Option("--crawl-id", envvar=CRAWL_ID_ENV, help="the crawl")
     ] = "default",
@@ -40,10 +37,7 @@ def rejects(
 ) -> None:
     """Why items were rejected (failed validation), most frequent reason first."""
     try:
-        if state is not None and from_environment(postgres, POSTGRES_ENV):
-            postgres = None  # an explicit --state wins over the environment
-        if postgres is not None and state is not None:
-            raise CrawlfleetError("give --state DIR (embedded) or --postgres DSN, not both")
+        postgres = postgres_or_state(postgres, state)
         if postgres is not None:
             found = _from_postgres(postgres, crawl_id, limit)
         else:

@@ -35,6 +35,10 @@ RedisOpt = Annotated[
     str | None,
     typer.Option("--redis", envvar=REDIS_ENV, help="Redis URL of a distributed crawl"),
 ]
+PostgresOpt = Annotated[
+    str | None,
+    typer.Option("--postgres", envvar=POSTGRES_ENV, help="PostgreSQL DSN of a distributed crawl"),
+]
 CrawlIdOpt = Annotated[
     str | None,
     typer.Option(
@@ -52,6 +56,16 @@ def from_environment(value: str | None, name: str) -> bool:
     ``CRAWLFLEET_CRAWL_ID``) in the environment, as a flag wins over a variable everywhere.
     """
     return value is not None and value == os.environ.get(name)
+
+
+def postgres_or_state(postgres: str | None, state: Path | None) -> str | None:
+    """The PostgreSQL DSN to read, or None for the state directory: an explicit ``--state``
+    wins over ``CRAWLFLEET_POSTGRES_DSN``; ``ConfigError`` when both are given as flags."""
+    if state is not None and from_environment(postgres, POSTGRES_ENV):
+        return None
+    if postgres is not None and state is not None:
+        raise ConfigError("give --state DIR (embedded) or --postgres DSN, not both")
+    return postgres
 
 
 def target_settings(state: Path | None, redis: str | None, crawl_id: str | None) -> Settings:
