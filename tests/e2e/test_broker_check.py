@@ -47,10 +47,12 @@ def one_line(output: str) -> str:
 
 
 def check_worker(
-    workers: Workers, redis_url: str, dsn: str, broker: str, env: dict[str, str] = WIDE
+    workers: Workers, redis_url: str, dsn: str, broker: str | None, env: dict[str, str] = WIDE
 ) -> str:
+    """The one line of a worker that refused its broker (``--broker``, or from ``env``)."""
     started = time.monotonic()
-    worker = workers.start(redis_url, dsn, extra=("--broker", broker), env=env, ready=False)
+    extra = ("--broker", broker) if broker is not None else ()
+    worker = workers.start(redis_url, dsn, extra=extra, env=env, ready=False)
     assert worker.process is not None
     assert worker.process.wait(timeout=BOUND_S) == 2, worker.log()
     assert time.monotonic() - started < BOUND_S
@@ -121,12 +123,7 @@ def test_the_worker_reads_its_broker_from_the_environment_or_a_file(
         {"CRAWLFLEET_BROKER_URL": broker},  # was ignored: the worker used the Redis URL
         {"CRAWLFLEET_BROKER_URL_FILE": str(secret_file(tmp_path, broker))},
     ):
-        started = time.monotonic()
-        worker = workers.start(redis_url, postgres_dsn, env={**WIDE, **env}, ready=False)
-        assert worker.process is not None
-        assert worker.process.wait(timeout=BOUND_S) == 2, worker.log()
-        assert time.monotonic() - started < BOUND_S
-        line = one_line(worker.log())
+        line = check_worker(workers, redis_url, postgres_dsn, None, {**WIDE, **env})
         assert "Celery broker at redis://:***@127.0.0.1" in line
         assert "hunter2" not in line
 
