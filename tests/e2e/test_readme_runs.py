@@ -1,0 +1,82 @@
+"""The README's runnable snippets run as written against the demo site (issue #37.10).
+
+A fenced block after ``<!-- readme-run: NAME -->`` is either a file the next commands use
+(NAME has a suffix: it is saved under that name) or commands (every ``crawlfleet`` line is
+run, ``:8800`` being the test site's port). ``EXPECTED`` checks what each command block wrote.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from crawlfleet.demosite import PRODUCTS, ThreadedDemoSite
+from crawlfleet.demosite.jsapp import JS_ITEMS as JSAPP_ITEMS
+from tests.fixtures.cli import run_cli
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+MARKED = re.compile(r"<!-- readme-run: (\S+) -->\n```\w*\n(.*?)\n```", re.DOTALL)
+
+
+def blocks() -> list[tuple[str, str]]:
+    return MARKED.findall(README.read_text())
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [orjson.loads(line) for line in path.read_bytes().splitlines()]
+
+
+def items_with_their_aisle(path: Path, key: Callable[[dict[str, Any]], str]) -> None:
+    items = read_jsonl(path)
+    categories = {key(item): item["category"] for item in items}
+    assert len(items) == len(PRODUCTS)
+    assert categories == {str(product.id): product.category for product in PRODUCTS}
+
+
+def js_items(path: Path) -> None:
+    items = read_jsonl(path)
+    assert {item["type"] for item in items} == {"js_item"}
+    assert sorted(int(item["key"]) for item in items) == list(range(1, JSAPP_ITEMS + 1))
+    assert all(item["name"] for item in items)
+
+
+EXPECTED: dict[str, Callable[[Path], None]] = {
+    "aisles": lambda cwd: items_with_their_aisle(
+        cwd / "aisles.jsonl", lambda item: item["key"].rstrip("/").rsplit("/", 1)[1]
+    ),
+    "aisles-declarative": lambda cwd: items_with_their_aisle(
+        cwd / "aisles-toml.jsonl", lambda item: item["key"]
+    ),
+    "js-items": lambda cwd: js_items(cwd / "js-items.jsonl"),
+}
+
+
+def test_every_marked_command_block_has_its_check() -> None:
+    commands = {name for name, _ in blocks() if "." not in name}
+    assert commands == set(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_a_readme_snippet_runs_as_written(
+    name: str, tmp_path: Path, testsite: ThreadedDemoSite
+) -> None:
+    for block_name, text in blocks():
+        if "." in block_name:
+            (tmp_path / block_name).write_text(text + "\n")
+            continue
+        if block_name != name:
+            continue
+        for line in text.replace("\\\n", " ").splitlines():
+            words = shlex.split(line.replace(":8800", f":{testsite.port}"), comments=True)
+            if not words:
+                continue
+            assert words[0] == "crawlfleet", line
+            result = run_cli(*words[1:], cwd=tmp_path, timeout_s=120)
+            assert result.returncode == 0, (line, result.stderr)
+    EXPECTED[name](tmp_path)
