@@ -2,7 +2,9 @@
 
 A fenced block after ``<!-- readme-run: NAME -->`` is either a file the next commands use
 (NAME has a suffix: it is saved under that name) or commands (every ``crawlfleet`` line is
-run, ``:8800`` being the test site's port). ``EXPECTED`` checks what each command block wrote.
+run, ``:8800`` and ``--port 8800`` being the test site's port; ``export K=V`` sets a variable for the next ones),
+in a directory where ``examples/`` is the repository's. ``EXPECTED`` checks what each
+command block wrote and its last command printed.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from crawlfleet.demosite import PRODUCTS, ThreadedDemoSite
 from crawlfleet.demosite.jsapp import JS_ITEMS as JSAPP_ITEMS
 from tests.fixtures.cli import run_cli
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
 MARKED = re.compile(r"<!-- readme-run: (\S+) -->\n```\w*\n(.*?)\n```", re.DOTALL)
 
 
@@ -30,6 +33,18 @@ def blocks() -> list[tuple[str, str]]:
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [orjson.loads(line) for line in path.read_bytes().splitlines()]
+
+
+def products(path: Path) -> None:
+    keys = sorted(int(item["key"]) for item in read_jsonl(path) if item["type"] == "product")
+    assert keys == [product.id for product in PRODUCTS]
+
+
+def changed_and_gone(printed: str) -> None:
+    records = [orjson.loads(line) for line in printed.splitlines()]
+    later = [(record["change"], record["key"]) for record in records[len(PRODUCTS) :]]
+    assert [record["change"] for record in records[: len(PRODUCTS)]] == ["new"] * len(PRODUCTS)
+    assert sorted(later) == [("changed", "4"), ("gone", "21")]
 
 
 def items_with_their_aisle(path: Path, key: Callable[[dict[str, Any]], str]) -> None:
@@ -46,14 +61,16 @@ def js_items(path: Path) -> None:
     assert all(item["name"] for item in items)
 
 
-EXPECTED: dict[str, Callable[[Path], None]] = {
-    "aisles": lambda cwd: items_with_their_aisle(
+EXPECTED: dict[str, Callable[[Path, str], None]] = {
+    "shop-example": lambda cwd, _: products(cwd / "products.jsonl"),
+    "change-feed": lambda _, printed: changed_and_gone(printed),
+    "aisles": lambda cwd, _: items_with_their_aisle(
         cwd / "aisles.jsonl", lambda item: item["key"].rstrip("/").rsplit("/", 1)[1]
     ),
-    "aisles-declarative": lambda cwd: items_with_their_aisle(
+    "aisles-declarative": lambda cwd, _: items_with_their_aisle(
         cwd / "aisles-toml.jsonl", lambda item: item["key"]
     ),
-    "js-items": lambda cwd: js_items(cwd / "js-items.jsonl"),
+    "js-items": lambda cwd, _: js_items(cwd / "js-items.jsonl"),
 }
 
 
@@ -66,17 +83,35 @@ def test_every_marked_command_block_has_its_check() -> None:
 def test_a_readme_snippet_runs_as_written(
     name: str, tmp_path: Path, testsite: ThreadedDemoSite
 ) -> None:
-    for block_name, text in blocks():
-        if "." in block_name:
-            (tmp_path / block_name).write_text(text + "\n")
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    env: dict[str, str] = {}
+    printed = ""
+    try:
+        for block_name, text in blocks():
+            if "." in block_name:
+                (tmp_path / block_name).write_text(text + "\n")
+            elif block_name == name:
+                printed = run_block(text, tmp_path, testsite.port, env)
+    finally:
+        testsite.site.edits.reset()  # the change feed's block edits the shared site
+    EXPECTED[name](tmp_path, printed)
+
+
+def run_block(text: str, cwd: Path, port: int, env: dict[str, str]) -> str:
+    """Run a block's commands; the standard output of the last."""
+    printed = ""
+    for line in text.replace("\\\n", " ").splitlines():
+        line = line.replace(":8800", f":{port}").replace("--port 8800", f"--port {port}")
+        words = shlex.split(line, comments=True)
+        if not words:
             continue
-        if block_name != name:
+        if words[0] == "export":
+            for word in words[1:]:
+                variable, _, value = word.partition("=")
+                env[variable] = value
             continue
-        for line in text.replace("\\\n", " ").splitlines():
-            words = shlex.split(line.replace(":8800", f":{testsite.port}"), comments=True)
-            if not words:
-                continue
-            assert words[0] == "crawlfleet", line
-            result = run_cli(*words[1:], cwd=tmp_path, timeout_s=120)
-            assert result.returncode == 0, (line, result.stderr)
-    EXPECTED[name](tmp_path)
+        assert words[0] == "crawlfleet", line
+        result = run_cli(*words[1:], cwd=cwd, env=env, timeout_s=120)
+        assert result.returncode == 0, (line, result.stderr)
+        printed = result.stdout
+    return printed
