@@ -130,8 +130,9 @@ def load_module(path: Path) -> Any:
 
 
 def test_new_parser_writes_a_module_a_page_and_a_passing_test(tmp_path: Path) -> None:
-    result = run("new-parser", "Books.Example", "--dir", str(tmp_path))
+    result = run("new-parser", "Books.Example", "--dir", str(tmp_path), "--offline")
     assert result.exit_code == 0, result.output
+    assert "placeholder" in result.stderr
     assert (tmp_path / "pages" / "books_example.html").is_file()
     generated_test = load_module(tmp_path / "test_books_example.py")
     generated_test.test_parser_on_saved_page()

@@ -92,6 +92,16 @@ def test_follow_rules_of_a_declaration() -> None:
     ]
 
 
+def test_a_declaration_without_fields_only_follows_links() -> None:
+    follow_only = {"name": "index", "domain": "quotes.example", "follow": declaration()["follow"]}
+    result = selector_parser(follow_only).parse(page())
+    assert result.items == []
+    assert [link.url for link in result.links] == [
+        "https://quotes.example/page/2/",
+        "https://quotes.example/author/wilde",
+    ]
+
+
 def test_one_item_per_page_without_item_css_and_xpath_fields() -> None:
     spec = selector_parser(
         {
@@ -163,7 +173,11 @@ def test_loaded_through_load_parsers() -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"fields": {}}, "'quotes': fields: .*at least 1"),
+        (
+            {"fields": {}, "follow": [], "key": None, "item_css": None},
+            "'quotes': .*give fields .*, follow rules .*, or both",
+        ),
+        ({"fields": {}, "key": None}, "'quotes': .*item_css, item_json and key need fields"),
         ({"fields": {"a": {"attr": "href"}}}, "'quotes': fields.a: .*exactly one of css or xpath"),
         ({"fields": {"a": {"css": "a", "xpath": "//a"}}}, "fields.a: .*exactly one"),
         ({"fields": {"a": {"css": "a", "type": "date"}}}, "fields.a.type: "),

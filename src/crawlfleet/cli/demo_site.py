@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import urllib.error
+import urllib.parse
+import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -21,10 +24,14 @@ DEFAULT_PORT = 8800
 
 
 def register(app: typer.Typer) -> None:
-    """Add the ``demo-site`` command to ``app``."""
+    """Add the ``demo-site`` command (and ``demo-site edit``) to ``app``."""
+    group = typer.Typer(invoke_without_command=True, no_args_is_help=False)
+    app.add_typer(group, name="demo-site")
+    group.command("edit")(edit)
 
-    @app.command("demo-site")
+    @group.callback()
     def demo_site(
+        ctx: typer.Context,
         port: Annotated[int, typer.Option(help="TCP port on every address (0: any free one).")] = (
             DEFAULT_PORT
         ),
@@ -49,6 +56,8 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Serve the demo site (shop, quotes, lab, ...) on loopback addresses until Ctrl-C."""
+        if ctx.invoked_subcommand is not None:
+            return
         from crawlfleet.demosite import DemoSite  # aiohttp's server: not for other commands
 
         try:
@@ -64,6 +73,41 @@ def register(app: typer.Typer) -> None:
             fail(str(exc))
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(_serve(site, make_console()))
+
+
+def edit(
+    reprice: Annotated[
+        list[str] | None,
+        typer.Option(help="ID:PENCE: show product ID at this price (repeatable; 4:1399)"),
+    ] = None,
+    remove: Annotated[
+        list[int] | None, typer.Option(help="ID: product ID's page answers 404 (repeatable)")
+    ] = None,
+    reset: Annotated[bool, typer.Option(help="undo every edit first")] = False,
+    port: Annotated[int, typer.Option(help="the running demo site's port")] = DEFAULT_PORT,
+    address: Annotated[str | None, typer.Option(help="the shop's IP, if moved")] = None,
+) -> None:
+    """Change the running demo shop's catalogue (prices, removals), to try the change feed."""
+    from crawlfleet.demosite.catalogue import EDIT_PATH
+    from crawlfleet.demosite.roles import DEFAULT_ADDRESSES, SHOP
+
+    fields = [("reprice", value) for value in reprice or []]
+    fields += [("remove", str(value)) for value in remove or []]
+    fields += [("reset", "1")] if reset else []
+    if not fields:
+        fail("nothing to edit: give --reprice ID:PENCE, --remove ID or --reset")
+    host = address or DEFAULT_ADDRESSES[SHOP]
+    url = f"http://{host}:{port}{EDIT_PATH}"
+    request = urllib.request.Request(url, data=urllib.parse.urlencode(fields).encode())
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # the site is local
+    try:
+        with opener.open(request, timeout=10) as response:
+            text = response.read().decode()
+    except urllib.error.HTTPError as exc:
+        fail(exc.read().decode().strip() or str(exc))
+    except (urllib.error.URLError, OSError) as exc:
+        fail(f"no demo site at {url} ({exc}): start it with crawlfleet demo-site --port {port}")
+    typer.echo(text, nl=False)
 
 
 def role_addresses(pairs: list[str]) -> dict[str, str]:

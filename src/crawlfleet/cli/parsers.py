@@ -12,12 +12,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 import typer
+from rich.console import Console
 from rich.table import Table
 
 from crawlfleet.cli.console import fail, make_console, safe
-from crawlfleet.errors import CrawlfleetError
+from crawlfleet.errors import CrawlfleetError, ForbiddenAddress
 from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.fetchers.files import FileFetcher
 from crawlfleet.fetchers.http import HttpFetcher
@@ -196,32 +198,82 @@ def module_name(domain: str) -> str:
 
 
 def new_parser(
-    domain: Annotated[str, typer.Argument(help="the site's domain, e.g. books.example")],
+    target: Annotated[
+        str, typer.Argument(help="the sample page's URL, or the site's domain (its / page)")
+    ],
     directory: Annotated[Path, typer.Option("--dir", help="where to write the files")] = Path(),
+    config: ConfigOpt = None,
+    allow_private_addresses: PrivateOpt = False,
+    offline: Annotated[
+        bool, typer.Option("--offline", help="save a placeholder page instead of fetching")
+    ] = False,
 ) -> None:
-    """Write a parser module for DOMAIN, a saved sample page and a test that runs it offline."""
+    """Write a parser module for a site, its sample page (fetched) and a test that runs it offline."""
     err = make_console(stderr=True)
-    domain = domain.strip().strip(".").lower()
+    url = target.strip() if "://" in target else f"https://{target.strip().strip('.')}/"
+    domain = (urlsplit(url).hostname or "").lower()
+    if not domain:
+        fail(f"no host in {target!r}: give a URL or a domain", err)
     module = module_name(domain)
-    files = {
-        directory / f"{module}.py": PARSER_TEMPLATE,
-        directory / f"test_{module}.py": TEST_TEMPLATE,
-        directory / "pages" / f"{module}.html": PAGE_TEMPLATE,
-    }
-    existing = [str(path) for path in files if path.exists()]
+    parser_path = directory / f"{module}.py"
+    test_path = directory / f"test_{module}.py"
+    page_path = directory / "pages" / f"{module}.html"
+    existing = [str(path) for path in (parser_path, test_path, page_path) if path.exists()]
     if existing:
         err.print(f"[red]error:[/] not overwriting {safe(', '.join(existing))}")
         raise typer.Exit(1)
-    values = {"domain": domain, "domain_re": re.escape(domain), "module": module}
-    for path, template in files.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(template.format(**values))
+    values = {"domain": domain, "domain_re": re.escape(domain), "module": module, "url": url}
+    if offline:
+        body = PAGE_TEMPLATE.format(**values).encode()
+    else:
+        body = _sample_page(url, config, allow_private_addresses, err)
+    page_path.parent.mkdir(parents=True, exist_ok=True)
+    page_path.write_bytes(body)
+    parser_path.write_text(PARSER_TEMPLATE.format(**values))
+    title, links = _expected(parser_path, module, url, body)
+    test_path.write_text(TEST_TEMPLATE.format(**values, title=title, links=links))
+    source = "a placeholder page (--offline)" if offline else f"the page fetched from {url}"
     err.print(
         safe(
-            f"wrote {', '.join(str(path) for path in files)}\n"
-            f"try it: crawlfleet parse https://{domain}/ --parsers {directory / (module + '.py')}"
+            f"wrote {parser_path}, {test_path}, {page_path} ({source})\n"
+            f"try it: crawlfleet parse {url} --parsers {parser_path}"
         )
     )
+
+
+def _sample_page(url: str, config: Path | None, allow_private: bool, err: Console) -> bytes:
+    """The body of ``url``, fetched as a crawl fetches; one error line if it cannot be."""
+    try:
+        settings = crawl_settings(config, None, allow_private)
+        response = asyncio.run(_fetch_one(settings, url))
+    except ForbiddenAddress as exc:
+        fail(f"{exc} (add --allow-private-addresses to fetch it)", err)
+    except (CrawlfleetError, OSError) as exc:
+        fail(exc, err)
+    if response.status != 200 or not response.body:
+        fail(
+            f"{url} answered HTTP {response.status} with {len(response.body)} bytes: "
+            "name a page that answers 200, or use --offline for a placeholder",
+            err,
+        )
+    return response.body
+
+
+def _expected(parser_path: Path, module: str, url: str, body: bytes) -> tuple[str, int]:
+    """The title and link count the new parser gives on the saved page, for its test."""
+    registry = load_parsers([str(parser_path)], use_entry_points=False)
+    _, parse_page = registry.get(module)
+    page = FetchResult(
+        url=url,
+        final_url=url,
+        status=200,
+        headers={"content-type": "text/html"},
+        body=body,
+        elapsed_s=0.0,
+    )
+    result = parse_page(page)
+    title = result.items[0].data.get("title") if result.items else None
+    return (title if isinstance(title, str) else ""), len(result.links)
 
 
 PARSER_TEMPLATE = '''"""The {domain} parser: edit the selectors to match the site."""
@@ -238,7 +290,7 @@ from crawlfleet.parsing import Contract, Follow, Response, parser
     item_type="{module}",
     # Links on the page matching a rule are followed (first matching rule wins); others are not.
     follow=[Follow(pattern=r"^https?://([^/]+\\.)?{domain_re}(:\\d+)?/")],
-    sample_url="https://{domain}/",
+    sample_url="{url}",
     contract=Contract(min_items=1, required_fields=["title"]),
 )
 def parse(response: Response) -> Iterator[Any]:
@@ -253,7 +305,7 @@ def parse(response: Response) -> Iterator[Any]:
 
 TEST_TEMPLATE = '''"""The {domain} parser on a saved page, offline.
 
-Save a real page with: crawlfleet parse https://{domain}/ --save pages/{module}.html
+Save a newer page with: crawlfleet parse {url} --save pages/{module}.html
 """
 
 from pathlib import Path
@@ -262,7 +314,7 @@ from crawlfleet.models import FetchResult
 from crawlfleet.parsing import load_parsers
 
 HERE = Path(__file__).parent
-URL = "https://{domain}/"
+URL = "{url}"
 
 
 def test_parser_on_saved_page() -> None:
@@ -278,8 +330,8 @@ def test_parser_on_saved_page() -> None:
     )
     result = parse(response)
     assert name == "{module}"
-    assert [item.data["title"] for item in result.items] == ["Welcome to {domain}"]
-    assert [link.url for link in result.links] == ["https://{domain}/about"]
+    assert [item.data["title"] for item in result.items] == [{title!r}]
+    assert len(result.links) == {links}
 '''
 
 PAGE_TEMPLATE = """<!doctype html>

@@ -10,7 +10,7 @@ from aiohttp import web
 
 from crawlfleet.demosite.accesslog import AccessLog, AccessRecord
 from crawlfleet.demosite.catalog import Catalog, Redesign
-from crawlfleet.demosite.catalogue import CatalogueEdits, conditional
+from crawlfleet.demosite.catalogue import CatalogueEdits, conditional, edit_routes
 from crawlfleet.demosite.docindex import DocIndex
 from crawlfleet.demosite.guarded import Guarded, GuardRules
 from crawlfleet.demosite.hazards import FlakyCounters, Hazards
@@ -143,6 +143,7 @@ class DemoSite:
         app.on_response_prepare.append(self._access_log.on_response_prepare)
         if role == SHOP:
             app.add_routes(Shop(self.url, self.edits).routes())
+            app.add_routes(edit_routes(self.edits))
             app.add_routes(ShopApi().routes())
             app.add_routes(ShopSearch().routes())
             app.add_routes(ShopAisles().routes())

@@ -13,6 +13,8 @@ One declaration, as TOML::
     fields.url = { css = "a.more", attr = "href" }
     follow = [{ pattern = "/page/\\d+", priority = 1 }]
 
+Without ``fields`` a declaration only follows links (no item), as a Scrapy
+``Rule(follow=True)`` does: an index page whose links lead to the pages with the items.
 A field reads ``attr`` (``"text"``, ``"html"`` or an attribute name) of the first node its
 ``css`` or ``xpath`` selects (of every node with ``all = true`` or ``type = "list"``), keeps
 the first group of ``re`` (or its whole match) when given, then converts to ``type``:
@@ -94,14 +96,17 @@ class SelectorParser:
             return self._parse_json(page)
         if not response.is_html:
             return ParseResult()
+        links = followed(page, self.follow)
+        if not self.spec.fields:
+            return ParseResult(links=links)
         root = document(page, xpath=self.uses_xpath)
         scopes = root.css(self.spec.item_css) if self.spec.item_css else [root]
         items = [self._item(scope, page) for scope in scopes]
-        return ParseResult(items=items, links=followed(page, self.follow))
+        return ParseResult(items=items, links=links)
 
     def _parse_json(self, page: Response) -> ParseResult:
         doc = page.json()
-        scopes: list[Any] = [doc]
+        scopes: list[Any] = [doc] if self.spec.fields else []
         if self.items_at is not None:
             scopes = []
             for value in self.items_at.select(doc):

@@ -202,7 +202,7 @@ class SelectorParserSpec(BaseModel):
     key: str | None = None
     item_css: str | None = None
     item_json: str | None = None
-    fields: dict[str, FieldSpec] = Field(min_length=1)
+    fields: dict[str, FieldSpec] = Field(default_factory=dict)
     follow: list[FollowSpec] = Field(default_factory=list)
     sample_url: str | None = None
     contract: ContractSpec | None = None
@@ -218,6 +218,10 @@ class SelectorParserSpec(BaseModel):
             raise ValueError(f"key {self.key!r} is not one of the fields")
         if self.domain is None and self.pattern is None:
             raise ValueError("give a domain or a pattern (or both)")
+        if not self.fields and not self.follow:
+            raise ValueError("give fields (items), follow rules (links), or both")
+        if not self.fields and (self.item_css or self.item_json or self.key):
+            raise ValueError("item_css, item_json and key need fields (the items' values)")
         return self
 
     @model_validator(mode="after")
@@ -235,7 +239,12 @@ class SelectorParserSpec(BaseModel):
 
     @property
     def reads_json(self) -> bool:
-        """Whether the parser reads JSON responses (else HTML)."""
-        return self.item_json is not None or any(
-            f.json_path is not None for f in self.fields.values()
+        """Whether the parser reads JSON responses (else HTML).
+
+        A follow-only parser (no fields) reads JSON when its rules do.
+        """
+        return (
+            self.item_json is not None
+            or any(f.json_path is not None for f in self.fields.values())
+            or (not self.fields and any(rule.json_path is not None for rule in self.follow))
         )
