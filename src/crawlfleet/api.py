@@ -12,10 +12,12 @@ import asyncio
 import dataclasses
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
+from functools import partial
 from typing import TYPE_CHECKING
 
 import orjson
 
+from crawlfleet.archive.exports import export_to
 from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.errors import BadUrl, ConfigError, StateError
 from crawlfleet.events import EventBus
@@ -161,7 +163,9 @@ class Crawl:
                 elapsed_s=clock.now() - started,
             )
         if settings.output is not None and backends.items_file is not None:
-            written = await asyncio.to_thread(export_items, backends.items_file, settings.output)
+            written = await asyncio.to_thread(
+                export_to, settings.output, partial(export_items, backends.items_file)
+            )
             result = dataclasses.replace(result, exported_items=written)
         _write_stats(settings, result)
         return result

@@ -13,12 +13,14 @@ import asyncio
 import contextlib
 import tempfile
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
+from crawlfleet.archive.exports import export_to, is_object_url
 from crawlfleet.archive.protocols import Archived
 from crawlfleet.cli.console import fail, safe
 from crawlfleet.errors import ConfigError, CrawlfleetError
@@ -65,7 +67,7 @@ async def _run_postgres(settings: Settings, root: str, dsn: str) -> ReparseFigur
 
 
 def _embedded(
-    settings: Settings, archive: str, output: Path, state: Path | None
+    settings: Settings, archive: str, output: Path | str, state: Path | None
 ) -> tuple[ReparseFigures, int]:
     """Into an items file (``state``'s, or a temporary one), exported to ``output``."""
     with contextlib.ExitStack() as stack:
@@ -75,10 +77,11 @@ def _embedded(
             where = state
             where.mkdir(parents=True, exist_ok=True)
         items_file = where / ITEMS_FILE
-        if state is None and output.resolve() == items_file.resolve():
+        if state is None and Path(output).resolve() == items_file.resolve():
             raise ConfigError("give -o another file than the items file")
         figures = asyncio.run(_run(settings, archive, items_file))
-        return figures, export_items(items_file, output, crawl_id=settings.crawl_id)
+        written = export_to(output, partial(export_items, items_file, crawl_id=settings.crawl_id))
+        return figures, written
 
 
 def reparse_command(
@@ -88,7 +91,9 @@ def reparse_command(
             "--archive", help="directory of the WARC files (and subfolders), or s3://bucket/prefix"
         ),
     ],
-    output: Annotated[Path, typer.Option("-o", "--output", help="items file to write")],
+    output: Annotated[
+        str, typer.Option("-o", "--output", help="items file to write, or s3://bucket/prefix/NAME")
+    ],
     parsers: Annotated[
         str | None, typer.Option(help="parser modules or .py files, comma-separated")
     ] = None,
@@ -106,6 +111,7 @@ def reparse_command(
     ] = None,
 ) -> None:
     """Parse the archived pages again, as if just fetched; no request is made."""
+    target = output if is_object_url(output) else Path(output)
     try:
         settings = load_settings(config, crawl_id=crawl_id)
         if parsers:
@@ -114,9 +120,11 @@ def reparse_command(
             raise ConfigError("give --state DIR or --postgres DSN, not both")
         if postgres is not None:
             figures = asyncio.run(_run_postgres(settings, archive, postgres))
-            written = export_postgres(postgres, output, crawl_id=settings.crawl_id)
+            written = export_to(
+                target, partial(export_postgres, postgres, crawl_id=settings.crawl_id)
+            )
         else:
-            figures, written = _embedded(settings, archive, output, state)
+            figures, written = _embedded(settings, archive, target, state)
     except (CrawlfleetError, OSError) as exc:
         fail(exc, err)
     rate = figures.pages / figures.elapsed_s if figures.elapsed_s > 0 else 0.0
