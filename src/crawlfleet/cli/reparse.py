@@ -2,7 +2,8 @@
 over its archived pages, without a request to any site.
 
 The items go through the crawl's pipeline into an items file (``--state DIR``'s, or a
-temporary one), or into a distributed crawl's PostgreSQL (``--postgres DSN --crawl-id ID``),
+temporary one), or into a distributed crawl's PostgreSQL (``--postgres DSN --crawl-id ID``;
+with ``--redis URL`` the workers do it, one Celery task per WARC file: ``reparse_jobs.py``),
 and are exported to ``OUT`` as ``crawlfleet export`` writes them (JSONL: one
 ``{"type", "key", ...}`` object a line).
 """
@@ -23,9 +24,10 @@ from rich.console import Console
 from crawlfleet.archive.exports import export_to, is_object_url
 from crawlfleet.archive.protocols import Archived
 from crawlfleet.cli.console import fail, safe
-from crawlfleet.errors import ConfigError, CrawlfleetError
+from crawlfleet.errors import ConfigError, CrawlfleetError, StateError
 from crawlfleet.pipeline.export import ITEMS_FILE, export_items, export_postgres
-from crawlfleet.runtime.reparse import ReparseFigures, reparse
+from crawlfleet.runtime.backends import extra_missing
+from crawlfleet.runtime.reparse import ReparseFigures, reparse, reparse_to_postgres
 from crawlfleet.settings import Settings
 from crawlfleet.settings_loading import load_settings
 
@@ -51,19 +53,10 @@ async def _run(settings: Settings, root: str, items_file: Path) -> ReparseFigure
 
 async def _run_postgres(settings: Settings, root: str, dsn: str) -> ReparseFigures:
     """Into a distributed crawl's items (PostgreSQL, the crawl id's rows), as its workers write."""
-    from crawlfleet.pipeline.sinks.postgres import PostgresRejects, PostgresSink
     from crawlfleet.pipeline.sinks.postgres_schema import migrate
 
     await asyncio.to_thread(migrate, dsn)
-    sink = await PostgresSink.open(dsn, crawl_id=settings.crawl_id)
-    try:
-        rejects = await PostgresRejects.open(dsn, crawl_id=settings.crawl_id)
-        try:
-            return await reparse(settings, _records(root), sink, rejects)
-        finally:
-            await rejects.close()
-    finally:
-        await sink.close()
+    return await reparse_to_postgres(settings, _records(root), dsn)
 
 
 def _embedded(
@@ -82,6 +75,38 @@ def _embedded(
         figures = asyncio.run(_run(settings, archive, items_file))
         written = export_to(output, partial(export_items, items_file, crawl_id=settings.crawl_id))
         return figures, written
+
+
+def _distributed(
+    settings: Settings, archive: str, redis: str, broker: str, dsn: str
+) -> ReparseFigures:
+    """One task per WARC file to the workers, into the crawl's PostgreSQL; the summed figures.
+
+    ``StateError`` naming the files whose task failed (their error), after the totals.
+    """
+    try:
+        from crawlfleet.pipeline.sinks.postgres_schema import migrate
+        from crawlfleet.runtime.celery.reparse_jobs import fan_out
+    except ImportError as exc:
+        raise extra_missing(exc) from None
+
+    def progress(done: int, files: int) -> None:
+        err.print(f"reparse: {done} of {files} WARC files done", soft_wrap=True)
+
+    migrate(dsn)
+    if not is_object_url(archive):
+        archive = str(Path(archive).resolve())  # the workers' view of a directory they share
+    outcome = asyncio.run(
+        fan_out(settings, archive, redis_url=redis, broker_url=broker, on_progress=progress)
+    )
+    if outcome.failed:
+        _report(outcome.figures)
+        name, error = next(iter(outcome.failed.items()))
+        raise StateError(
+            f"{len(outcome.failed)} of {outcome.files} WARC files not reparsed; {name}: {error}"
+        )
+    err.print(f"reparse: {outcome.files} WARC files, one task each", soft_wrap=True)
+    return outcome.figures
 
 
 def reparse_command(
@@ -109,6 +134,16 @@ def reparse_command(
     crawl_id: Annotated[
         str | None, typer.Option("--crawl-id", help="the crawl whose items these are")
     ] = None,
+    redis: Annotated[
+        str | None,
+        typer.Option(
+            "--redis",
+            help="fan out one task per WARC file to the workers (with --postgres, --crawl-id)",
+        ),
+    ] = None,
+    broker: Annotated[
+        str | None, typer.Option("--broker", help="Celery broker URL (default: the Redis URL)")
+    ] = None,
 ) -> None:
     """Parse the archived pages again, as if just fetched; no request is made."""
     target = output if is_object_url(output) else Path(output)
@@ -118,7 +153,14 @@ def reparse_command(
             settings.parsers = [*settings.parsers, *(p.strip() for p in parsers.split(",") if p)]
         if postgres is not None and state is not None:
             raise ConfigError("give --state DIR or --postgres DSN, not both")
-        if postgres is not None:
+        if redis is not None:
+            if postgres is None or crawl_id is None:
+                raise ConfigError("--redis needs --postgres DSN and --crawl-id ID")
+            figures = _distributed(settings, archive, redis, broker or redis, postgres)
+            written = export_to(
+                target, partial(export_postgres, postgres, crawl_id=settings.crawl_id)
+            )
+        elif postgres is not None:
             figures = asyncio.run(_run_postgres(settings, archive, postgres))
             written = export_to(
                 target, partial(export_postgres, postgres, crawl_id=settings.crawl_id)
@@ -127,6 +169,11 @@ def reparse_command(
             figures, written = _embedded(settings, archive, target, state)
     except (CrawlfleetError, OSError) as exc:
         fail(exc, err)
+    _report(figures)
+    err.print(f"wrote {written} items to {safe(str(output))}", soft_wrap=True)
+
+
+def _report(figures: ReparseFigures) -> None:
     rate = figures.pages / figures.elapsed_s if figures.elapsed_s > 0 else 0.0
     cpu_ms = figures.cpu_s * 1000 / figures.pages if figures.pages else 0.0
     skipped = ", ".join(f"{n} {why}" for why, n in sorted(figures.skipped.items())) or "none"
@@ -141,7 +188,6 @@ def reparse_command(
     )
     if figures.first_error:
         err.print(f"first error: {safe(figures.first_error)}", soft_wrap=True)
-    err.print(f"wrote {written} items to {safe(str(output))}", soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:
