@@ -41,25 +41,25 @@ def test_a_distributed_reparse_of_an_s3_archive_gives_the_crawls_items(
     for _ in range(2):
         workers.start(redis_url, postgres_dsn, concurrency=4)  # AWS_* from the s3 fixture
     archive = f"s3://{BUCKET}/fleet"
-    crawl = ["--redis", redis_url, "--postgres", postgres_dsn, "--crawl-id", "arch"]
+    crawl = ["--redis", redis_url, "--postgres", postgres_dsn, "--crawl-id", "s3arch"]
     result = dispatch(site.url("quotes"), *crawl, *FAST, "--archive", archive)
     assert result.returncode == 0, result.stdout
     for worker in list(workers.started):
         assert worker.terminate() == 0  # a worker uploads its open file as it stops
     files = objects("fleet/")
     assert files  # a file a worker that fetched (one worker may have fetched every page)
-    crawled = items_of(postgres_dsn, "arch")
+    crawled = items_of(postgres_dsn, "s3arch")
     assert crawled
     for _ in range(2):
         workers.start(redis_url, postgres_dsn, concurrency=4)
     site.clear_log()
     out = tmp_path / "re.jsonl"
-    target = ["--redis", redis_url, "--postgres", postgres_dsn, "--crawl-id", "again"]
+    target = ["--redis", redis_url, "--postgres", postgres_dsn, "--crawl-id", "s3again"]
     for _ in range(2):  # a second run upserts the same items
         again = runner.invoke(app, ["reparse", "--archive", archive, *target, "-o", str(out)])
         assert again.exit_code == 0, again.output
         assert f"{len(files)} WARC files, one task each" in again.output
-        got = items_of(postgres_dsn, "again")
+        got = items_of(postgres_dsn, "s3again")
         differ = [(got.get(k), v) for k, v in crawled.items() if got.get(k) != v]
         assert got == crawled, differ[:2]
         exported = [orjson.loads(line) for line in out.read_bytes().splitlines()]
@@ -68,7 +68,7 @@ def test_a_distributed_reparse_of_an_s3_archive_gives_the_crawls_items(
     logs = "".join(worker.log() for worker in workers.started)
     assert "crawlfleet.reparse_file" in logs
     with redis.Redis.from_url(redis_url) as client:
-        assert client.keys("crawlfleet:again:reparse:*") == []  # the job's keys are gone
+        assert client.keys("crawlfleet:s3again:reparse:*") == []  # the job's keys are gone
 
 
 def test_a_file_a_worker_cannot_reparse_fails_the_command_with_its_name(
