@@ -153,15 +153,13 @@ def reparse_command(
             settings.parsers = [*settings.parsers, *(p.strip() for p in parsers.split(",") if p)]
         if postgres is not None and state is not None:
             raise ConfigError("give --state DIR or --postgres DSN, not both")
-        if redis is not None:
-            if postgres is None or crawl_id is None:
-                raise ConfigError("--redis needs --postgres DSN and --crawl-id ID")
-            figures = _distributed(settings, archive, redis, broker or redis, postgres)
-            written = export_to(
-                target, partial(export_postgres, postgres, crawl_id=settings.crawl_id)
-            )
-        elif postgres is not None:
-            figures = asyncio.run(_run_postgres(settings, archive, postgres))
+        if redis is not None and (postgres is None or crawl_id is None):
+            raise ConfigError("--redis needs --postgres DSN and --crawl-id ID")
+        if postgres is not None:
+            if redis is not None:
+                figures = _distributed(settings, archive, redis, broker or redis, postgres)
+            else:
+                figures = asyncio.run(_run_postgres(settings, archive, postgres))
             written = export_to(
                 target, partial(export_postgres, postgres, crawl_id=settings.crawl_id)
             )
