@@ -14,10 +14,13 @@ import dataclasses
 import shlex
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
+from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import orjson
 
+from crawlfleet.archive.exports import export_to
 from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.counters import CrawlStats
 from crawlfleet.errors import BadUrl, ConfigError, StateError
@@ -173,7 +176,9 @@ class Crawl:
             )
             result = dataclasses.replace(result, top_reject_reasons=_triples(reasons))
         if settings.output is not None and backends.items_file is not None:
-            written = await asyncio.to_thread(export_items, backends.items_file, settings.output)
+            written = await asyncio.to_thread(
+                export_to, settings.output, partial(export_items, backends.items_file)
+            )
             result = dataclasses.replace(result, exported_items=written)
         _write_stats(settings, result)
         return result
@@ -187,7 +192,7 @@ class Crawl:
             raise extra_missing(exc) from None
 
         settings, clock = self.settings, self._clock
-        if settings.output is not None and format_of(settings.output) == "sqlite":
+        if settings.output is not None and format_of(Path(settings.output)) == "sqlite":
             raise ConfigError(
                 "-o of a distributed crawl is exported from PostgreSQL: jsonl, json, csv or "
                 "parquet (an .sqlite copy is for embedded crawls)"
@@ -233,9 +238,8 @@ class Crawl:
             )  # fmt: skip
             result = dataclasses.replace(result, top_reject_reasons=_triples(reasons))
         if settings.output is not None and settings.postgres_dsn is not None:
-            written = await asyncio.to_thread(
-                export_postgres, settings.postgres_dsn, settings.output, crawl_id=settings.crawl_id
-            )
+            write = partial(export_postgres, settings.postgres_dsn, crawl_id=settings.crawl_id)
+            written = await asyncio.to_thread(export_to, settings.output, write)
             result = dataclasses.replace(result, exported_items=written)
         return result
 

@@ -9,10 +9,10 @@ bound on one crawl step; a distributed archive's index. Each failure is a
 from __future__ import annotations
 
 from importlib.util import find_spec
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Annotated
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, BeforeValidator
 
 from crawlfleet.recrawl import RecrawlRule
 from crawlfleet.redisurl import url_problem
@@ -24,16 +24,33 @@ STEP_TIMEOUTS = 3
 """Fetch timeouts one step may spend in turn: its robots.txt, its page, its links' robots."""
 
 
-def _known_output_format(value: Path) -> Path:
-    if value.suffix.lower() not in (".jsonl", ".json", ".csv", ".sqlite", ".db", ".parquet"):
+def _path_unless_object(value: object) -> object:
+    """An ``s3://`` URL stays text (a path would fold its ``//``); other text is a path."""
+    if isinstance(value, str) and not value.startswith("s3://"):
+        return Path(value)
+    return value
+
+
+def _known_output_format(value: Path | str) -> Path | str:
+    if isinstance(value, str):
+        bucket, _, key = value.removeprefix("s3://").partition("/")
+        if not bucket or not key or key.endswith("/"):
+            raise ValueError("give s3://bucket/prefix/NAME.jsonl (or .json, .csv, .parquet)")
+        value_path = PurePosixPath(key)
+    else:
+        value_path = PurePosixPath(value.name)
+    if value_path.suffix.lower() not in (".jsonl", ".json", ".csv", ".sqlite", ".db", ".parquet"):
         raise ValueError("must end in .jsonl, .json, .csv, .parquet or .sqlite")
-    if value.suffix.lower() == ".parquet" and find_spec("pyarrow") is None:
+    if value_path.suffix.lower() == ".parquet" and find_spec("pyarrow") is None:
         raise ValueError("Parquet needs pyarrow: pip install 'crawlfleet[parquet]'")
     return value
 
 
-OutputPath = Annotated[Path, AfterValidator(_known_output_format)]
-"""An export file whose suffix names a format this install can write."""
+OutputPath = Annotated[
+    Path | str, BeforeValidator(_path_unless_object), AfterValidator(_known_output_format)
+]
+"""An export file (or ``s3://`` object URL) whose suffix names a format this install can
+write."""
 
 
 def _usable_redis_url(value: str) -> str:

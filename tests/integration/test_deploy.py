@@ -17,6 +17,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import botocore.session
 import kubernetes_validate
 import pytest
 import yaml
@@ -71,7 +72,8 @@ def crawlfleet_services(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def test_compose_runs_every_role_with_secrets_from_files(compose: dict[str, Any]) -> None:
     services = compose["services"]
     assert set(services) == {
-        "redis", "postgres", "migrate", "worker", "browser-worker", "dashboard", "prometheus",
+        "redis", "postgres", "minio", "minio-bucket", "migrate", "worker", "browser-worker",
+        "dashboard", "prometheus",
     }  # fmt: skip
     assert services["migrate"]["command"] == ["db", "migrate"]
     assert services["worker"]["command"][:3] == ["worker", "--queues", "http"]
@@ -94,6 +96,42 @@ def test_compose_runs_every_role_with_secrets_from_files(compose: dict[str, Any]
         assert {"redis_url", "postgres_dsn"} <= {s["source"] for s in service["secrets"]}, name
     for secret in compose["secrets"].values():
         assert Path(secret["file"]).parent == DEPLOY / "secrets"
+
+
+def test_compose_archives_to_minio_with_credentials_from_files(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    minio = services["minio"]
+    assert not {"MINIO_ROOT_USER", "MINIO_ROOT_PASSWORD"} & set(minio["environment"])
+    assert {s["source"] for s in minio["secrets"]} == {"minio_root_user", "minio_root_password"}
+    bucket = services["minio-bucket"]
+    assert "mc mb --ignore-existing crawlfleet/crawls" in " ".join(bucket["entrypoint"])
+    assert bucket["depends_on"]["minio"]["condition"] == "service_healthy"
+    for name in ("worker", "browser-worker"):
+        env = services[name]["environment"]
+        assert env["AWS_ENDPOINT_URL"] == "http://minio:9000", name
+        assert env["AWS_SHARED_CREDENTIALS_FILE"] == "/run/secrets/s3_credentials", name
+        assert not {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} & set(env), name
+        assert "s3_credentials" in {s["source"] for s in services[name]["secrets"]}, name
+        after = services[name]["depends_on"]["minio-bucket"]["condition"]
+        assert after == "service_completed_successfully", name
+    assert "--archive s3://crawls/" in (DEPLOY / "compose.yaml").read_text()
+
+
+def test_make_secrets_writes_the_credentials_file_boto3_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "deploy" / "secrets").mkdir(parents=True)
+    script = tmp_path / "deploy" / "make-secrets.sh"
+    shutil.copy(DEPLOY / "make-secrets.sh", script)
+    assert run("bash", str(script), cwd=tmp_path).returncode == 0
+    secrets = tmp_path / "deploy" / "secrets"
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(secrets / "s3_credentials"))
+    for variable in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
+        monkeypatch.delenv(variable, raising=False)
+    credentials = botocore.session.Session().get_credentials()
+    assert credentials is not None
+    assert credentials.access_key == (secrets / "minio_root_user").read_text().strip()
+    assert credentials.secret_key == (secrets / "minio_root_password").read_text().strip()
 
 
 def test_compose_gives_workers_time_for_a_warm_shutdown(compose: dict[str, Any]) -> None:
@@ -232,12 +270,13 @@ def test_dockerfile_builds_slim_non_root_images_with_the_pinned_extras() -> None
         assert "USER 10001:10001" in body, stage
     browser = dockerfile.split(" AS browser\n", 1)[1].split("\nFROM ", 1)[0]
     assert "install -y --no-install-recommends chromium" in browser
-    assert '"crawlfleet[distributed,dashboard,browser]"' in browser
+    assert '"crawlfleet[distributed,dashboard,browser,archive]"' in browser
     worker = dockerfile.split(" AS worker\n", 1)[1]
-    assert '"crawlfleet[distributed,dashboard,stealth]"' in worker  # http workers impersonate too
+    # http workers impersonate too; every worker archives (boto3 for s3:// targets)
+    assert '"crawlfleet[distributed,dashboard,stealth,archive]"' in worker
     with (ROOT / "pyproject.toml").open("rb") as handle:
         extras = tomllib.load(handle)["project"]["optional-dependencies"]
-    assert {"distributed", "dashboard", "stealth", "browser"} <= set(extras)
+    assert {"distributed", "dashboard", "stealth", "browser", "archive"} <= set(extras)
     lines = (DEPLOY / "Dockerfile.dockerignore").read_text().splitlines()
     ignore = [line for line in lines if line and not line.startswith("#")]
     assert ignore[0] == "*"

@@ -85,6 +85,35 @@ def archive_records(source: str) -> Iterator[Archived]:
             local.unlink()
 
 
+def archive_file_names(source: str) -> list[str]:
+    """The WARC files of the archive at ``source`` (a directory, subfolders included, or an
+    ``s3://`` URL), as names relative to it, in order; ``StateError`` for none."""
+    if not source.startswith(S3_SCHEME):
+        root = Path(source)
+        return [path.relative_to(root).as_posix() for path in warc_files(root)]
+    from crawlfleet.archive.s3 import S3Archive, S3Location  # boto3
+
+    names = [file.name for file in S3Archive(S3Location.parse(source)).files()]
+    if not names:
+        raise StateError(f"no {WARC_SUFFIX} objects under {source}")
+    return names
+
+
+def file_records(source: str, name: str) -> Iterator[Archived]:
+    """The ``response`` and ``revisit`` records of the one file ``name`` of the archive at
+    ``source`` (an object is downloaded to a temporary file first)."""
+    if not source.startswith(S3_SCHEME):
+        yield from read_file(Path(source) / name)
+        return
+    from crawlfleet.archive.s3 import S3Archive, S3Location  # boto3
+
+    archive = S3Archive(S3Location.parse(source))
+    with tempfile.TemporaryDirectory(prefix="crawlfleet-reparse-") as tmp:
+        local = Path(tmp) / "current.warc.gz"
+        archive.download(name, local)
+        yield from read_file(local)
+
+
 def _archived(record: WarcRecord) -> Archived:
     warc = record.headers
     http = record.http_headers

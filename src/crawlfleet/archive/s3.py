@@ -11,6 +11,8 @@ background thread and then deleted from the spool. A crawl that ends waits for i
 a file it could not upload stays in the spool and the crawl ends with a ``StateError`` naming
 it. What a killed process had written stays in the spool too: the next crawl with that state
 directory uploads it first (its records are whole but for at most the last one).
+
+Item exports to ``s3://`` URLs go through the same client (``exports.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+from boto3.exceptions import S3UploadFailedError
 from boto3.s3.transfer import TransferConfig
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -66,6 +69,8 @@ class StoredFile:
 
 
 def _describe(exc: Exception, what: str) -> StateError:
+    if isinstance(exc, S3UploadFailedError) and isinstance(exc.__context__, ClientError):
+        exc = exc.__context__  # the service's answer, without boto3's local path
     if isinstance(exc, ClientError):
         error = exc.response.get("Error", {})
         code = error.get("Code", "error")
@@ -88,8 +93,9 @@ class S3Archive:
         key = self.location.key(name)
         try:
             self._client.upload_file(str(path), self.location.bucket, key, Config=self._transfer)
-        except (BotoCoreError, ClientError, OSError) as exc:
-            raise _describe(exc, f"cannot upload {path.name} to {self.location}") from None
+        except (BotoCoreError, ClientError, S3UploadFailedError, OSError) as exc:
+            where = f"s3://{self.location.bucket}/{key}"
+            raise _describe(exc, f"cannot upload {path.name} to {where}") from None
 
     def files(self) -> list[StoredFile]:
         """The ``.warc.gz`` objects under the prefix, by name."""

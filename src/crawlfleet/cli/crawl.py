@@ -121,7 +121,10 @@ def crawl(
     seeds: Annotated[list[str] | None, typer.Argument(help="start URLs")] = None,
     config: Annotated[Path | None, typer.Option(help="crawl config (TOML)")] = None,
     output: Annotated[
-        Path | None, typer.Option("-o", "--output", help=".jsonl/.json/.csv/.parquet/.sqlite")
+        str | None,
+        typer.Option(
+            "-o", "--output", help=".jsonl/.json/.csv/.parquet/.sqlite file, or s3://bucket/key"
+        ),
     ] = None,
     state: Annotated[Path | None, typer.Option(help="state directory")] = None,
     fresh: Annotated[bool, typer.Option(help="forget the saved state and start over")] = False,

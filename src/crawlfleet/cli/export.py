@@ -1,7 +1,8 @@
 """``crawlfleet export``: a crawl's stored items as JSONL, JSON, CSV, Parquet or an SQLite copy.
 
 ``--state DIR`` reads an embedded crawl's items file; ``--postgres DSN --crawl-id ID`` a
-distributed crawl's items, streamed from PostgreSQL (JSONL or CSV). ``--since``
+distributed crawl's items, streamed from PostgreSQL (JSONL or CSV). ``-o s3://bucket/key``
+writes the file locally, then uploads it (``archive/exports.py``). ``--since``
 (``last_changed``) as in ``pipeline/export.py``.
 """
 
@@ -9,11 +10,13 @@ from __future__ import annotations
 
 import time
 from enum import StrEnum
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from crawlfleet.archive.exports import export_to, is_object_url
 from crawlfleet.cli.console import fail, make_console, safe
 from crawlfleet.cli.target import (
     CRAWL_ID_ENV,
@@ -36,7 +39,9 @@ class ExportFormat(StrEnum):
 
 
 def export(
-    output: Annotated[Path, typer.Option("-o", "--output", help="file to write")],
+    output: Annotated[
+        str, typer.Option("-o", "--output", help="file to write, or s3://bucket/prefix/NAME")
+    ],
     state: StateOpt = None,
     postgres: PostgresOpt = None,
     fmt: Annotated[
@@ -71,25 +76,41 @@ def export(
             count = _from_postgres(postgres, output, crawl_id, item_type, chosen, after)
         else:
             _, items_file = state_paths(state or DEFAULT_STATE)
-            count = export_items(
-                items_file, output, item_type=item_type, fmt=chosen, crawl_id=crawl_id, since=after
+            count = export_to(
+                _target(output),
+                partial(
+                    export_items,
+                    items_file,
+                    item_type=item_type,
+                    fmt=chosen,
+                    crawl_id=crawl_id,
+                    since=after,
+                ),
             )
     except (CrawlfleetError, OSError) as exc:
         fail(exc)
     make_console(stderr=True).print(f"wrote {count} items to {safe(output)}")
 
 
+def _target(output: str) -> Path | str:
+    """An ``s3://`` URL as given, anything else a path."""
+    return output if is_object_url(output) else Path(output)
+
+
 def _from_postgres(
     dsn: str,
-    output: Path,
+    output: str,
     crawl_id: str,
     item_type: str | None,
     fmt: str | None,
     since: float | None,
 ) -> int:
     try:
-        return export_postgres(
-            dsn, output, crawl_id=crawl_id, item_type=item_type, fmt=fmt, since=since
+        return export_to(
+            _target(output),
+            partial(
+                export_postgres, dsn, crawl_id=crawl_id, item_type=item_type, fmt=fmt, since=since
+            ),
         )
     except ImportError as exc:
         raise extra_missing(exc) from None

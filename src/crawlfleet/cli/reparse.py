@@ -2,7 +2,8 @@
 over its archived pages, without a request to any site.
 
 The items go through the crawl's pipeline into an items file (``--state DIR``'s, or a
-temporary one), or into a distributed crawl's PostgreSQL (``--postgres DSN --crawl-id ID``),
+temporary one), or into a distributed crawl's PostgreSQL (``--postgres DSN --crawl-id ID``;
+with ``--redis URL`` the workers do it, one Celery task per WARC file: ``reparse_jobs.py``),
 and are exported to ``OUT`` as ``crawlfleet export`` writes them (JSONL: one
 ``{"type", "key", ...}`` object a line).
 """
@@ -13,17 +14,20 @@ import asyncio
 import contextlib
 import tempfile
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
+from crawlfleet.archive.exports import export_to, is_object_url
 from crawlfleet.archive.protocols import Archived
 from crawlfleet.cli.console import fail, safe
-from crawlfleet.errors import ConfigError, CrawlfleetError
+from crawlfleet.errors import ConfigError, CrawlfleetError, StateError
 from crawlfleet.pipeline.export import ITEMS_FILE, export_items, export_postgres
-from crawlfleet.runtime.reparse import ReparseFigures, reparse
+from crawlfleet.runtime.backends import extra_missing
+from crawlfleet.runtime.reparse import ReparseFigures, reparse, reparse_to_postgres
 from crawlfleet.settings import Settings
 from crawlfleet.settings_loading import load_settings
 
@@ -49,23 +53,14 @@ async def _run(settings: Settings, root: str, items_file: Path) -> ReparseFigure
 
 async def _run_postgres(settings: Settings, root: str, dsn: str) -> ReparseFigures:
     """Into a distributed crawl's items (PostgreSQL, the crawl id's rows), as its workers write."""
-    from crawlfleet.pipeline.sinks.postgres import PostgresRejects, PostgresSink
     from crawlfleet.pipeline.sinks.postgres_schema import migrate
 
     await asyncio.to_thread(migrate, dsn)
-    sink = await PostgresSink.open(dsn, crawl_id=settings.crawl_id)
-    try:
-        rejects = await PostgresRejects.open(dsn, crawl_id=settings.crawl_id)
-        try:
-            return await reparse(settings, _records(root), sink, rejects)
-        finally:
-            await rejects.close()
-    finally:
-        await sink.close()
+    return await reparse_to_postgres(settings, _records(root), dsn)
 
 
 def _embedded(
-    settings: Settings, archive: str, output: Path, state: Path | None
+    settings: Settings, archive: str, output: Path | str, state: Path | None
 ) -> tuple[ReparseFigures, int]:
     """Into an items file (``state``'s, or a temporary one), exported to ``output``."""
     with contextlib.ExitStack() as stack:
@@ -75,10 +70,43 @@ def _embedded(
             where = state
             where.mkdir(parents=True, exist_ok=True)
         items_file = where / ITEMS_FILE
-        if state is None and output.resolve() == items_file.resolve():
+        if state is None and Path(output).resolve() == items_file.resolve():
             raise ConfigError("give -o another file than the items file")
         figures = asyncio.run(_run(settings, archive, items_file))
-        return figures, export_items(items_file, output, crawl_id=settings.crawl_id)
+        written = export_to(output, partial(export_items, items_file, crawl_id=settings.crawl_id))
+        return figures, written
+
+
+def _distributed(
+    settings: Settings, archive: str, redis: str, broker: str, dsn: str
+) -> ReparseFigures:
+    """One task per WARC file to the workers, into the crawl's PostgreSQL; the summed figures.
+
+    ``StateError`` naming the files whose task failed (their error), after the totals.
+    """
+    try:
+        from crawlfleet.pipeline.sinks.postgres_schema import migrate
+        from crawlfleet.runtime.celery.reparse_jobs import fan_out
+    except ImportError as exc:
+        raise extra_missing(exc) from None
+
+    def progress(done: int, files: int) -> None:
+        err.print(f"reparse: {done} of {files} WARC files done", soft_wrap=True)
+
+    migrate(dsn)
+    if not is_object_url(archive):
+        archive = str(Path(archive).resolve())  # the workers' view of a directory they share
+    outcome = asyncio.run(
+        fan_out(settings, archive, redis_url=redis, broker_url=broker, on_progress=progress)
+    )
+    if outcome.failed:
+        _report(outcome.figures)
+        name, error = next(iter(outcome.failed.items()))
+        raise StateError(
+            f"{len(outcome.failed)} of {outcome.files} WARC files not reparsed; {name}: {error}"
+        )
+    err.print(f"reparse: {outcome.files} WARC files, one task each", soft_wrap=True)
+    return outcome.figures
 
 
 def reparse_command(
@@ -88,7 +116,9 @@ def reparse_command(
             "--archive", help="directory of the WARC files (and subfolders), or s3://bucket/prefix"
         ),
     ],
-    output: Annotated[Path, typer.Option("-o", "--output", help="items file to write")],
+    output: Annotated[
+        str, typer.Option("-o", "--output", help="items file to write, or s3://bucket/prefix/NAME")
+    ],
     parsers: Annotated[
         str | None, typer.Option(help="parser modules or .py files, comma-separated")
     ] = None,
@@ -104,21 +134,44 @@ def reparse_command(
     crawl_id: Annotated[
         str | None, typer.Option("--crawl-id", help="the crawl whose items these are")
     ] = None,
+    redis: Annotated[
+        str | None,
+        typer.Option(
+            "--redis",
+            help="fan out one task per WARC file to the workers (with --postgres, --crawl-id)",
+        ),
+    ] = None,
+    broker: Annotated[
+        str | None, typer.Option("--broker", help="Celery broker URL (default: the Redis URL)")
+    ] = None,
 ) -> None:
     """Parse the archived pages again, as if just fetched; no request is made."""
+    target = output if is_object_url(output) else Path(output)
     try:
         settings = load_settings(config, crawl_id=crawl_id)
         if parsers:
             settings.parsers = [*settings.parsers, *(p.strip() for p in parsers.split(",") if p)]
         if postgres is not None and state is not None:
             raise ConfigError("give --state DIR or --postgres DSN, not both")
+        if redis is not None and (postgres is None or crawl_id is None):
+            raise ConfigError("--redis needs --postgres DSN and --crawl-id ID")
         if postgres is not None:
-            figures = asyncio.run(_run_postgres(settings, archive, postgres))
-            written = export_postgres(postgres, output, crawl_id=settings.crawl_id)
+            if redis is not None:
+                figures = _distributed(settings, archive, redis, broker or redis, postgres)
+            else:
+                figures = asyncio.run(_run_postgres(settings, archive, postgres))
+            written = export_to(
+                target, partial(export_postgres, postgres, crawl_id=settings.crawl_id)
+            )
         else:
-            figures, written = _embedded(settings, archive, output, state)
+            figures, written = _embedded(settings, archive, target, state)
     except (CrawlfleetError, OSError) as exc:
         fail(exc, err)
+    _report(figures)
+    err.print(f"wrote {written} items to {safe(str(output))}", soft_wrap=True)
+
+
+def _report(figures: ReparseFigures) -> None:
     rate = figures.pages / figures.elapsed_s if figures.elapsed_s > 0 else 0.0
     cpu_ms = figures.cpu_s * 1000 / figures.pages if figures.pages else 0.0
     skipped = ", ".join(f"{n} {why}" for why, n in sorted(figures.skipped.items())) or "none"
@@ -133,7 +186,6 @@ def reparse_command(
     )
     if figures.first_error:
         err.print(f"first error: {safe(figures.first_error)}", soft_wrap=True)
-    err.print(f"wrote {written} items to {safe(str(output))}", soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

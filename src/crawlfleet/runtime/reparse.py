@@ -15,6 +15,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from crawlfleet.archive.protocols import Archived
 from crawlfleet.clock import SystemClock
@@ -51,6 +52,43 @@ class ReparseFigures:
     first_error: str | None = None
     elapsed_s: float = 0.0
     cpu_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """As JSON-ready data (a distributed reparse's task result)."""
+        return {
+            "records": self.records,
+            "pages": self.pages,
+            "items": dict(self.items),
+            "links": self.links,
+            "skipped": dict(self.skipped),
+            "first_error": self.first_error,
+            "elapsed_s": self.elapsed_s,
+            "cpu_s": self.cpu_s,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ReparseFigures:
+        return cls(
+            records=int(data["records"]),
+            pages=int(data["pages"]),
+            items=Counter({str(k): int(v) for k, v in data["items"].items()}),
+            links=int(data["links"]),
+            skipped=Counter({str(k): int(v) for k, v in data["skipped"].items()}),
+            first_error=data.get("first_error"),
+            elapsed_s=float(data["elapsed_s"]),
+            cpu_s=float(data["cpu_s"]),
+        )
+
+    def add(self, other: ReparseFigures) -> None:
+        """Count ``other``'s records, pages, items, links and skips in too (CPU summed, the
+        elapsed time left to the caller, the first error kept)."""
+        self.records += other.records
+        self.pages += other.pages
+        self.items.update(other.items)
+        self.links += other.links
+        self.skipped.update(other.skipped)
+        self.first_error = self.first_error or other.first_error
+        self.cpu_s += other.cpu_s
 
 
 def archived_result(archived: Archived, rules: UrlRules, *, cap_bytes: int) -> FetchResult:
@@ -111,6 +149,24 @@ async def reparse(
     figures.elapsed_s = time.perf_counter() - started
     figures.cpu_s = time.process_time() - started_cpu
     return figures
+
+
+async def reparse_to_postgres(
+    settings: Settings, records: Iterable[Archived], dsn: str
+) -> ReparseFigures:
+    """``reparse`` into a distributed crawl's items (PostgreSQL, the crawl id's rows, upserted
+    by item key), as its workers write them; the schema must be migrated."""
+    from crawlfleet.pipeline.sinks.postgres import PostgresRejects, PostgresSink
+
+    sink = await PostgresSink.open(dsn, crawl_id=settings.crawl_id)
+    try:
+        rejects = await PostgresRejects.open(dsn, crawl_id=settings.crawl_id)
+        try:
+            return await reparse(settings, records, sink, rejects)
+        finally:
+            await rejects.close()
+    finally:
+        await sink.close()
 
 
 def _not_a_page(archived: Archived) -> str | None:

@@ -1,4 +1,4 @@
-"""The Celery application factory: JSON only, late acks, one task, two queues.
+"""The Celery application factory: JSON only, late acks, two tasks, two queues.
 
 Nothing is configured at import time: ``make_app`` builds an app for one broker and
 ``runtime.celery.tasks.register`` adds the task to a worker's app. The dispatcher only
@@ -19,6 +19,8 @@ from crawlfleet.redact import redact
 from crawlfleet.redisurl import is_cluster_url
 
 TASK_NAME = "crawlfleet.crawl_batch"
+REPARSE_TASK_NAME = "crawlfleet.reparse_file"
+"""A distributed reparse's task: one WARC file (``reparse_jobs.py``)."""
 QUEUES = ("http", "browser")
 DEFAULT_QUEUE = "http"
 BROKER_CHECK_S = 5.0
@@ -91,7 +93,10 @@ def make_app(broker_url: str, limits: TaskLimits | None = None) -> Celery:
         task_default_queue=DEFAULT_QUEUE,
         task_default_exchange=exchange.name,
         task_default_routing_key=DEFAULT_QUEUE,
-        task_routes={TASK_NAME: {"queue": DEFAULT_QUEUE}},
+        task_routes={
+            TASK_NAME: {"queue": DEFAULT_QUEUE},
+            REPARSE_TASK_NAME: {"queue": DEFAULT_QUEUE},
+        },
         task_create_missing_queues=False,
         worker_send_task_events=False,
         worker_enable_remote_control=False,

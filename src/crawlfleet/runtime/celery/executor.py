@@ -50,6 +50,7 @@ from crawlfleet.runtime.celery.definition import (
     check_parsers,
     definition_key,
 )
+from crawlfleet.runtime.celery.reparse_jobs import reparse_file
 from crawlfleet.runtime.celery.worker_config import WorkerConfig
 from crawlfleet.runtime.control import RedisControl, RunState
 from crawlfleet.runtime.kinds import queue_kinds
@@ -183,6 +184,10 @@ class WorkerRuntime:
             self.metrics.beat(self.name, time.time())
             await self.metrics.refresh()
         return result
+
+    async def reparse(self, crawl_id: str, job: str, source: str, name: str) -> dict[str, Any]:
+        """Reparse one WARC file of a distributed reparse (``reparse_jobs.reparse_file``)."""
+        return await reparse_file(self.config, self._client(), crawl_id, job, source, name)
 
     async def _crawl(self, crawl_id: str) -> _Crawl | None:
         client = self._client()
