@@ -192,6 +192,12 @@ class Crawl:
             raise extra_missing(exc) from None
 
         settings, clock = self.settings, self._clock
+        if settings.archive is not None and settings.postgres_dsn is None:
+            # Checked here, not in Settings: a stored definition has no DSN (workers add theirs).
+            raise ConfigError(
+                "archive: a distributed crawl keeps its archive index in postgres_dsn "
+                "(give --postgres DSN)"
+            )
         if settings.output is not None and format_of(Path(settings.output)) == "sqlite":
             raise ConfigError(
                 "-o of a distributed crawl is exported from PostgreSQL: jsonl, json, csv or "

@@ -69,7 +69,6 @@ def check_agreement(settings: Settings) -> None:
     _timeouts_consistent(settings)
     _recrawl_rules_apply(settings)
     _a_step_fits_its_bound(settings)
-    _archive_has_an_index(settings)
 
 
 def _timeouts_consistent(settings: Settings) -> None:
@@ -122,9 +121,3 @@ def _a_step_fits_its_bound(settings: Settings) -> None:
             " page, parse it and read the robots.txt of its links' new hosts"
         )
 
-
-def _archive_has_an_index(settings: Settings) -> None:
-    # A distributed crawl's capture index is in its PostgreSQL (archive/postgres_index.py).
-    distributed = settings.redis_url is not None
-    if settings.archive is not None and distributed and settings.postgres_dsn is None:
-        raise ValueError("archive: a distributed crawl keeps its archive index in postgres_dsn")

@@ -156,7 +156,7 @@ def test_the_dashboard_follows_a_crawl_and_requeues_a_class_in_a_browser(
             assert refused.status == 403
 
             _stdout, stderr = crawl.communicate(timeout=60)
-            assert crawl.returncode == 0, stderr
+            assert crawl.returncode == 5, stderr  # dead letters left (the failing lab URLs)
             assert f"(bottleneck: {SLOW_HOST})" in stderr  # the log line names it too
 
             per_domain, _queued, dead = read_store(state)

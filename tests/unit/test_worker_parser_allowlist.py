@@ -101,3 +101,11 @@ def test_processor_and_hook_modules_need_the_same_allowing() -> None:
     assert "'mypkg.steps'" in message
     assert "'mypkg.sign'" in message
     check_parsers(defn, ["mypkg.steps", "mypkg.sign"])
+
+
+def test_a_stored_definition_of_an_archiving_crawl_reads_without_its_dsn(tmp_path: Path) -> None:
+    # The definition is stored without the PostgreSQL DSN (workers add theirs): `status`
+    # over a Redis holding an archiving crawl failed to read it ("keeps its archive index").
+    settings = Settings(redis_url="redis://127.0.0.1:6379/0", archive=str(tmp_path))
+    stored = CrawlDefinition(settings, ("http://a.test/",), "run-1").to_json()
+    assert CrawlDefinition.from_json(stored).settings.archive == str(tmp_path)

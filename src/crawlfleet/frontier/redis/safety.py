@@ -61,7 +61,7 @@ async def check_redis_safety(client: Redis, *, accept_unsafe: bool) -> list[str]
     if await _answers_without_auth(client):
         local = await _is_loopback(client.connection_pool) and not _exposed(config)
         if local:  # only this machine can reach it: as safe as the machine itself
-            log.info("Redis at %s accepts commands without authentication (loopback only)", where)
+            log.debug("Redis at %s accepts commands without authentication (loopback only)", where)
         else:
             unsafe.append("it accepts commands without authentication from beyond loopback")
     if unsafe and not accept_unsafe:
