@@ -120,4 +120,3 @@ def _a_step_fits_its_bound(settings: Settings) -> None:
             f" + max_parse_s{browser} ({least_s:g}): a step may read robots.txt, fetch its"
             " page, parse it and read the robots.txt of its links' new hosts"
         )
-
