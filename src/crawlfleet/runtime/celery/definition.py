@@ -3,31 +3,6 @@
 Keys (``{p}`` is the crawl's prefix ``crawlfleet:<crawl_id>``, shared with the frontier's
 keys listed in ``frontier/redis/keys.py``):
 
-key                            type    contents
-=============================  ======  ========================================================
-``crawlfleet:crawls``          SET     crawl ids being dispatched now; workers skip tasks of
-                                       any other crawl
-``crawlfleet:workers``         HASH    worker name -> JSON ``{"seen_at", "queues",
-                                       "concurrency", "crawl", "in_flight", "pages",
-                                       "refused"}``,
-                                       written by that worker only (one ``HSET``) before
-                                       every task and each second while it runs:
-                                       ``in_flight`` steps running now, ``pages`` steps the
-                                       process ran to an outcome since it started (the
-                                       dashboard's pages/s is its rate), ``refused`` crawl
-                                       id -> why the worker refuses that crawl's tasks
-                                       (its ``--parsers``), also written at each refusal
-``crawlfleet:dispatchers``      HASH    crawl id -> JSON ``{"seen_at", "host", "pid"}``: the
-                                       crawl's dispatcher, written at its start and every
-                                       ``BEAT_EVERY_S`` while it runs; a dispatched crawl whose
-                                       entry is old has lost its dispatcher (``status``)
-``{p}:definition``             STRING  JSON ``{"settings": {...}, "seeds": [...], "run": id}``:
-                                       the validated settings without the Redis URL and the
-                                       PostgreSQL DSN (workers bring their own); ``run`` is
-                                       new for each dispatcher run, so workers rebuild their
-                                       per-crawl caches
-=============================  ======  ========================================================
-=======
 ===================================  ======  ========================================================
 key                                  type    contents
 ===================================  ======  ========================================================
