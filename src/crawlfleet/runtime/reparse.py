@@ -26,14 +26,11 @@ from crawlfleet.frontier.politeness import StatusClass, classify, judge
 from crawlfleet.frontier.store_types import Signal
 from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.parsing.budget import ParseBudget, ParseLimits
-from crawlfleet.parsing.default import default_parser
-from crawlfleet.parsing.loader import load_parsers
 from crawlfleet.parsing.registry import ParserRegistry
-from crawlfleet.pipeline.custom import load_processors
 from crawlfleet.pipeline.pipeline import Pipeline
-from crawlfleet.pipeline.processors import default_processors
-from crawlfleet.pipeline.protocols import PageTracker, Sink
+from crawlfleet.pipeline.protocols import Sink
 from crawlfleet.pipeline.rejects import RejectStore
+from crawlfleet.runtime.wiring import crawl_parsers, crawl_pipeline
 from crawlfleet.settings import Settings
 from crawlfleet.urls import UrlRules, fingerprint
 
@@ -123,15 +120,9 @@ async def reparse(
 ) -> ReparseFigures:
     """Parse every page of ``records`` with ``settings``' parsers into ``sink``."""
     started, started_cpu = time.perf_counter(), time.process_time()
-    registry = load_parsers(
-        settings.parsers,
-        settings.selector_parsers,
-        default=default_parser,
-    )
-    processors = default_processors(registry.schemas(), load_processors(settings.processors))
-    tracker = sink if isinstance(sink, PageTracker) else None
-    pipeline = Pipeline(
-        processors, sink, events=EventBus(), clock=SystemClock(), rejects=rejects, tracker=tracker
+    registry = crawl_parsers(settings)
+    pipeline = crawl_pipeline(
+        settings, registry, sink, events=EventBus(), clock=SystemClock(), rejects=rejects
     )
     budget = ParseBudget(ParseLimits.from_settings(settings))
     rules = UrlRules(settings.strip_query_params, settings.politeness_key)

@@ -33,7 +33,8 @@ from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.custom import FanOutSink, load_processors, load_sinks
 from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.pipeline.processors import default_processors
-from crawlfleet.pipeline.protocols import PageTracker
+from crawlfleet.pipeline.protocols import PageTracker, Sink
+from crawlfleet.pipeline.rejects import RejectStore
 from crawlfleet.proxies.pool import ProxyPool
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.archiving import open_archive
@@ -116,6 +117,30 @@ async def build_admitter(
     )
 
 
+def crawl_parsers(settings: Settings) -> ParserRegistry:
+    """The crawl's parsers (plugins and declared), the default parser for the rest."""
+    return load_parsers(settings.parsers, settings.selector_parsers, default=default_parser)
+
+
+def crawl_pipeline(
+    settings: Settings,
+    registry: ParserRegistry,
+    sink: Sink,
+    *,
+    events: EventBus,
+    clock: Clock,
+    rejects: RejectStore | None,
+    own: Sink | None = None,
+) -> Pipeline:
+    """The item pipeline into ``sink``: the default processors for ``registry``'s schemas,
+    then the crawl's own; pages are tracked by ``own`` (the store's sink under a fan-out,
+    else ``sink``) when it tracks them."""
+    processors = default_processors(registry.schemas(), load_processors(settings.processors))
+    tracked = sink if own is None else own
+    tracker = tracked if isinstance(tracked, PageTracker) else None
+    return Pipeline(processors, sink, events=events, clock=clock, rejects=rejects, tracker=tracker)
+
+
 def sitemap_limits(settings: Settings) -> SitemapLimits:
     return SitemapLimits(
         max_urls=settings.sitemap_max_urls,
@@ -158,11 +183,7 @@ async def build_crawl(
     if backends.sink is None:
         raise StateError("a crawl step needs an item sink; these backends opened none")
     store, sink, rejects = backends.store, backends.sink, backends.rejects
-    registry = load_parsers(
-        settings.parsers,
-        settings.selector_parsers,
-        default=default_parser,
-    )
+    registry = crawl_parsers(settings)
     budget = ParseBudget(ParseLimits.from_settings(settings))
     stack.callback(budget.close)
     router = Router.for_settings(registry, settings)
@@ -203,10 +224,8 @@ async def build_crawl(
     if own_sinks:
         sink = FanOutSink(sink, own_sinks)
         stack.push_async_callback(sink.close)
-    processors = default_processors(registry.schemas(), load_processors(settings.processors))
-    tracker = backends.sink if isinstance(backends.sink, PageTracker) else None
-    pipeline = Pipeline(
-        processors, sink, events=events, clock=clock, rejects=rejects, tracker=tracker
+    pipeline = crawl_pipeline(
+        settings, registry, sink, events=events, clock=clock, rejects=rejects, own=backends.sink
     )
     strategies = Strategies(frontier, clock)
     parts = CrawlerParts(
