@@ -74,10 +74,12 @@ class Settings(BaseSettings):
     max_pages_per_domain: int | None = Field(default=None, ge=1)
     follow_sitemaps: bool = False
     sitemap_max_urls: int = Field(
-        default=1_000_000, ge=1, description="URLs read from one seed's sitemaps"
+        default=1_000_000, ge=1, description="page URLs read from the crawl's sitemaps"
     )
     sitemap_max_depth: int = Field(default=3, ge=0, description="sitemap index levels followed")
-    sitemap_max_sitemaps: int = Field(default=10_000, ge=1, description="sitemaps read a seed")
+    sitemap_max_sitemaps: int = Field(
+        default=10_000, ge=1, description="child sitemaps queued in the crawl"
+    )
     sitemap_max_bytes: int = Field(
         default=50 * 1024 * 1024, ge=1024, description="one sitemap, before and after gzip"
     )
