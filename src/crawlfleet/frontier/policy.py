@@ -90,6 +90,12 @@ def effective_delay_s(record: PolicyRecord, default: DomainPolicy) -> float:
     return base_delay_s(record, default) * float(2**record.level)
 
 
+def delay_source(stored: DelaySource, default: DomainPolicy) -> DelaySource:
+    """The source a view shows: a domain on the crawl-wide delay (``config``) shows the
+    settings layer that gave it."""
+    return default.delay_source if stored is DelaySource.CONFIG else stored
+
+
 def max_in_flight(record: PolicyRecord, default: DomainPolicy) -> int:
     return default.max_in_flight if record.max_in_flight is None else record.max_in_flight
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from crawlfleet.frontier.ladder import usable_rungs
-from crawlfleet.frontier.store_types import BlockRules, DomainPolicy
+from crawlfleet.frontier.store_types import BlockRules, DelaySource, DomainPolicy
 from crawlfleet.proxies.endpoints import load_tiers
 from crawlfleet.recrawl import RecrawlPolicy, RecrawlRule
 from crawlfleet.runtime.kinds import WORKER_KINDS, servable_kinds
@@ -29,6 +29,7 @@ def domain_policy(settings: Settings) -> DomainPolicy:
         delay_s=settings.delay_s,
         max_in_flight=settings.per_domain_concurrency,
         max_crawl_delay_s=settings.max_crawl_delay_s,
+        delay_source=DelaySource(settings.delay_source),
         blocks=BlockRules(
             window=settings.block_window,
             min_samples=settings.block_min_samples,
