@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
 
 from crawlfleet.demosite import ThreadedDemoSite
@@ -52,11 +53,15 @@ def test_status_shows_which_layer_gave_the_delay(
     assert delay_cell(site, tmp_path, "--config", "crawl.toml", *args, env=env) == shown
 
 
-def test_the_dashboard_shows_the_same_source(site: ThreadedDemoSite, tmp_path: Path) -> None:
+def test_the_dashboard_and_its_api_show_the_same_source(
+    site: ThreadedDemoSite, tmp_path: Path
+) -> None:
     (tmp_path / "crawl.toml").write_text("delay_s = 0.05\n")
     assert delay_cell(site, tmp_path, "--config", "crawl.toml", env={}) == "0.05 s (file)"
-    (page,) = dashboard_pages(tmp_path / "state", "/crawl/default")
+    page, api = dashboard_pages(tmp_path / "state", "/crawl/default", "/api/crawl/default")
     assert "0.05 s (file)" in page
+    (row,) = orjson.loads(api)["domains"]
+    assert (row["delay_s"], row["delay_source"]) == (0.05, "file")
 
 
 def test_delay_source_is_not_a_key_to_set(site: ThreadedDemoSite, tmp_path: Path) -> None:
