@@ -126,6 +126,20 @@ async def test_a_domain_on_the_crawl_delay_shows_the_layer_that_gave_it(
     assert [view.delay_source for view in await store.domains(from_env)] == [DelaySource.ENV]
 
 
+async def test_a_domain_back_on_the_crawl_delay_follows_the_run_that_reads_it(
+    store: QueueStore,
+) -> None:
+    await store.add([req(str(i)) for i in range(3)], NO_BUDGET)
+    await store.set_delay("a.test", 5.0, DelaySource.ROBOTS)
+    await store.set_delay("a.test", 1.0, DelaySource.CONFIG)  # robots.txt dropped its delay
+    resumed = replace(POLITE, delay_s=0.0)  # a later run with --delay 0
+    view = await store.domain("a.test", resumed)
+    assert (view.base_delay_s, view.effective_delay_s) == (0.0, 0.0)
+    (first,) = await claim(store, policy=resumed)
+    assert await complete(store, first, policy=resumed)
+    assert len(await claim(store, now=T0, policy=resumed)) == 1  # no 1 s kept from before
+
+
 async def test_robots_never_replaces_an_override(store: QueueStore) -> None:
     await store.set_delay("a.test", 2.0, DelaySource.ROBOTS)
     view = await store.domain("a.test", FREE)

@@ -101,10 +101,14 @@ def max_in_flight(record: PolicyRecord, default: DomainPolicy) -> int:
 
 
 def set_delay(record: PolicyRecord, delay_s: float, source: DelaySource) -> bool:
-    """Set the base delay unless ``source`` is robots and an override is in place; changed?"""
+    """Set the base delay unless ``source`` is robots and an override is in place; changed?
+
+    ``config`` puts the domain back on the crawl-wide delay: ``delay_s`` is not kept, so a
+    later run's own delay applies.
+    """
     if source.from_robots and record.delay_source is DelaySource.OVERRIDE:
         return False
-    record.base_delay_s = delay_s
+    record.base_delay_s = None if source is DelaySource.CONFIG else delay_s
     record.delay_source = source
     return True
 
