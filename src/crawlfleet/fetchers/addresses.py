@@ -1,9 +1,10 @@
 """Refusing private addresses: the predicate, a guarding DNS resolver and the literal-IP check.
 
 The guard must see the address a socket actually connects to, so it sits where the addresses
-are resolved: in ``fetchers.wire`` for direct connections, and in the resolver of aiohttp's
-pool for the proxied ones (a DNS answer that changes between a check and the connect cannot
-slip past it). Literal IP hosts are checked by ``check_literal_host`` before every hop.
+are resolved: in ``fetchers.wire`` for direct connections, and for the impersonate fetcher's
+(whose addresses are pinned for libcurl), so a DNS answer that changes between a check and
+the connect cannot slip past it. Through a proxy the proxy resolves the host; literal IP
+hosts are checked by ``check_literal_host`` before every hop.
 """
 
 from __future__ import annotations
