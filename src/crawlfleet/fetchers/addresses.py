@@ -9,10 +9,12 @@ hosts are checked by ``check_literal_host`` before every hop.
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
+import socket
 from collections.abc import Callable, Sequence
 
-from crawlfleet.errors import ForbiddenAddress
+from crawlfleet.errors import FetchError, ForbiddenAddress
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 AddressPredicate = Callable[[IPAddress], bool]
@@ -63,6 +65,24 @@ def allowed_addresses(
         listed = ", ".join(sorted(set(addresses))) or "nothing"
         raise ForbiddenAddress(f"{host} resolves to {listed}, which is not allowed")
     return allowed
+
+
+async def resolve(url: str, host: str, port: int, forbidden: AddressPredicate | None) -> list[str]:
+    """The addresses of ``host`` a connection for ``url`` may go to, in the resolver's order
+    (all of them when ``forbidden`` is None).
+
+    Raises ``FetchError`` (transient) when the lookup fails, ``ForbiddenAddress`` when
+    ``forbidden`` leaves none.
+    """
+    loop = asyncio.get_running_loop()
+    try:
+        found = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise FetchError(f"DNS lookup failed for {host} ({url}): {exc}") from None
+    addresses = list(dict.fromkeys(str(info[4][0]) for info in found))
+    if forbidden is None:
+        return addresses
+    return allowed_addresses(host, addresses, forbidden)
 
 
 def _refused(address: str, forbidden: AddressPredicate) -> bool:

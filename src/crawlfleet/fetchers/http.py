@@ -26,7 +26,7 @@ from crawlfleet.fetchers.decoding import decode_body
 from crawlfleet.fetchers.headers import default_headers
 from crawlfleet.fetchers.hops import Hop
 from crawlfleet.fetchers.protocols import Via
-from crawlfleet.fetchers.target import target_of, url_of
+from crawlfleet.fetchers.target import http_target, url_of
 from crawlfleet.fetchers.transport import Transport, fetch_failure, proxy_of
 from crawlfleet.fetchers.wire import Wire
 from crawlfleet.models import CrawlRequest, FetchResult
@@ -106,11 +106,7 @@ class HttpFetcher:
             )
             hop = Hop.first(request)
             while True:
-                target = target_of(url)
-                if target.scheme not in _HTTP_SCHEMES:
-                    raise FetchError(f"{url}: not an http(s) URL", transient=False)
-                if not target.host:
-                    raise FetchError(f"invalid URL {url}: no host", transient=False)
+                target = http_target(url)
                 if self._forbidden is not None:
                     check_literal_host(target.host, self._forbidden)
                 auth = self._credentials.for_url(url)

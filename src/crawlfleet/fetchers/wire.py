@@ -29,12 +29,11 @@ deadline, a ``TimeoutError`` (the fetcher names it).
 from __future__ import annotations
 
 import asyncio
-import socket
 import ssl
 from collections.abc import Mapping
 
 from crawlfleet.errors import FetchError
-from crawlfleet.fetchers.addresses import AddressPredicate, allowed_addresses
+from crawlfleet.fetchers.addresses import AddressPredicate, resolve
 from crawlfleet.fetchers.connection import Connection, Exchange
 from crawlfleet.fetchers.target import Target
 from crawlfleet.fetchers.transport import Proxy
@@ -205,7 +204,7 @@ class Wire:
                 if proxy is not None:
                     return await self._through_proxy(url, origin, proxy, deadline)
                 scheme, host, port = origin
-                addresses = await self._addresses(url, host, port)
+                addresses = await resolve(url, host, port, self._forbidden)
                 tls = self._tls_context() if scheme == "https" else None
                 return await self._connect_first(url, host, port, addresses, tls, host)
         except TimeoutError:
@@ -221,7 +220,7 @@ class Wire:
         """A connection to ``proxy``; for an https origin, TLS to the origin through a tunnel
         the proxy opened."""
         scheme, host, port = origin
-        addresses = await self._addresses(url, proxy.host, proxy.port, guarded=False)
+        addresses = await resolve(url, proxy.host, proxy.port, None)  # the operator's choice
         connection = await self._connect_first(url, proxy.host, proxy.port, addresses, None, None)
         connection.peer = None  # the proxy's address, not the server's
         if scheme == "http":
@@ -267,20 +266,6 @@ class Wire:
         inner.peer = None
         self._open.add(inner)
         return inner
-
-    async def _addresses(
-        self, url: str, host: str, port: int, *, guarded: bool = True
-    ) -> list[str]:
-        """The addresses of ``host`` a connection may go to, in the resolver's order."""
-        loop = asyncio.get_running_loop()
-        try:
-            found = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except (socket.gaierror, UnicodeError) as exc:
-            raise FetchError(f"DNS lookup failed for {host} ({url}): {exc}") from None
-        addresses = list(dict.fromkeys(str(info[4][0]) for info in found))
-        if self._forbidden is None or not guarded:
-            return addresses
-        return allowed_addresses(host, addresses, self._forbidden)
 
     async def _connect_first(
         self,
