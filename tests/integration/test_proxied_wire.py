@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from crawlfleet.archive.protocols import Sent
 from crawlfleet.errors import FetchError
 from crawlfleet.fetchers import HttpFetcher
 from crawlfleet.fetchers.credentials import basic_auth
 from crawlfleet.fetchers.protocols import Via
-from crawlfleet.models import CrawlRequest
+from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.settings import Settings
 from tests.fixtures.scripted_server import ScriptedServer, serving
 from tests.fixtures.tinyproxy import ProxyFarm
@@ -57,6 +58,46 @@ async def test_plain_http_goes_in_absolute_form_with_the_proxys_credentials_on_o
     assert expected in first
     assert expected in second
     assert fake_proxy.connections == 1
+
+
+class _Kept:
+    """A ``ResponseKeeper`` that holds what it is given."""
+
+    def __init__(self) -> None:
+        self.sent: list[Sent] = []
+
+    async def keep(self, result: FetchResult, sent: Sent) -> None:
+        self.sent.append(sent)
+
+
+async def test_the_archive_never_gets_the_proxys_credentials(fake_proxy: ScriptedServer) -> None:
+    fake_proxy.replies = [PAGE]
+    kept = _Kept()
+    fetcher = HttpFetcher(SETTINGS, keeper=kept)
+    via = Via(f"http://127.0.0.1:{fake_proxy.port}", ("crawler", "s3cret"))
+    try:
+        await fetcher.fetch(_request("http://site.example/"), via=via)
+    finally:
+        await fetcher.close()
+    assert b"Proxy-Authorization" in fake_proxy.requests[0]
+    ((sent,),) = [kept.sent]
+    assert {name.lower() for name in sent.request_headers} >= {"user-agent"}
+    assert all(name.lower() != "proxy-authorization" for name in sent.request_headers)
+    assert sent.address is None  # the proxy's address is not the server's
+
+
+async def test_a_proxy_named_by_a_private_name_is_the_operators_choice(
+    fake_proxy: ScriptedServer,
+) -> None:
+    fake_proxy.replies = [PAGE]
+    fetcher = HttpFetcher(Settings(allow_private_addresses=False))
+    try:
+        result = await fetcher.fetch(
+            _request("http://site.example/"), via=Via(f"http://localhost:{fake_proxy.port}")
+        )
+    finally:
+        await fetcher.close()
+    assert result.status == 200
 
 
 async def test_another_origin_or_other_credentials_get_another_connection(
