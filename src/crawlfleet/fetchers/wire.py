@@ -79,7 +79,15 @@ class Wire:
         cut_at: int | None,
         deadline: float,
     ) -> Exchange:
-        """One request and its response read; ``fetchers.transport.Transport.send``."""
+        """One request and its response read (``fetchers.transport.Transport.send``).
+
+        A body past ``limit`` bytes fails with ``TooLarge``, unless ``cut_at`` is given: then
+        the first ``limit`` bytes are kept (at most ``cut_at`` of a body sent as it is).
+
+        A reused connection that the server closed before answering is retried once on a
+        new one, for an idempotent method. Past ``deadline`` (event loop time), connecting
+        or reading, ``TimeoutError``.
+        """
         if proxy is not None and target.scheme == "http":  # absolute form, with credentials
             absolute = f"http://{target.authority}{target.path_qs}"
             if proxy.authorization is not None:
@@ -87,43 +95,10 @@ class Wire:
             head = request_head(method, absolute, target.authority, headers, body)
         else:  # directly, or in a tunnel
             head = request_head(method, target.path_qs, target.authority, headers, body)
-        return await self.request(
-            url,
-            target.origin,
-            head,
-            proxy=proxy,
-            limit=limit,
-            cut_at=cut_at,
-            head_only=method == "HEAD",
-            idempotent=method in _IDEMPOTENT,
-            deadline=deadline,
-        )
-
-    async def request(
-        self,
-        url: str,
-        origin: Origin,
-        head: bytes,
-        *,
-        proxy: Proxy | None = None,
-        limit: int,
-        cut_at: int | None,
-        head_only: bool,
-        idempotent: bool,
-        deadline: float,
-    ) -> Exchange:
-        """Send ``head`` (request line, headers and body) to ``origin``, through ``proxy``
-        when given; the response read.
-
-        A body past ``limit`` bytes fails with ``TooLarge``, unless ``cut_at`` is given: then
-        the first ``limit`` bytes are kept (at most ``cut_at`` of a body sent as it is).
-
-        A reused connection that the server closed before answering is retried once on a
-        new one, for an ``idempotent`` request. Past ``deadline`` (event loop time), connecting
-        or reading, ``TimeoutError``.
-        """
         loop = asyncio.get_running_loop()
+        origin = target.origin
         key: PoolKey = origin if proxy is None else (*origin, proxy)
+        head_only = method == "HEAD"
         connection = self._idle_connection(key)
         reused = connection is not None
         while True:
@@ -134,7 +109,7 @@ class Wire:
                 await connection.send(exchange, head)
             except BaseException:
                 self._drop(connection)
-                if reused and idempotent and exchange.unanswered:
+                if reused and exchange.unanswered and method in _IDEMPOTENT:
                     reused, connection = False, None
                     continue
                 raise
