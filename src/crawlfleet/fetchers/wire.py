@@ -181,7 +181,7 @@ class Wire:
                 scheme, host, port = origin
                 addresses = await resolve(url, host, port, self._forbidden)
                 tls = self._tls_context() if scheme == "https" else None
-                return await self._connect_first(url, host, port, addresses, tls, host)
+                return await self._connect_first(url, host, port, addresses, tls)
         except TimeoutError:
             if loop.time() >= deadline:
                 raise
@@ -196,7 +196,7 @@ class Wire:
         the proxy opened."""
         scheme, host, port = origin
         addresses = await resolve(url, proxy.host, proxy.port, None)  # the operator's choice
-        connection = await self._connect_first(url, proxy.host, proxy.port, addresses, None, None)
+        connection = await self._connect_first(url, proxy.host, proxy.port, addresses, None)
         connection.peer = None  # the proxy's address, not the server's
         if scheme == "http":
             return connection
@@ -227,13 +227,8 @@ class Wire:
         inner = Connection(self._read_timeout_s)
         try:
             tls = await loop.start_tls(raw, inner, self._tls_context(), server_hostname=host)
-        except ssl.SSLCertVerificationError as exc:
-            raise FetchError(
-                f"TLS certificate of {host} refused ({url}): {exc.verify_message or exc}",
-                transient=False,
-            ) from None
         except ssl.SSLError as exc:
-            raise FetchError(f"{url}: TLS handshake failed: {exc.reason or exc}") from None
+            raise _tls_failure(exc, host, url) from None
         if tls is None:  # the proxy closed the connection during the handshake
             raise FetchError(f"{url}: proxy {proxy.host}:{proxy.port} closed the tunnel")
         self._open.discard(connection)
@@ -249,7 +244,6 @@ class Wire:
         port: int,
         addresses: list[str],
         tls: ssl.SSLContext | None,
-        server_hostname: str | None,
     ) -> Connection:
         loop = asyncio.get_running_loop()
         failure: OSError | None = None
@@ -260,15 +254,10 @@ class Wire:
                     address,
                     port,
                     ssl=tls,
-                    server_hostname=server_hostname if tls is not None else None,
+                    server_hostname=host if tls is not None else None,
                 )
-            except ssl.SSLCertVerificationError as exc:
-                raise FetchError(
-                    f"TLS certificate of {host} refused ({url}): {exc.verify_message or exc}",
-                    transient=False,
-                ) from None
             except ssl.SSLError as exc:
-                raise FetchError(f"{url}: TLS handshake failed: {exc.reason or exc}") from None
+                raise _tls_failure(exc, host, url) from None
             except OSError as exc:
                 failure = exc
                 continue
@@ -282,6 +271,16 @@ class Wire:
         if self._tls is None:
             self._tls = ssl.create_default_context()
         return self._tls
+
+
+def _tls_failure(exc: ssl.SSLError, host: str, url: str) -> FetchError:
+    """A refused certificate (permanent) or another failed handshake (transient)."""
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return FetchError(
+            f"TLS certificate of {host} refused ({url}): {exc.verify_message or exc}",
+            transient=False,
+        )
+    return FetchError(f"{url}: TLS handshake failed: {exc.reason or exc}")
 
 
 def request_head(
