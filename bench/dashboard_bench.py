@@ -26,11 +26,11 @@ from redis.asyncio import Redis
 from redis_memory import start_redis  # run as a script: bench/ is on sys.path
 
 from crawlfleet.clock import SystemClock
-from crawlfleet.dashboard.distributed import DistributedSource
 from crawlfleet.dashboard.sampler import Sampler
 from crawlfleet.frontier.redis import RedisQueueStore
 from crawlfleet.frontier.store_types import Budget
 from crawlfleet.models import CrawlRequest
+from crawlfleet.ops.distributed import DistributedSource
 from crawlfleet.runtime.backends import frontier_prefix
 from crawlfleet.runtime.celery.definition import WORKERS, CrawlDefinition, definition_key
 from crawlfleet.settings import Settings

@@ -15,14 +15,14 @@ import orjson
 import pytest
 from redis.asyncio import Redis
 
-from crawlfleet.dashboard.distributed import DistributedSource
-from crawlfleet.dashboard.sources import ActionRefused
 from crawlfleet.errors import StateError
 from crawlfleet.frontier.redis import RedisQueueStore
 from crawlfleet.frontier.store_types import Budget, DomainPolicy, Report, Signal
 from crawlfleet.models import CrawlRequest, Item, Lease
 from crawlfleet.monitoring.postgres_attempt_log import PostgresAttemptLog
 from crawlfleet.monitoring.sqlite_reader import AttemptFilter
+from crawlfleet.ops.distributed import DistributedSource
+from crawlfleet.ops.protocols import ActionRefused
 from crawlfleet.pipeline.sinks.postgres import PostgresSink
 from crawlfleet.pipeline.sinks.postgres_schema import migrate
 from crawlfleet.records import Attempt, Outcome

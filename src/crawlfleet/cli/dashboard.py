@@ -25,7 +25,7 @@ from crawlfleet.redisurl import check_redis_url
 from crawlfleet.settings_loading import load_settings
 
 if TYPE_CHECKING:  # the dashboard's modules load with the command, not with every command
-    from crawlfleet.dashboard.sources import Source
+    from crawlfleet.ops.protocols import Source
 
 TOKEN_ENV = "CRAWLFLEET_DASHBOARD_TOKEN"
 MIN_TOKEN_CHARS = 12
@@ -113,7 +113,7 @@ def dashboard(
 
 
 def _distributed(redis: str | None, postgres: str | None) -> Source:
-    from crawlfleet.dashboard.distributed import DistributedSource
+    from crawlfleet.ops.distributed import DistributedSource
 
     if redis is None or postgres is None:
         raise ConfigError("a distributed dashboard needs both --redis URL and --postgres DSN")
@@ -140,7 +140,7 @@ def _embedded(
     )
     if not os.path.isdir(settings.state_dir):
         raise ConfigError(f"no state directory {settings.state_dir}")
-    from crawlfleet.dashboard.embedded import EmbeddedSource
+    from crawlfleet.ops.embedded import EmbeddedSource
 
     return EmbeddedSource(settings)
 

@@ -53,11 +53,11 @@ from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.dashboard import pages
 from crawlfleet.dashboard.figures import domain_row, sample_dict
 from crawlfleet.dashboard.sampler import CrawlHistory, Sampler
-from crawlfleet.dashboard.sources import ActionRefused, CrawlReader, Source
 from crawlfleet.errors import StateError
 from crawlfleet.monitoring.deadletters import ClassGroup, DeadLetterQueue, by_class
 from crawlfleet.monitoring.metrics import Metrics
 from crawlfleet.monitoring.sqlite_reader import AttemptFilter
+from crawlfleet.ops.protocols import ActionRefused, CrawlReader, Source
 
 DOMAIN_ROWS = 200
 DEAD_LETTERS_READ = 10_000

@@ -16,10 +16,10 @@ from collections import deque
 from dataclasses import dataclass
 
 from crawlfleet.clock import Clock
-from crawlfleet.dashboard.sources import Source, WorkerRow
 from crawlfleet.errors import CrawlfleetError
 from crawlfleet.monitoring.metrics import Metrics
 from crawlfleet.monitoring.stats import Sample, StatsView
+from crawlfleet.ops.protocols import Source, WorkerRow
 
 log = logging.getLogger(__name__)
 

@@ -21,18 +21,18 @@ from urllib.parse import quote
 
 import orjson
 
-from crawlfleet.dashboard.sources import (
+from crawlfleet.errors import StateError
+from crawlfleet.frontier.frontier import Frontier
+from crawlfleet.monitoring.metric_snapshot import Beat
+from crawlfleet.monitoring.sqlite_reader import AttemptFilter, SqliteStateReader
+from crawlfleet.ops.protocols import (
     ITEM_ROWS,
     ActionRefused,
     ItemSample,
     WorkerRow,
     sample_items,
 )
-from crawlfleet.dashboard.workers import WorkerRates
-from crawlfleet.errors import StateError
-from crawlfleet.frontier.frontier import Frontier
-from crawlfleet.monitoring.metric_snapshot import Beat
-from crawlfleet.monitoring.sqlite_reader import AttemptFilter, SqliteStateReader
+from crawlfleet.ops.workers import WorkerRates
 from crawlfleet.records import Attempt, Outcome, QueueCounts
 from crawlfleet.runtime.backends import state_paths
 from crawlfleet.runtime.policies import domain_policy

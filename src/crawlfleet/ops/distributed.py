@@ -23,21 +23,21 @@ from contextlib import AsyncExitStack
 
 from redis.exceptions import RedisError
 
-from crawlfleet.dashboard.crawl_frontier import CrawlFrontier
-from crawlfleet.dashboard.sources import (
-    ITEM_ROWS,
-    ActionRefused,
-    ItemSample,
-    WorkerRow,
-    sample_items,
-)
-from crawlfleet.dashboard.workers import WorkerRates
 from crawlfleet.errors import ConfigError, StateError
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.redis.connection import RedisClient
 from crawlfleet.monitoring.deadletters import purge_class, requeue_class
 from crawlfleet.monitoring.postgres_reader import PostgresReader
 from crawlfleet.monitoring.sqlite_reader import AttemptFilter
+from crawlfleet.ops.crawl_frontier import CrawlFrontier
+from crawlfleet.ops.protocols import (
+    ITEM_ROWS,
+    ActionRefused,
+    ItemSample,
+    WorkerRow,
+    sample_items,
+)
+from crawlfleet.ops.workers import WorkerRates
 from crawlfleet.records import Attempt, QueueCounts
 from crawlfleet.redact import redact
 from crawlfleet.runtime.backends import one_line, open_postgres_reader
