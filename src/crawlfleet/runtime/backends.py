@@ -13,11 +13,15 @@ dispatcher        Redis                        none                        Postg
                                                                            attempts, reads)
 worker            Redis                        PostgreSQL (serialized)     none: attempts go to
                                                                            the store
-reader (status,   SQLite or Redis              none                        none
-dlq)
-dashboard         SQLite read-only (embedded)  read-only: SQLite or        read-only: the state
-                  or Redis (each crawl)        PostgreSQL (every crawl)    file or PostgreSQL
+operations        SQLite read-only (the store  read-only: SQLite or        read-only: the state
+(``ops/``:        for requeue and purge, once  PostgreSQL                  file or PostgreSQL
+status, dlq,      the crawl has stopped), or
+dashboard)        Redis (each crawl)
 ================  ===========================  ==========================  ===================
+
+It is also where a run decides embedded or distributed for what it opens beside: proxy
+states, crawl and login sessions, the archive's capture index, and which fetcher kinds its
+runners serve (``served_kinds``). ``ops/target.py`` is the same choice for operating a crawl.
 
 ``redis``, ``celery`` and ``psycopg`` are imported inside the functions that need them, so
 the embedded runtime runs without them. Every failure to open is a one-line ``StateError``
@@ -89,6 +93,16 @@ class Backends:
     attempts: AttemptReader | None = None
     attempt_log: AttemptLog | None = None
     items_file: Path | None = None
+
+
+def served_kinds(settings: Settings) -> tuple[str, ...]:
+    """The fetcher kinds the crawl's runners serve: embedded, those this machine can run;
+    distributed, those a worker of this build serves."""
+    from crawlfleet.runtime.kinds import WORKER_KINDS, servable_kinds
+
+    if settings.redis_url is None:
+        return servable_kinds(settings.browser_executable)
+    return WORKER_KINDS
 
 
 def extra_missing(exc: ImportError) -> ConfigError:
