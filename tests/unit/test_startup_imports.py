@@ -22,7 +22,7 @@ def test_the_cli_loads_without_aiohttp() -> None:
 
 
 def test_the_cli_loads_without_prometheus_client_or_the_dashboard() -> None:
-    modules = ["prometheus_client", "crawlfleet.dashboard.embedded", "crawlfleet.dashboard.app"]
+    modules = ["prometheus_client", "crawlfleet.ops.embedded", "crawlfleet.dashboard.app"]
     assert _imported_by("import crawlfleet.cli.main", modules) == []
 
 
