@@ -1,7 +1,7 @@
 """``crawlfleet pause|resume|cancel|add|resume-parser``: operate a crawl while it runs.
 
 ``resume-parser PARSER DOMAIN`` re-opens a parser a drift paused on a domain
-(``runtime/drift.py``), on both runtimes.
+(``runtime/step/drift.py``), on both runtimes.
 
 ``pause`` and ``resume`` work on both runtimes (``--state DIR`` or ``--redis URL --crawl-id
 ID``); ``cancel`` and ``add`` on distributed crawls. Each opens the crawl's operations

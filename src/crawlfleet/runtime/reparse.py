@@ -22,7 +22,6 @@ from crawlfleet.clock import SystemClock
 from crawlfleet.errors import FetchError
 from crawlfleet.events import EventBus
 from crawlfleet.fetchers.decoding import decode_body
-from crawlfleet.frontier.politeness import StatusClass, classify, judge
 from crawlfleet.frontier.store_types import Signal
 from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.parsing.budget import ParseBudget, ParseLimits
@@ -30,6 +29,7 @@ from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.pipeline.protocols import Sink
 from crawlfleet.pipeline.rejects import RejectStore
+from crawlfleet.runtime.step.judge import StatusClass, classify, judge
 from crawlfleet.runtime.wiring import crawl_parsers, crawl_pipeline
 from crawlfleet.settings import Settings
 from crawlfleet.urls import UrlRules, fingerprint
