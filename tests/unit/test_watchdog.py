@@ -1,4 +1,4 @@
-"""The claim loop's watchdog: one timer bounds every step in flight (``runtime/loop/watchdog.py``)."""
+"""The claim loop's watchdog (``runtime/loop/watchdog.py``): one timer for every step in flight."""
 
 from __future__ import annotations
 

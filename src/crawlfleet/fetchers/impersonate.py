@@ -20,10 +20,11 @@ The guarantees of ``HttpFetcher``, kept here with its parts (the target's checks
 - **redirects** are returned as they are (the crawl queues the Location); no cookie is kept;
   ``credentials`` go as Basic auth to their own origin only;
 - every failure is a ``FetchError`` naming the URL, ``transient`` when a retry may help;
-- **crawl sessions** (``via``, from ``runtime/fetching/proxy_link.py``): the request goes through the
-  session's proxy; the session's header profile is not sent, the impersonated browser's own
-  headers are (a second browser's headers would contradict the TLS fingerprint). Through a
-  proxy the proxy resolves the host, so only a literal IP is checked, as in ``HttpFetcher``.
+- **crawl sessions** (``via``, from ``runtime/fetching/proxy_link.py``): the request goes
+  through the session's proxy; the session's header profile is not sent, the impersonated
+  browser's own headers are (a second browser's headers would contradict the TLS
+  fingerprint). Through a proxy the proxy resolves the host, so only a literal IP is
+  checked, as in ``HttpFetcher``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The fetch-chain link that sends each request through a crawl session of its domain.
 
 Which session (proxy of the domain's tier + header profile + cookie jar) a request takes, and
-how tiers move and waits happen, is ``runtime/fetching/session_pool.py``'s; this link sends the request
+how tiers move and waits happen, is ``session_pool.py``'s; this link sends the request
 through it and judges what came back.
 
 What a fetch tells (all changes go to the shared ``ProxyPool`` state):
