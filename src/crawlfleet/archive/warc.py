@@ -1,9 +1,9 @@
 """Writing WARC/1.1 files: one gzip member a record, a ``warcinfo`` first, rolled at a size.
 
 Records are serialized here (``warc_record``: the WARC head is a few lines of text) and each
-compressed into one gzip member by ISA-L (``isal``) at level 1: 45 µs of CPU for a 21 KB
-page's two records where fastwarc's record objects took 127 µs and warcio's own gzip 510 µs
-(decision 0049); fastwarc reads them back (``archive/reading.py``), warcio in the tests.
+compressed into one gzip member by ISA-L (``isal``) at level 0: 68 µs of CPU for a 21 KB
+page's two records, digest and index row where fastwarc's record objects took 127 µs and
+warcio's own gzip 510 µs (decision 0049); fastwarc reads them back (``archive/reading.py``), warcio in the tests.
 Records carry a ``WARC-Payload-Digest`` (what revisits and replay tools use), no
 ``WARC-Block-Digest``. A file is named ``<crawl>-<UTC time>-<host>-<pid>-<sequence>.warc.gz``,
 so two processes (or one process's successive files) never write to one file. A call's
@@ -31,13 +31,10 @@ from isal import isal_zlib
 from crawlfleet.errors import StateError
 
 DEFAULT_FILE_BYTES = 1_000_000_000
-COMPRESSION_LEVEL = 1
-"""ISA-L's level 1: 34 µs for 21 KB of HTML, files 12 % larger than zlib's level 6 at a
-tenth of its CPU (decision 0049)."""
-SMALL_RECORD_BYTES = 2048
-"""Records up to this size (requests, revisits, warcinfo) are compressed at ISA-L's level 0:
-level 1 sets up 3 µs of tables a call, a sixth of a small record's cost, for 25 % fewer
-bytes of 600 (decision 0049)."""
+COMPRESSION_LEVEL = 0
+"""ISA-L's fastest level: 27.5 µs for a 21 KB page (level 1: 34.5 µs, and 3 µs more for
+setting up its tables on a small record), members 21 % larger than level 1's on those pages
+and 7.5 % on 90 KB documentation pages (decision 0049)."""
 _GZIP_WBITS = 31
 _random = random.Random()
 _UUID4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
@@ -191,12 +188,7 @@ class WarcFiles:
         if self._file is None or self._size >= self._max_file_bytes:
             self._roll()
         assert self._file is not None  # _roll opened it
-        members = [
-            isal_zlib.compress(
-                r, 0 if len(r) <= SMALL_RECORD_BYTES else COMPRESSION_LEVEL, _GZIP_WBITS
-            )
-            for r in records
-        ]
+        members = [isal_zlib.compress(r, COMPRESSION_LEVEL, _GZIP_WBITS) for r in records]
         places = []
         offset = self._size
         for member in members:
