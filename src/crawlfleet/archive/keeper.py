@@ -36,6 +36,10 @@ NOT_MODIFIED = 304
 RENDERED_HEADER = "X-Crawlfleet-Rendered"
 """``dom`` on a browser page's record: its payload is the rendered DOM (UTF-8 markup), not the
 bytes the server sent."""
+PAYLOAD_HEADER = "X-Crawlfleet-Payload"
+"""``decoded`` on a response whose payload is the body with its content codings undone (the
+impersonate fetcher's: libcurl decodes), not the bytes sent; its ``Content-Encoding`` and
+``Content-Length`` headers are renamed ``X-Crawlfleet-Was-...``."""
 FETCH_HEADER = "X-Crawlfleet-Fetch"
 """``page`` on a crawl step's records, ``side`` on robots.txt and sitemap reads (never parsed
 by a reparse)."""
@@ -249,7 +253,9 @@ class Archive:
         rendered = result.fetcher == "browser"
         if rendered:
             fields.append((RENDERED_HEADER, "dom"))
-        head = http_response_head(result.status, result.headers, rendered=rendered)
+        elif sent.decoded:
+            fields.append((PAYLOAD_HEADER, "decoded"))
+        head = http_response_head(result.status, result.headers, recoded=rendered or sent.decoded)
         return warc_record("response", rid, date, warc_fields(fields), head, sent.body)
 
     def _revisit(

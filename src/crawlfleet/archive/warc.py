@@ -46,7 +46,7 @@ SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
 """Request headers whose values never go into the archive."""
 REDACTED = "[redacted]"
 _BODY_HEADERS = frozenset({"content-encoding", "content-length"})
-"""Headers describing the server's body, which a rendered DOM is not."""
+"""Headers describing the server's body, which a rendered DOM or a decoded body is not."""
 _END = b"\r\n\r\n"
 
 
@@ -104,17 +104,17 @@ def _status_line(status: int) -> str:
     return f"HTTP/1.1 {status} {reason}".rstrip()
 
 
-def http_response_head(status: int, headers: Mapping[str, str], *, rendered: bool = False) -> bytes:
+def http_response_head(status: int, headers: Mapping[str, str], *, recoded: bool = False) -> bytes:
     """The status line and headers of a response as a WARC block starts.
 
     The payload is kept as sent but without its transfer coding (the wire undid it): the
     ``Transfer-Encoding`` header is renamed ``X-Crawlfleet-Was-Transfer-Encoding`` so that a
-    reader does not undo it again. A ``rendered`` payload (the browser's DOM) has neither the
-    server's coding nor its length: those headers are renamed too.
+    reader does not undo it again. A ``recoded`` payload (the browser's DOM, a body libcurl
+    decoded) has neither the server's coding nor its length: those headers are renamed too.
     """
     lines = [_status_line(status)]
     for name, value in headers.items():
-        if name in _HOP_HEADERS or (rendered and name in _BODY_HEADERS):
+        if name in _HOP_HEADERS or (recoded and name in _BODY_HEADERS):
             name = f"x-crawlfleet-was-{name}"
         lines.append(f"{name}: {value}")
     lines.append("\r\n")

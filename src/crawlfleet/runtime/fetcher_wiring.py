@@ -55,8 +55,9 @@ def build_fetchers(
 
     The HTTP chain, top to bottom: hooks, cache, ``logged_in``, ``routed`` (crawl sessions)
     (``runtime.fetching.chain``); the ``impersonate`` fetcher (when servable) sits in the same
-    chain. ``keeper`` (the archive) gets every response of the HTTP fetcher. ``transport``
-    (``build_transport``; None: the HTTP fetcher's own) carries its requests.
+    chain. ``keeper`` (the archive) gets every response of the HTTP and impersonate fetchers.
+    ``transport`` (``build_transport``; None: the HTTP fetcher's own) carries the HTTP
+    fetcher's requests.
     """
     http = HttpFetcher(
         settings,
@@ -78,7 +79,9 @@ def build_fetchers(
                 f"the impersonate fetcher cannot be loaded ({exc}); "
                 "reinstall it: pip install 'crawlfleet[stealth]'"
             ) from None
-        browser_like = ImpersonateFetcher(settings, clock=clock, credentials=credentials)
+        browser_like = ImpersonateFetcher(
+            settings, clock=clock, credentials=credentials, keeper=keeper
+        )
         fetchers[IMPERSONATE] = hooked(
             cached(logged_in(routed(browser_like)), settings, clock), settings
         )
