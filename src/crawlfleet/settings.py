@@ -327,8 +327,8 @@ class Settings(BaseSettings):
     worker_wait_s: float = Field(
         default=60.0,
         ge=0,
-        description="the dispatcher stops (exit 2) when no live worker serves the crawl this"
-        " long; 0 waits for ever (--wait-for-workers)",
+        description="the dispatcher (and a distributed reparse) stops (exit 2) when no live"
+        " worker serves the crawl this long; 0 waits for ever (--wait-for-workers)",
     )
 
     @model_validator(mode="after")

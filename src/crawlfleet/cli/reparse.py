@@ -144,11 +144,21 @@ def reparse_command(
     broker: Annotated[
         str | None, typer.Option("--broker", help="Celery broker URL (default: the Redis URL)")
     ] = None,
+    wait_for_workers: Annotated[
+        bool | None,
+        typer.Option(
+            "--wait-for-workers",
+            help="with --redis: wait for ever for a worker that takes the tasks (else: stop"
+            " after worker_wait_s, 60 s, with exit 2 and the reason)",
+        ),
+    ] = None,
 ) -> None:
     """Parse the archived pages again, as if just fetched; no request is made."""
     target = output if is_object_url(output) else Path(output)
     try:
-        settings = load_settings(config, crawl_id=crawl_id)
+        settings = load_settings(
+            config, crawl_id=crawl_id, worker_wait_s=0.0 if wait_for_workers else None
+        )
         if parsers:
             settings.parsers = [*settings.parsers, *(p.strip() for p in parsers.split(",") if p)]
         if postgres is not None and state is not None:
