@@ -414,3 +414,38 @@ def test_the_impersonate_fetchers_responses_are_archived_as_the_server_sent_them
     browser_like = [h for h in sent if h.get_header("sec-ch-ua")]
     assert len(browser_like) == PICKY_PAGES
     assert all("Chrome/" in h.get_header("User-Agent") for h in browser_like)
+
+
+BROKEN_ON_ONE_PAGE = """
+from crawlfleet.parsing.plugins import parser
+
+
+@parser(pattern="/page/*", item_type="page")
+def page(response):
+    if response.url.endswith("/page/2"):
+        raise ValueError("page 2 breaks this parser")
+    yield {"key": response.url, "title": response.css_first("title").text()}
+"""
+
+
+def test_reparse_in_parse_processes_gives_the_same_items_and_errors_in_order(
+    site: ThreadedDemoSite, tmp_path: Path
+) -> None:
+    parsers = tmp_path / "broken.py"
+    parsers.write_text(BROKEN_ON_ONE_PAGE)
+    archive = tmp_path / "warc"
+    crawl(tmp_path / "state", site.url("lab"), "--archive", str(archive))
+    outputs = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"jobs-{jobs}.jsonl"
+        result = runner.invoke(
+            app,
+            ["reparse", "--archive", str(archive), "--parsers", str(parsers), "--jobs", jobs,
+             "-o", str(out)],
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert "1 parse error" in result.output
+        assert "page 2 breaks this parser" in result.output  # the first error, named
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1]
+    assert outputs[0].count(b'"type":"page"') >= 3
