@@ -33,7 +33,9 @@ from crawlfleet.settings import Settings
 from crawlfleet.settings_loading import load_settings
 
 err = Console(stderr=True)
-DEFAULT_JOBS = len(os.sched_getaffinity(0))
+DEFAULT_JOBS = (
+    len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+)
 """Parse processes of a reparse: one a CPU this process may run on (decision 0049)."""
 
 
