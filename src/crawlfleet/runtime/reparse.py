@@ -183,15 +183,17 @@ class _ParseProcesses:
 
     Up to two batches a process are in flight; ``parse`` hands one over and returns the
     pages of the oldest batch once more are waiting (``last``: every batch left). The
-    processes start from a fresh interpreter (forkserver: nothing of this process's threads,
-    loop or open files) and load the parsers themselves.
+    processes are forked from a fresh interpreter that imported this module (forkserver:
+    nothing of this process's threads, loop or open files) and load the parsers themselves.
     """
 
     def __init__(self, settings: Settings, jobs: int) -> None:
         self._jobs = jobs
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload([__name__])  # imported once, by the server
         self._pool = ProcessPoolExecutor(
             jobs,
-            mp_context=multiprocessing.get_context("forkserver"),
+            mp_context=context,
             initializer=_start_parse_process,
             initargs=(settings,),
         )
