@@ -449,3 +449,24 @@ def test_reparse_in_parse_processes_gives_the_same_items_and_errors_in_order(
         outputs.append(out.read_bytes())
     assert outputs[0] == outputs[1]
     assert outputs[0].count(b'"type":"page"') >= 3
+
+
+def test_a_parse_process_that_dies_stops_the_reparse_with_one_line(
+    site: ThreadedDemoSite, tmp_path: Path
+) -> None:
+    parsers = tmp_path / "exits.py"
+    parsers.write_text(
+        BROKEN_ON_ONE_PAGE.replace(
+            'raise ValueError("page 2 breaks this parser")', "import os; os._exit(3)"
+        )
+    )
+    archive = tmp_path / "warc"
+    crawl(tmp_path / "state", site.url("lab"), "--archive", str(archive))
+    result = runner.invoke(
+        app,
+        ["reparse", "--archive", str(archive), "--parsers", str(parsers), "--jobs", "2",
+         "-o", str(tmp_path / "out.jsonl")],
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "error: a parse process died while parsing" in " ".join(result.output.split())
+    assert "--jobs 1 parses in this process" in " ".join(result.output.split())

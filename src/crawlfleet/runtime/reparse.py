@@ -22,12 +22,13 @@ import time
 from collections import Counter, deque
 from collections.abc import Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
 from crawlfleet.archive.protocols import Archived
 from crawlfleet.clock import SystemClock
-from crawlfleet.errors import FetchError
+from crawlfleet.errors import FetchError, StateError
 from crawlfleet.events import EventBus
 from crawlfleet.fetchers.decoding import decode_body
 from crawlfleet.frontier.store_types import Signal
@@ -182,7 +183,8 @@ class _ParseProcesses:
     """``jobs`` processes running the crawl's parsers over batches of pages, in order.
 
     Up to two batches a process are in flight; ``parse`` hands one over and returns the
-    pages of the oldest batch once more are waiting (``last``: every batch left). The
+    pages of the oldest batch once more are waiting (``last``: every batch left); a process
+    that dies (a parser exiting the interpreter) is a ``StateError`` naming the batch. The
     processes are forked from a fresh interpreter that imported this module (forkserver:
     nothing of this process's threads, loop or open files) and load the parsers themselves.
     """
@@ -211,7 +213,14 @@ class _ParseProcesses:
         done: list[tuple[FetchResult, _Parsed]] = []
         while self._pending and (last or len(self._pending) > 2 * self._jobs):
             pages, future = self._pending.popleft()
-            parsed, cpu_s = await asyncio.wrap_future(future)
+            try:
+                parsed, cpu_s = await asyncio.wrap_future(future)
+            except BrokenProcessPool:
+                raise StateError(
+                    f"a parse process died while parsing {pages[0].url} or one of the "
+                    f"{len(pages) - 1} pages after it (a parser that exits or crashes the "
+                    "interpreter); --jobs 1 parses in this process"
+                ) from None
             self.cpu_s += cpu_s
             done.extend(zip(pages, parsed, strict=True))
         return done
