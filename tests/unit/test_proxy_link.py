@@ -11,6 +11,7 @@ from aiohttp import web
 from crawlfleet.clock import FakeClock
 from crawlfleet.errors import BrowserFault, FetchError
 from crawlfleet.fetchers.http import HttpFetcher
+from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.fetchers.profiles import PROFILES
 from crawlfleet.fetchers.protocols import Via
 from crawlfleet.models import CrawlRequest, FetchResult
@@ -21,7 +22,6 @@ from crawlfleet.proxies.protocols import Cooldown
 from crawlfleet.runtime.fetching.proxy_link import SessionFetcher, proxy_refused
 from crawlfleet.runtime.fetching.session_pool import SessionPool
 from crawlfleet.sessions.memory import MemorySessionStore
-from crawlfleet.settings import Settings
 from crawlfleet.settings_proxies import ProxySettings
 from tests.fixtures.loopback import serve
 
@@ -45,7 +45,7 @@ class Slot:
 def link(tiers: list[list[str]], slot: Slot, clock: FakeClock) -> SessionFetcher:
     config = ProxySettings(tiers=tiers, sessions_per_domain=2)
     pool = ProxyPool(build_tiers(tiers), MemoryProxyStates(), clock, cooldown=Cooldown(30, 60))
-    http = HttpFetcher(Settings(), clock=clock)
+    http = HttpFetcher(FetchOptions(), clock=clock)
     sessions = SessionPool(pool, MemorySessionStore(), slot, clock, config)
     return SessionFetcher(http, pool, sessions, clock, config)
 
@@ -106,7 +106,9 @@ async def test_a_session_retired_while_a_fetch_is_in_flight_is_not_stored_again(
     config = ProxySettings(tiers=[["direct"]], sessions_per_domain=1)
     pool = ProxyPool(build_tiers([["direct"]]), MemoryProxyStates(), clock, cooldown=Cooldown(1, 1))
     store = MemorySessionStore()
-    http = HttpFetcher(Settings(allow_private_addresses=True), clock=clock, follow_redirects=False)
+    http = HttpFetcher(
+        FetchOptions(allow_private_addresses=True), clock=clock, follow_redirects=False
+    )
     fetcher = SessionFetcher(
         http, pool, SessionPool(pool, store, slot, clock, config), clock, config
     )

@@ -33,11 +33,12 @@ from crawlfleet.events import EventBus
 from crawlfleet.fetchers.decoding import decode_body
 from crawlfleet.frontier.store_types import Signal
 from crawlfleet.models import CrawlRequest, FetchResult, Item
-from crawlfleet.parsing.budget import ParseBudget, ParseLimits
+from crawlfleet.parsing.budget import ParseBudget
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.pipeline.protocols import Sink
 from crawlfleet.pipeline.rejects import RejectStore
+from crawlfleet.runtime.options import parse_limits
 from crawlfleet.runtime.step.judge import StatusClass, classify, judge
 from crawlfleet.runtime.wiring import crawl_parsers, crawl_pipeline
 from crawlfleet.settings import Settings
@@ -143,7 +144,7 @@ async def reparse(
     pipeline = crawl_pipeline(
         settings, registry, sink, events=EventBus(), clock=SystemClock(), rejects=rejects
     )
-    budget = ParseBudget(ParseLimits.from_settings(settings))
+    budget = ParseBudget(parse_limits(settings))
     rules = UrlRules(settings.strip_query_params, settings.politeness_key)
     figures = ReparseFigures()
     processes = _ParseProcesses(settings, jobs) if jobs > 1 else None
@@ -235,7 +236,7 @@ _PROCESS_PARSERS: list[tuple[ParserRegistry, ParseBudget]] = []
 
 def _start_parse_process(settings: Settings) -> None:
     _PROCESS_PARSERS.append(
-        (crawl_parsers(settings), ParseBudget(ParseLimits.from_settings(settings), threads=1))
+        (crawl_parsers(settings), ParseBudget(parse_limits(settings), threads=1))
     )
 
 

@@ -1,0 +1,27 @@
+"""Each consumer's options, built from the settings (``runtime/options.py``): the defaults
+of an options type are those of ``Settings``, and every key is carried over."""
+
+from __future__ import annotations
+
+from crawlfleet.fetchers.options import FetchOptions
+from crawlfleet.runtime.options import fetch_options
+from crawlfleet.settings import Settings
+
+
+def test_fetch_options_defaults_are_the_settings() -> None:
+    assert fetch_options(Settings()) == FetchOptions()
+
+
+def test_fetch_options_carry_every_key() -> None:
+    settings = Settings(
+        user_agent="bot/2",
+        allow_private_addresses=True,
+        connect_timeout_s=1.5,
+        read_timeout_s=2.5,
+        total_timeout_s=3.5,
+        max_redirects=4,
+        max_body_bytes=5000,
+        max_decompressed_bytes=6000,
+        concurrency=7,
+    )
+    assert fetch_options(settings) == FetchOptions("bot/2", True, 1.5, 2.5, 3.5, 4, 5000, 6000, 7)
