@@ -3,8 +3,11 @@ of an options type are those of ``Settings``, and every key is carried over."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from crawlfleet.fetchers.options import FetchOptions
-from crawlfleet.runtime.options import fetch_options
+from crawlfleet.pipeline.custom import SinkOptions
+from crawlfleet.runtime.options import fetch_options, sink_options
 from crawlfleet.settings import Settings
 
 
@@ -25,3 +28,8 @@ def test_fetch_options_carry_every_key() -> None:
         concurrency=7,
     )
     assert fetch_options(settings) == FetchOptions("bot/2", True, 1.5, 2.5, 3.5, 4, 5000, 6000, 7)
+
+
+def test_sink_options_name_the_crawl_and_its_state_directory() -> None:
+    settings = Settings(crawl_id="books", state_dir=Path("/srv/crawl"))
+    assert sink_options(settings) == SinkOptions("books", Path("/srv/crawl"), None)

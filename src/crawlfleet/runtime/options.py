@@ -10,6 +10,7 @@ from __future__ import annotations
 from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.frontier.scope import TrapLimits
 from crawlfleet.parsing.budget import ParseLimits
+from crawlfleet.pipeline.custom import SinkOptions
 from crawlfleet.settings import Settings
 
 
@@ -41,4 +42,12 @@ def parse_limits(settings: Settings) -> ParseLimits:
         max_parse_s=settings.max_parse_s,
         max_links=settings.max_links_per_page,
         max_context_bytes=settings.max_context_bytes,
+    )
+
+
+def sink_options(settings: Settings) -> SinkOptions:
+    return SinkOptions(
+        crawl_id=settings.crawl_id,
+        state_dir=settings.state_dir,
+        postgres_dsn=settings.postgres_dsn,
     )

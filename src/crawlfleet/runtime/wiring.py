@@ -45,7 +45,7 @@ from crawlfleet.runtime.choice.routing import Router
 from crawlfleet.runtime.choice.strategy import Strategies
 from crawlfleet.runtime.fetcher_wiring import build_fetchers, build_robots, build_transport
 from crawlfleet.runtime.fetching.chain import login_link, session_link
-from crawlfleet.runtime.options import parse_limits, trap_limits
+from crawlfleet.runtime.options import parse_limits, sink_options, trap_limits
 from crawlfleet.runtime.policies import domain_policy, recrawl_policy
 from crawlfleet.runtime.step.body_bytes import BodyBytes
 from crawlfleet.runtime.step.crawler import Crawler, CrawlerParts
@@ -225,7 +225,7 @@ async def build_crawl(
         keeper=archive and archive.side,
         transport=transport,
     )
-    own_sinks = load_sinks(settings.sinks, settings)
+    own_sinks = load_sinks(settings.sinks, sink_options(settings))
     if own_sinks:
         sink = FanOutSink(sink, own_sinks)
         stack.push_async_callback(sink.close)
