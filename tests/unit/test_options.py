@@ -7,8 +7,11 @@ from pathlib import Path
 
 from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.pipeline.custom import SinkOptions
+from crawlfleet.runtime.fetching.chain import session_options
+from crawlfleet.runtime.fetching.session_pool import SessionOptions
 from crawlfleet.runtime.options import fetch_options, sink_options
 from crawlfleet.settings import Settings
+from crawlfleet.settings_proxies import ProxySettings
 
 
 def test_fetch_options_defaults_are_the_settings() -> None:
@@ -33,3 +36,12 @@ def test_fetch_options_carry_every_key() -> None:
 def test_sink_options_name_the_crawl_and_its_state_directory() -> None:
     settings = Settings(crawl_id="books", state_dir=Path("/srv/crawl"))
     assert sink_options(settings) == SinkOptions("books", Path("/srv/crawl"), None)
+
+
+def test_session_options_defaults_are_the_proxy_settings() -> None:
+    assert session_options(ProxySettings()) == SessionOptions()
+
+
+def test_session_options_carry_every_key() -> None:
+    proxies = ProxySettings(sessions_per_domain=3, profiles=["a"], max_wait_s=5, ban_after=7)
+    assert session_options(proxies) == SessionOptions(3, ("a",), 5.0, 7)
