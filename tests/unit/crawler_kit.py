@@ -209,6 +209,7 @@ def make_crawl(
         clock=clock,
         worker="test",
         max_retry_after_s=3600.0,
+        max_step_s=config.max_step_s,
         parse_budget=parse_budget,
         strategies=strategies,
         freshness=Freshness(frontier, recrawl_policy(config), clock),

@@ -187,7 +187,7 @@ async def build_crawl(
     registry = crawl_parsers(settings)
     budget = ParseBudget(parse_limits(settings))
     stack.callback(budget.close)
-    router = Router.for_settings(registry, settings)
+    router = Router(registry, settings.domains, settings.browser_wait)
     wants_browser = browser_wanted(settings, registry, kinds)
     credentials = Credentials.from_urls(seeds)  # userinfo of the seeds, per origin
     secrets = SiteSecrets.load(settings.secrets_file)
