@@ -20,7 +20,7 @@ from crawlfleet.runtime.kinds import check_kinds, named_kinds
 from crawlfleet.runtime.loop import ClaimLoop
 from crawlfleet.runtime.routing import Router
 from crawlfleet.runtime.strategy import Strategies
-from crawlfleet.settings_domains import DomainOverride
+from crawlfleet.settings.domains import DomainOverride
 from crawlfleet.urls import fingerprint
 from tests.unit.crawler_kit import T0, Canned, CannedFetcher, html, make_crawl, seed
 

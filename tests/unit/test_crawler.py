@@ -17,7 +17,7 @@ from crawlfleet.frontier.store_types import DelaySource
 from crawlfleet.models import FetchResult, Item, Link, ParseResult
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.records import Outcome
-from crawlfleet.settings_domains import DomainOverride
+from crawlfleet.settings.domains import DomainOverride
 from tests.unit.crawler_kit import (
     T0,
     Canned,

@@ -22,7 +22,7 @@ from crawlfleet.runtime.proxy_link import SessionFetcher, proxy_refused
 from crawlfleet.runtime.session_pool import SessionPool
 from crawlfleet.sessions.memory import MemorySessionStore
 from crawlfleet.settings import Settings
-from crawlfleet.settings_proxies import ProxySettings
+from crawlfleet.settings.proxies import ProxySettings
 from tests.fixtures.loopback import serve
 
 T0 = 1_000_000.0

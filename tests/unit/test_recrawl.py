@@ -15,7 +15,7 @@ from crawlfleet.parsing.plugins import Revisit, marked, parser, spec_of
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.changes import CHANGED, GONE, NEW
 from crawlfleet.recrawl import RecrawlPolicy, RecrawlRule, adapt, duration_s
-from crawlfleet.settings_loading import load_settings
+from crawlfleet.settings.loading import load_settings
 from tests.unit.crawler_kit import HTML, T0, Canned, CannedFetcher, make_crawl, seed
 
 SITE = "https://shop.test/"

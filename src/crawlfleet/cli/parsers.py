@@ -28,7 +28,7 @@ from crawlfleet.parsing.contracts import Fetch, check_contracts
 from crawlfleet.parsing.loader import load_parsers
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.settings import Settings
-from crawlfleet.settings_loading import load_settings
+from crawlfleet.settings.loading import load_settings
 from crawlfleet.urls import UrlRules, fingerprint
 
 ParsersOpt = Annotated[

@@ -20,7 +20,7 @@ from crawlfleet.errors import ConfigError
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.redisurl import check_redis_url
 from crawlfleet.settings import Settings
-from crawlfleet.settings_loading import describe_validation_error
+from crawlfleet.settings.loading import describe_validation_error
 
 DEFAULT_STATE = Path(".crawlfleet")
 

@@ -17,7 +17,7 @@ from crawlfleet.cli.console import fail, make_console, safe
 from crawlfleet.errors import CrawlfleetError
 from crawlfleet.frontier.sqlite_retention import table_bytes, vacuum
 from crawlfleet.runtime.backends import state_paths
-from crawlfleet.settings_loading import load_settings
+from crawlfleet.settings.loading import load_settings
 
 out = make_console()
 MB = 1_000_000

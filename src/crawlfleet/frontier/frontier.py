@@ -39,7 +39,7 @@ from crawlfleet.frontier.store_types import (
 )
 from crawlfleet.models import CrawlRequest, Lease, Link
 from crawlfleet.records import Attempt, DeadLetter, Outcome, QueueCounts
-from crawlfleet.settings_domains import DomainOverride
+from crawlfleet.settings.domains import DomainOverride
 from crawlfleet.urls import UrlRules
 
 logger = logging.getLogger(__name__)

@@ -44,7 +44,7 @@ from crawlfleet.runtime.proxy_link import SessionFetcher
 from crawlfleet.runtime.session_pool import SessionPool
 from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.settings import Settings
-from crawlfleet.settings_proxies import ProxySettings
+from crawlfleet.settings.proxies import ProxySettings
 
 F = TypeVar("F", bound=Fetcher)
 

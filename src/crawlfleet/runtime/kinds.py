@@ -24,7 +24,7 @@ from crawlfleet.errors import ConfigError
 from crawlfleet.fetchers.browser.launch import browser_missing
 from crawlfleet.parsing.plugins import Follow
 from crawlfleet.parsing.registry import ParserRegistry
-from crawlfleet.settings_domains import DomainOverride
+from crawlfleet.settings.domains import DomainOverride
 
 IMPERSONATE = "impersonate"
 _IMPERSONATION = (IMPERSONATE,) if find_spec("curl_cffi") is not None else ()

@@ -48,7 +48,7 @@ from crawlfleet.redact import redact
 from crawlfleet.runtime.session_pool import SessionPool
 from crawlfleet.sessions.cookies import CookieJar
 from crawlfleet.sessions.protocols import CrawlSession
-from crawlfleet.settings_proxies import ProxySettings
+from crawlfleet.settings.proxies import ProxySettings
 from crawlfleet.urls import join
 
 log = logging.getLogger(__name__)

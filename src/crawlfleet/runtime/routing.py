@@ -15,8 +15,8 @@ from urllib.parse import urlsplit
 from crawlfleet.errors import ConfigError
 from crawlfleet.parsing.registry import DEFAULT_NAME, ParserRegistry
 from crawlfleet.settings import Settings
-from crawlfleet.settings_browser import wait_rule_problem
-from crawlfleet.settings_domains import DomainOverride
+from crawlfleet.settings.browser import wait_rule_problem
+from crawlfleet.settings.domains import DomainOverride
 
 AUTO = "auto"
 AUTO_PREFIX = "auto:"

@@ -28,7 +28,7 @@ from crawlfleet.fetchers.profiles import pick_profile
 from crawlfleet.proxies.endpoints import ProxyEndpoint
 from crawlfleet.proxies.pool import ProxyPool
 from crawlfleet.sessions.protocols import CrawlSession, CrawlSessionStore
-from crawlfleet.settings_proxies import ProxySettings
+from crawlfleet.settings.proxies import ProxySettings
 
 log = logging.getLogger(__name__)
 

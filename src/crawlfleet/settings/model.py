@@ -1,14 +1,14 @@
 """One typed settings object for a crawl, validated at start-up.
 
 Sources, lowest priority first: defaults < TOML file (``--config``) < ``CRAWLFLEET_*``
-environment variables < CLI flags. ``settings_loading.load_settings`` turns every validation
+environment variables < CLI flags. ``loading.load_settings`` turns every validation
 failure into a one-line ``ConfigError`` naming the key (a value is never echoed: it may be a
 secret). Every float must be finite (``--delay inf`` is refused).
 
 Here: the keys, their types, defaults and bounds. Elsewhere: the checks beyond a key's
-bounds and the rules between keys (``settings_checks.py``), the nested tables
-(``settings_domains.py``: ``[crawl.domains]``, ``settings_proxies.py``: ``[crawl.proxies]``),
-the browser's types (``settings_browser.py``) and the recrawl rules (``recrawl.py``).
+bounds and the rules between keys (``checks.py``), the nested tables
+(``domains.py``: ``[crawl.domains]``, ``proxies.py``: ``[crawl.proxies]``),
+the browser's types (``browser.py``) and the recrawl rules (``recrawl.py``).
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from pydantic_settings import (
 
 from crawlfleet.models import DEFAULT_MAX_CONTEXT_BYTES
 from crawlfleet.recrawl import Duration, RecrawlRule
-from crawlfleet.settings_browser import DEFAULT_BLOCKED, ResourceType, WaitRuleText
-from crawlfleet.settings_checks import OutputPath, RedisUrlText, check_agreement
-from crawlfleet.settings_domains import DomainOverrides
-from crawlfleet.settings_proxies import ProxySettings
+from crawlfleet.settings.browser import DEFAULT_BLOCKED, ResourceType, WaitRuleText
+from crawlfleet.settings.checks import OutputPath, RedisUrlText, check_agreement
+from crawlfleet.settings.domains import DomainOverrides
+from crawlfleet.settings.proxies import ProxySettings
 
 DEFAULT_USER_AGENT = "crawlfleet/0.1 (+https://github.com/crawlfleet/crawlfleet)"
 DEFAULT_STRIP_PARAMS = (
