@@ -1,6 +1,6 @@
 """The state file as one ``SqliteQueueStore`` holds it: connection, lock and in-memory mirror.
 
-The file is locked to this store (``sqlite_schema.FileLock``), which lets the per-domain
+The file is locked to this store (``sqlitedb.FileLock``), which lets the per-domain
 schedule (ready times, in-flight and queued counts per lane, policy records, statistics
 counters) and the state counts live in memory, rebuilt from the tables by ``open``. The
 writes of one event-loop turn are one transaction, committed when the turn ends
@@ -36,10 +36,10 @@ from crawlfleet.frontier.sqlite_schema import (
     LEASED,
     QUEUED,
     SEEN,
-    FileLock,
     open_queue_db,
 )
 from crawlfleet.sqlite_turns import TurnWriter
+from crawlfleet.sqlitedb import FileLock
 
 
 class SqliteStateFile:

@@ -34,7 +34,7 @@ from crawlfleet.settings import Settings
 from crawlfleet.statedir import PAUSE_FILE
 
 if TYPE_CHECKING:
-    from crawlfleet.frontier.redis.connection import RedisClient
+    from crawlfleet.redisdb import RedisClient
 
 
 class RunState(StrEnum):
@@ -238,7 +238,7 @@ async def _redis(settings: Settings) -> AsyncIterator[RedisClient]:
     """A short-lived client of the crawl's Redis; a Redis error becomes a one-line ``StateError``."""
     from redis.exceptions import RedisError
 
-    from crawlfleet.frontier.redis.connection import connect
+    from crawlfleet.redisdb import connect
 
     url = settings.redis_url or ""
     client = connect(url, decode_responses=True, socket_connect_timeout=5)

@@ -25,11 +25,11 @@ from redis.exceptions import RedisError, ResponseError
 from crawlfleet.errors import FrontierLost, StateError
 from crawlfleet.frontier.recent import SEEN_PREFILTER_CAPACITY, RecentSet
 from crawlfleet.frontier.redis.bloom import SHARD_BYTES, BloomGeometry
-from crawlfleet.frontier.redis.connection import RedisClient, open_client
 from crawlfleet.frontier.redis.keys import CrawlKeys
 from crawlfleet.frontier.redis.scripts import Scripts
 from crawlfleet.frontier.redis.views import Arg
 from crawlfleet.redact import redact
+from crawlfleet.redisdb import RedisClient, open_client
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ class RedisCrawl:
     ) -> Self:
         """Connect, create the crawl or check its stored settings, and size the Bloom bitmap.
 
-        ``url`` names one server or a Redis Cluster (``connection.py``). ``prefix`` should
+        ``url`` names one server or a Redis Cluster (``crawlfleet/redisdb.py``). ``prefix`` should
         carry a hash tag (``crawlfleet:{<crawl_id>}``, see ``keys.py``). Raises
         ``StateError`` when Redis is unreachable (the message shows the URL without its
         password) or when ``prefix`` was created with other dedup settings, and

@@ -11,9 +11,9 @@ from redis.exceptions import RedisError
 
 from crawlfleet.errors import StateError
 from crawlfleet.frontier.frontier import Frontier
-from crawlfleet.frontier.redis.connection import RedisClient
-from crawlfleet.frontier.redis.connection import connect as connect_url
 from crawlfleet.redact import redact
+from crawlfleet.redisdb import RedisClient
+from crawlfleet.redisdb import connect as connect_url
 from crawlfleet.runtime.backends import frontier_prefix, one_line, partition_pattern
 from crawlfleet.runtime.celery.definition import (
     ACTIVE_CRAWLS,
