@@ -18,8 +18,8 @@ from crawlfleet.errors import ConfigError, StateError
 from crawlfleet.frontier.redis.crawl_store import open_crawl_store
 from crawlfleet.frontier.redis.keys import FAMILIES, FIXED_KEYS, hash_tag
 from crawlfleet.frontier.redis.partitioned import PartitionedQueueStore
-from crawlfleet.frontier.redis.queue import RedisQueueStore
 from crawlfleet.frontier.redis.routing import crawl_prefix, partition_of, partition_prefix
+from crawlfleet.frontier.redis.store import RedisQueueStore
 from crawlfleet.frontier.store_types import Budget, DomainPolicy
 from crawlfleet.models import CrawlRequest
 from crawlfleet.redisdb import connect

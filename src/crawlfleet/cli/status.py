@@ -122,7 +122,7 @@ async def _domains(source: _DomainSource, title: str) -> None:
 
 async def _embedded(state: Path) -> None:
     """Read the state file read-only (as the dashboard does): a running crawl is shown too."""
-    from crawlfleet.monitoring.sqlite_reader import SqliteStateReader
+    from crawlfleet.frontier.sqlite.reader import SqliteStateReader
     from crawlfleet.runtime.backends import state_paths
     from crawlfleet.runtime.policies import domain_policy
     from crawlfleet.settings import Settings

@@ -1,7 +1,7 @@
 """The web dashboard: an ASGI app (Starlette, served by uvicorn) over a crawl's store.
 
 ``sources`` is the port (``Source``) the pages read through: ``embedded`` reads a crawl's
-state directory read-only (``monitoring.sqlite_reader``), ``distributed`` every crawl of a
+state directory read-only (``frontier.sqlite.reader``), ``distributed`` every crawl of a
 fleet's Redis and PostgreSQL (``crawl_frontier``: each crawl's frontier, reopened when
 the crawl is started over); ``workers`` derives each worker's pages/s from its heartbeats;
 ``sampler`` keeps each crawl's progress history, rate and politeness-aware ETA (and the

@@ -57,7 +57,7 @@ from crawlfleet.dashboard.sources import ActionRefused, CrawlReader, Source
 from crawlfleet.errors import StateError
 from crawlfleet.monitoring.deadletters import ClassGroup, DeadLetterQueue, by_class
 from crawlfleet.monitoring.metrics import Metrics
-from crawlfleet.monitoring.sqlite_reader import AttemptFilter
+from crawlfleet.records import AttemptFilter
 
 DOMAIN_ROWS = 200
 DEAD_LETTERS_READ = 10_000

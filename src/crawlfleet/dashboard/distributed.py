@@ -36,8 +36,7 @@ from crawlfleet.errors import ConfigError, StateError
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.monitoring.deadletters import purge_class, requeue_class
 from crawlfleet.monitoring.postgres_reader import PostgresReader
-from crawlfleet.monitoring.sqlite_reader import AttemptFilter
-from crawlfleet.records import Attempt, QueueCounts
+from crawlfleet.records import Attempt, AttemptFilter, QueueCounts
 from crawlfleet.redact import redact
 from crawlfleet.redisdb import RedisClient
 from crawlfleet.runtime.backends import one_line, open_postgres_reader

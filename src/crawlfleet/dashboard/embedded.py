@@ -31,9 +31,9 @@ from crawlfleet.dashboard.sources import (
 from crawlfleet.dashboard.workers import WorkerRates
 from crawlfleet.errors import StateError
 from crawlfleet.frontier.frontier import Frontier
+from crawlfleet.frontier.sqlite.reader import SqliteStateReader
 from crawlfleet.monitoring.metric_snapshot import Beat
-from crawlfleet.monitoring.sqlite_reader import AttemptFilter, SqliteStateReader
-from crawlfleet.records import Attempt, Outcome, QueueCounts
+from crawlfleet.records import Attempt, AttemptFilter, Outcome, QueueCounts
 from crawlfleet.runtime.backends import state_paths
 from crawlfleet.runtime.policies import domain_policy
 from crawlfleet.runtime.wiring import open_frontier

@@ -16,8 +16,7 @@ from crawlfleet.counters import CrawlStats
 from crawlfleet.errors import CrawlfleetError
 from crawlfleet.frontier.store_types import DomainView
 from crawlfleet.monitoring.metric_snapshot import Beat
-from crawlfleet.monitoring.sqlite_reader import AttemptFilter
-from crawlfleet.records import Attempt, DeadLetter, QueueCounts
+from crawlfleet.records import Attempt, AttemptFilter, DeadLetter, QueueCounts
 
 ITEM_ROWS = 2000
 """Data quality and samples are computed over the latest this many items stored."""

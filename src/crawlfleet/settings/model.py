@@ -50,7 +50,7 @@ Rung = Literal["slow", "session", "tier", "impersonate", "browser"]
 MAX_STEP_S = 300.0
 """The default bound on one crawl step (the watchdog of ``runtime/loop.py``)."""
 DEFAULT_ATTEMPT_LOG_MAX_ROWS = 200_000
-"""Attempts an embedded crawl's log keeps by default (~35 MB; ``frontier/sqlite_retention.py``)."""
+"""Attempts an embedded crawl's log keeps by default (~35 MB; ``frontier/sqlite/retention.py``)."""
 
 
 class Settings(BaseSettings):

@@ -18,9 +18,9 @@ from itertools import islice
 from crawlfleet import counters
 from crawlfleet.counters import Counters, CrawlStats
 from crawlfleet.frontier.domains import DomainSchedule
-from crawlfleet.frontier.memory_known import KnownUrls
-from crawlfleet.frontier.memory_lanes import Lanes
-from crawlfleet.frontier.memory_leases import Leases
+from crawlfleet.frontier.memory.known import KnownUrls
+from crawlfleet.frontier.memory.lanes import Lanes
+from crawlfleet.frontier.memory.leases import Leases
 from crawlfleet.frontier.store_types import Visit
 from crawlfleet.models import CrawlRequest
 from crawlfleet.records import Attempt, DeadLetter, QueueCounts

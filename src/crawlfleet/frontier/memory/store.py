@@ -3,10 +3,10 @@
 Every method moves entries between states and keeps the counts, the domain schedule and the
 statistics in step. ``MemoryQueueStore`` holds the queue's moves (admission, claims, lease
 ends, reaping) and the domain policy (this module) over its base ``MemoryRecords``
-(``memory_records.py``: the entries and their states, counts, statistics, attempts, known
-URLs and revisits, dead letters). Queued entries wait in their lane (``memory_lanes.py``) and
+(``records.py``: the entries and their states, counts, statistics, attempts, known
+URLs and revisits, dead letters). Queued entries wait in their lane (``lanes.py``) and
 ``DomainSchedule`` picks the lanes; current leases and their expiries are in ``Leases``
-(``memory_leases.py``), known URLs and their due times in ``KnownUrls`` (``memory_known.py``).
+(``leases.py``), known URLs and their due times in ``KnownUrls`` (``known.py``).
 Lease tokens are ``"{fingerprint}:{n}"`` where ``n`` counts the hand-outs of that
 fingerprint, so a token from an earlier hand-out is recognisably stale. Nothing survives the
 process.
@@ -26,7 +26,7 @@ from crawlfleet.frontier.accounting import (
     report_counters,
 )
 from crawlfleet.frontier.domains import DomainState
-from crawlfleet.frontier.memory_records import Entry, EntryState, MemoryRecords
+from crawlfleet.frontier.memory.records import Entry, EntryState, MemoryRecords
 from crawlfleet.frontier.store_types import (
     LEASE_EXPIRED,
     Budget,

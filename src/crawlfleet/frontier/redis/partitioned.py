@@ -38,8 +38,8 @@ from collections.abc import Collection, Mapping, Sequence
 from crawlfleet.counters import CrawlStats
 from crawlfleet.frontier.redis.crawl_slot import CrawlSlot
 from crawlfleet.frontier.redis.keys import CrawlKeys
-from crawlfleet.frontier.redis.queue import RedisQueueStore
 from crawlfleet.frontier.redis.routing import partition_of
+from crawlfleet.frontier.redis.store import RedisQueueStore
 from crawlfleet.frontier.store_types import (
     Budget,
     DelaySource,

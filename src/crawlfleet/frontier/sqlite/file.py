@@ -24,13 +24,13 @@ import orjson
 
 from crawlfleet.counters import Counters, merge
 from crawlfleet.errors import StateError
-from crawlfleet.frontier import sqlite_rows as rows
-from crawlfleet.frontier import sqlite_statements as q
 from crawlfleet.frontier.domains import DomainSchedule, DomainState
 from crawlfleet.frontier.policy import PolicyRecord
 from crawlfleet.frontier.recent import SEEN_PREFILTER_CAPACITY, RecentSet
-from crawlfleet.frontier.sqlite_retention import AttemptRetention
-from crawlfleet.frontier.sqlite_schema import (
+from crawlfleet.frontier.sqlite import rows
+from crawlfleet.frontier.sqlite import statements as q
+from crawlfleet.frontier.sqlite.retention import AttemptRetention
+from crawlfleet.frontier.sqlite.schema import (
     DEAD,
     DONE,
     LEASED,
@@ -45,7 +45,7 @@ from crawlfleet.sqlitedb import FileLock
 class SqliteStateFile:
     """One locked state file and the store's mirror of it; use ``await cls.open(path)``.
 
-    ``keep_attempts``: the attempt log keeps its newest rows, this many (``sqlite_retention``;
+    ``keep_attempts``: the attempt log keeps its newest rows, this many (``retention.py``;
     None keeps every row).
     """
 

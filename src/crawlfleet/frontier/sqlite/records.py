@@ -1,6 +1,6 @@
 """The records the SQLite store keeps beside its queue: counts, statistics, attempts, known
 URLs and revisits, dead letters (the ``requests``, ``domains``, ``meta`` and ``known``
-tables of ``sqlite_schema``).
+tables of ``schema.py``).
 
 ``revisit`` and ``requeue_dead`` put requests back into their lanes: the rows in one
 transaction, then the in-memory schedule and counts.
@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from crawlfleet.counters import CrawlStats, merge
-from crawlfleet.frontier import sqlite_rows as rows
-from crawlfleet.frontier import sqlite_statements as q
-from crawlfleet.frontier.sqlite_file import SqliteStateFile
-from crawlfleet.frontier.sqlite_schema import DEAD, DONE, LEASED, QUEUED, SEEN
+from crawlfleet.frontier.sqlite import rows
+from crawlfleet.frontier.sqlite import statements as q
+from crawlfleet.frontier.sqlite.file import SqliteStateFile
+from crawlfleet.frontier.sqlite.schema import DEAD, DONE, LEASED, QUEUED, SEEN
 from crawlfleet.frontier.store_types import Visit
 from crawlfleet.models import CrawlRequest
 from crawlfleet.records import Attempt, DeadLetter, QueueCounts

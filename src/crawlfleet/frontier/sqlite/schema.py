@@ -44,7 +44,7 @@ in older rows).
 
 The file is guarded by an ``fcntl`` lock on a sibling ``<name>.lock`` file (``sqlitedb.FileLock``), so two crawls
 cannot share one state file; other connections of the same process (the attempt log's
-readers) are fine. The statements the store runs are in ``sqlite_statements``.
+readers) are fine. The statements the store runs are in ``statements.py``.
 """
 
 from __future__ import annotations

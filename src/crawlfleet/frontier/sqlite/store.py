@@ -8,8 +8,8 @@ committed together when it ends (decision 0027), so a killed process loses at mo
 turn's writes, as if it had died a turn earlier.
 
 ``SqliteQueueStore`` holds the lanes, leases and domain policy (this module) over its two
-bases: ``SqliteRecords`` (``sqlite_records.py``: counts, statistics, attempts, known URLs
-and revisits, dead letters) and ``SqliteStateFile`` (``sqlite_file.py``: ``open``, the
+bases: ``SqliteRecords`` (``records.py``: counts, statistics, attempts, known URLs
+and revisits, dead letters) and ``SqliteStateFile`` (``file.py``: ``open``, the
 file's lock and transactions, the in-memory schedule and counts rebuilt from the tables).
 """
 
@@ -23,8 +23,6 @@ import orjson
 
 from crawlfleet.counters import Counters, merge
 from crawlfleet.frontier import domains, policy
-from crawlfleet.frontier import sqlite_rows as rows
-from crawlfleet.frontier import sqlite_statements as q
 from crawlfleet.frontier.accounting import (
     OVER_DOMAIN,
     OVER_TOTAL,
@@ -34,9 +32,11 @@ from crawlfleet.frontier.accounting import (
 )
 from crawlfleet.frontier.domains import DomainState
 from crawlfleet.frontier.policy import PolicyRecord
-from crawlfleet.frontier.sqlite_records import SqliteRecords
-from crawlfleet.frontier.sqlite_retention import NEWEST
-from crawlfleet.frontier.sqlite_schema import DEAD, DONE, LEASED, QUEUED
+from crawlfleet.frontier.sqlite import rows
+from crawlfleet.frontier.sqlite import statements as q
+from crawlfleet.frontier.sqlite.records import SqliteRecords
+from crawlfleet.frontier.sqlite.retention import NEWEST
+from crawlfleet.frontier.sqlite.schema import DEAD, DONE, LEASED, QUEUED
 from crawlfleet.frontier.store_types import (
     LEASE_EXPIRED,
     Budget,
