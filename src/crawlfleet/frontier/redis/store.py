@@ -2,26 +2,30 @@
 
 Every change is one Lua script (see ``keys.py`` for the data layout and ``lua/`` for the
 scripts), so it is atomic however many workers share the crawl; a lease end and everything
-it records (counters, attempt row, domain policy) is one script call. Here: the lanes, the
-leases and the domain policy. ``RedisQueueStore`` inherits how a crawl is opened, its
-scripts run and its failures read (``crawl.py``: ``open``, ``attach``, epoch, ``StateError``
-and ``FrontierLost``) and its records (``records.py``: counts, statistics, attempts, known
-URLs, dead letters).
+it records (counters, attempt row, domain policy) is one script call. ``RedisQueueStore``
+runs its scripts and reads through the crawl it opened (``RedisCrawl``, ``crawl.py``: the
+client, the crawl's keys and epoch, ``StateError`` and ``FrontierLost``). ``revisit`` and
+``requeue_dead`` put requests back into their lanes, each batch one script.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from typing import Any, Literal
 
 import orjson
 
+from crawlfleet.counters import CrawlStats
+from crawlfleet.errors import FrontierLost
+from crawlfleet.frontier.recent import SEEN_PREFILTER_CAPACITY, RecentSet
 from crawlfleet.frontier.redis.bloom import SHARD_BITS
-from crawlfleet.frontier.redis.crawl import BATCH
-from crawlfleet.frontier.redis.records import RedisRecords
+from crawlfleet.frontier.redis.crawl import BATCH, RedisCrawl
+from crawlfleet.frontier.redis.keys import CrawlKeys
 from crawlfleet.frontier.redis.views import (
     Arg,
+    counters_json,
+    crawl_stats,
     domain_view,
     dumps,
     loads,
@@ -37,14 +41,95 @@ from crawlfleet.frontier.store_types import (
     DomainView,
     Ended,
     Report,
+    Visit,
 )
 from crawlfleet.models import CrawlRequest, Lease
+from crawlfleet.records import Attempt, DeadLetter, QueueCounts
+from crawlfleet.redisdb import RedisClient
 
 PROMOTE_PER_CLAIM = 1000  # at least this many due retries move into their lanes per claim
+COUNT_FIELDS = ("queued", "leased", "done", "dead", "seen")
+
+DeadAction = Callable[[list[str]], Awaitable[int]]
 
 
-class RedisQueueStore(RedisRecords):
-    """Request lanes, seen filter, leases, DLQ, domain policy and statistics, in Redis."""
+class RedisQueueStore:
+    """Request lanes, seen filter, leases, DLQ, domain policy and statistics, in Redis.
+
+    Use ``open`` or ``attach``.
+    """
+
+    def __init__(
+        self, crawl: RedisCrawl, *, prefilter_capacity: int = SEEN_PREFILTER_CAPACITY
+    ) -> None:
+        self._crawl = crawl
+        self._client = crawl.client
+        self._keys = crawl.keys
+        self._bloom = crawl.bloom
+        self._known = RecentSet(prefilter_capacity)
+        """Fingerprints Redis answered seen (or admitted) to this store: the crawl's seen
+        filter never forgets one, and a store serves one epoch of one crawl, so ``add`` need
+        not send them again (~90 % of a page's links, once a crawl is under way)."""
+
+    @classmethod
+    async def open(
+        cls,
+        url: str,
+        prefix: str,
+        *,
+        dedup: Literal["exact", "bloom"] = "exact",
+        bloom_capacity: int = 10_000_000,
+        bloom_error_rate: float = 0.01,
+    ) -> RedisQueueStore:
+        """The crawl under ``prefix`` at ``url`` (``RedisCrawl.open``: what it checks)."""
+        crawl = await RedisCrawl.open(
+            url,
+            prefix,
+            dedup=dedup,
+            bloom_capacity=bloom_capacity,
+            bloom_error_rate=bloom_error_rate,
+        )
+        return cls(crawl)
+
+    @classmethod
+    async def attach(
+        cls,
+        client: RedisClient,
+        prefix: str,
+        where: str,
+        *,
+        dedup: Literal["exact", "bloom"] = "exact",
+        bloom_capacity: int = 10_000_000,
+        bloom_error_rate: float = 0.01,
+        owns_client: bool = True,
+        prefilter_capacity: int = SEEN_PREFILTER_CAPACITY,
+    ) -> RedisQueueStore:
+        """``open`` on a client from ``open_client``; ``close`` closes it if ``owns_client``.
+
+        ``prefilter_capacity``: how many fingerprints known to be seen ``add`` keeps in memory.
+        """
+        crawl = await RedisCrawl.attach(
+            client,
+            prefix,
+            where,
+            dedup=dedup,
+            bloom_capacity=bloom_capacity,
+            bloom_error_rate=bloom_error_rate,
+            owns_client=owns_client,
+        )
+        return cls(crawl, prefilter_capacity=prefilter_capacity)
+
+    @property
+    def epoch(self) -> str:
+        """The token the crawl's first open wrote; another value means another crawl."""
+        return self._crawl.epoch
+
+    @property
+    def keys(self) -> CrawlKeys:
+        return self._keys
+
+    async def _run(self, name: str, *args: Arg) -> Any:
+        return await self._crawl.run(name, *args)
 
     def _seen_args(self, fingerprint: str) -> list[int]:
         return self._bloom.positions(fingerprint) if self._bloom else []
@@ -177,7 +262,7 @@ class RedisQueueStore(RedisRecords):
         """The ``limit`` domains of ``domains``, most admitted first, with their admissions."""
         if limit <= 0:
             return []
-        with self._guard():
+        with self._crawl.guard():
             rows: list[Any] = await self._client.zrange(
                 self._keys.key("admitted"), 0, limit - 1, withscores=True
             )
@@ -187,7 +272,7 @@ class RedisQueueStore(RedisRecords):
         """The ``DomainView`` of each of ``names``, in order."""
         if not names:
             return []
-        with self._guard():
+        with self._crawl.guard():
             async with self._client.pipeline(transaction=True) as pipe:
                 for name in names:
                     pipe.hgetall(self._keys.domain(name))
@@ -204,6 +289,125 @@ class RedisQueueStore(RedisRecords):
             return None
         raw = await self._run("next_ready_at", *wanted)
         return None if raw is None else max(float(raw), now)
+
+    async def counts(self) -> QueueCounts:
+        with self._crawl.guard():
+            async with self._client.pipeline(transaction=True) as pipe:
+                pipe.get(self._keys.key("epoch"))
+                pipe.hmget(self._keys.key("counts"), list(COUNT_FIELDS))
+                epoch, values = await pipe.execute()
+        if epoch != self._crawl.epoch or values[0] is None:
+            raise FrontierLost(self._crawl.lost())
+        queued, leased, done, dead, seen = (int(v) for v in values)
+        return QueueCounts(queued=queued, leased=leased, done=done, dead=dead, seen=seen)
+
+    async def start(self, now: float) -> None:
+        with self._crawl.guard():
+            await self._client.set(self._keys.key("started_at"), repr(float(now)), nx=True)
+
+    async def stats(self) -> CrawlStats:
+        with self._crawl.guard():
+            async with self._client.pipeline(transaction=True) as pipe:
+                pipe.hgetall(self._keys.key("stats"))
+                pipe.get(self._keys.key("started_at"))
+                counters, started_at = await pipe.execute()
+        return crawl_stats(counters, started_at)
+
+    async def add_counters(self, domain: str, counters: Mapping[str, float]) -> None:
+        if counters:
+            await self._run("add_counters", domain, counters_json(counters))
+
+    async def pending_attempts(self, limit: int) -> list[Attempt]:
+        if limit <= 0:
+            return []
+        with self._crawl.guard():
+            rows = await self._client.lrange(self._keys.key("attempts"), 0, limit - 1)
+        return [Attempt.from_dict(orjson.loads(row)) for row in rows]
+
+    async def ack_attempts(self, count: int) -> None:
+        if count > 0:
+            with self._crawl.guard():
+                await self._client.ltrim(self._keys.key("attempts"), count, -1)
+
+    async def remember(self, request: CrawlRequest, visit: Visit) -> None:
+        again = dataclasses.replace(request, attempt=0, priority=visit.priority)
+        known = orjson.dumps({"request": dumps(again), "visit": visit.to_dict()}).decode()
+        await self._run("remember", request.fingerprint, known, repr(float(visit.next_at)))
+
+    async def visit(self, fingerprint: str) -> Visit | None:
+        with self._crawl.guard():
+            raw = await self._client.hget(self._keys.key("known"), fingerprint)
+        if raw is None:
+            return None
+        fields = orjson.loads(raw)["visit"]
+        for name in ("interval_s", "next_at"):  # JSON has no infinity: null
+            fields[name] = float("inf") if fields[name] is None else float(fields[name])
+        fields["item_types"] = tuple(fields["item_types"])
+        return Visit(**fields)
+
+    async def revisit(self, now: float, limit: int) -> int:
+        total = 0
+        while total < limit:
+            batch = min(BATCH, limit - total)
+            moved, scanned = await self._run("revisit", repr(float(now)), batch)
+            total += int(moved)
+            if int(scanned) < batch:
+                break
+        return total
+
+    async def next_visit_at(self) -> float | None:
+        with self._crawl.guard():
+            first = await self._client.zrange(self._keys.key("revisit"), 0, 0, withscores=True)
+        return float(first[0][1]) if first else None
+
+    async def dead_letters(self, limit: int = 100, offset: int = 0) -> list[DeadLetter]:
+        flat = await self._run("dead_letters", max(0, offset), limit)
+        return [
+            DeadLetter(
+                request=loads(flat[i]),
+                errors=tuple(orjson.loads(flat[i + 1])),
+                died_at=float(flat[i + 2]),
+            )
+            for i in range(0, len(flat), 3)
+        ]
+
+    async def requeue_dead(self, fingerprints: Sequence[str] | None = None) -> int:
+        return await self._on_dead(fingerprints, self._requeue_batch)
+
+    async def purge_dead(self, fingerprints: Sequence[str] | None = None) -> int:
+        return await self._on_dead(fingerprints, self._purge_batch)
+
+    async def _on_dead(self, fingerprints: Sequence[str] | None, action: DeadAction) -> int:
+        """Apply ``action`` to the given dead letters in batches, or to all of them."""
+        total = 0
+        if fingerprints is not None:
+            for start in range(0, len(fingerprints), BATCH):
+                total += await action(list(fingerprints[start : start + BATCH]))
+            return total
+        while True:
+            with self._crawl.guard():
+                members = await self._client.zrange(self._keys.key("dead"), 0, BATCH - 1)
+            page = [str(member).partition(":")[2] for member in members]
+            done = await action(page) if page else 0
+            total += done
+            if done == 0:
+                return total
+
+    async def _requeue_batch(self, fingerprints: list[str]) -> int:
+        with self._crawl.guard():
+            stored = await self._client.hmget(self._keys.key("req"), fingerprints)
+        args: list[Arg] = []
+        for fp, raw in zip(fingerprints, stored, strict=True):
+            if raw is not None:
+                fresh = dataclasses.replace(loads(raw), attempt=0)
+                args += [fp, fresh.domain, fresh.fetcher, fresh.priority, dumps(fresh)]
+        return int(await self._run("requeue_dead", *args)) if args else 0
+
+    async def _purge_batch(self, fingerprints: list[str]) -> int:
+        return int(await self._run("purge_dead", *fingerprints))
+
+    async def close(self) -> None:
+        await self._crawl.close()
 
 
 def _kind(kind: str) -> str:
