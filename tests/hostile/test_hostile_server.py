@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp import web
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.errors import FetchError, ParseBudgetExceeded
 from crawlfleet.fetchers import HttpFetcher
 from crawlfleet.frontier.robots import ROBOTS_MAX_BYTES, RobotsCache
@@ -22,6 +21,7 @@ from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.parsing.budget import ParseBudget, ParseLimits
 from crawlfleet.parsing.default import default_parser
 from crawlfleet.settings import Settings
+from tests.fixtures.clock import FakeClock
 
 HUGE_ROBOTS_BYTES = 20 * 1024 * 1024
 ROBOTS_HEAD = b"User-agent: *\nDisallow: /early/\n"

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.demosite import ThreadedDemoSite
 from crawlfleet.fetchers.http import HttpFetcher
 from crawlfleet.models import CrawlRequest
@@ -16,6 +15,7 @@ from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.sessions.memory import MemorySessionStore
 from crawlfleet.settings import Settings
 from crawlfleet.urls import fingerprint
+from tests.fixtures.clock import FakeClock
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "login"
 

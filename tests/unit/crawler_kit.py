@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.errors import FetchError
 from crawlfleet.events import EventBus
 from crawlfleet.frontier.frontier import Frontier
@@ -36,6 +35,7 @@ from crawlfleet.runtime.policies import recrawl_policy
 from crawlfleet.runtime.strategy import Strategies
 from crawlfleet.runtime.wiring import build_frontier, drift_options, sitemap_limits
 from crawlfleet.settings import Settings
+from tests.fixtures.clock import FakeClock
 
 T0 = 1_000_000.0
 HTML = {"content-type": "text/html; charset=utf-8"}

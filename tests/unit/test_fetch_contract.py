@@ -10,12 +10,12 @@ import pytest
 from aiohttp import web
 
 import crawlfleet.fetchers
-from crawlfleet.clock import FakeClock
 from crawlfleet.errors import TooLarge
 from crawlfleet.fetchers import FileFetcher, HttpFetcher
 from crawlfleet.fetchers.protocols import Fetcher
 from crawlfleet.models import CrawlRequest
 from crawlfleet.settings import Settings
+from tests.fixtures.clock import FakeClock
 
 PAGE = b"<html><body>contract</body></html>"
 SETTINGS = Settings(allow_private_addresses=True, max_body_bytes=4096)

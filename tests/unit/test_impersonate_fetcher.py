@@ -11,13 +11,13 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.errors import FetchError, ForbiddenAddress, TooLarge
 from crawlfleet.fetchers.addresses import AddressPredicate
 from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.fetchers.impersonate import ImpersonateFetcher
 from crawlfleet.models import CrawlRequest
 from crawlfleet.settings import Settings
+from tests.fixtures.clock import FakeClock
 from tests.unit.test_http_fetcher import (  # the same test site
     PAGE,
     Site,

@@ -8,7 +8,6 @@ from collections.abc import Mapping
 import pytest
 from aiohttp import web
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.errors import BrowserFault, FetchError
 from crawlfleet.fetchers.http import HttpFetcher
 from crawlfleet.fetchers.profiles import PROFILES
@@ -23,6 +22,7 @@ from crawlfleet.runtime.session_pool import SessionPool
 from crawlfleet.sessions.memory import MemorySessionStore
 from crawlfleet.settings import Settings
 from crawlfleet.settings.proxies import ProxySettings
+from tests.fixtures.clock import FakeClock
 from tests.fixtures.loopback import serve
 
 T0 = 1_000_000.0

@@ -150,11 +150,6 @@ async def worker_beats(client: RedisClient) -> list[WorkerBeat]:
     return sorted(beats, key=lambda b: -b.seen_at)
 
 
-async def live_workers(client: RedisClient, now: float) -> int:
-    """Workers whose heartbeat is recent."""
-    return sum(now - beat.seen_at < WORKER_SEEN_S for beat in await worker_beats(client))
-
-
 def no_worker_reason(
     beats: Sequence[WorkerBeat], crawl_id: str, queues: Sequence[str], now: float
 ) -> str | None:
