@@ -1,7 +1,7 @@
 """One crawl's frontier in Redis, opened: what ``RedisQueueStore`` runs its scripts through.
 
-``RedisCrawl`` connects, creates the crawl or checks its stored settings (dedup, Bloom
-geometry), and runs the crawl's scripts and reads. Connection errors are retried for about a
+``RedisCrawl`` creates the crawl or checks its stored settings (dedup, Bloom geometry,
+``begin``) and runs the crawl's scripts and reads. Connection errors are retried for about a
 second (a restarted Redis is reconnected to by itself); a script whose reply was lost may
 therefore run twice, which at worst hands out a lease that later expires, or answers False
 to a ``complete`` that took effect. Every script that writes, ``claim`` and ``counts`` check
@@ -14,11 +14,10 @@ the loss. Any other Redis failure raises ``StateError``.
 
 from __future__ import annotations
 
-import logging
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Literal, Self
+from typing import Any
 
 from redis.exceptions import RedisError, ResponseError
 
@@ -27,10 +26,7 @@ from crawlfleet.frontier.redis.bloom import SHARD_BYTES, BloomGeometry
 from crawlfleet.frontier.redis.keys import CrawlKeys
 from crawlfleet.frontier.redis.scripts import Scripts
 from crawlfleet.frontier.redis.views import Arg
-from crawlfleet.redact import redact
-from crawlfleet.redisdb import RedisClient, open_client
-
-log = logging.getLogger(__name__)
+from crawlfleet.redisdb import RedisClient
 
 BATCH = 1000  # requests or fingerprints per script call, so no call blocks Redis for long
 LOST_MARK = "FRONTIER_LOST"  # how the scripts' error reply starts when the epoch is gone
@@ -48,7 +44,7 @@ class RedisCrawl:
         *,
         owns_client: bool = True,
     ) -> None:
-        """Use ``open`` or ``attach``; this binds an already checked client."""
+        """Binds a client (``open_client``) to the crawl under ``keys``; ``begin`` opens it."""
         self.client = client
         self.keys = keys
         self.bloom = bloom
@@ -57,78 +53,14 @@ class RedisCrawl:
         self.scripts = Scripts(client, keys)
         self._epoch = uuid.uuid4().hex
 
-    @classmethod
-    async def open(
-        cls,
-        url: str,
-        prefix: str,
-        *,
-        dedup: Literal["exact", "bloom"] = "exact",
-        bloom_capacity: int = 10_000_000,
-        bloom_error_rate: float = 0.01,
-    ) -> Self:
-        """Connect, create the crawl or check its stored settings, and size the Bloom bitmap.
-
-        ``url`` names one server or a Redis Cluster (``crawlfleet/redisdb.py``). ``prefix`` should
-        carry a hash tag (``crawlfleet:{<crawl_id>}``, see ``keys.py``). Raises
-        ``StateError`` when Redis is unreachable (the message shows the URL without its
-        password) or when ``prefix`` was created with other dedup settings, and
-        ``FrontierLost`` when the crawl exists without its epoch or counts.
-        """
-        client = await open_client(url)
-        try:
-            return await cls.attach(
-                client,
-                prefix,
-                redact(url),
-                dedup=dedup,
-                bloom_capacity=bloom_capacity,
-                bloom_error_rate=bloom_error_rate,
-            )
-        except BaseException:
-            await client.aclose()
-            raise
-
-    @classmethod
-    async def attach(
-        cls,
-        client: RedisClient,
-        prefix: str,
-        where: str,
-        *,
-        dedup: Literal["exact", "bloom"] = "exact",
-        bloom_capacity: int = 10_000_000,
-        bloom_error_rate: float = 0.01,
-        owns_client: bool = True,
-    ) -> Self:
-        """``open`` on a client from ``open_client``; ``close`` closes it if ``owns_client``."""
-        if not prefix or any(ch.isspace() for ch in prefix):
-            raise ValueError(f"bad Redis key prefix {prefix!r}")
-        bloom = (
-            BloomGeometry.for_capacity(bloom_capacity, bloom_error_rate)
-            if dedup == "bloom"
-            else None
-        )
-        crawl = cls(client, CrawlKeys(prefix), bloom, where, owns_client=owns_client)
-        with crawl.guard():
-            await crawl._open_crawl(dedup)
-        if bloom is not None:
-            log.info(
-                "Bloom seen filter for %r: %d bits in %d shards, %d hashes, %.1f MB in Redis",
-                prefix,
-                bloom.bits,
-                bloom.shards,
-                bloom.hashes,
-                bloom.size_bytes / 1e6,
-            )
-        return crawl
-
     @property
     def epoch(self) -> str:
         """The token the crawl's first open wrote; another value means another crawl."""
         return self._epoch
 
-    async def _open_crawl(self, dedup: str) -> None:
+    async def begin(self, dedup: str) -> None:
+        """Create the crawl, or check that its stored dedup settings are these; size the Bloom
+        bitmap. Call once, inside ``guard``."""
         bloom = self.bloom
         wanted = {
             "dedup": dedup,

@@ -11,6 +11,7 @@ client, the crawl's keys and epoch, ``StateError`` and ``FrontierLost``). ``revi
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any, Literal
 
@@ -19,7 +20,7 @@ import orjson
 from crawlfleet.counters import CrawlStats
 from crawlfleet.errors import FrontierLost
 from crawlfleet.frontier.recent import SEEN_PREFILTER_CAPACITY, RecentSet
-from crawlfleet.frontier.redis.bloom import SHARD_BITS
+from crawlfleet.frontier.redis.bloom import SHARD_BITS, BloomGeometry
 from crawlfleet.frontier.redis.crawl import BATCH, RedisCrawl
 from crawlfleet.frontier.redis.keys import CrawlKeys
 from crawlfleet.frontier.redis.views import (
@@ -45,7 +46,10 @@ from crawlfleet.frontier.store_types import (
 )
 from crawlfleet.models import CrawlRequest, Lease
 from crawlfleet.records import Attempt, DeadLetter, QueueCounts
-from crawlfleet.redisdb import RedisClient
+from crawlfleet.redact import redact
+from crawlfleet.redisdb import RedisClient, open_client
+
+log = logging.getLogger(__name__)
 
 PROMOTE_PER_CLAIM = 1000  # at least this many due retries move into their lanes per claim
 COUNT_FIELDS = ("queued", "leased", "done", "dead", "seen")
@@ -56,7 +60,7 @@ DeadAction = Callable[[list[str]], Awaitable[int]]
 class RedisQueueStore:
     """Request lanes, seen filter, leases, DLQ, domain policy and statistics, in Redis.
 
-    Use ``open`` or ``attach``.
+    Use ``open`` or ``attach``: they begin the crawl (``RedisCrawl.begin``) the store runs on.
     """
 
     def __init__(
@@ -81,15 +85,27 @@ class RedisQueueStore:
         bloom_capacity: int = 10_000_000,
         bloom_error_rate: float = 0.01,
     ) -> RedisQueueStore:
-        """The crawl under ``prefix`` at ``url`` (``RedisCrawl.open``: what it checks)."""
-        crawl = await RedisCrawl.open(
-            url,
-            prefix,
-            dedup=dedup,
-            bloom_capacity=bloom_capacity,
-            bloom_error_rate=bloom_error_rate,
-        )
-        return cls(crawl)
+        """Connect, create the crawl or check its stored settings, and size the Bloom bitmap.
+
+        ``url`` names one server or a Redis Cluster (``crawlfleet/redisdb.py``). ``prefix``
+        should carry a hash tag (``crawlfleet:{<crawl_id>}``, see ``keys.py``). Raises
+        ``StateError`` when Redis is unreachable (the message shows the URL without its
+        password) or when ``prefix`` was created with other dedup settings, and
+        ``FrontierLost`` when the crawl exists without its epoch or counts.
+        """
+        client = await open_client(url)
+        try:
+            return await cls.attach(
+                client,
+                prefix,
+                redact(url),
+                dedup=dedup,
+                bloom_capacity=bloom_capacity,
+                bloom_error_rate=bloom_error_rate,
+            )
+        except BaseException:
+            await client.aclose()
+            raise
 
     @classmethod
     async def attach(
@@ -108,15 +124,25 @@ class RedisQueueStore:
 
         ``prefilter_capacity``: how many fingerprints known to be seen ``add`` keeps in memory.
         """
-        crawl = await RedisCrawl.attach(
-            client,
-            prefix,
-            where,
-            dedup=dedup,
-            bloom_capacity=bloom_capacity,
-            bloom_error_rate=bloom_error_rate,
-            owns_client=owns_client,
+        if not prefix or any(ch.isspace() for ch in prefix):
+            raise ValueError(f"bad Redis key prefix {prefix!r}")
+        bloom = (
+            BloomGeometry.for_capacity(bloom_capacity, bloom_error_rate)
+            if dedup == "bloom"
+            else None
         )
+        crawl = RedisCrawl(client, CrawlKeys(prefix), bloom, where, owns_client=owns_client)
+        with crawl.guard():
+            await crawl.begin(dedup)
+        if bloom is not None:
+            log.info(
+                "Bloom seen filter for %r: %d bits in %d shards, %d hashes, %.1f MB in Redis",
+                prefix,
+                bloom.bits,
+                bloom.shards,
+                bloom.hashes,
+                bloom.size_bytes / 1e6,
+            )
         return cls(crawl, prefilter_capacity=prefilter_capacity)
 
     @property
