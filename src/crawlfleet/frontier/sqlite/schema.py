@@ -42,9 +42,9 @@ requests stored before version 3 read as GETs without context, body or headers; 
 had no attempt columns session_id, proxy_id, tier (``ROUTE_COLUMNS``) and screenshot (NULL
 in older rows).
 
-The file is guarded by an ``fcntl`` lock on a sibling ``<name>.lock`` file (``sqlitedb.FileLock``), so two crawls
-cannot share one state file; other connections of the same process (the attempt log's
-readers) are fine. The statements the store runs are in ``statements.py``.
+The file is guarded by an ``fcntl`` lock on a sibling ``<name>.lock`` file
+(``sqlitedb.FileLock``), so two crawls cannot share one state file; other connections of the
+same process (the attempt log's readers) are fine. The statements the store runs are in ``statements.py``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The SQL the embedded crawl's store runs on its state file (``schema.py``: the tables).
 
-``SqliteQueueStore`` (``store.py`` and its bases) runs them all; the read-only
+``SqliteQueueStore`` (``store.py``) and its ``StateFile`` (``file.py``) run them all; the read-only
 ``SqliteStateReader`` (``reader.py``) shares some of its reads. A
 ``state = N`` in a statement is a request state of ``schema.py`` (0 queued, 1 leased,
 2 done, 3 dead, 4 seen only).
