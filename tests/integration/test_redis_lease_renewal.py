@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from crawlfleet.frontier.redis import RedisQueueStore
-from crawlfleet.runtime.leases import LeaseRenewer
+from crawlfleet.runtime.loop.leases import LeaseRenewer
 from tests.fixtures.clock import FakeClock
 from tests.unit.crawler_kit import T0, CannedFetcher, make_crawl, seed
 

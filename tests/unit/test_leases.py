@@ -10,7 +10,7 @@ import pytest
 from crawlfleet.errors import ConfigError
 from crawlfleet.frontier.sqlite import SqliteQueueStore
 from crawlfleet.models import Lease
-from crawlfleet.runtime.leases import LeaseRenewer
+from crawlfleet.runtime.loop.leases import LeaseRenewer
 from crawlfleet.settings.loading import load_settings
 from tests.fixtures.clock import FakeClock
 from tests.unit.crawler_kit import T0, CannedFetcher, Crawl, make_crawl, seed

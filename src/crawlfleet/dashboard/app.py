@@ -53,11 +53,11 @@ from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.dashboard import pages
 from crawlfleet.dashboard.figures import domain_row, sample_dict
 from crawlfleet.dashboard.sampler import CrawlHistory, Sampler
-from crawlfleet.dashboard.sources import ActionRefused, CrawlReader, Source
 from crawlfleet.errors import StateError
 from crawlfleet.frontier.protocols import DeadLetters
 from crawlfleet.monitoring.deadletters import ClassGroup, by_class
 from crawlfleet.monitoring.metrics import Metrics
+from crawlfleet.ops.protocols import ActionRefused, CrawlReader, Operations
 from crawlfleet.records import AttemptFilter
 
 DOMAIN_ROWS = 200
@@ -126,10 +126,10 @@ def _secured(send: Any) -> Any:
 
 
 class Dashboard:
-    """The pages and actions over one ``Source``."""
+    """The pages and actions over one ``Operations``."""
 
     def __init__(
-        self, source: Source, *, token: str | None, clock: Clock, metrics: Metrics | None
+        self, source: Operations, *, token: str | None, clock: Clock, metrics: Metrics | None
     ) -> None:
         self.source = source
         self.token = token or None
@@ -282,7 +282,7 @@ async def _state_error(request: Request, exc: Exception) -> Response:
 
 
 def create_app(
-    source: Source,
+    source: Operations,
     *,
     token: str | None = None,
     clock: Clock | None = None,

@@ -12,10 +12,10 @@ from crawlfleet.counters import CrawlStats
 from crawlfleet.dashboard.chart import progress_svg
 from crawlfleet.dashboard.figures import DomainRow, duration
 from crawlfleet.dashboard.sampler import CrawlHistory
-from crawlfleet.dashboard.sources import ItemSample, WorkerRow
 from crawlfleet.monitoring.deadletters import ClassGroup
 from crawlfleet.monitoring.quality_scores import scores
 from crawlfleet.monitoring.summary import dropped_line
+from crawlfleet.ops.protocols import ItemSample, WorkerRow
 from crawlfleet.records import Attempt, AttemptFilter, Outcome
 from crawlfleet.redact import redact
 

@@ -2,7 +2,7 @@
 
 ``drift.<parser>`` is ``paused`` (its pages on the domain are dead-lettered unfetched) or
 ``seen`` (a drift was detected with ``on_drift = "continue"``); no key: no drift. The drift
-test that writes them is ``runtime/drift.py``; ``status``, the metrics and
+test that writes them is ``runtime/step/drift.py``; ``status``, the metrics and
 ``resume-parser`` read them.
 """
 

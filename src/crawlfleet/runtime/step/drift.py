@@ -30,9 +30,9 @@ from crawlfleet.frontier.drift_marks import PAUSED, SEEN, mark_key, paused
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.protocols import DeadLetters
 from crawlfleet.monitoring.deadletters import requeue_class
-from crawlfleet.runtime.strategy import Strategies
+from crawlfleet.runtime.choice.strategy import Strategies
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("crawlfleet.runtime.drift")  # its name before #36 (decision 0062)
 
 BASELINE_FLOOR = 0.02
 BASELINE_CAP = 0.2

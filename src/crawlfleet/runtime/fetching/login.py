@@ -1,6 +1,6 @@
 """Logging in: the session a login step drives, and the fetcher link that keeps domains logged in.
 
-``LoginFetcher`` sits in the fetch chain (``runtime.fetch_chain``) above the HTTP fetcher.
+``LoginFetcher`` sits in the fetch chain (``runtime.fetching.chain``) above the HTTP fetcher.
 For a request whose host a ``@login`` step claims, it sends the domain's cookies (from the
 ``SessionStore``, shared by every process of the crawl); before the domain's first request it
 logs in when the store has no session yet. A response the step's rule calls logged out makes
@@ -19,7 +19,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from contextlib import AsyncExitStack
 from dataclasses import replace
 from typing import Any
 from urllib.parse import urlencode, urljoin, urlsplit
@@ -27,7 +26,7 @@ from urllib.parse import urlencode, urljoin, urlsplit
 import orjson
 
 from crawlfleet.clock import Clock
-from crawlfleet.errors import ConfigError, FetchError
+from crawlfleet.errors import ConfigError, LoginFailed
 from crawlfleet.fetchers.protocols import Fetcher
 from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.parsing.login import LoginSpec
@@ -35,21 +34,14 @@ from crawlfleet.parsing.response import Response
 from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.sessions.cookies import CookieJar
 from crawlfleet.sessions.protocols import SessionStore, StoredSession
-from crawlfleet.settings import Settings
 from crawlfleet.urls import request_fingerprint
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("crawlfleet.runtime.login")  # its name before #36 (decision 0062)
 
 LOGIN_RETRY_S = 60.0
 """How long a failed login makes its domain's pages fail without trying again."""
 MAX_LOGIN_REDIRECTS = 10
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
-
-
-class LoginFailed(FetchError):
-    """A login step failed, or a page stayed logged out after it; not retried."""
-
-    transient = False
 
 
 class LoginSession:
@@ -226,23 +218,6 @@ def with_cookies(request: CrawlRequest, session: StoredSession, owner: str) -> C
     if cookie is None:
         return request
     return replace(request, headers={**request.headers, "Cookie": cookie})
-
-
-async def open_session_store(settings: Settings, stack: AsyncExitStack) -> SessionStore:
-    """The crawl's session store: Redis when distributed, else the state file's table."""
-    if settings.redis_url is not None:
-        from crawlfleet.runtime.backends import frontier_prefix
-        from crawlfleet.sessions.redis import RedisSessionStore
-
-        redis_store = RedisSessionStore.open(settings.redis_url, frontier_prefix(settings.crawl_id))
-        stack.push_async_callback(redis_store.close)
-        return redis_store
-    from crawlfleet.runtime.backends import state_paths
-    from crawlfleet.sessions.sqlite import SqliteSessionStore
-
-    sqlite_store = await SqliteSessionStore.open(state_paths(settings.state_dir)[0])
-    stack.push_async_callback(sqlite_store.close)
-    return sqlite_store
 
 
 def check_logins(logins: Sequence[LoginSpec], secrets: SiteSecrets) -> None:
