@@ -30,7 +30,12 @@ from crawlfleet.monitoring.summary import CrawlResult, RunContext, read_result
 from crawlfleet.ops.results import reject_reasons
 from crawlfleet.pipeline.export import export_items, export_postgres, format_of
 from crawlfleet.pipeline.reject_reasons import TOP_REASONS
-from crawlfleet.runtime.backends import extra_missing, open_embedded, open_proxy_stores
+from crawlfleet.runtime.backends import (
+    extra_missing,
+    open_embedded,
+    open_proxy_stores,
+    runs_distributed,
+)
 from crawlfleet.runtime.control import Control, FileControl, RunState
 from crawlfleet.runtime.local import LocalRunner
 from crawlfleet.runtime.loop import event_loop
@@ -105,9 +110,8 @@ class Crawl:
         ``ConfigError`` for settings that cannot be honoured, ``StateError`` when the
         state (files, Redis, PostgreSQL) cannot be used: both one line, before any fetch.
         """
-        if self.settings.redis_url is not None or self.settings.postgres_dsn is not None:
-            return await self._distributed()
-        return await self._embedded()
+        run = self._distributed if runs_distributed(self.settings) else self._embedded
+        return await run()
 
     @property
     def stopping(self) -> bool:

@@ -33,3 +33,12 @@ def test_the_distributed_dashboard_needs_both_backends_and_fails_in_one_line(
     message = assert_one_line_error(down)
     assert "Redis at redis://" in message
     assert "secret" not in message
+
+
+def test_a_redis_url_in_the_config_does_not_make_a_state_dir_distributed(tmp_path: Path) -> None:
+    config = tmp_path / "crawl.toml"
+    config.write_text('redis_url = "redis://127.0.0.1:1/0"\ndelay_s = 2.0\n')
+    missing = run_cli(
+        "dashboard", "--state", str(tmp_path / "none"), "--config", str(config), cwd=tmp_path
+    )
+    assert "no state directory" in assert_one_line_error(missing)

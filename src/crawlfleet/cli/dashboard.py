@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from crawlfleet.cli.console import fail, make_console, safe
+from crawlfleet.cli.target import target_settings
 from crawlfleet.errors import ConfigError, CrawlfleetError
-from crawlfleet.redisurl import check_redis_url
+from crawlfleet.ops.target import operations
+from crawlfleet.settings import Settings
 from crawlfleet.settings.loading import load_settings
 
 if TYPE_CHECKING:  # the dashboard's modules load with the command, not with every command
@@ -113,13 +114,9 @@ def dashboard(
 
 
 def _distributed(redis: str | None, postgres: str | None) -> Operations:
-    from crawlfleet.ops.distributed import DistributedOperations
-
     if redis is None or postgres is None:
         raise ConfigError("a distributed dashboard needs both --redis URL and --postgres DSN")
-    source = DistributedOperations(check_redis_url(redis), postgres)
-    asyncio.run(source.probe())
-    return source
+    return _probed(target_settings(None, redis, None).model_copy(update={"postgres_dsn": postgres}))
 
 
 def _embedded(
@@ -138,11 +135,16 @@ def _embedded(
         delay_s=delay,
         per_domain_concurrency=per_domain_concurrency,
     )
-    if not os.path.isdir(settings.state_dir):
-        raise ConfigError(f"no state directory {settings.state_dir}")
-    from crawlfleet.ops.embedded import EmbeddedOperations
+    # --state names an embedded crawl: a redis_url in the config (or the environment) does not
+    # make it a distributed one; the config gives only its politeness.
+    return _probed(settings.model_copy(update={"redis_url": None}))
 
-    return EmbeddedOperations(settings)
+
+def _probed(settings: Settings) -> Operations:
+    """The operations of the crawls ``settings`` name (``ops/target.py``), checked readable."""
+    ops, _crawl_id = operations(settings)
+    asyncio.run(ops.probe())
+    return ops
 
 
 def register(app: typer.Typer) -> None:

@@ -88,6 +88,11 @@ class EmbeddedOperations:
         self._control = FileControl(settings.state_dir)
         self.crawl_id = _crawl_id(settings)
 
+    async def probe(self) -> None:
+        """``ConfigError`` when the state directory is missing; its files are opened per read."""
+        if not self._settings.state_dir.is_dir():
+            raise ConfigError(f"no state directory {self._settings.state_dir}")
+
     def describe(self, crawl_id: str) -> str:
         return f"crawl in {self._settings.state_dir}"
 

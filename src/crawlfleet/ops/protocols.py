@@ -122,6 +122,11 @@ class Operations(Protocol):
 
     mode: str
 
+    async def probe(self) -> None:
+        """Check the runtime's state can be read, before serving it (``ConfigError`` for a
+        state directory that is not one, ``StateError`` for a store that cannot be opened)."""
+        ...
+
     def describe(self, crawl_id: str) -> str:
         """How a message names the crawl: ``crawl in DIR`` or ``crawl ID``."""
         ...

@@ -5,7 +5,8 @@ Embedded, the index is ``archive.sqlite`` in the crawl's state directory; distri
 target gets the files themselves (workers: a directory they share); an ``s3://bucket/prefix``
 target gets them from a spool in the state directory (``archive-spool``; a worker's own
 ``archive-spool/<host>-<pid>``), each uploaded once rolled (``archive/s3.py``). A worker
-also uploads what a dead worker of its host left in its spool.
+also uploads what a dead worker of its host left in its spool. Which index, which spool and
+how rows are written is ``runtime/backends.py``'s choice (``archive_layout``).
 ``fastwarc``, ``isal`` and ``boto3`` (the ``archive`` extra) are imported only when a crawl
 archives.
 """
@@ -13,7 +14,6 @@ archives.
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -21,13 +21,11 @@ from typing import TYPE_CHECKING
 
 from crawlfleet.archive.protocols import S3_SCHEME, WARC_SUFFIX
 from crawlfleet.errors import ConfigError
-from crawlfleet.runtime.backends import open_capture_index
+from crawlfleet.runtime.backends import ArchiveLayout, archive_layout, open_capture_index
 from crawlfleet.settings import Settings
 
 if TYPE_CHECKING:
     from crawlfleet.archive.keeper import Archive
-
-SPOOL_DIR = "archive-spool"
 
 
 def archive_root(target: str) -> str:
@@ -45,7 +43,8 @@ def archive_root(target: str) -> str:
 
 
 def open_archive(settings: Settings, stack: AsyncExitStack) -> Archive | None:
-    """The crawl's archive, closed by ``stack`` (None without ``archive``).
+    """The crawl's archive, closed by ``stack`` (None without ``archive``); where its index
+    and spool are, and how rows are written, is ``runtime/backends.py``'s choice.
 
     ``ConfigError`` when the ``archive`` extra is missing (a distributed crawl with an
     archive is refused by the settings' checks).
@@ -61,9 +60,10 @@ def open_archive(settings: Settings, stack: AsyncExitStack) -> Archive | None:
             f"--archive needs the archive extra ({exc}): pip install 'crawlfleet[archive]'"
         ) from None
     settings.state_dir.mkdir(parents=True, exist_ok=True)
+    layout = archive_layout(settings)
     directory, on_closed = Path(root), None
     if root.startswith(S3_SCHEME):
-        directory, on_closed = _spool(root, settings, stack)
+        directory, on_closed = _spool(root, layout, stack)
     index = open_capture_index(settings)
     index.set_root(root)
     files = WarcFiles(
@@ -72,45 +72,43 @@ def open_archive(settings: Settings, stack: AsyncExitStack) -> Archive | None:
         max_file_bytes=settings.archive_file_bytes,
         on_closed=on_closed,
     )
-    if settings.redis_url is None:
-        batch = IndexBatch(index)
-    else:  # a worker's loop stops between tasks: each row written before its lease ends
+    if layout.row_at_a_time:
         batch = IndexBatch(index, max_rows=1, threaded=True)
+    else:
+        batch = IndexBatch(index)
     archive = Archive(files, batch, crawl_id=settings.crawl_id)
     stack.push_async_callback(archive.close)  # before the uploads are waited for (LIFO)
     return archive
 
 
 def _spool(
-    root: str, settings: Settings, stack: AsyncExitStack
+    root: str, layout: ArchiveLayout, stack: AsyncExitStack
 ) -> tuple[Path, Callable[[Path], None]]:
     """The spool the files are written to and what uploads each finished one; files a
     killed crawl (or a dead worker of this host) left in a spool are uploaded first."""
     from crawlfleet.archive.s3 import S3Archive, S3Location, Uploader
 
-    base = settings.state_dir / SPOOL_DIR
-    host = socket.gethostname()
-    spool = base if settings.redis_url is None else base / f"{host}-{os.getpid()}"
-    uploader = Uploader(S3Archive(S3Location.parse(root)), spool)
+    uploader = Uploader(S3Archive(S3Location.parse(root)), layout.spool)
     stack.callback(uploader.close)
     leftovers = uploader.leftovers()
-    if settings.redis_url is not None:
+    if layout.per_process:
         leftovers += [
             path
-            for dead in _dead_spools(base, host)
+            for dead in _dead_spools(layout.spool)
             for path in sorted(dead.glob(f"*{WARC_SUFFIX}"))
         ]
     for leftover in leftovers:
         uploader.submit(leftover)
-    return spool, uploader.submit
+    return layout.spool, uploader.submit
 
 
-def _dead_spools(base: Path, host: str) -> list[Path]:
-    """The spools of this host's workers whose process is gone."""
+def _dead_spools(own: Path) -> list[Path]:
+    """The spools beside ``own`` (``<host>-<pid>``) of this host's workers whose process is gone."""
+    host = own.name.rpartition("-")[0]
     found = []
-    for spool in base.glob(f"{host}-*"):
+    for spool in own.parent.glob(f"{host}-*"):
         pid = spool.name.rpartition("-")[2]
-        if not pid.isdigit() or int(pid) == os.getpid():
+        if not pid.isdigit() or spool == own:
             continue
         try:
             os.kill(int(pid), 0)

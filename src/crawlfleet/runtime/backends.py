@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -58,6 +60,9 @@ log = logging.getLogger(__name__)
 
 STATE_FILE = "state.sqlite"
 """The queue store and attempt log of an embedded crawl, inside its state directory."""
+
+ARCHIVE_SPOOL = "archive-spool"
+"""Where WARC files for an ``s3://`` archive wait to be uploaded, inside the state directory."""
 
 
 def frontier_prefix(crawl_id: str) -> str:
@@ -93,6 +98,12 @@ class Backends:
     attempts: AttemptReader | None = None
     attempt_log: AttemptLog | None = None
     items_file: Path | None = None
+
+
+def runs_distributed(settings: Settings) -> bool:
+    """Whether ``settings`` describe a distributed crawl (``redis_url`` or ``postgres_dsn``
+    set: this process is its dispatcher, and needs both) rather than an embedded one."""
+    return settings.redis_url is not None or settings.postgres_dsn is not None
 
 
 def served_kinds(settings: Settings) -> tuple[str, ...]:
@@ -316,3 +327,30 @@ def open_capture_index(settings: Settings) -> CaptureIndex:
     from crawlfleet.archive.postgres_index import PostgresCaptureIndex  # psycopg
 
     return PostgresCaptureIndex(settings.postgres_dsn, settings.crawl_id)
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveLayout:
+    """How this process writes its crawl's archive (``runtime/archiving.py``).
+
+    ``spool``: where WARC files for an ``s3://`` target wait until uploaded. ``per_process``:
+    the spool is this process's own (``<host>-<pid>``, a worker), beside those of the host's
+    other workers, whose files it uploads once their process is gone; else it is the
+    crawl's only spool. ``row_at_a_time``: each capture's index row is written (in a thread)
+    as its record is, since a worker's loop stops between tasks and a row must be written
+    before its page's lease ends; else rows are written in batches.
+    """
+
+    spool: Path
+    per_process: bool
+    row_at_a_time: bool
+
+
+def archive_layout(settings: Settings) -> ArchiveLayout:
+    """The embedded crawl's one spool and batched rows, or a distributed worker's own spool
+    and rows written one at a time."""
+    base = settings.state_dir / ARCHIVE_SPOOL
+    if settings.redis_url is None:
+        return ArchiveLayout(base, per_process=False, row_at_a_time=False)
+    own = base / f"{socket.gethostname()}-{os.getpid()}"
+    return ArchiveLayout(own, per_process=True, row_at_a_time=True)
