@@ -33,6 +33,7 @@ from crawlfleet.models import CrawlRequest
 from crawlfleet.ops.distributed import DistributedOperations
 from crawlfleet.runtime.backends import frontier_prefix
 from crawlfleet.runtime.celery.definition import WORKERS, CrawlDefinition, definition_key
+from crawlfleet.runtime.policies import domain_policy
 from crawlfleet.settings import Settings
 
 WORKER_BEATS = 20
@@ -49,7 +50,9 @@ async def define(redis_url: str, crawl_id: str, domains: int) -> None:
                 "in_flight": 3, "pages": 100 * n}  # fmt: skip
         await client.hset(WORKERS, f"bench:{n}", orjson.dumps(beat))
     await client.aclose()
-    store = await RedisQueueStore.open(redis_url, frontier_prefix(crawl_id))
+    store = await RedisQueueStore.open(
+        redis_url, frontier_prefix(crawl_id), policy=domain_policy(settings)
+    )
     requests = [
         CrawlRequest(f"http://d{n}.test/", f"fp-{crawl_id}-{n}", f"d{n}.test")
         for n in range(domains)

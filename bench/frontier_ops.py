@@ -78,7 +78,7 @@ async def run(name: str, store: QueueStore, pages: int, domains: int) -> Result:
     while done < pages:
         limit = min(done % 64 + 1, pages - done)
         start = time.process_time()
-        leases = await store.claim(limit, now, LEASE_S, POLICY, KINDS)
+        leases = await store.claim(limit, now, LEASE_S, KINDS)
         cpu["claim"] += time.process_time() - start
         for lease in leases:
             links = links_for(done, next_id, domains, rng)
@@ -87,7 +87,7 @@ async def run(name: str, store: QueueStore, pages: int, domains: int) -> Result:
             start = time.process_time()
             await store.add(links, budget)
             mid = time.process_time()
-            await store.complete(lease, done_report, POLICY)
+            await store.complete(lease, done_report)
             cpu["add"] += mid - start
             cpu["complete"] += time.process_time() - mid
             done += 1
@@ -102,9 +102,9 @@ async def main() -> None:
     parser.add_argument("--pages", type=int, default=20_000)
     parser.add_argument("--domains", type=int, default=4)
     args = parser.parse_args()
-    results = [await run("memory", MemoryQueueStore(), args.pages, args.domains)]
+    results = [await run("memory", MemoryQueueStore(policy=POLICY), args.pages, args.domains)]
     with tempfile.TemporaryDirectory() as tmp:
-        store = await SqliteQueueStore.open(Path(tmp) / "state.sqlite")
+        store = await SqliteQueueStore.open(Path(tmp) / "state.sqlite", policy=POLICY)
         results.append(await run("sqlite", store, args.pages, args.domains))
     print(f"{args.pages} pages, {args.domains} domains, claim(1..64) + add(30, 25 seen) + complete")
     print(

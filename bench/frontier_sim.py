@@ -188,13 +188,13 @@ async def crawl_sample(
         nonlocal done
         while done < pages:
             now = time.time()
-            leases = await store.claim(CLAIM, now, LEASE_S, POLICY, ["http"])
+            leases = await store.claim(CLAIM, now, LEASE_S, ["http"])
             if not leases:
                 await asyncio.sleep(0.001)
                 continue
             for lease in leases:
                 await store.add(web.links_of(lease.request, rng), Budget())
-                await store.complete(lease, report(lease, now), POLICY)
+                await store.complete(lease, report(lease, now))
                 done += 1
 
     async def copier() -> None:  # the dispatcher's attempt copy: read, then trim
@@ -302,7 +302,7 @@ async def run(
     args: argparse.Namespace, web: Web, dedup: Literal["exact", "bloom"], servers: Servers
 ) -> None:
     store = await open_crawl_store(
-        servers.url, "sim", partitions=args.partitions, dedup=dedup,
+        servers.url, "sim", policy=POLICY, partitions=args.partitions, dedup=dedup,
         bloom_capacity=args.urls + args.pages * args.fanout + web.domains,
     )  # fmt: skip
     where = "3-node cluster" if args.cluster else "one server"

@@ -56,6 +56,7 @@ def one(links: int, shape: str, repeat: int, cap: int | None) -> dict[str, Any]:
     from crawlfleet.frontier.memory import MemoryQueueStore
     from crawlfleet.models import CrawlRequest, FetchResult
     from crawlfleet.parsing.default import default_parser
+    from crawlfleet.runtime.policies import domain_policy
     from crawlfleet.runtime.wiring import build_frontier
     from crawlfleet.settings import Settings
 
@@ -63,7 +64,9 @@ def one(links: int, shape: str, repeat: int, cap: int | None) -> dict[str, Any]:
     body = index_page(links) if shape == "index" else bare_page(links)
     page = FetchResult(SITE + "genindex.html", SITE + "genindex.html", 200,
                        {"content-type": "text/html; charset=utf-8"}, body, 0.0)  # fmt: skip
-    frontier = build_frontier(Settings(), MemoryQueueStore(), [SITE])
+    frontier = build_frontier(
+        Settings(), MemoryQueueStore(policy=domain_policy(Settings())), [SITE]
+    )
     parent = CrawlRequest(page.url, "fp", "docs.test", depth=1)
     parse_s = admit_s = float("inf")
     found = offered = 0

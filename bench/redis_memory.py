@@ -27,7 +27,7 @@ from redis.asyncio import Redis
 
 from crawlfleet.frontier.redis import BloomGeometry, CrawlKeys, RedisQueueStore
 from crawlfleet.frontier.redis.bloom import SHARD_BYTES
-from crawlfleet.frontier.store_types import Budget
+from crawlfleet.frontier.store_types import Budget, DomainPolicy
 from crawlfleet.models import CrawlRequest
 from crawlfleet.urls import fingerprint
 
@@ -73,7 +73,12 @@ async def insert(
     url: str, prefix: str, dedup: Literal["exact", "bloom"], fps: list[str], error_rate: float
 ) -> RedisQueueStore:
     store = await RedisQueueStore.open(
-        url, prefix, dedup=dedup, bloom_capacity=len(fps), bloom_error_rate=error_rate
+        url,
+        prefix,
+        policy=DomainPolicy(delay_s=0.0, max_in_flight=1),  # only admits: no claim reads it
+        dedup=dedup,
+        bloom_capacity=len(fps),
+        bloom_error_rate=error_rate,
     )
     requests = [
         CrawlRequest(

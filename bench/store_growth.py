@@ -51,7 +51,7 @@ def read_bytes() -> int:
 
 
 async def crawl(state: Path, pages: int, window: int, new: int, old: int) -> None:
-    store = await SqliteQueueStore.open(state / "state.sqlite")
+    store = await SqliteQueueStore.open(state / "state.sqlite", policy=POLICY)
     sink = await SqliteSink.open(state / "items.sqlite", crawl_id="growth")
     rng = random.Random(1)
     budget = Budget()
@@ -63,7 +63,7 @@ async def crawl(state: Path, pages: int, window: int, new: int, old: int) -> Non
           f" {'pages/s':>8}")  # fmt: skip
     mark = (os.times(), read_bytes(), time.perf_counter())
     while done < pages:
-        leases = await store.claim(64, now, LEASE_S, POLICY, KINDS)
+        leases = await store.claim(64, now, LEASE_S, KINDS)
         if not leases:
             break
         for lease in leases:
@@ -72,7 +72,7 @@ async def crawl(state: Path, pages: int, window: int, new: int, old: int) -> Non
             next_id += new
             await store.add(links, budget)
             await write_page(sink, lease)
-            await store.complete(lease, report(lease, now), POLICY)
+            await store.complete(lease, report(lease, now))
             done += 1
             if done % window == 0:
                 mark = print_window(done, window, mark)

@@ -39,6 +39,7 @@ from crawlfleet.runtime.backends import (
 from crawlfleet.runtime.control import Control, FileControl, RunState
 from crawlfleet.runtime.local import LocalRunner
 from crawlfleet.runtime.loop import event_loop
+from crawlfleet.runtime.policies import domain_policy
 from crawlfleet.runtime.wiring import build_crawl
 from crawlfleet.settings import Settings
 from crawlfleet.urls import UrlRules
@@ -131,7 +132,9 @@ class Crawl:
         settings, clock = self.settings, self._clock
         started = clock.now()
         async with AsyncExitStack() as stack:
-            backends = await open_embedded(settings, stack, seeds=self.seeds, fresh=self._fresh)
+            backends = await open_embedded(
+                settings, stack, policy=domain_policy(settings), seeds=self.seeds, fresh=self._fresh
+            )
             events = EventBus()
             graph = await build_crawl(
                 settings,

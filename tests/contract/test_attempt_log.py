@@ -177,18 +177,18 @@ async def test_postgres_records_an_error_quoting_a_nul_without_it(postgres_dsn: 
 
 async def test_sqlite_reader_reads_what_the_store_wrote(tmp_path: Path) -> None:
     path = tmp_path / "state.sqlite"
-    store = await SqliteQueueStore.open(path)
+    store = await SqliteQueueStore.open(path, policy=FREE)
     reader = await SqliteAttemptLog.open(path)
     try:
         await store.add([req("1"), req("2")], NO_BUDGET)
-        leases = await store.claim(10, T0, LEASE_S, FREE, ("http",))
+        leases = await store.claim(10, T0, LEASE_S, ("http",))
         for n, lease in enumerate(leases):
             r = lease.request
             outcome = Outcome.PARSE_ERROR if n else Outcome.OK
             row = attempt(r.url.rsplit("/", 1)[1], outcome, at=T0 + n, error="E" if n else None)
             row = Attempt(**{**row.to_dict(), "url": r.url, "fingerprint": r.fingerprint,
                              "outcome": outcome})  # fmt: skip
-            assert await store.complete(lease, Report(row), FREE)
+            assert await store.complete(lease, Report(row))
         await asyncio.sleep(0)  # the store commits when the event loop's turn ends
         assert [a.at for a in await reader.recent()] == [T0 + 1, T0]
         assert await reader.top_errors(Outcome.PARSE_ERROR) == [("E", 1)]

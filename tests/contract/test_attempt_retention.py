@@ -15,18 +15,18 @@ from tests.fixtures.cli import assert_one_line_error, run_cli
 
 async def crawl_attempts(path: Path, pages: int, keep_attempts: int | None) -> None:
     """``pages`` requests added, leased and completed, one attempt each."""
-    store = await SqliteQueueStore.open(path, keep_attempts=keep_attempts)
+    store = await SqliteQueueStore.open(path, keep_attempts=keep_attempts, policy=FREE)
     try:
         await store.add([req(str(n)) for n in range(pages)], NO_BUDGET)
         n = 0
-        while leases := await store.claim(100, T0 + n, LEASE_S, FREE, ("http",)):
+        while leases := await store.claim(100, T0 + n, LEASE_S, ("http",)):
             for lease in leases:
                 r = lease.request
                 row = Attempt(
                     url=r.url, fingerprint=r.fingerprint, domain=r.domain, worker="w",
                     outcome=Outcome.OK, status=200, bytes=1, latency_s=0.01, retry=0, at=T0 + n,
                 )  # fmt: skip
-                assert await store.complete(lease, Report(row), FREE)
+                assert await store.complete(lease, Report(row))
                 n += 1
         assert n == pages
     finally:
@@ -68,7 +68,7 @@ async def test_vacuum_prunes_the_log_and_shrinks_the_files(tmp_path: Path) -> No
     assert kept == [T0 + n for n in range(2900, 3000)]
     assert (state / "state.sqlite").stat().st_size < before
     # The store still opens and reads the vacuumed file.
-    store = await SqliteQueueStore.open(state / "state.sqlite")
+    store = await SqliteQueueStore.open(state / "state.sqlite", policy=FREE)
     try:
         assert (await store.counts()).done == 3000
     finally:
@@ -77,7 +77,7 @@ async def test_vacuum_prunes_the_log_and_shrinks_the_files(tmp_path: Path) -> No
 
 async def test_vacuum_refuses_a_state_in_use_and_a_missing_one(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    store = await SqliteQueueStore.open(state / "state.sqlite")
+    store = await SqliteQueueStore.open(state / "state.sqlite", policy=FREE)
     try:
         line = assert_one_line_error(run_cli("vacuum", "--state", str(state), cwd=tmp_path))
         assert "in use" in line

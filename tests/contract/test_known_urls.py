@@ -13,7 +13,7 @@ from crawlfleet.frontier.sqlite import SqliteQueueStore
 from crawlfleet.frontier.sqlite.schema import SCHEMA_VERSION
 from crawlfleet.frontier.store_types import Budget, Visit
 from crawlfleet.records import QueueCounts
-from tests.contract.test_queue_store import NO_BUDGET, T0, claim, complete, names, req
+from tests.contract.test_queue_store import FREE, NO_BUDGET, T0, claim, complete, names, req
 
 INF = float("inf")
 
@@ -122,7 +122,7 @@ async def test_revisits_charge_no_budget(store: QueueStore) -> None:
 
 async def test_a_version_3_state_file_gains_the_known_table(tmp_path: Path) -> None:
     path = tmp_path / "state.sqlite"
-    store = await SqliteQueueStore.open(path)
+    store = await SqliteQueueStore.open(path, policy=FREE)
     await store.add([req("1")], NO_BUDGET)
     (lease,) = await claim(store)
     await complete(store, lease)
@@ -131,7 +131,7 @@ async def test_a_version_3_state_file_gains_the_known_table(tmp_path: Path) -> N
         db.execute("DROP TABLE known")
         db.execute("PRAGMA user_version = 3")
     db.close()
-    store = await SqliteQueueStore.open(path)
+    store = await SqliteQueueStore.open(path, policy=FREE)
     try:
         assert await store.counts() == QueueCounts(queued=0, leased=0, done=1, dead=0, seen=1)
         await store.remember(lease.request, visit(T0))

@@ -7,7 +7,16 @@ browser lane when its process has no browser (``runtime/choice/strategy.py``).
 from __future__ import annotations
 
 from crawlfleet.frontier.protocols import QueueStore
-from tests.contract.test_queue_store import NO_BUDGET, POLITE, T0, claim, complete, names, req
+from tests.contract.test_queue_store import (
+    NO_BUDGET,
+    POLITE,
+    T0,
+    StoreFor,
+    claim,
+    complete,
+    names,
+    req,
+)
 
 
 async def test_a_moved_request_waits_in_the_other_lane_with_its_retry_count(
@@ -39,10 +48,11 @@ async def test_a_stale_lease_moves_nothing(store: QueueStore) -> None:
     assert (await store.counts()).queued == 1
 
 
-async def test_a_move_frees_the_domain_slot_and_keeps_its_politeness(store: QueueStore) -> None:
+async def test_a_move_frees_the_domain_slot_and_keeps_its_politeness(store_for: StoreFor) -> None:
+    store = await store_for(POLITE)
     await store.add([req("a"), req("b")], NO_BUDGET)
-    (lease,) = await claim(store, policy=POLITE)
-    assert await claim(store, now=T0 + 5, policy=POLITE) == []  # one in flight: capped
+    (lease,) = await claim(store)
+    assert await claim(store, now=T0 + 5) == []  # one in flight: capped
     assert await store.move(lease, "browser")
-    (next_one,) = await claim(store, now=T0 + 5, policy=POLITE, kinds=("http", "browser"))
+    (next_one,) = await claim(store, now=T0 + 5, kinds=("http", "browser"))
     assert names([next_one]) in (["a"], ["b"])

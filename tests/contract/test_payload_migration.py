@@ -8,7 +8,7 @@ from pathlib import Path
 
 from crawlfleet.frontier.sqlite import SqliteQueueStore
 from crawlfleet.frontier.sqlite.schema import SCHEMA, SCHEMA_VERSION
-from tests.contract.test_queue_store import NO_BUDGET, T0, claim, req
+from tests.contract.test_queue_store import FREE, NO_BUDGET, T0, claim, req
 
 # The requests table of schema version 2, as the previous release wrote it; its other
 # tables and indexes are those of version 3.
@@ -54,7 +54,7 @@ async def test_a_version_2_file_reads_its_requests_as_plain_gets_and_takes_paylo
 ) -> None:
     path = tmp_path / "state.sqlite"
     v2_file(path)
-    store = await SqliteQueueStore.open(path)
+    store = await SqliteQueueStore.open(path, policy=FREE)
     try:
         (letter,) = await store.dead_letters()
         assert letter.request == replace(req("dead"), depth=1)

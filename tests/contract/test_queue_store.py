@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
 from crawlfleet.frontier.protocols import QueueStore
@@ -27,6 +28,10 @@ from crawlfleet.records import Attempt, Outcome, QueueCounts
 T0 = 1_000_000.0
 FREE = DomainPolicy(delay_s=0.0, max_in_flight=100)
 POLITE = DomainPolicy(delay_s=1.0, max_in_flight=1)
+
+StoreFor = Callable[[DomainPolicy], Awaitable[QueueStore]]
+"""The ``store_for`` fixture (``conftest.py``): a new store of the backend under test holding
+the given default domain policy."""
 NO_BUDGET = Budget()
 LEASE_S = 60.0
 MAX_RETRIES = 3
@@ -75,22 +80,20 @@ async def claim(
     store: QueueStore,
     limit: int = 100,
     now: float = T0,
-    policy: DomainPolicy = FREE,
     kinds: tuple[str, ...] = KINDS,
 ) -> list[Lease]:
-    return await store.claim(limit, now, LEASE_S, policy, kinds)
+    return await store.claim(limit, now, LEASE_S, kinds)
 
 
 async def complete(
     store: QueueStore,
     lease: Lease,
     at: float = T0,
-    policy: DomainPolicy = FREE,
     signal: Signal = Signal.NONE,
     **report: object,
 ) -> Ended:
     done = Report(attempt(lease, at=at), signal, **report)  # type: ignore[arg-type]
-    return await store.complete(lease, done, policy)
+    return await store.complete(lease, done)
 
 
 async def retry(
@@ -99,12 +102,11 @@ async def retry(
     not_before: float,
     error: str,
     at: float = T0,
-    policy: DomainPolicy = FREE,
     signal: Signal = Signal.NONE,
     **report: object,
 ) -> Ended:
     tried = Report(attempt(lease, Outcome.RETRY, 503, at, error=error), signal, **report)  # type: ignore[arg-type]
-    return await store.retry(lease, not_before, error, tried, policy)
+    return await store.retry(lease, not_before, error, tried)
 
 
 async def bury(
@@ -112,12 +114,11 @@ async def bury(
     lease: Lease,
     error: str,
     now: float,
-    policy: DomainPolicy = FREE,
     signal: Signal = Signal.NONE,
     **report: object,
 ) -> Ended:
     died = Report(attempt(lease, Outcome.DEAD, 500, now, error=error), signal, **report)  # type: ignore[arg-type]
-    return await store.bury(lease, error, now, died, policy)
+    return await store.bury(lease, error, now, died)
 
 
 # --- add, dedup, budgets -------------------------------------------------------------------
@@ -196,34 +197,37 @@ async def test_claim_respects_limit(store: QueueStore) -> None:
 async def test_lease_carries_the_request_and_expiry(store: QueueStore) -> None:
     original = req("x", depth=3, fetcher="browser", parent="https://a.test/", priority=2)
     await store.add([original], NO_BUDGET)
-    (lease,) = await store.claim(5, T0, 30.0, FREE, ("browser",))
+    (lease,) = await store.claim(5, T0, 30.0, ("browser",))
     assert lease.request == original
     assert lease.expires_at == T0 + 30.0
 
 
-async def test_delay_spaces_claims_of_one_domain(store: QueueStore) -> None:
-    await store.add([req(str(i)) for i in range(3)], NO_BUDGET)
+async def test_delay_spaces_claims_of_one_domain(store_for: StoreFor) -> None:
     policy = DomainPolicy(delay_s=2.0, max_in_flight=10)
-    assert len(await claim(store, now=T0, policy=policy)) == 1
-    assert await claim(store, now=T0 + 1.9, policy=policy) == []
+    store = await store_for(policy)
+    await store.add([req(str(i)) for i in range(3)], NO_BUDGET)
+    assert len(await claim(store, now=T0)) == 1
+    assert await claim(store, now=T0 + 1.9) == []
     assert await store.next_ready_at(T0 + 1.0, KINDS) == T0 + 2.0
-    assert len(await claim(store, now=T0 + 2.0, policy=policy)) == 1
+    assert len(await claim(store, now=T0 + 2.0)) == 1
 
 
-async def test_one_claim_serves_every_due_domain(store: QueueStore) -> None:
+async def test_one_claim_serves_every_due_domain(store_for: StoreFor) -> None:
+    store = await store_for(POLITE)
     await store.add([req(str(i), d) for d in ("a.test", "b.test", "c.test") for i in range(3)], NO_BUDGET)  # fmt: skip
-    leases = await claim(store, policy=POLITE)
+    leases = await claim(store)
     assert sorted(lease.request.domain for lease in leases) == ["a.test", "b.test", "c.test"]
 
 
-async def test_max_in_flight_caps_leases_per_domain(store: QueueStore) -> None:
-    await store.add([req(str(i)) for i in range(5)], NO_BUDGET)
+async def test_max_in_flight_caps_leases_per_domain(store_for: StoreFor) -> None:
     policy = DomainPolicy(delay_s=0.0, max_in_flight=2)
-    first = await claim(store, policy=policy)
+    store = await store_for(policy)
+    await store.add([req(str(i)) for i in range(5)], NO_BUDGET)
+    first = await claim(store)
     assert len(first) == 2
-    assert await claim(store, now=T0 + 1, policy=policy) == []
+    assert await claim(store, now=T0 + 1) == []
     assert await complete(store, first[0])
-    assert len(await claim(store, now=T0 + 2, policy=policy)) == 1
+    assert len(await claim(store, now=T0 + 2)) == 1
 
 
 async def test_per_domain_overrides_replace_the_default(store: QueueStore) -> None:
@@ -256,28 +260,30 @@ async def test_block_until_holds_a_domain_and_is_never_shortened(store: QueueSto
     assert [x.request.domain for x in await claim(store, now=T0 + 1)] == ["b.test"]
     assert await claim(store, now=T0 + 6) == []
     assert await store.next_ready_at(T0 + 6, KINDS) == T0 + 10
-    view = await store.domain("a.test", FREE)
+    view = await store.domain("a.test")
     assert (view.retry_after_until, view.ready_at) == (T0 + 10, T0 + 10)
     assert len(await claim(store, now=T0 + 10)) == 2
 
 
-async def test_a_lease_end_rests_its_domain_for_the_delay(store: QueueStore) -> None:
+async def test_a_lease_end_rests_its_domain_for_the_delay(store_for: StoreFor) -> None:
+    store = await store_for(POLITE)
     await store.add([req(str(i)) for i in range(3)], NO_BUDGET)
-    (lease,) = await claim(store, policy=POLITE)
-    assert await complete(store, lease, at=T0 + 3, policy=POLITE)
-    assert await claim(store, now=T0 + 3.9, policy=POLITE) == []
+    (lease,) = await claim(store)
+    assert await complete(store, lease, at=T0 + 3)
+    assert await claim(store, now=T0 + 3.9) == []
     assert await store.next_ready_at(T0 + 2, KINDS) == T0 + 4
-    (lease,) = await claim(store, now=T0 + 4, policy=POLITE)
+    (lease,) = await claim(store, now=T0 + 4)
     skipped = Report(attempt(lease, Outcome.SKIPPED, None, T0 + 9))
-    assert await store.complete(lease, skipped, POLITE)
+    assert await store.complete(lease, skipped)
     assert await store.next_ready_at(T0 + 4, KINDS) == T0 + 5
 
 
-async def test_next_ready_at(store: QueueStore) -> None:
+async def test_next_ready_at(store_for: StoreFor) -> None:
+    store = await store_for(DomainPolicy(delay_s=3.0, max_in_flight=5))
     assert await store.next_ready_at(T0, KINDS) is None
     await store.add([req("1"), req("2")], NO_BUDGET)
     assert await store.next_ready_at(T0, KINDS) == T0
-    leases = await claim(store, policy=DomainPolicy(delay_s=3.0, max_in_flight=5))
+    leases = await claim(store)
     assert await store.next_ready_at(T0 + 1, KINDS) == T0 + 3
     await retry(store, leases[0], T0 + 50, "e")
     for lease in await claim(store, now=T0 + 3):
@@ -288,11 +294,12 @@ async def test_next_ready_at(store: QueueStore) -> None:
     assert await store.next_ready_at(T0 + 60, KINDS) is None
 
 
-async def test_next_ready_at_leaves_out_domains_with_full_slots(store: QueueStore) -> None:
+async def test_next_ready_at_leaves_out_domains_with_full_slots(store_for: StoreFor) -> None:
+    store = await store_for(DomainPolicy(delay_s=0.0, max_in_flight=1))
     await store.add([req("1"), req("2"), req("1", "b.test")], NO_BUDGET)
     await store.set_delay("b.test", 5.0, DelaySource.OVERRIDE)
     await store.set_concurrency("b.test", 3)
-    leases = await claim(store, limit=2, policy=DomainPolicy(delay_s=0.0, max_in_flight=1))
+    leases = await claim(store, limit=2)
     assert sorted(lease.request.domain for lease in leases) == ["a.test", "b.test"]
     assert await store.next_ready_at(T0 + 1, KINDS) is None
     await store.add([req("3"), req("4")], NO_BUDGET)
@@ -358,8 +365,8 @@ async def test_forged_token_is_refused(store: QueueStore) -> None:
 async def test_reap_returns_expired_leases_and_stales_them(store: QueueStore) -> None:
     await store.add([req("1"), req("2")], NO_BUDGET)
     early, late = (
-        await store.claim(1, T0, 10.0, FREE, KINDS),
-        await store.claim(1, T0 + 5, 10.0, FREE, KINDS),
+        await store.claim(1, T0, 10.0, KINDS),
+        await store.claim(1, T0 + 5, 10.0, KINDS),
     )
     assert await store.reap(T0 + 10, MAX_RETRIES) == 0
     assert await store.reap(T0 + 11, MAX_RETRIES) == 1
@@ -375,7 +382,7 @@ async def test_reap_returns_expired_leases_and_stales_them(store: QueueStore) ->
 
 async def test_reap_infinity_returns_every_lease(store: QueueStore) -> None:
     await store.add([req(str(i), d) for d in ("a.test", "b.test") for i in range(3)], NO_BUDGET)
-    leases = await store.claim(10, T0, 1e9, FREE, KINDS)
+    leases = await store.claim(10, T0, 1e9, KINDS)
     assert len(leases) == 6
     assert await store.reap(float("inf"), MAX_RETRIES) == 6
     assert (await store.counts()).queued == 6
@@ -385,7 +392,7 @@ async def test_reap_infinity_returns_every_lease(store: QueueStore) -> None:
 
 async def test_renew_keeps_a_lease_alive_past_its_first_expiry(store: QueueStore) -> None:
     await store.add([req("1"), req("2")], NO_BUDGET)
-    renewed, left = await store.claim(2, T0, 10.0, FREE, KINDS)
+    renewed, left = await store.claim(2, T0, 10.0, KINDS)
     assert await store.renew(renewed, T0 + 15)
     assert await store.renew(renewed, T0 + 20)
     assert await store.reap(T0 + 12, MAX_RETRIES) == 1  # only the lease left alone
@@ -398,9 +405,9 @@ async def test_renew_keeps_a_lease_alive_past_its_first_expiry(store: QueueStore
 
 async def test_renew_refuses_a_lease_no_longer_current(store: QueueStore) -> None:
     await store.add([req("1")], NO_BUDGET)
-    (first,) = await store.claim(1, T0, 10.0, FREE, KINDS)
+    (first,) = await store.claim(1, T0, 10.0, KINDS)
     assert await store.reap(T0 + 11, MAX_RETRIES) == 1
-    (again,) = await store.claim(1, T0 + 11, 10.0, FREE, KINDS)
+    (again,) = await store.claim(1, T0 + 11, 10.0, KINDS)
     assert not await store.renew(first, T0 + 30)  # reaped, and handed out again
     assert await store.renew(again, T0 + 30)
     forged = Lease(again.request, f"{again.request.fingerprint}:x", again.expires_at)
@@ -412,7 +419,7 @@ async def test_renew_refuses_a_lease_no_longer_current(store: QueueStore) -> Non
 
 async def test_renew_never_shortens_a_lease(store: QueueStore) -> None:
     await store.add([req("1")], NO_BUDGET)
-    (lease,) = await store.claim(1, T0, 10.0, FREE, KINDS)
+    (lease,) = await store.claim(1, T0, 10.0, KINDS)
     assert await store.renew(lease, T0 + 30)
     assert await store.renew(lease, T0 + 5)  # current, so True; the expiry stays T0 + 30
     assert await store.reap(T0 + 29, MAX_RETRIES) == 0
@@ -420,26 +427,27 @@ async def test_renew_never_shortens_a_lease(store: QueueStore) -> None:
     assert not await complete(store, lease)
 
 
-async def test_reaped_request_frees_its_domain_slot(store: QueueStore) -> None:
-    await store.add([req("1"), req("2")], NO_BUDGET)
+async def test_reaped_request_frees_its_domain_slot(store_for: StoreFor) -> None:
     policy = DomainPolicy(delay_s=0.0, max_in_flight=1)
-    assert len(await store.claim(5, T0, 10.0, policy, KINDS)) == 1
-    assert await store.claim(5, T0 + 5, 10.0, policy, KINDS) == []
+    store = await store_for(policy)
+    await store.add([req("1"), req("2")], NO_BUDGET)
+    assert len(await store.claim(5, T0, 10.0, KINDS)) == 1
+    assert await store.claim(5, T0 + 5, 10.0, KINDS) == []
     await store.reap(T0 + 20, MAX_RETRIES)
-    assert len(await store.claim(5, T0 + 20, 10.0, policy, KINDS)) == 1
+    assert len(await store.claim(5, T0 + 20, 10.0, KINDS)) == 1
 
 
 async def test_poison_page_ends_in_the_dead_letter_queue(store: QueueStore) -> None:
     await store.add([req("poison")], NO_BUDGET)
     now = T0
     for attempt in range(MAX_RETRIES + 1):
-        (lease,) = await store.claim(5, now, 10.0, FREE, KINDS)
+        (lease,) = await store.claim(5, now, 10.0, KINDS)
         assert lease.request.attempt == attempt
         now += 11
         assert await store.reap(now, MAX_RETRIES) == 1
         assert not await complete(store, lease)
     assert await store.counts() == QueueCounts(queued=0, leased=0, done=0, dead=1, seen=1)
-    assert await store.claim(5, now, 10.0, FREE, KINDS) == []
+    assert await store.claim(5, now, 10.0, KINDS) == []
     (letter,) = await store.dead_letters()
     assert letter.request.attempt == MAX_RETRIES
     assert letter.errors == (LEASE_EXPIRED,) * (MAX_RETRIES + 1)
@@ -450,7 +458,7 @@ async def test_reap_joins_the_history_of_ordinary_failures(store: QueueStore) ->
     await store.add([req("1")], NO_BUDGET)
     (lease,) = await claim(store)
     await retry(store, lease, T0 + 1, "HTTP 503")
-    (lease,) = await store.claim(5, T0 + 1, 10.0, FREE, KINDS)
+    (lease,) = await store.claim(5, T0 + 1, 10.0, KINDS)
     assert await store.reap(T0 + 12, 1) == 1
     (letter,) = await store.dead_letters()
     assert letter.errors == ("HTTP 503", LEASE_EXPIRED)
@@ -576,12 +584,13 @@ async def test_counts_in_every_state(store: QueueStore) -> None:
     assert (await store.counts()).pending == 4
 
 
-async def test_random_operations_keep_every_fingerprint_in_one_state(store: QueueStore) -> None:
+async def test_random_operations_keep_every_fingerprint_in_one_state(store_for: StoreFor) -> None:
     rng = random.Random(7)
     model: dict[str, str] = {}
     leases: dict[str, Lease] = {}
     now = T0
     policy = DomainPolicy(delay_s=0.5, max_in_flight=2)
+    store = await store_for(policy)
     ended = expired_total = 0
     for _step in range(300):
         now += rng.choice((0.0, 0.25, 1.0))
@@ -594,7 +603,7 @@ async def test_random_operations_keep_every_fingerprint_in_one_state(store: Queu
                 if r.fingerprint not in model and len(model) < 60:
                     model[r.fingerprint] = "queued"
         elif op < 0.55:
-            for lease in await store.claim(rng.randrange(1, 6), now, 5.0, policy, KINDS):
+            for lease in await store.claim(rng.randrange(1, 6), now, 5.0, KINDS):
                 fp = lease.request.fingerprint
                 assert model[fp] == "queued"
                 model[fp] = "leased"

@@ -27,13 +27,13 @@ def make_version_3(path: Path) -> None:
 
 async def test_old_attempts_read_without_a_route_and_new_ones_keep_theirs(tmp_path: Path) -> None:
     path = tmp_path / "state.sqlite"
-    await (await SqliteQueueStore.open(path)).close()
+    await (await SqliteQueueStore.open(path, policy=FREE)).close()
     make_version_3(path)
-    store = await SqliteQueueStore.open(path)
+    store = await SqliteQueueStore.open(path, policy=FREE)
     await store.add([req("new")], NO_BUDGET)
     (lease,) = await claim(store)
     routed = attempt(lease, session_id="s1", proxy_id="px-0123456789", tier=2)
-    await store.complete(lease, Report(routed), FREE)
+    await store.complete(lease, Report(routed))
     await store.close()
     log = await SqliteAttemptLog.open(path)
     try:

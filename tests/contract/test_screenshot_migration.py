@@ -26,13 +26,13 @@ async def test_a_version_3_file_records_screenshots_after_its_step(tmp_path: Pat
     v3_file(path)
     with sqlite3.connect(path) as db:
         assert "screenshot" not in {row[1] for row in db.execute("PRAGMA table_info(attempts)")}
-    store = await SqliteQueueStore.open(path)
+    store = await SqliteQueueStore.open(path, policy=FREE)
     try:
         await store.add([req("a")], NO_BUDGET)
         (lease,) = await claim(store)
         shot = str(tmp_path / "screenshots" / "a-0.png")
         failed = attempt(lease, Outcome.FAILED, 500, screenshot=shot, fetcher="browser")
-        assert await store.complete(lease, Report(failed, Signal.NONE), FREE)
+        assert await store.complete(lease, Report(failed, Signal.NONE))
     finally:
         await store.close()
     with sqlite3.connect(path) as db:

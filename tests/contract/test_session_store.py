@@ -11,6 +11,7 @@ import pytest
 from crawlfleet.frontier.sqlite import SqliteQueueStore
 from crawlfleet.sessions.memory import MemorySessionStore
 from crawlfleet.sessions.protocols import SessionStore
+from tests.contract.test_queue_store import FREE
 
 
 @pytest.fixture(params=["memory", "sqlite", pytest.param("redis", marks=pytest.mark.redis)])
@@ -21,7 +22,9 @@ async def sessions(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncItera
     if request.param == "sqlite":
         from crawlfleet.sessions.sqlite import SqliteSessionStore
 
-        queue = await SqliteQueueStore.open(tmp_path / "state.sqlite")  # shares the file
+        queue = await SqliteQueueStore.open(
+            tmp_path / "state.sqlite", policy=FREE
+        )  # shares the file
         store = await SqliteSessionStore.open(tmp_path / "state.sqlite")
         yield store
         await store.close()

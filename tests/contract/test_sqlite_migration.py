@@ -106,10 +106,10 @@ def v1_file(path: Path) -> None:
 async def test_a_version_1_file_opens_with_its_queue_policy_and_attempts(tmp_path: Path) -> None:
     path = tmp_path / "state.sqlite"
     v1_file(path)
-    store = await SqliteQueueStore.open(path)
+    store = await SqliteQueueStore.open(path, policy=FREE)
     try:
         assert await store.counts() == QueueCounts(queued=3, leased=1, done=1, dead=1, seen=7)
-        view = await store.domain("a.test", FREE)
+        view = await store.domain("a.test")
         assert (view.base_delay_s, view.delay_source, view.max_in_flight) == (
             2.0,
             DelaySource.DEFAULT,  # the crawl-wide delay: its layer (FREE's)
@@ -134,9 +134,9 @@ async def test_a_version_1_file_opens_with_its_queue_policy_and_attempts(tmp_pat
             (req("1").fingerprint, "http", None),
             (req("2").fingerprint, "http", None),
         ]
-    again = await SqliteQueueStore.open(path)
+    again = await SqliteQueueStore.open(path, policy=FREE)
     try:
-        assert (await again.domain("a.test", FREE)).delay_source is DelaySource.ROBOTS
+        assert (await again.domain("a.test")).delay_source is DelaySource.ROBOTS
         assert (await again.stats()).get("attempts") == 1  # counted from the migration on
     finally:
         await again.close()
@@ -149,11 +149,11 @@ async def test_a_file_the_old_attempt_log_created_first_gets_the_new_columns(
     with sqlite3.connect(path) as db:
         db.executescript(V1_ATTEMPTS)
         db.execute(V1_ATTEMPT, ("https://a.test/0", "fp-0", "a.test", "ok", 200, T0))
-    store = await SqliteQueueStore.open(path)
+    store = await SqliteQueueStore.open(path, policy=FREE)
     try:
         await store.add([req("1", fetcher="browser")], NO_BUDGET)
         (lease,) = await claim(store, kinds=("browser",))
-        assert await store.complete(lease, Report(attempt(lease, detail="why")), FREE)
+        assert await store.complete(lease, Report(attempt(lease, detail="why")))
     finally:
         await store.close()
     with sqlite3.connect(path) as db:

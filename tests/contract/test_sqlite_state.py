@@ -36,7 +36,7 @@ from tests.contract.test_strategy_ladder import EAGER, block
 
 async def test_reopened_file_has_the_same_queue_seen_and_dead_letters(tmp_path: Path) -> None:
     path = tmp_path / "state.sqlite"
-    store = await SqliteQueueStore.open(path)
+    store = await SqliteQueueStore.open(path, policy=FREE)
     await store.add([req(str(i), priority=i % 3) for i in range(8)], Budget(max_total=9))
     await store.set_concurrency("a.test", 3)
     await store.set_delay("a.test", 0.0, DelaySource.OVERRIDE)
@@ -50,16 +50,16 @@ async def test_reopened_file_has_the_same_queue_seen_and_dead_letters(tmp_path: 
     await retry(store, blocked, 0.0, "HTTP 429", block_until=T0 + 100, reason="Retry-After")
     (leased,) = await claim(store, limit=1)
     await store.start(T0)
-    views = await store.domains(FREE)
+    views = await store.domains()
     stats = await store.stats()
     before = await store.counts()
     letters = await store.dead_letters()
     await store.close()
 
-    store = await SqliteQueueStore.open(path)
+    store = await SqliteQueueStore.open(path, policy=FREE)
     try:
         assert await store.counts() == before == QueueCounts(6, 1, 1, 1, 9)
-        assert await store.domains(FREE) == views
+        assert await store.domains() == views
         assert await store.stats() == stats
         assert stats.started_at == T0
         assert (stats.get("blocks"), stats.get("attempts")) == (1, 4)
@@ -69,8 +69,10 @@ async def test_reopened_file_has_the_same_queue_seen_and_dead_letters(tmp_path: 
         assert await store.reap(float("inf"), MAX_RETRIES) == 1
         assert not await complete(store, leased)
         assert await store.next_ready_at(T0, KINDS) == T0
+        await store.close()
+        store = await SqliteQueueStore.open(path, policy=DomainPolicy(1.0, 1))  # a 1 s crawl
         # The policy overrides (3 in flight, no delay) and the block on b.test survived.
-        got = await claim(store, now=T0 + 1, policy=DomainPolicy(1.0, 1))
+        got = await claim(store, now=T0 + 1)
         assert len(got) == 3
         assert {x.request.domain for x in got} == {"a.test"}
         assert await store.next_ready_at(T0 + 1, KINDS) == T0 + 100
@@ -80,11 +82,11 @@ async def test_reopened_file_has_the_same_queue_seen_and_dead_letters(tmp_path: 
 
 async def test_reopen_keeps_lease_tokens_current(tmp_path: Path) -> None:
     path = tmp_path / "state.sqlite"
-    store = await SqliteQueueStore.open(path)
+    store = await SqliteQueueStore.open(path, policy=FREE)
     await store.add([req("1")], NO_BUDGET)
     (lease,) = await claim(store)
     await store.close()
-    store = await SqliteQueueStore.open(path)
+    store = await SqliteQueueStore.open(path, policy=FREE)
     try:
         assert await complete(store, lease)
         assert (await store.counts()).done == 1
@@ -94,12 +96,12 @@ async def test_reopen_keeps_lease_tokens_current(tmp_path: Path) -> None:
 
 async def test_reopen_with_only_waiting_retries(tmp_path: Path) -> None:
     path = tmp_path / "state.sqlite"
-    store = await SqliteQueueStore.open(path)
+    store = await SqliteQueueStore.open(path, policy=FREE)
     await store.add([req("1")], NO_BUDGET)
     (lease,) = await claim(store)
     await retry(store, lease, T0 + 50, "e")
     await store.close()
-    store = await SqliteQueueStore.open(path)
+    store = await SqliteQueueStore.open(path, policy=FREE)
     try:
         assert await store.next_ready_at(T0, KINDS) == T0 + 50
         assert await claim(store, now=T0 + 49) == []
@@ -110,17 +112,17 @@ async def test_reopen_with_only_waiting_retries(tmp_path: Path) -> None:
 
 async def test_a_second_open_of_one_file_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "state.sqlite"
-    store = await SqliteQueueStore.open(path)
+    store = await SqliteQueueStore.open(path, policy=FREE)
     with pytest.raises(StateError, match=str(path)):
-        await SqliteQueueStore.open(path)
+        await SqliteQueueStore.open(path, policy=FREE)
     await store.close()
-    again = await SqliteQueueStore.open(path)
+    again = await SqliteQueueStore.open(path, policy=FREE)
     await again.close()
 
 
 async def test_other_connections_of_the_process_may_share_the_file(tmp_path: Path) -> None:
     path = tmp_path / "state.sqlite"
-    store = await SqliteQueueStore.open(path)
+    store = await SqliteQueueStore.open(path, policy=FREE)
     try:
         await store.add([req("1")], NO_BUDGET)
         await asyncio.sleep(0)  # the store commits when the event loop's turn ends
@@ -136,10 +138,10 @@ async def test_a_file_that_is_not_a_database_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "state.sqlite"
     path.write_bytes(b"this is not an SQLite file at all" * 200)
     with pytest.raises(StateError, match=str(path)):
-        await SqliteQueueStore.open(path)
+        await SqliteQueueStore.open(path, policy=FREE)
     path.write_bytes(b"SQLite format 3\x00" + b"\xff" * 4000)
     with pytest.raises(StateError, match=str(path)):
-        await SqliteQueueStore.open(path)
+        await SqliteQueueStore.open(path, policy=FREE)
 
 
 async def test_a_foreign_database_is_refused(tmp_path: Path) -> None:
@@ -147,22 +149,22 @@ async def test_a_foreign_database_is_refused(tmp_path: Path) -> None:
     with sqlite3.connect(path) as other:
         other.execute("CREATE TABLE requests (id INTEGER PRIMARY KEY, body TEXT)")
     with pytest.raises(StateError, match=str(path)):
-        await SqliteQueueStore.open(path)
+        await SqliteQueueStore.open(path, policy=FREE)
     path.unlink()
     with sqlite3.connect(path) as other:
         other.execute("PRAGMA user_version = 99")
     with pytest.raises(StateError, match="schema version 99"):
-        await SqliteQueueStore.open(path)
+        await SqliteQueueStore.open(path, policy=FREE)
 
 
 KILLED_CHILD = """
 import asyncio, os, signal, sys
 from pathlib import Path
 from crawlfleet.frontier.sqlite import SqliteQueueStore
-from tests.contract.test_queue_store import NO_BUDGET, T0, bury, claim, complete, req, retry
+from tests.contract.test_queue_store import FREE, NO_BUDGET, T0, bury, claim, complete, req, retry
 
 async def main() -> None:
-    store = await SqliteQueueStore.open(Path(sys.argv[1]))
+    store = await SqliteQueueStore.open(Path(sys.argv[1]), policy=FREE)
     await store.add([req(str(i)) for i in range(5)], NO_BUDGET)
     first, second, third, fourth = await claim(store, 4)
     await complete(store, first)
@@ -190,10 +192,10 @@ async def test_a_killed_process_loses_only_the_writes_of_its_last_turn(tmp_path:
     )
     _out, err = await asyncio.wait_for(child.communicate(), timeout=60)
     assert child.returncode == -9, err.decode()
-    store = await SqliteQueueStore.open(path)
+    store = await SqliteQueueStore.open(path, policy=FREE)
     try:
         assert await store.counts() == QueueCounts(queued=2, leased=1, done=1, dead=1, seen=5)
-        assert len(await store.claim(10, T0 + 1, LEASE_S, FREE, KINDS)) == 2
+        assert len(await store.claim(10, T0 + 1, LEASE_S, KINDS)) == 2
         assert (await store.stats()).get("attempts") == 3
         with sqlite3.connect(path) as db:  # in the turn of their lease ends, not kept apart
             assert db.execute("SELECT count(*) FROM attempts").fetchone() == (3,)
@@ -203,14 +205,14 @@ async def test_a_killed_process_loses_only_the_writes_of_its_last_turn(tmp_path:
 
 async def test_a_strategy_moved_by_a_lease_end_survives_a_reopen(tmp_path: Path) -> None:
     path = tmp_path / "state.sqlite"
-    store = await SqliteQueueStore.open(path)
+    store = await SqliteQueueStore.open(path, policy=EAGER)
     await store.add([req(str(i)) for i in range(3)], NO_BUDGET)
     await block(store, T0)
     _level, _rung, strategy = await block(store, T0 + 1)
     await store.close()
-    store = await SqliteQueueStore.open(path)
+    store = await SqliteQueueStore.open(path, policy=EAGER)
     try:
-        view = await store.domain("a.test", EAGER)
+        view = await store.domain("a.test")
         assert (view.level, dict(view.strategy)) == (2, strategy)
         assert strategy == {"rung": "session", "session_epoch": "1"}
     finally:
@@ -221,7 +223,7 @@ async def test_the_writes_of_one_event_loop_turn_are_committed_together_when_it_
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "state.sqlite"
-    store = await SqliteQueueStore.open(path)
+    store = await SqliteQueueStore.open(path, policy=FREE)
     try:
         await store.add([req("1")], NO_BUDGET)
         await store.add([req("2")], NO_BUDGET)
@@ -238,7 +240,7 @@ async def test_a_failed_write_rolls_its_turn_back_and_stops_the_store(tmp_path: 
     (they are in one transaction) and every later call: the store's memory is ahead of the
     file, so the crawl stops, and a reopen resumes from the last committed turn."""
     path = tmp_path / "state.sqlite"
-    store = await SqliteQueueStore.open(path)
+    store = await SqliteQueueStore.open(path, policy=FREE)
     await store.add([req("kept")], NO_BUDGET)
     await asyncio.sleep(0)
     await store.add([req("undone")], NO_BUDGET)
@@ -248,7 +250,7 @@ async def test_a_failed_write_rolls_its_turn_back_and_stops_the_store(tmp_path: 
     with pytest.raises(StateError, match="run again to resume"):
         await store.add([req("later")], NO_BUDGET)
     await store.close()
-    reopened = await SqliteQueueStore.open(path)
+    reopened = await SqliteQueueStore.open(path, policy=FREE)
     try:
         assert [lease.request.url for lease in await claim(reopened, 10)] == [req("kept").url]
     finally:
@@ -263,7 +265,7 @@ async def test_a_session_store_on_the_same_file_writes_while_the_queue_store_is_
     from crawlfleet.sessions.sqlite import SqliteSessionStore
 
     path = tmp_path / "state.sqlite"
-    store = await SqliteQueueStore.open(path)
+    store = await SqliteQueueStore.open(path, policy=FREE)
     sessions = await SqliteSessionStore.open(path)
     busy = True
 
@@ -296,7 +298,7 @@ async def test_a_lease_end_is_not_committed_when_the_items_of_its_turn_fail(
     from crawlfleet.models import Item
     from crawlfleet.pipeline.sinks.sqlite import SqliteSink
 
-    store = await SqliteQueueStore.open(tmp_path / "state.sqlite")
+    store = await SqliteQueueStore.open(tmp_path / "state.sqlite", policy=FREE)
     sink = await SqliteSink.open(tmp_path / "items.sqlite", max_size_bytes=64 * 1024)
     store.commit_after(sink.write_in_turns())
     await store.add([req("1"), req("2")], NO_BUDGET)
@@ -312,7 +314,7 @@ async def test_a_lease_end_is_not_committed_when_the_items_of_its_turn_fail(
     await sink.close()
     await store.close()
 
-    reopened = await SqliteQueueStore.open(tmp_path / "state.sqlite")
+    reopened = await SqliteQueueStore.open(tmp_path / "state.sqlite", policy=FREE)
     try:
         assert (await reopened.counts()).leased == 2  # page 1's lease end was undone
     finally:
@@ -334,18 +336,18 @@ async def test_a_domain_s_row_is_written_once_a_turn_as_its_memory_has_it(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "state.sqlite"
-    store = await SqliteQueueStore.open(path)
+    store = await SqliteQueueStore.open(path, policy=DomainPolicy(delay_s=2.0, max_in_flight=3))
     statements: list[str] = []
     store._db.set_trace_callback(statements.append)
     try:
         await store.add([req(str(i)) for i in range(3)], NO_BUDGET)
-        for lease in await claim(store, 3, policy=DomainPolicy(delay_s=2.0, max_in_flight=3)):
+        for lease in await claim(store, 3):
             await complete(store, lease)
         await asyncio.sleep(0)  # the turn ends: one COMMIT
         writes = [s for s in statements if "INTO domains" in s or "UPDATE domains" in s]
         assert len(writes) == 1  # an admission, a claim and three lease ends: one row write
         ready_at, admitted, counters = domain_row(path)
-        view = await store.domain("a.test", FREE)
+        view = await store.domain("a.test")
         assert (ready_at, admitted) == (view.ready_at, 3)
         assert counters == dict(view.stats.counters)
         assert counters
@@ -359,7 +361,7 @@ async def test_a_lease_end_committed_at_once_beside_another_writer_carries_its_r
     """While another connection writes the file (``writing_beside``), each write commits at
     its end: the domain row it changed is in that commit, not left for a later one."""
     path = tmp_path / "state.sqlite"
-    store = await SqliteQueueStore.open(path)
+    store = await SqliteQueueStore.open(path, policy=FREE)
     try:
         await store.add([req("1")], NO_BUDGET)
         [lease] = await claim(store, 1)
@@ -367,7 +369,7 @@ async def test_a_lease_end_committed_at_once_beside_another_writer_carries_its_r
             await complete(store, lease)
             _, admitted, counters = domain_row(path)
         assert admitted == 1
-        assert counters == dict((await store.domain("a.test", FREE)).stats.counters)
+        assert counters == dict((await store.domain("a.test")).stats.counters)
         assert counters  # the lease end's counters, committed with it
     finally:
         await store.close()

@@ -13,7 +13,6 @@ from crawlfleet.frontier.sqlite import SqliteQueueStore
 from crawlfleet.frontier.store_types import LEASE_EXPIRED, Budget, Report, Signal
 from crawlfleet.records import Attempt, Outcome
 from tests.contract.test_queue_store import (
-    FREE,
     NO_BUDGET,
     T0,
     attempt,
@@ -80,9 +79,9 @@ async def test_lease_ends_count_by_domain_and_crawl(store: QueueStore) -> None:
     assert {k: v for k, v in stats.counters.items() if k != "latency_s.sum"} == expected
     assert stats.counters["latency_s.sum"] == pytest.approx(0.6)
     assert (stats.pages, stats.errors, stats.items("stored")) == (1, 3, {"product": 2})
-    a_test = (await store.domain("a.test", FREE)).stats
+    a_test = (await store.domain("a.test")).stats
     assert (a_test.get("attempts"), a_test.get("blocks"), a_test.get("outcome.ok")) == (2, 1, 1)
-    by_domain = {v.domain: v.stats for v in await store.domains(FREE)}
+    by_domain = {v.domain: v.stats for v in await store.domains()}
     assert by_domain["c.test"].counters == {
         "attempts": 1,
         "outcome.dead": 1,
@@ -108,7 +107,7 @@ async def test_add_counters_counts_for_the_domain_and_the_crawl(store: QueueStor
     stats = await store.stats()
     assert stats.items("invalid") == {"product": 3}
     assert stats.items("duplicate") == {"x": 1}
-    assert (await store.domain("a.test", FREE)).stats.items("invalid") == {"product": 2}
+    assert (await store.domain("a.test")).stats.items("invalid") == {"product": 2}
 
 
 async def test_start_time_is_recorded_once(store: QueueStore) -> None:
@@ -149,7 +148,7 @@ async def test_attempt_fields_survive_the_log(store: QueueStore) -> None:
     (lease,) = await claim(store, kinds=("browser",))
     detail = "Traceback (most recent call last):\n  ...\nValueError: no price"
     failed = attempt(lease, Outcome.PARSE_ERROR, error="ValueError: no price", detail=detail)
-    assert await store.complete(lease, Report(failed), FREE)
+    assert await store.complete(lease, Report(failed))
     assert await recorded(store) == [failed]
 
 
@@ -189,7 +188,7 @@ async def test_what_limits_dropped_is_counted_by_reason_per_domain_and_crawl(
         Limit.SITEMAP_MAX_BYTES: 2,
     }
     assert stats.filtered() == {Filtered.OFF_SITE: 7}
-    a, b = await store.domain("a.test", FREE), await store.domain("b.test", FREE)
+    a, b = await store.domain("a.test"), await store.domain("b.test")
     assert a.stats.dropped() == {Limit.MAX_LINKS_PER_PAGE: 1040, Limit.MAX_DEPTH: 4}
     assert b.stats.dropped() == {Limit.SITEMAP_MAX_BYTES: 2}
 
@@ -200,7 +199,7 @@ async def test_requests_refused_by_the_budget_are_counted_by_limit(store: QueueS
     assert await store.add([req("1"), req("6", "d.test")], Budget(max_total=3)) == 0  # 1: seen
     stats = await store.stats()
     assert stats.dropped() == {Limit.MAX_PAGES: 2, Limit.MAX_PAGES_PER_DOMAIN: 1}
-    by_domain = {view.domain: view.stats.dropped() for view in await store.domains(FREE)}
+    by_domain = {view.domain: view.stats.dropped() for view in await store.domains()}
     assert by_domain["a.test"] == {Limit.MAX_PAGES_PER_DOMAIN: 1}
     assert by_domain["c.test"] == {Limit.MAX_PAGES: 1}
     assert by_domain["d.test"] == {Limit.MAX_PAGES: 1}

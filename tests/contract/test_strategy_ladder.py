@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.frontier.store_types import BlockRules, DomainPolicy, Signal
-from tests.contract.test_queue_store import NO_BUDGET, T0, claim, complete, req, retry
+from tests.contract.test_queue_store import NO_BUDGET, T0, StoreFor, claim, complete, req, retry
 
 LADDER = ("slow", "session", "tier", "impersonate", "browser")
 EAGER = DomainPolicy(
@@ -19,22 +19,23 @@ EAGER = DomainPolicy(
 
 
 async def block(store: QueueStore, at: float) -> tuple[int, str, dict[str, str] | None]:
-    (lease,) = await claim(store, limit=1, now=at, policy=EAGER)
-    ended = await retry(store, lease, 0.0, "403", at, EAGER, Signal.BLOCK, reason="HTTP 403")
+    (lease,) = await claim(store, limit=1, now=at)
+    ended = await retry(store, lease, 0.0, "403", at, Signal.BLOCK, reason="HTTP 403")
     assert ended.change is not None
     change = ended.change
     return change.level, change.rung, dict(change.strategy or {})
 
 
 async def clean(store: QueueStore, at: float) -> tuple[int, str, dict[str, str] | None]:
-    (lease,) = await claim(store, limit=1, now=at, policy=EAGER)
-    ended = await complete(store, lease, at, EAGER, Signal.SUCCESS)
+    (lease,) = await claim(store, limit=1, now=at)
+    ended = await complete(store, lease, at, Signal.SUCCESS)
     assert ended.change is not None
     change = ended.change
     return change.level, change.rung, dict(change.strategy or {})
 
 
-async def test_each_escalation_climbs_a_rung_with_the_level(store: QueueStore) -> None:
+async def test_each_escalation_climbs_a_rung_with_the_level(store_for: StoreFor) -> None:
+    store = await store_for(EAGER)
     await store.add([req(str(i)) for i in range(20)], NO_BUDGET)
     await store.set_strategy("a.test", {"header_profile": "chrome-1", "tier": "0"})
     kept = {"header_profile": "chrome-1"}
@@ -51,11 +52,12 @@ async def test_each_escalation_climbs_a_rung_with_the_level(store: QueueStore) -
         (6, "slow",
          {**kept, "tier": "1", "rung": "slow", "session_epoch": "1", "fetcher": "browser"}),
     ]  # fmt: skip
-    view = await store.domain("a.test", EAGER)
+    view = await store.domain("a.test")
     assert (view.level, dict(view.strategy)) == (6, steps[-1][2])
 
 
-async def test_each_recovery_comes_down_a_rung(store: QueueStore) -> None:
+async def test_each_recovery_comes_down_a_rung(store_for: StoreFor) -> None:
+    store = await store_for(EAGER)
     await store.add([req(str(i)) for i in range(20)], NO_BUDGET)
     await store.set_strategy("a.test", {"header_profile": "chrome-1"})
     for i in range(5):
@@ -69,12 +71,13 @@ async def test_each_recovery_comes_down_a_rung(store: QueueStore) -> None:
         (1, "slow", {**profile, "tier": "0", "rung": "slow"}),
         (0, "", {**profile, "tier": "0"}),
     ]  # fmt: skip
-    assert dict((await store.domain("a.test", EAGER)).strategy) == steps[-1][2]
+    assert dict((await store.domain("a.test")).strategy) == steps[-1][2]
 
 
 async def test_a_slot_changed_by_another_writer_is_read_not_overwritten(
-    store: QueueStore,
+    store_for: StoreFor,
 ) -> None:
+    store = await store_for(EAGER)
     await store.add([req(str(i)) for i in range(5)], NO_BUDGET)
     await block(store, T0)
     await store.set_strategy("a.test", {"rung": "slow", "session_epoch": "7", "tier": "x"})
@@ -83,25 +86,25 @@ async def test_a_slot_changed_by_another_writer_is_read_not_overwritten(
     assert strategy == {"rung": "session", "session_epoch": "8", "tier": "x"}
 
 
-async def test_without_rungs_the_slot_is_untouched(store: QueueStore) -> None:
+async def test_without_rungs_the_slot_is_untouched(store_for: StoreFor) -> None:
     plain = DomainPolicy(0.0, 100, BlockRules(window=3, min_samples=1, threshold=1.0))
+    store = await store_for(plain)
     await store.add([req("1")], NO_BUDGET)
     await store.set_strategy("a.test", {"fetcher": "http"})
-    (lease,) = await claim(store, policy=plain)
-    ended = await retry(store, lease, 0.0, "403", T0, plain, Signal.BLOCK, reason="HTTP 403")
+    (lease,) = await claim(store)
+    ended = await retry(store, lease, 0.0, "403", T0, Signal.BLOCK, reason="HTTP 403")
     assert ended.change is not None
     assert (ended.change.level, ended.change.rung, ended.change.strategy) == (1, "", None)
-    assert dict((await store.domain("a.test", plain)).strategy) == {"fetcher": "http"}
+    assert dict((await store.domain("a.test")).strategy) == {"fetcher": "http"}
 
 
-async def test_a_window_of_refused_urls_climbs_the_ladder_as_blocks_do(store: QueueStore) -> None:
+async def test_a_window_of_refused_urls_climbs_the_ladder_as_blocks_do(store_for: StoreFor) -> None:
     """Decision 0044: refusals that add up to a ban move the level and the slot together."""
+    store = await store_for(EAGER)
     await store.add([req(f"x/{n}") for n in range(6)], NO_BUDGET)
-    leases = await claim(store, limit=6, policy=EAGER)
+    leases = await claim(store, limit=6)
     changes = [
-        (
-            await retry(store, lease, 0.0, "403", T0 + i, EAGER, Signal.REFUSED, reason="HTTP 403")
-        ).change
+        (await retry(store, lease, 0.0, "403", T0 + i, Signal.REFUSED, reason="HTTP 403")).change
         for i, lease in enumerate(leases)
     ]
     moved = [(c.level, c.rung, dict(c.strategy or {})) for c in changes if c is not None]
@@ -110,5 +113,5 @@ async def test_a_window_of_refused_urls_climbs_the_ladder_as_blocks_do(store: Qu
         (1, "slow", {"rung": "slow"}),
         (2, "session", {"rung": "session", "session_epoch": "1"}),
     ]
-    view = await store.domain("a.test", EAGER)
+    view = await store.domain("a.test")
     assert (view.level, view.block_reason) == (2, "HTTP 403")

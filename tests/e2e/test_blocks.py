@@ -20,6 +20,7 @@ from crawlfleet.frontier.memory import MemoryQueueStore
 from crawlfleet.pipeline.sinks.memory import MemorySink
 from crawlfleet.runtime.backends import Backends
 from crawlfleet.runtime.local import LocalRunner
+from crawlfleet.runtime.policies import domain_policy
 from crawlfleet.runtime.wiring import build_crawl
 from crawlfleet.settings import Settings
 
@@ -46,7 +47,9 @@ async def test_a_few_403s_among_200_pages_finish_within_the_delay_budget(
         graph = await build_crawl(
             settings,
             seeds=[seed],
-            backends=Backends(MemoryQueueStore(), sink=MemorySink(clock=clock)),
+            backends=Backends(
+                MemoryQueueStore(policy=domain_policy(settings)), sink=MemorySink(clock=clock)
+            ),
             events=events,
             clock=clock,
             stack=stack,

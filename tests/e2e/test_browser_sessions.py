@@ -25,6 +25,7 @@ from crawlfleet.frontier.memory import MemoryQueueStore
 from crawlfleet.proxies.endpoints import build_tiers
 from crawlfleet.runtime.fetcher_wiring import build_robots
 from crawlfleet.runtime.fetching.chain import session_link
+from crawlfleet.runtime.policies import domain_policy
 from crawlfleet.runtime.wiring import build_frontier
 from crawlfleet.sessions.cookies import CookieJar
 from crawlfleet.settings import Settings
@@ -116,7 +117,9 @@ async def test_robots_txt_goes_through_a_proxy_of_the_crawl_past_a_dead_one(
     )
     clock = SystemClock()
     async with AsyncExitStack() as stack:
-        frontier = build_frontier(settings, MemoryQueueStore(), settings.seeds)
+        frontier = build_frontier(
+            settings, MemoryQueueStore(policy=domain_policy(settings)), settings.seeds
+        )
         link = await session_link(settings, clock, stack, frontier)
         assert link is not None
         robots, fetch_url = build_robots(settings, clock, stack, Credentials(), link)

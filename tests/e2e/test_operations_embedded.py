@@ -17,6 +17,7 @@ from crawlfleet.events import EventBus
 from crawlfleet.runtime.backends import open_embedded
 from crawlfleet.runtime.control import FileControl
 from crawlfleet.runtime.local import LocalRunner
+from crawlfleet.runtime.policies import domain_policy
 from crawlfleet.runtime.wiring import build_crawl
 from crawlfleet.settings import Settings
 
@@ -104,7 +105,9 @@ async def test_a_paused_embedded_crawl_claims_nothing_until_resumed(
     seeds = [site.url("shop")]
     control = FileControl(settings.state_dir)
     async with AsyncExitStack() as stack:
-        backends = await open_embedded(settings, stack, seeds=seeds, fresh=False)
+        backends = await open_embedded(
+            settings, stack, policy=domain_policy(settings), seeds=seeds, fresh=False
+        )
         events = EventBus()
         graph = await build_crawl(
             settings, seeds=seeds, backends=backends, events=events, clock=SystemClock(),

@@ -23,6 +23,7 @@ from crawlfleet.pipeline.sinks.memory import MemorySink
 from crawlfleet.proxies.endpoints import build_tiers
 from crawlfleet.runtime.backends import Backends
 from crawlfleet.runtime.local import LocalRunner
+from crawlfleet.runtime.policies import domain_policy
 from crawlfleet.runtime.wiring import build_crawl
 from crawlfleet.settings import Settings
 from crawlfleet.settings.proxies import ProxySettings
@@ -124,7 +125,9 @@ async def crawl_in_process(settings: Settings, seed: str) -> tuple[bool, int]:
         graph = await build_crawl(
             settings,
             seeds=[seed],
-            backends=Backends(MemoryQueueStore(), sink=MemorySink(clock=clock)),
+            backends=Backends(
+                MemoryQueueStore(policy=domain_policy(settings)), sink=MemorySink(clock=clock)
+            ),
             events=events,
             clock=clock,
             stack=stack,
@@ -210,7 +213,7 @@ async def test_the_strategy_tier_and_session_epoch_are_honoured(
             state_dir=tmp_path / "state",
             proxies=ProxySettings(tiers=[["direct"], [second_tier.url]]),
         )
-        store = MemoryQueueStore()
+        store = MemoryQueueStore(policy=domain_policy(settings))
         await store.set_strategy("127.0.0.20", {"tier": "1", "fetcher": "http"})
         clock = SystemClock()
         async with AsyncExitStack() as stack:
@@ -235,7 +238,7 @@ async def test_the_strategy_tier_and_session_epoch_are_honoured(
 async def test_session_cookies_survive_a_resume_until_the_epoch_grows(tmp_path: Path) -> None:
     with guarded_site(None, GuardRules(burst=1000, page_count=5)) as site:
 
-        async def crawl(path: str, store: MemoryQueueStore) -> list[int]:
+        async def crawl(path: str, strategy: dict[str, str] | None = None) -> list[int]:
             site.clear_log()
             seed = site.url(GUARDED, path)
             settings = Settings(
@@ -246,6 +249,9 @@ async def test_session_cookies_survive_a_resume_until_the_epoch_grows(tmp_path: 
                 state_dir=tmp_path / "state",
                 proxies=ProxySettings(tiers=[["direct"]], sessions_per_domain=1),
             )
+            store = MemoryQueueStore(policy=domain_policy(settings))
+            if strategy is not None:
+                await store.set_strategy("127.0.0.20", strategy)
             clock = SystemClock()
             async with AsyncExitStack() as stack:
                 graph = await build_crawl(
@@ -262,8 +268,7 @@ async def test_session_cookies_survive_a_resume_until_the_epoch_grows(tmp_path: 
                 assert (await runner.run([seed])).complete
             return [r.status for r in site.log if r.path == path]
 
-        assert await crawl("/page/1", MemoryQueueStore()) == [302, 200]  # challenge passed
-        assert await crawl("/page/2", MemoryQueueStore()) == [200]  # its cookie, from the state
-        store = MemoryQueueStore()
-        await store.set_strategy("127.0.0.20", {"session_epoch": "1"})
-        assert await crawl("/page/3", store) == [302, 200]  # a new session: a new challenge
+        assert await crawl("/page/1") == [302, 200]  # challenge passed
+        assert await crawl("/page/2") == [200]  # its cookie, from the state
+        new_epoch = {"session_epoch": "1"}
+        assert await crawl("/page/3", new_epoch) == [302, 200]  # a new session: a new challenge

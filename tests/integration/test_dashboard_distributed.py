@@ -65,20 +65,18 @@ async def define(raw: Redis, redis_url: str, dsn: str, crawl_id: str) -> list[At
     await raw.set(
         definition_key(crawl_id), CrawlDefinition(settings, ("http://a.test/",)).to_json()
     )
-    store = await RedisQueueStore.open(redis_url, frontier_prefix(crawl_id))
+    store = await RedisQueueStore.open(redis_url, frontier_prefix(crawl_id), policy=POLICY)
     now = time.time()
     try:
         await store.add([req("/1", "a.test"), req("/2", "a.test"), req("/1", "b.test")], Budget())
         await store.start(now)
-        leases = await store.claim(2, now, 60, POLICY, ["http"])
+        leases = await store.claim(2, now, 60, ["http"])
         by_url = {lease.request.url: lease for lease in leases}
         ok, bad = by_url["http://a.test/1"], by_url["http://b.test/1"]
         done = attempt(ok, Outcome.OK, 200, now, None)
         dead = attempt(bad, Outcome.DEAD, 500, now + 0.001, "HTTP 500")
-        await store.complete(
-            ok, Report(done, Signal.SUCCESS, "", {"items.stored.product": 1}), POLICY
-        )
-        await store.bury(bad, "HTTP 500", now, Report(dead), POLICY)
+        await store.complete(ok, Report(done, Signal.SUCCESS, "", {"items.stored.product": 1}))
+        await store.bury(bad, "HTTP 500", now, Report(dead))
     finally:
         await store.close()
     migrate(dsn)

@@ -45,13 +45,13 @@ async def fill(store: QueueStore) -> None:
     now = time.time()
     await store.add([req("/1", "a.test"), req("/2", "a.test"), req("/1", "b.test")], Budget())
     await store.start(now)
-    leases = await store.claim(2, now, 60, POLICY, ["http"])
+    leases = await store.claim(2, now, 60, ["http"])
     by_url = {lease.request.url: lease for lease in leases}
     ok, bad = by_url["http://a.test/1"], by_url["http://b.test/1"]
     done = attempt(ok, Outcome.OK, 200, now, None)
     dead = attempt(bad, Outcome.DEAD, 500, now + 0.001, "HTTP 500")
-    await store.complete(ok, Report(done, Signal.SUCCESS, "", {}), POLICY)
-    await store.bury(bad, "HTTP 500", now, Report(dead), POLICY)
+    await store.complete(ok, Report(done, Signal.SUCCESS, "", {}))
+    await store.bury(bad, "HTTP 500", now, Report(dead))
 
 
 @pytest.fixture(params=["embedded", pytest.param("distributed", marks=pytest.mark.redis)])
@@ -59,7 +59,7 @@ async def crawl(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> AsyncIterator[tuple[Operations, str]]:
     if request.param == "embedded":
-        store: QueueStore = await SqliteQueueStore.open(tmp_path / "state.sqlite")
+        store: QueueStore = await SqliteQueueStore.open(tmp_path / "state.sqlite", policy=POLICY)
         settings = Settings(state_dir=tmp_path, redis_url=None)
     else:
         redis_url: str = request.getfixturevalue("redis_url")
@@ -68,7 +68,7 @@ async def crawl(
         definition = CrawlDefinition(Settings(crawl_id=crawl_id), ("http://a.test/",))
         await client.set(definition_key(crawl_id), definition.to_json())
         await client.aclose()
-        store = await RedisQueueStore.open(redis_url, frontier_prefix(crawl_id))
+        store = await RedisQueueStore.open(redis_url, frontier_prefix(crawl_id), policy=POLICY)
         settings = Settings(redis_url=redis_url, crawl_id=crawl_id)
     try:
         await fill(store)

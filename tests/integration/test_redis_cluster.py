@@ -50,11 +50,11 @@ async def test_partitions_spread_over_the_nodes_with_documented_single_slot_keys
 ) -> None:
     crawl = f"keys-{uuid4().hex[:8]}"
     store = await open_crawl_store(redis_cluster_url, crawl, partitions=8, dedup="bloom",
-                                   bloom_capacity=8000)  # fmt: skip
+                                   bloom_capacity=8000, policy=POLICY)  # fmt: skip
     assert isinstance(store, PartitionedQueueStore)
     domains = [f"d{i}.test" for i in range(40)]
     assert await store.add([req(1, d) for d in domains], Budget(max_total=30)) == 30
-    leases = await store.claim(100, NOW, 60, POLICY, ["http"])
+    leases = await store.claim(100, NOW, 60, ["http"])
     assert len(leases) == 30
     await store.reap(NOW + 100, 0)
     await store.close()
@@ -77,7 +77,10 @@ async def test_max_total_holds_across_partitions_under_concurrent_adds(
     redis_cluster_url: str,
 ) -> None:
     crawl = f"budget-{uuid4().hex[:8]}"
-    stores = [await open_crawl_store(redis_cluster_url, crawl, partitions=4) for _ in range(4)]
+    stores = [
+        await open_crawl_store(redis_cluster_url, crawl, partitions=4, policy=POLICY)
+        for _ in range(4)
+    ]
     batches = [[req(n, f"w{w}-d{n % 9}.test") for n in range(60)] for w in range(4)]
     budget = Budget(max_total=100)
     admitted = await asyncio.gather(
@@ -94,11 +97,11 @@ async def test_a_crawl_keeps_the_partition_count_it_was_created_with(
     redis_cluster_url: str,
 ) -> None:
     crawl = f"count-{uuid4().hex[:8]}"
-    first = await open_crawl_store(redis_cluster_url, crawl, partitions=3)
+    first = await open_crawl_store(redis_cluster_url, crawl, partitions=3, policy=POLICY)
     await first.add([req(1, "a.test"), req(1, "b.test")], Budget())
     with pytest.raises(StateError, match=r"has 3 frontier partitions, not 5.*--fresh"):
-        await open_crawl_store(redis_cluster_url, crawl, partitions=5)
-    reader = await open_crawl_store(redis_cluster_url, crawl)  # status, dlq, workers
+        await open_crawl_store(redis_cluster_url, crawl, partitions=5, policy=POLICY)
+    reader = await open_crawl_store(redis_cluster_url, crawl, policy=POLICY)  # status, dlq, workers
     assert isinstance(reader, PartitionedQueueStore)
     assert len(reader.partitions) == 3
     assert (await reader.counts()).queued == 2
@@ -110,7 +113,7 @@ async def test_one_partition_is_the_plain_store_under_the_crawl_prefix(
     redis_cluster_url: str, raw: RedisCluster
 ) -> None:
     crawl = f"one-{uuid4().hex[:8]}"
-    store = await open_crawl_store(redis_cluster_url, crawl)
+    store = await open_crawl_store(redis_cluster_url, crawl, policy=POLICY)
     assert isinstance(store, RedisQueueStore)
     assert store.keys.prefix == f"crawlfleet:{{{crawl}}}"
     assert await raw.get(f"crawlfleet:{{{crawl}}}:partitions") == "1"
@@ -169,7 +172,7 @@ async def test_the_safety_check_runs_on_every_node(redis_cluster: LocalCluster) 
 
 async def test_claims_visit_the_partitions_in_turn(redis_cluster_url: str) -> None:
     crawl = f"fair-{uuid4().hex[:8]}"
-    store = await open_crawl_store(redis_cluster_url, crawl, partitions=4)
+    store = await open_crawl_store(redis_cluster_url, crawl, partitions=4, policy=POLICY)
     assert isinstance(store, PartitionedQueueStore)
     by_partition: dict[int, list[str]] = {p: [] for p in range(4)}
     for n in range(400):
@@ -179,7 +182,7 @@ async def test_claims_visit_the_partitions_in_turn(redis_cluster_url: str) -> No
     await store.add([req(1, d) for ds in by_partition.values() for d in ds], Budget())
     firsts = []
     for _ in range(8):  # one lease a claim: each partition gives the first pick in turn
-        (lease,) = await store.claim(1, NOW, 60, POLICY, ["http"])
+        (lease,) = await store.claim(1, NOW, 60, ["http"])
         firsts.append(partition_of(lease.request.domain, 4))
     assert sorted(firsts) == [0, 0, 1, 1, 2, 2, 3, 3]
     assert firsts[:4] == firsts[4:]

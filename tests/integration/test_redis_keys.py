@@ -53,15 +53,17 @@ async def test_a_workout_leaves_only_documented_keys_with_the_crawl_tag(
     redis_url: str, raw: Redis, dedup: str
 ) -> None:
     prefix = f"crawlfleet:{{keys-{dedup}}}"
-    store = await RedisQueueStore.open(redis_url, prefix, dedup=dedup, bloom_capacity=1000)
+    store = await RedisQueueStore.open(
+        redis_url, prefix, dedup=dedup, bloom_capacity=1000, policy=POLICY
+    )
     batch = [req(1, "a.test"), req(2, "a.test", "browser"), req(3, "b.test:8080"), req(4, "c")]
     await store.add(batch, Budget())
     await store.start(NOW)
-    leases = await store.claim(10, NOW, 60, POLICY, ["http", "browser"])
-    await store.retry(leases[0], NOW + 5, "boom", report(leases[0], Signal.BLOCK), POLICY)
-    await store.bury(leases[1], "dead", NOW, report(leases[1]), POLICY)
-    await store.complete(leases[2], report(leases[2], Signal.SUCCESS), POLICY)
-    await store.claim(10, NOW + 10, 60, POLICY, ["browser", "file"])
+    leases = await store.claim(10, NOW, 60, ["http", "browser"])
+    await store.retry(leases[0], NOW + 5, "boom", report(leases[0], Signal.BLOCK))
+    await store.bury(leases[1], "dead", NOW, report(leases[1]))
+    await store.complete(leases[2], report(leases[2], Signal.SUCCESS))
+    await store.claim(10, NOW + 10, 60, ["browser", "file"])
     await store.reap(NOW + 100, 0)
     await store.set_delay("a.test", 2.0, DelaySource.ROBOTS)
     await store.set_concurrency("b.test:8080", 3)
@@ -69,7 +71,7 @@ async def test_a_workout_leaves_only_documented_keys_with_the_crawl_tag(
     await store.add_counters("e.test", {"items.invalid.page": 1})
     await store.requeue_dead()
     await store.next_ready_at(NOW, ["http", "browser", "file"])
-    await store.domains(POLICY)
+    await store.domains()
     await store.ack_attempts(1)
     await store.close()
 

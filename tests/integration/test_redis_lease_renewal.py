@@ -9,7 +9,7 @@ import pytest
 from crawlfleet.frontier.redis import RedisQueueStore
 from crawlfleet.runtime.loop.leases import LeaseRenewer
 from tests.fixtures.clock import FakeClock
-from tests.unit.crawler_kit import T0, CannedFetcher, make_crawl, seed
+from tests.unit.crawler_kit import T0, CannedFetcher, kit_policy, make_crawl, seed
 
 pytestmark = pytest.mark.redis
 
@@ -21,7 +21,8 @@ HELD = 150  # more than the Redis client's pool (100 connections)
 async def test_a_round_renews_more_leases_than_the_pool_has_connections(
     redis_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    store = await RedisQueueStore.open(redis_url, "renew:{many}")
+    policy = kit_policy(seeds=[A], per_domain_concurrency=HELD)
+    store = await RedisQueueStore.open(redis_url, "renew:{many}", policy=policy)
     try:
         crawl = make_crawl(
             CannedFetcher(FakeClock(T0), {}),

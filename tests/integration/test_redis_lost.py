@@ -30,9 +30,9 @@ async def test_flushall_mid_crawl_is_frontier_lost_not_zero_pending(
     start_redis: Callable[..., RedisServer],
 ) -> None:
     server = start_redis()
-    store = await RedisQueueStore.open(server.url, PREFIX)
+    store = await RedisQueueStore.open(server.url, PREFIX, policy=POLICY)
     await store.add(reqs(5), Budget())
-    (lease,) = await store.claim(1, NOW, 60, POLICY, HTTP)
+    (lease,) = await store.claim(1, NOW, 60, HTTP)
     client = Redis.from_url(server.url)
     await client.flushall()
     await client.aclose()
@@ -40,7 +40,7 @@ async def test_flushall_mid_crawl_is_frontier_lost_not_zero_pending(
     with pytest.raises(FrontierLost, match=r"crawlfleet:\{lost\}.*is gone"):
         await store.counts()
     with pytest.raises(FrontierLost):
-        await store.claim(5, NOW, 60, POLICY, HTTP)
+        await store.claim(5, NOW, 60, HTTP)
     with pytest.raises(FrontierLost):
         await store.add([CrawlRequest("http://a.test/new", "a-new", "a.test")], Budget())
     # Requests this store saw seen are answered by its prefilter, sending (writing) nothing.
@@ -48,7 +48,7 @@ async def test_flushall_mid_crawl_is_frontier_lost_not_zero_pending(
     r = lease.request
     attempt = Attempt(r.url, r.fingerprint, r.domain, "w", Outcome.OK, 200, 1, 0.1, 0, NOW)
     with pytest.raises(FrontierLost):
-        await store.complete(lease, Report(attempt), POLICY)
+        await store.complete(lease, Report(attempt))
     with pytest.raises(FrontierLost):
         await store.reap(NOW + 100, 3)
     assert isinstance(FrontierLost("x"), StateError)
@@ -64,7 +64,7 @@ async def test_a_restart_without_persistence_is_frontier_lost(
     start_redis: Callable[..., RedisServer],
 ) -> None:
     server = start_redis(aof=False)  # no append-only file: a restart starts empty
-    store = await RedisQueueStore.open(server.url, PREFIX)
+    store = await RedisQueueStore.open(server.url, PREFIX, policy=POLICY)
     await store.add(reqs(3), Budget())
     server.restart()
     with pytest.raises(FrontierLost):
@@ -76,10 +76,12 @@ async def test_another_crawl_created_under_the_prefix_is_not_taken_for_this_one(
     start_redis: Callable[..., RedisServer],
 ) -> None:
     server = start_redis()
-    old = await RedisQueueStore.open(server.url, PREFIX)
+    old = await RedisQueueStore.open(server.url, PREFIX, policy=POLICY)
     client = Redis.from_url(server.url)
     await client.flushall()
-    new = await RedisQueueStore.open(server.url, PREFIX)  # a worker that started afresh
+    new = await RedisQueueStore.open(
+        server.url, PREFIX, policy=POLICY
+    )  # a worker that started afresh
     assert new.epoch != old.epoch
     assert (await new.counts()).seen == 0
     with pytest.raises(FrontierLost):
@@ -93,22 +95,22 @@ async def test_opening_a_crawl_whose_epoch_is_gone_is_refused(
     start_redis: Callable[..., RedisServer],
 ) -> None:
     server = start_redis()
-    store = await RedisQueueStore.open(server.url, PREFIX)
+    store = await RedisQueueStore.open(server.url, PREFIX, policy=POLICY)
     await store.close()
     client = Redis.from_url(server.url)
     await client.delete(CrawlKeys(PREFIX).key("epoch"))  # as an eviction would
     await client.aclose()
     with pytest.raises(FrontierLost):
-        await RedisQueueStore.open(server.url, PREFIX)
+        await RedisQueueStore.open(server.url, PREFIX, policy=POLICY)
 
 
 async def test_a_restart_with_persistence_keeps_the_epoch(redis_server_aof: RedisServer) -> None:
-    store = await RedisQueueStore.open(redis_server_aof.url, PREFIX)
+    store = await RedisQueueStore.open(redis_server_aof.url, PREFIX, policy=POLICY)
     await store.add(reqs(3), Budget())
     redis_server_aof.kill()
     redis_server_aof.restart()
     assert (await store.counts()).queued == 3
-    again = await RedisQueueStore.open(redis_server_aof.url, PREFIX)
+    again = await RedisQueueStore.open(redis_server_aof.url, PREFIX, policy=POLICY)
     assert again.epoch == store.epoch
     await again.close()
     await store.close()

@@ -11,7 +11,7 @@ from redis.asyncio import Redis
 from crawlfleet.frontier.redis import RedisQueueStore
 from crawlfleet.frontier.store_types import Budget
 from crawlfleet.redisdb import open_client
-from tests.contract.test_queue_store import NO_BUDGET, req
+from tests.contract.test_queue_store import FREE, NO_BUDGET, req
 
 pytestmark = pytest.mark.redis
 
@@ -27,10 +27,12 @@ async def open_store(redis_url: str) -> AsyncIterator[Open]:
     async def opener(prefix: str | None = None, capacity: int | None = None) -> RedisQueueStore:
         name = prefix or f"prefilter:{{{uuid4().hex}}}"
         if capacity is None:
-            store = await RedisQueueStore.open(redis_url, name)
+            store = await RedisQueueStore.open(redis_url, name, policy=FREE)
         else:
             client = await open_client(redis_url)
-            store = await RedisQueueStore.attach(client, name, "test", prefilter_capacity=capacity)
+            store = await RedisQueueStore.attach(
+                client, name, "test", policy=FREE, prefilter_capacity=capacity
+            )
         stores.append(store)
         return store
 

@@ -50,7 +50,7 @@ async def raw(server: RedisServer) -> AsyncIterator[Redis]:
 
 @pytest.fixture
 async def store(server: RedisServer) -> AsyncIterator[RedisQueueStore]:
-    opened = await RedisQueueStore.open(server.url, "batches")
+    opened = await RedisQueueStore.open(server.url, "batches", policy=WIDE)
     yield opened
     await opened.close()
 
@@ -63,11 +63,11 @@ async def test_lease_ends_made_at_once_share_one_connection_and_each_gets_its_an
     store: RedisQueueStore, raw: Redis
 ) -> None:
     await store.add([req(n) for n in range(200)], Budget())
-    leases = await store.claim(200, NOW, 60, WIDE, HTTP)
+    leases = await store.claim(200, NOW, 60, HTTP)
     stale = leases[0]
-    assert await store.complete(stale, report(stale), WIDE)
+    assert await store.complete(stale, report(stale))
     before = await connections(raw)
-    ended = await asyncio.gather(*(store.complete(x, report(x), WIDE) for x in leases))
+    ended = await asyncio.gather(*(store.complete(x, report(x)) for x in leases))
     # One call went alone, the other 199 waited for it and went as one pipeline; with a
     # connection per call (before the batches) this opened up to 200 connections.
     assert await connections(raw) - before <= 1
@@ -92,9 +92,9 @@ async def test_a_batch_after_script_flush_loads_the_scripts_again(
     store: RedisQueueStore, raw: Redis
 ) -> None:
     await store.add([req(n) for n in range(40)], Budget())
-    leases = await store.claim(40, NOW, 60, WIDE, HTTP)
+    leases = await store.claim(40, NOW, 60, HTTP)
     await raw.script_flush()
-    ended = await asyncio.gather(*(store.complete(x, report(x), WIDE) for x in leases))
+    ended = await asyncio.gather(*(store.complete(x, report(x)) for x in leases))
     assert all(ended)
     assert (await store.counts()).done == 40
 
@@ -103,15 +103,15 @@ async def test_a_cancelled_caller_leaves_the_others_answered_and_the_next_calls_
     store: RedisQueueStore,
 ) -> None:
     await store.add([req(n) for n in range(30)], Budget())
-    leases = await store.claim(30, NOW, 60, WIDE, HTTP)
-    tasks = [asyncio.ensure_future(store.complete(x, report(x), WIDE)) for x in leases[:20]]
+    leases = await store.claim(30, NOW, 60, HTTP)
+    tasks = [asyncio.ensure_future(store.complete(x, report(x))) for x in leases[:20]]
     await asyncio.sleep(0)
     tasks[5].cancel()
     results = await asyncio.gather(*tasks, return_exceptions=True)
     assert isinstance(results[5], asyncio.CancelledError)
     assert all(results[:5])
     assert all(results[6:])
-    later = await asyncio.gather(*(store.complete(x, report(x), WIDE) for x in leases[20:]))
+    later = await asyncio.gather(*(store.complete(x, report(x)) for x in leases[20:]))
     assert all(later)
     assert (await store.counts()).done in (29, 30)  # the cancelled one may have been sent
 
@@ -129,25 +129,25 @@ async def test_lease_ends_sent_together_are_one_script_call_and_count_as_if_alon
     latencies = [0.1 + n / 7 for n in range(60)]  # sums that round differently by order
     stats = []
     for name, together in (("alone", False), ("together", True)):
-        store = await RedisQueueStore.open(server.url, name)
+        store = await RedisQueueStore.open(server.url, name, policy=WIDE)
         await store.add([req(n) for n in range(60)], Budget())
-        leases = sorted(await store.claim(60, NOW, 60, WIDE, HTTP), key=lambda x: x.token)
+        leases = sorted(await store.claim(60, NOW, 60, HTTP), key=lambda x: x.token)
         ends = [
             (lease, report(lease, latency))
             for lease, latency in zip(leases, latencies, strict=True)
         ]
         calls_before = await evalsha_calls(raw)
         if together:
-            assert all(await asyncio.gather(*(store.complete(x, r, WIDE) for x, r in ends)))
+            assert all(await asyncio.gather(*(store.complete(x, r) for x, r in ends)))
             assert await evalsha_calls(raw) - calls_before <= 2  # 60 lease ends, one or two calls
         else:
             for lease, done in ends:
-                assert await store.complete(lease, done, WIDE)
+                assert await store.complete(lease, done)
         assert (await store.counts()).done == 60
         stats.append(
             [
                 (await store.stats()).counters,
-                *[(await store.domain(f"d{n}.test", WIDE)).stats.counters for n in range(7)],
+                *[(await store.domain(f"d{n}.test")).stats.counters for n in range(7)],
             ]
         )
         await store.close()
@@ -187,20 +187,20 @@ async def test_lease_ends_in_one_call_leave_the_store_as_one_at_a_time(
     narrow = DomainPolicy(delay_s=0.0, max_in_flight=2)
     states = []
     for name, together in (("alone", False), ("together", True)):
-        store = await RedisQueueStore.open(server.url, name)
+        store = await RedisQueueStore.open(server.url, name, policy=narrow)
         await store.add([req(n) for n in range(40)], Budget())
-        leases = sorted(await store.claim(40, NOW, 60, narrow, HTTP), key=lambda x: x.token)
+        leases = sorted(await store.claim(40, NOW, 60, HTTP), key=lambda x: x.token)
         assert len(leases) == 14  # seven domains, parked at two each
         first, *rest = leases
-        assert await store.complete(first, report(first), narrow)  # Redis has the script now
+        assert await store.complete(first, report(first))  # Redis has the script now
         ends = []
         for n, lease in enumerate(rest):
             if n % 3 == 0:
-                ends.append(store.retry(lease, NOW + n, f"error {n}", report(lease), narrow))
+                ends.append(store.retry(lease, NOW + n, f"error {n}", report(lease)))
             elif n % 5 == 0:
-                ends.append(store.bury(lease, f"gone {n}", NOW, report(lease), narrow))
+                ends.append(store.bury(lease, f"gone {n}", NOW, report(lease)))
             else:
-                ends.append(store.complete(lease, report(lease), narrow))
+                ends.append(store.complete(lease, report(lease)))
         calls_before = await evalsha_calls(raw)
         if together:
             assert all(await asyncio.gather(*ends))
@@ -220,14 +220,14 @@ async def test_a_lease_end_that_fails_fails_alone_in_its_script_call(
     """A lease end whose arguments break ``finish.lua`` gets its error; the others of the same
     call end and count in full."""
     await store.add([req(n) for n in range(12)], Budget())
-    first, *leases = await store.claim(12, NOW, 60, WIDE, HTTP)
-    assert await store.complete(first, report(first), WIDE)  # Redis has the script now
+    first, *leases = await store.claim(12, NOW, 60, HTTP)
+    assert await store.complete(first, report(first))  # Redis has the script now
     bad = leases[5]
     ending = report_args(report(bad), WIDE)
     counters = counters_json(report_counters(report(bad)))
     ending[ending.index(counters)] = "not JSON"  # the counters, wherever finish.lua reads them
     args = [bad.token, "complete", 0.0, "", "", *ending]
-    calls = [store.complete(x, report(x), WIDE) for x in leases if x is not bad]
+    calls = [store.complete(x, report(x)) for x in leases if x is not bad]
     calls.insert(5, store._run("finish", *args))
     calls_before = await evalsha_calls(raw)
     answers = await asyncio.gather(*calls, return_exceptions=True)
@@ -244,8 +244,8 @@ async def test_lease_ends_on_another_epoch_are_not_joined_to_the_current_ones(
     """A lease end sent with another epoch (a crawl deleted and created again meanwhile)
     fails alone, not with the lease ends of the current epoch around it."""
     await store.add([req(n) for n in range(7)], Budget())
-    first, *leases = await store.claim(7, NOW, 60, WIDE, HTTP)
-    assert await store.complete(first, report(first), WIDE)  # Redis has the script now
+    first, *leases = await store.claim(7, NOW, 60, HTTP)
+    assert await store.complete(first, report(first))  # Redis has the script now
 
     def end(lease: Lease) -> list[str | int | float]:
         return [lease.token, "complete", 0.0, "", "", *report_args(report(lease), WIDE)]

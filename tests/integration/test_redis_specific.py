@@ -44,11 +44,12 @@ def report(lease: Lease, outcome: Outcome = Outcome.OK, at: float = NOW) -> Repo
 
 @pytest.fixture
 async def opened() -> AsyncIterator[Opener]:
-    """``await opened(url, prefix, **options)``: a store closed when the test ends."""
+    """``await opened(url, prefix, **options)``: a store closed when the test ends (holding
+    ``POLITE`` unless ``policy`` is given)."""
     stores: list[RedisQueueStore] = []
 
     async def open_store(url: str, prefix: str, **options: Any) -> RedisQueueStore:
-        store = await RedisQueueStore.open(url, prefix, **options)
+        store = await RedisQueueStore.open(url, prefix, **{"policy": POLITE, **options})
         stores.append(store)
         return store
 
@@ -72,13 +73,13 @@ async def test_two_crawls_share_one_redis_without_seeing_each_other(
     batch = [req(i) for i in range(3)]
     assert await one.add(batch, Budget()) == 3
     assert await two.add(batch, Budget()) == 3
-    leases = await one.claim(10, NOW, 60, POLITE, HTTP)
+    leases = await one.claim(10, NOW, 60, HTTP)
     assert len(leases) == 2
-    assert not await two.complete(leases[0], report(leases[0]), POLITE)
+    assert not await two.complete(leases[0], report(leases[0]))
     assert (await one.counts()).leased == 2
     assert (await two.counts()).leased == 0
     assert (await two.stats()).counters == {}
-    assert len(await two.claim(10, NOW, 60, POLITE, HTTP)) == 2
+    assert len(await two.claim(10, NOW, 60, HTTP)) == 2
     keys = await raw.keys("share:*")
     assert keys
     assert all(k.startswith(("share:{one}:", "share:{two}:")) for k in keys)
@@ -90,7 +91,7 @@ async def test_scripts_are_loaded_again_after_script_flush(
     store = await opened(redis_url, "noscript")
     await store.add([req(1), req(2)], Budget())
     await raw.script_flush()
-    assert len(await store.claim(5, NOW, 60, POLITE, HTTP)) == 2
+    assert len(await store.claim(5, NOW, 60, HTTP)) == 2
     assert await store.add([req(3)], Budget()) == 1
 
 
@@ -100,10 +101,10 @@ async def test_state_survives_sigkill_and_the_client_reconnects(
 ) -> None:
     store = await opened(redis_server_aof.url, "aof")
     await store.add([req(i) for i in range(5)], Budget())
-    first = await store.claim(2, NOW, 60, POLITE, HTTP)
-    assert await store.complete(first[0], report(first[0]), POLITE)
-    assert await store.retry(first[1], NOW + 10, "timeout", report(first[1]), POLITE)
-    (held,) = await store.claim(1, NOW, 60, POLITE, HTTP)
+    first = await store.claim(2, NOW, 60, HTTP)
+    assert await store.complete(first[0], report(first[0]))
+    assert await store.retry(first[1], NOW + 10, "timeout", report(first[1]))
+    (held,) = await store.claim(1, NOW, 60, HTTP)
     before = (await store.counts(), await store.stats(), await store.pending_attempts(10))
 
     redis_server_aof.kill()
@@ -111,12 +112,13 @@ async def test_state_survives_sigkill_and_the_client_reconnects(
 
     assert (await store.counts(), await store.stats(), await store.pending_attempts(10)) == before
     assert (before[0].queued, before[0].leased, before[0].done) == (3, 1, 1)
-    assert await store.complete(held, report(held), POLITE)
-    later = await store.claim(10, NOW + 11, 60, DomainPolicy(0.0, 10), HTTP)
+    assert await store.complete(held, report(held))
+    wide = await opened(redis_server_aof.url, "aof", policy=DomainPolicy(0.0, 10))  # a worker
+    later = await wide.claim(10, NOW + 11, 60, HTTP)
     assert len(later) == 3
     (retried,) = [x for x in later if x.request.fingerprint == first[1].request.fingerprint]
     assert retried.request.attempt == 1
-    assert await store.bury(retried, "gone", NOW + 12, report(retried), POLITE)
+    assert await store.bury(retried, "gone", NOW + 12, report(retried))
     (dead,) = await store.dead_letters()
     assert dead.errors == ("timeout", "gone")
 
@@ -126,7 +128,7 @@ async def test_claims_from_two_connections_respect_max_in_flight(
 ) -> None:
     workers = [await opened(redis_url, "shared") for _ in range(4)]
     await workers[0].add([req(i) for i in range(50)], Budget())
-    rounds = await asyncio.gather(*(w.claim(10, NOW, 60, POLITE, HTTP) for w in workers))
+    rounds = await asyncio.gather(*(w.claim(10, NOW, 60, HTTP) for w in workers))
     assert sum(len(r) for r in rounds) == POLITE.max_in_flight
     added = await asyncio.gather(
         *(w.add([req(i) for i in range(40, 60)], Budget()) for w in workers)
@@ -200,7 +202,7 @@ async def test_reopening_with_other_dedup_settings_is_refused(
 async def test_unreachable_redis_names_the_url_without_its_password() -> None:
     url = f"redis://crawler:s3cret-pw@127.0.0.1:{free_port()}/0"
     with pytest.raises(StateError) as info:
-        await RedisQueueStore.open(url, "x")
+        await RedisQueueStore.open(url, "x", policy=POLITE)
     message = str(info.value)
     assert "s3cret-pw" not in message
     assert "redis://crawler:***@127.0.0.1" in message
@@ -209,14 +211,14 @@ async def test_unreachable_redis_names_the_url_without_its_password() -> None:
 async def test_priority_order_survives_packing_into_one_score(
     opened: Opener, redis_url: str
 ) -> None:
-    store = await opened(redis_url, "prio")
+    store = await opened(redis_url, "prio", policy=DomainPolicy(0.0, 1))
     batch = [req(1, priority=-5), req(2, priority=70_000), req(3, priority=3), req(4, priority=3)]
     await store.add(batch, Budget())
     order = []
     for _ in batch:
-        lease = (await store.claim(1, NOW, 60, DomainPolicy(0.0, 1), HTTP))[0]
+        lease = (await store.claim(1, NOW, 60, HTTP))[0]
         order.append(lease.request.fingerprint)
-        await store.complete(lease, report(lease), POLITE)
+        await store.complete(lease, report(lease))
     assert order == ["a.test-2", "a.test-3", "a.test-4", "a.test-1"]
 
 
@@ -236,9 +238,9 @@ async def test_every_script_compiles(raw: Redis) -> None:
 async def test_reap_returns_more_leases_than_one_script_call_takes(
     opened: Opener, redis_url: str
 ) -> None:
-    store = await opened(redis_url, "many")
+    store = await opened(redis_url, "many", policy=DomainPolicy(0.0, 2500))
     await store.add([req(i) for i in range(2500)], Budget())
-    leases = await store.claim(2500, NOW, 5, DomainPolicy(0.0, 2500), HTTP)
+    leases = await store.claim(2500, NOW, 5, HTTP)
     assert len(leases) == 2500
     assert await store.reap(NOW + 6, 1) == 2500
     counts = await store.counts()
@@ -252,8 +254,8 @@ async def test_dead_letters_of_one_time_come_in_admission_order(
 ) -> None:
     store = await opened(redis_url, "dead-order")
     await store.add([req(2, "z.test"), req(1, "a.test")], Budget())
-    for lease in await store.claim(5, NOW, 60, POLITE, HTTP):
-        assert await store.bury(lease, "gone", NOW, report(lease), POLITE)
+    for lease in await store.claim(5, NOW, 60, HTTP):
+        assert await store.bury(lease, "gone", NOW, report(lease))
     letters = await store.dead_letters()
     assert [d.request.fingerprint for d in letters] == ["z.test-2", "a.test-1"]
     assert [d.request.fingerprint for d in await store.dead_letters(1, 1)] == ["a.test-1"]
@@ -265,14 +267,14 @@ async def test_a_lease_end_is_one_script_call_and_a_claim_batch_one(
     opened: Opener, start_redis: Callable[..., RedisServer]
 ) -> None:
     server = start_redis()
-    store = await opened(server.url, "trips")
+    store = await opened(server.url, "trips", policy=DomainPolicy(0.0, 10))
     await store.add([req(i, f"d{i % 10}.test") for i in range(101)], Budget())
-    (warm,) = await store.claim(1, NOW, 60, POLITE, HTTP)  # loads the scripts (NOSCRIPT once)
-    await store.complete(warm, report(warm), POLITE)
+    (warm,) = await store.claim(1, NOW, 60, HTTP)  # loads the scripts (NOSCRIPT once)
+    await store.complete(warm, report(warm))
     client = Redis.from_url(server.url, decode_responses=True)
     await client.config_resetstat()
-    leases = await store.claim(100, NOW, 60, DomainPolicy(0.0, 10), HTTP)
-    ended = [await store.complete(lease, report(lease), POLITE) for lease in leases]
+    leases = await store.claim(100, NOW, 60, HTTP)
+    ended = [await store.complete(lease, report(lease)) for lease in leases]
     stats = await client.info("commandstats")
     await client.aclose()
     assert len(leases) == 100

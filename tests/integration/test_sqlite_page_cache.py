@@ -14,6 +14,7 @@ from pathlib import Path
 from crawlfleet.frontier.sqlite import SqliteQueueStore
 from crawlfleet.frontier.store_types import Budget
 from crawlfleet.models import CrawlRequest
+from tests.contract.test_queue_store import FREE
 
 REQUESTS = 150_000
 PREFILTERED = 50_000  # the newest fingerprints the store's in-memory prefilter keeps
@@ -35,7 +36,7 @@ def bytes_read() -> int:
 
 
 async def test_seen_checks_of_a_large_state_read_no_pages_back(tmp_path: Path) -> None:
-    store = await SqliteQueueStore.open(tmp_path / "state.sqlite")
+    store = await SqliteQueueStore.open(tmp_path / "state.sqlite", policy=FREE)
     try:
         known = [request(n) for n in range(REQUESTS)]
         for start in range(0, REQUESTS, BATCH):

@@ -106,9 +106,11 @@ class StoreMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.loop = asyncio.new_event_loop()
-        self.model = MemoryQueueStore()
+        self.model = MemoryQueueStore(policy=DEFAULT)
         self.redis = self.run(
-            RedisQueueStore.open(self.url, f"sm:{{{next(_prefixes)}}}", **self.options)
+            RedisQueueStore.open(
+                self.url, f"sm:{{{next(_prefixes)}}}", policy=DEFAULT, **self.options
+            )
         )
         self.now = 1_000_000.0
         self.live: list[Pair] = []  # hand-outs not ended yet
@@ -161,7 +163,7 @@ class StoreMachine(RuleBasedStateMachine):
 
     @rule(limit=st.integers(1, 6), kinds=st.sampled_from(KIND_SETS))
     def claim(self, limit: int, kinds: tuple[str, ...]) -> None:
-        model, got = self.both("claim", limit, self.now, LEASE_S, DEFAULT, kinds)
+        model, got = self.both("claim", limit, self.now, LEASE_S, kinds)
         assert [x.request for x in got] == [x.request for x in model]
         assert all(x.expires_at == self.now + LEASE_S for x in got)
         self.live += [Pair(m, r) for m, r in zip(model, got, strict=True)]
@@ -190,8 +192,8 @@ class StoreMachine(RuleBasedStateMachine):
 
     def end(self, pair: Pair, signal: Signal, outcome: Outcome, block_for_s: float) -> None:
         report = self.report(pair.model, signal, outcome, block_for_s)
-        model = self.run(self.model.complete(pair.model, report, DEFAULT))
-        assert self.run(self.redis.complete(pair.redis, report, DEFAULT)) == model
+        model = self.run(self.model.complete(pair.model, report))
+        assert self.run(self.redis.complete(pair.redis, report)) == model
         self.note(model)
 
     @precondition(lambda self: self.live or self.ended)
@@ -205,8 +207,8 @@ class StoreMachine(RuleBasedStateMachine):
         pair = self.pick(index)
         report = self.report(pair.model, signal, Outcome.RETRY, block_for_s)
         not_before, error = self.now + delay_s, f"err{index}"
-        model = self.run(self.model.retry(pair.model, not_before, error, report, DEFAULT))
-        got = self.run(self.redis.retry(pair.redis, not_before, error, report, DEFAULT))
+        model = self.run(self.model.retry(pair.model, not_before, error, report))
+        got = self.run(self.redis.retry(pair.redis, not_before, error, report))
         assert got == model
         self.note(model)
 
@@ -215,8 +217,8 @@ class StoreMachine(RuleBasedStateMachine):
     def bury(self, index: int, signal: Signal) -> None:
         pair = self.pick(index)
         report = self.report(pair.model, signal, Outcome.DEAD, 0.0)
-        model = self.run(self.model.bury(pair.model, "fatal", self.now, report, DEFAULT))
-        got = self.run(self.redis.bury(pair.redis, "fatal", self.now, report, DEFAULT))
+        model = self.run(self.model.bury(pair.model, "fatal", self.now, report))
+        got = self.run(self.redis.bury(pair.redis, "fatal", self.now, report))
         assert got == model
         self.note(model)
 
@@ -287,12 +289,12 @@ class StoreMachine(RuleBasedStateMachine):
 
     @invariant()
     def domains_agree(self) -> None:
-        model, got = self.both("domains", DEFAULT, 10)
+        model, got = self.both("domains", 10)
         assert [v.domain for v in got] == [v.domain for v in model]
         for m, g in zip(model, got, strict=True):
             same_view(m, g)
         for domain in DOMAINS:
-            same_view(*self.both("domain", domain, DEFAULT))
+            same_view(*self.both("domain", domain))
 
     @invariant()
     def stats_agree(self) -> None:

@@ -19,6 +19,7 @@ from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.memory import MemoryQueueStore
 from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.frontier.robots import FetchFn, RobotsCache
+from crawlfleet.frontier.store_types import DomainPolicy
 from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.monitoring.samples import MismatchSamples
 from crawlfleet.parsing.budget import ParseBudget
@@ -30,7 +31,7 @@ from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.choice.strategy import Strategies
 from crawlfleet.runtime.loop.claim import ClaimLoop, LoopResult
 from crawlfleet.runtime.options import parse_limits
-from crawlfleet.runtime.policies import recrawl_policy
+from crawlfleet.runtime.policies import domain_policy, recrawl_policy
 from crawlfleet.runtime.step.crawler import Crawler, CrawlerParts
 from crawlfleet.runtime.step.drift import DriftWatch
 from crawlfleet.runtime.step.freshness import Freshness
@@ -148,6 +149,21 @@ class Crawl:
         return await loop.run(stop=asyncio.Event(), **run)
 
 
+def kit_settings(*, seeds: list[str], obey_robots: bool = True, **settings: Any) -> Settings:
+    """The settings ``make_crawl`` runs with: ``settings`` on top of fast test defaults."""
+    return Settings(
+        seeds=seeds,
+        obey_robots=obey_robots,
+        **{"delay_s": 0.0, "backoff_base_s": 0.0, **settings},
+    )
+
+
+def kit_policy(*, seeds: list[str], **settings: Any) -> DomainPolicy:
+    """The default domain policy of ``make_crawl(..., seeds=seeds, **settings)``: what a
+    store given to it must hold."""
+    return domain_policy(kit_settings(seeds=seeds, **settings))
+
+
 def make_crawl(
     fetchers: Mapping[str, CannedFetcher] | CannedFetcher,
     *,
@@ -165,12 +181,10 @@ def make_crawl(
     by_kind = fetchers if isinstance(fetchers, Mapping) else {fetchers.kind: fetchers}
     any_fetcher = next(iter(by_kind.values()))
     clock = any_fetcher.clock
-    config = Settings(
-        seeds=seeds,
-        obey_robots=obey_robots,
-        **{"delay_s": 0.0, "backoff_base_s": 0.0, **settings},
+    config = kit_settings(seeds=seeds, obey_robots=obey_robots, **settings)
+    frontier = build_frontier(
+        config, store or MemoryQueueStore(policy=domain_policy(config)), seeds
     )
-    frontier = build_frontier(config, store or MemoryQueueStore(), seeds)
     parse_budget = ParseBudget(parse_limits(config), threads=1)
     events = EventBus()
     side_fetch = robots_fetch or any_fetcher.fetch_url

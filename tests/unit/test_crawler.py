@@ -23,6 +23,7 @@ from tests.unit.crawler_kit import (
     Canned,
     CannedFetcher,
     html,
+    kit_policy,
     make_crawl,
     seed,
 )
@@ -58,7 +59,7 @@ async def test_gaps_respect_the_delay_from_claim_and_from_response_end() -> None
 
 async def test_a_crawl_delay_read_by_one_process_holds_in_another_that_never_read_robots() -> None:
     clock = FakeClock(T0)
-    store = MemoryQueueStore()
+    store = MemoryQueueStore(policy=kit_policy(seeds=[A], delay_s=1.0))
     robots = Canned(body=b"User-agent: *\nCrawl-delay: 5\n", headers={"content-type": "text/plain"})
     seeder_fetcher = CannedFetcher(clock, {f"{A}/robots.txt": robots})
     seeder = make_crawl(seeder_fetcher, seeds=[A], store=store, delay_s=1.0)

@@ -21,7 +21,7 @@ from crawlfleet.parsing.response import Response
 from crawlfleet.records import Outcome
 from crawlfleet.runtime.step.drift import resume
 from tests.fixtures.clock import FakeClock
-from tests.unit.crawler_kit import T0, Canned, CannedFetcher, make_crawl, seed
+from tests.unit.crawler_kit import T0, Canned, CannedFetcher, kit_policy, make_crawl, seed
 from tests.unit.test_metrics import scrape
 
 A = "http://a.test"
@@ -163,7 +163,7 @@ async def test_a_drift_pauses_the_parser_on_its_domain_only_and_resume_reopens_i
     pages = {f"{A}/p/{n}": product(n, redesigned=n > 40) for n in range(1, 101)}
     pages |= {f"{B}/p/{n}": product(n) for n in range(1, 101)}
     fetcher = CannedFetcher(clock, pages)
-    store = MemoryQueueStore()
+    store = MemoryQueueStore(policy=kit_policy(seeds=[A, B]))
     crawl = make_crawl(fetcher, seeds=[A, B], parsers=registry(), obey_robots=False, store=store)
     drifted = crawl.collect(ParserDrifted)
     await seed(crawl, *pages)

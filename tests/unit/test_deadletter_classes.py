@@ -110,18 +110,18 @@ POLICY = DomainPolicy(delay_s=0.0, max_in_flight=100_000)
 
 async def _store_with_dead(errors: dict[str, list[str]]) -> MemoryQueueStore:
     """A store whose dead letters are ``path -> error history`` (the last error buries)."""
-    store = MemoryQueueStore()
+    store = MemoryQueueStore(policy=POLICY)
     requests = [CrawlRequest(f"http://a.test/{path}", path, "a.test") for path in errors]
     await store.add(requests, Budget())
     leases = {lease.request.fingerprint: lease for lease in await store.claim(
-        len(requests), 0.0, 60.0, POLICY, ["http"]
+        len(requests), 0.0, 60.0, ["http"]
     )}  # fmt: skip
     for path, history in errors.items():
         lease = leases[path]
         for error in history[:-1]:
-            await store.retry(lease, 0.0, error, _report(lease.request), POLICY)
-            (lease,) = await store.claim(1, 10.0, 60.0, POLICY, ["http"])
-        await store.bury(lease, history[-1], 1.0, _report(lease.request), POLICY)
+            await store.retry(lease, 0.0, error, _report(lease.request))
+            (lease,) = await store.claim(1, 10.0, 60.0, ["http"])
+        await store.bury(lease, history[-1], 1.0, _report(lease.request))
     return store
 
 

@@ -14,6 +14,7 @@ from crawlfleet.frontier.policy import PolicyRecord
 from crawlfleet.frontier.store_types import BlockRules, DomainPolicy, PolicyChange, Report, Signal
 from crawlfleet.records import Attempt, Outcome
 from crawlfleet.runtime.choice.strategy import Strategies, fetcher_kind
+from crawlfleet.runtime.policies import domain_policy
 from crawlfleet.runtime.wiring import build_frontier
 from crawlfleet.settings import Rung, Settings
 from tests.fixtures.clock import FakeClock
@@ -160,7 +161,7 @@ def test_an_http_request_takes_the_fetcher_its_domain_strategy_names() -> None:
 
 async def test_strategies_are_read_at_most_once_per_ttl_and_learned_at_once() -> None:
     clock = FakeClock(start=50.0)
-    store = MemoryQueueStore()
+    store = MemoryQueueStore(policy=domain_policy(Settings()))
     strategies = Strategies(build_frontier(Settings(), store, []), clock, ttl_s=2.0)
     assert await strategies.of("a.test") == {}
     await store.set_strategy("a.test", {"fetcher": "impersonate"})

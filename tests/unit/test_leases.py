@@ -13,7 +13,7 @@ from crawlfleet.models import Lease
 from crawlfleet.runtime.loop.leases import LeaseRenewer
 from crawlfleet.settings.loading import load_settings
 from tests.fixtures.clock import FakeClock
-from tests.unit.crawler_kit import T0, CannedFetcher, Crawl, make_crawl, seed
+from tests.unit.crawler_kit import T0, CannedFetcher, Crawl, kit_policy, make_crawl, seed
 
 A = "http://a.test"
 LEASE_S = 30.0
@@ -58,7 +58,8 @@ async def test_a_lease_reaped_meanwhile_is_reported_lost_and_dropped() -> None:
 async def test_a_store_error_is_logged_and_the_leases_stay_held(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    store = await SqliteQueueStore.open(tmp_path / "state.sqlite")
+    policy = kit_policy(seeds=[A], lease_s=LEASE_S)
+    store = await SqliteQueueStore.open(tmp_path / "state.sqlite", policy=policy)
     crawl, (lease,) = await claimed(1, store=store)
     renewer = LeaseRenewer(crawl.frontier, crawl.clock)
     renewer.hold(lease)

@@ -25,6 +25,7 @@ from crawlfleet.monitoring.metrics import Metrics
 from crawlfleet.proxies.memory import MemoryProxyStates
 from crawlfleet.proxies.protocols import Cooldown
 from crawlfleet.records import Attempt, Outcome
+from crawlfleet.runtime.policies import domain_policy
 from crawlfleet.runtime.wiring import build_frontier
 from crawlfleet.settings import Settings
 from tests.fixtures.clock import FakeClock
@@ -38,15 +39,16 @@ def request(domain: str, n: int) -> CrawlRequest:
 
 
 async def memory_frontier() -> tuple[Frontier, MemoryQueueStore]:
-    store = MemoryQueueStore()
-    frontier = build_frontier(Settings(delay_s=0.0), store, [])
+    settings = Settings(delay_s=0.0)
+    store = MemoryQueueStore(policy=domain_policy(settings))
+    frontier = build_frontier(settings, store, [])
     await frontier.start(T0)
     return frontier, store
 
 
 async def finish(store: MemoryQueueStore, limit: int, status: int = 200) -> int:
     """Claim up to ``limit`` requests and complete each with a response of ``status``."""
-    leases = await store.claim(limit, T0, 60.0, FREE, ("http",))
+    leases = await store.claim(limit, T0, 60.0, ("http",))
     for lease in leases:
         r = lease.request
         attempt = Attempt(
@@ -61,7 +63,7 @@ async def finish(store: MemoryQueueStore, limit: int, status: int = 200) -> int:
             retry=0,
             at=T0,
         )
-        assert await store.complete(lease, Report(attempt, Signal.SUCCESS), FREE)
+        assert await store.complete(lease, Report(attempt, Signal.SUCCESS))
     return len(leases)
 
 

@@ -6,6 +6,7 @@ from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.memory import MemoryQueueStore
 from crawlfleet.frontier.offered import OfferedUrls
 from crawlfleet.models import CrawlRequest, Link
+from crawlfleet.runtime.policies import domain_policy
 from crawlfleet.runtime.wiring import build_frontier
 from crawlfleet.settings import Settings
 
@@ -14,7 +15,8 @@ PAGE = CrawlRequest("http://shop.test/a", "fp", "shop.test", depth=1)
 
 
 def frontier(**settings: object) -> Frontier:
-    return build_frontier(Settings(**settings), MemoryQueueStore(), [SEED])  # type: ignore[arg-type]
+    config = Settings(**settings)  # type: ignore[arg-type]
+    return build_frontier(config, MemoryQueueStore(policy=domain_policy(config)), [SEED])
 
 
 def links() -> list[Link | str]:

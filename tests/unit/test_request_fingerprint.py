@@ -8,6 +8,7 @@ import pytest
 from crawlfleet.frontier.memory import MemoryQueueStore
 from crawlfleet.frontier.redis.views import loads
 from crawlfleet.models import Link
+from crawlfleet.runtime.policies import domain_policy
 from crawlfleet.runtime.wiring import build_frontier
 from crawlfleet.settings import Settings
 from crawlfleet.urls import fingerprint, request_fingerprint
@@ -36,7 +37,7 @@ def test_method_and_body_make_different_fingerprints() -> None:
 
 
 async def test_two_posts_to_one_url_with_different_bodies_are_two_requests() -> None:
-    frontier = build_frontier(Settings(), MemoryQueueStore(), [URL])
+    frontier = build_frontier(Settings(), MemoryQueueStore(policy=domain_policy(Settings())), [URL])
     links = [
         Link.post(URL, form={"q": "a"}),
         Link.post(URL, form={"q": "b"}),
@@ -52,7 +53,7 @@ async def test_two_posts_to_one_url_with_different_bodies_are_two_requests() -> 
 
 
 def test_the_frontier_keeps_a_links_payload() -> None:
-    frontier = build_frontier(Settings(), MemoryQueueStore(), [URL])
+    frontier = build_frontier(Settings(), MemoryQueueStore(policy=domain_policy(Settings())), [URL])
     link = Link.post(
         URL + "#top", json={"b": 1, "a": [2]}, data={"category": "Poetry"}, headers={"X-A": "1"}
     )
@@ -65,7 +66,7 @@ def test_the_frontier_keeps_a_links_payload() -> None:
 
 
 def test_a_redirect_keeps_the_context_and_becomes_a_get() -> None:
-    frontier = build_frontier(Settings(), MemoryQueueStore(), [URL])
+    frontier = build_frontier(Settings(), MemoryQueueStore(policy=domain_policy(Settings())), [URL])
     (posted,), _ = frontier.requests_for([Link.post(URL, form={"q": "a"}, data={"k": 1})], None)
     target = frontier.redirect(posted, "https://shop.test/results?q=a")
     assert not isinstance(target, str)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from crawlfleet.frontier.recent import RecentSet
 from crawlfleet.frontier.sqlite import SqliteQueueStore
-from tests.contract.test_queue_store import NO_BUDGET, req
+from tests.contract.test_queue_store import FREE, NO_BUDGET, req
 
 
 def test_the_prefilter_keeps_the_most_recently_offered_within_its_capacity() -> None:
@@ -20,7 +20,7 @@ def test_the_prefilter_keeps_the_most_recently_offered_within_its_capacity() -> 
 
 
 async def test_links_seen_again_are_answered_without_probing_the_table(tmp_path: Path) -> None:
-    store = await SqliteQueueStore.open(tmp_path / "state.sqlite")
+    store = await SqliteQueueStore.open(tmp_path / "state.sqlite", policy=FREE)
     probes: list[str] = []
     store._db.set_trace_callback(probes.append)  # the statements the store runs
     try:
@@ -32,7 +32,9 @@ async def test_links_seen_again_are_answered_without_probing_the_table(tmp_path:
         assert sum("json_each" in sql for sql in probes) == probed + 1  # only for "new"
     finally:
         await store.close()
-    reopened = await SqliteQueueStore.open(tmp_path / "state.sqlite")  # an empty prefilter
+    reopened = await SqliteQueueStore.open(
+        tmp_path / "state.sqlite", policy=FREE
+    )  # an empty prefilter
     try:
         assert await reopened.add([*nav, req("new")], NO_BUDGET) == 0  # the table answers
     finally:

@@ -34,16 +34,16 @@ def attempt(lease: Lease, outcome: Outcome, status: int | None, at: float) -> At
 
 async def busy_store(path: Path) -> SqliteQueueStore:
     """A store mid-crawl: two domains, some done, one dead, some leased, a robots delay."""
-    store = await SqliteQueueStore.open(path)
+    store = await SqliteQueueStore.open(path, policy=POLICY)
     await store.start(T0)
     await store.add([req(n, d) for d in ("a.test", "b.test") for n in range(6)], Budget())
     await store.add([req(n, "a.test") for n in range(6, 9)], Budget())
     await store.set_delay("b.test", 2.5, DelaySource.ROBOTS)
-    leases = await store.claim(6, T0 + 1, 60.0, POLICY, ("http",))
+    leases = await store.claim(6, T0 + 1, 60.0, ("http",))
     for lease in leases[:3]:
-        await store.complete(lease, Report(attempt(lease, Outcome.OK, 200, T0 + 2)), POLICY)
+        await store.complete(lease, Report(attempt(lease, Outcome.OK, 200, T0 + 2)))
     dead = leases[3]
-    await store.bury(dead, "HTTP 500", T0 + 2, Report(attempt(dead, Outcome.DEAD, 500, T0 + 2)), POLICY)  # fmt: skip
+    await store.bury(dead, "HTTP 500", T0 + 2, Report(attempt(dead, Outcome.DEAD, 500, T0 + 2)))  # fmt: skip
     return store
 
 
@@ -57,14 +57,14 @@ async def test_the_reader_sees_the_stores_counts_stats_and_domains_while_it_hold
         await asyncio.sleep(0)  # the store commits when the event loop's turn ends
         assert await reader.counts() == await store.counts()
         assert await reader.stats() == await store.stats()
-        assert await reader.domains(10) == await store.domains(POLICY, 10)
+        assert await reader.domains(10) == await store.domains(10)
         assert await reader.dead_letters() == await store.dead_letters()
         # the store keeps writing while the reader is open
-        more = await store.claim(1, T0 + 5, 60.0, POLICY, ("http",))
-        await store.complete(more[0], Report(attempt(more[0], Outcome.OK, 200, T0 + 6)), POLICY)
+        more = await store.claim(1, T0 + 5, 60.0, ("http",))
+        await store.complete(more[0], Report(attempt(more[0], Outcome.OK, 200, T0 + 6)))
         await asyncio.sleep(0)  # the store commits when the event loop's turn ends
         assert await reader.counts() == await store.counts()
-        assert await reader.domains(1) == await store.domains(POLICY, 1)
+        assert await reader.domains(1) == await store.domains(1)
     finally:
         await reader.close()
         await store.close()
@@ -100,7 +100,9 @@ async def test_the_reader_takes_no_lock_and_changes_no_byte(tmp_path: Path) -> N
         assert (await reader.counts()).seen == 15
         await reader.domains()
         await reader.attempts(AttemptFilter(domain="b.test"))
-        store = await SqliteQueueStore.open(path)  # the lock is free while the reader reads
+        store = await SqliteQueueStore.open(
+            path, policy=POLICY
+        )  # the lock is free while the reader reads
         await store.close()
     finally:
         await reader.close()

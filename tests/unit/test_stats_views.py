@@ -10,18 +10,18 @@ from rich.console import Console
 from crawlfleet.cli.progress import CrawlProgress, progress_line, summary
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.memory import MemoryQueueStore
-from crawlfleet.frontier.store_types import Budget, DelaySource, DomainPolicy, Report
+from crawlfleet.frontier.store_types import Budget, DelaySource, Report
 from crawlfleet.models import CrawlRequest, Lease
 from crawlfleet.monitoring.attempt_copier import AttemptCopier
 from crawlfleet.monitoring.attempt_log import MemoryAttemptLog
 from crawlfleet.monitoring.stats import StatsView
 from crawlfleet.monitoring.summary import CrawlResult
 from crawlfleet.records import Attempt, Outcome
+from crawlfleet.runtime.policies import domain_policy
 from crawlfleet.runtime.wiring import build_frontier
 from crawlfleet.settings import Settings
 
 T0 = 1_000_000.0
-FREE = DomainPolicy(delay_s=0.0, max_in_flight=100)
 
 
 def req(name: str, domain: str = "a.test") -> CrawlRequest:
@@ -45,22 +45,26 @@ def attempt_of(lease: Lease, outcome: Outcome, at: float, **kw: object) -> Attem
     return Attempt(**fields)  # type: ignore[arg-type]
 
 
+SETTINGS = Settings(delay_s=0.0, per_domain_concurrency=100)
+"""The crawl of these tests: no delay, 100 requests of a domain in flight."""
+
+
 def frontier_of(store: MemoryQueueStore) -> Frontier:
-    """The frontier (what ``StatsView`` reads) over ``store``, with the ``FREE`` policy."""
-    return build_frontier(Settings(delay_s=0.0, per_domain_concurrency=100), store, [])
+    """The frontier (what ``StatsView`` reads) over ``store``."""
+    return build_frontier(SETTINGS, store, [])
 
 
 async def crawl_store(pages: int, domains: tuple[str, ...] = ("a.test",)) -> MemoryQueueStore:
-    store = MemoryQueueStore()
+    store = MemoryQueueStore(policy=domain_policy(SETTINGS))
     await store.start(T0)
     await store.add([req(str(i), d) for d in domains for i in range(pages)], Budget())
     return store
 
 
 async def finish(store: MemoryQueueStore, n: int, at: float, outcome: Outcome = Outcome.OK) -> None:
-    for lease in await store.claim(n, at, 60.0, FREE, ("http",)):
+    for lease in await store.claim(n, at, 60.0, ("http",)):
         report = Report(attempt_of(lease, outcome, at, error=f"{outcome.value}: boom"))
-        assert await store.complete(lease, report, FREE)
+        assert await store.complete(lease, report)
 
 
 async def test_rate_is_finished_requests_per_second_and_eta_is_pending_over_it() -> None:
@@ -116,7 +120,7 @@ async def test_result_and_summary_come_from_the_store_counters() -> None:
     await finish(store, 2, T0 + 2, Outcome.PARSE_ERROR)
     log = MemoryAttemptLog()
     await AttemptCopier(store, log).copy()
-    views = await store.domains(FREE)
+    views = await store.domains()
     result = CrawlResult(
         crawl_id="c",
         reason="complete",

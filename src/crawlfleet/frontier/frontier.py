@@ -1,7 +1,7 @@
 """The frontier: URLs in (serialized, in scope, deduplicated by key), due work out, outcomes back.
 
-It wraps a ``QueueStore`` with the crawl's URL rules, scope, budget, default domain policy and
-retry policy. Every runtime (the embedded runner, a Celery worker, the dispatcher) talks to
+It wraps a ``QueueStore`` with the crawl's URL rules, scope, budget and retry policy (the
+default domain policy is the store's, given when it was opened). Every runtime (the embedded runner, a Celery worker, the dispatcher) talks to
 the store through this class only: the store stays private.
 """
 
@@ -78,7 +78,6 @@ class Frontier:
         rules: UrlRules,
         scope: Scope,
         budget: Budget,
-        default_policy: DomainPolicy,
         retry: RetryPolicy,
         lease_s: float,
         max_redirects: int = 10,
@@ -90,7 +89,6 @@ class Frontier:
         self.rules = rules
         self.scope = scope
         self.budget = budget
-        self.default_policy = default_policy
         self.retry_policy = retry
         self.lease_s = lease_s
         self.max_redirects = max_redirects
@@ -99,6 +97,11 @@ class Frontier:
         self._rules_of_links = LinkRules(rules, scope, route or default_route)
         unlimited = budget.max_total is None and budget.max_per_domain is None
         self._offered = OfferedUrls() if unlimited else None
+
+    @property
+    def default_policy(self) -> DomainPolicy:
+        """The crawl's default domain policy: its store's."""
+        return self._store.default_policy
 
     def requests_for(
         self, links: Iterable[Link | str], parent: CrawlRequest | None
@@ -152,7 +155,7 @@ class Frontier:
 
     async def strategy(self, domain: str) -> dict[str, str]:
         """The domain's fetch strategy slot (see the shared contract in ``QueueStore``)."""
-        return dict((await self._store.domain(domain, self.default_policy)).strategy)
+        return dict((await self._store.domain(domain)).strategy)
 
     async def set_strategy(self, domain: str, strategy: Mapping[str, str]) -> None:
         """Replace the domain's strategy slot: read it, change your keys, write it all back."""
@@ -165,7 +168,7 @@ class Frontier:
 
     async def claim(self, limit: int, now: float, kinds: Collection[str]) -> list[Lease]:
         """Due leases of the fetcher ``kinds`` (see ``QueueStore.claim``)."""
-        return await self._store.claim(limit, now, self.lease_s, self.default_policy, kinds)
+        return await self._store.claim(limit, now, self.lease_s, kinds)
 
     async def move(self, lease: Lease, kind: str) -> bool:
         """Hand the leased request to the ``kind`` lane (see ``QueueStore.move``)."""
@@ -177,7 +180,7 @@ class Frontier:
 
     async def complete(self, lease: Lease, report: Report) -> Ended:
         """The request is done; ``report`` goes to the statistics, attempt log and policy."""
-        return await self._store.complete(lease, report, self.default_policy)
+        return await self._store.complete(lease, report)
 
     async def fail(
         self,
@@ -200,13 +203,13 @@ class Frontier:
         attempt = lease.request.attempt
         if not retry or attempt >= self.retry_policy.max_retries:
             dead = _with_outcome(report, outcome or Outcome.DEAD)
-            return False, await self._store.bury(lease, error, now, dead, self.default_policy)
+            return False, await self._store.bury(lease, error, now, dead)
         wait_s = backoff_s(
             attempt, base_s=self.retry_policy.base_s, max_s=self.retry_policy.max_s, rng=self._rng
         )
         again = _with_outcome(report, outcome or Outcome.RETRY)
         due = max(now + wait_s, not_before)
-        return True, await self._store.retry(lease, due, error, again, self.default_policy)
+        return True, await self._store.retry(lease, due, error, again)
 
     async def reap(self, now: float) -> int:
         """Count leases expired before ``now`` as failed attempts (see ``QueueStore.reap``)."""
@@ -228,7 +231,7 @@ class Frontier:
         default = self.default_policy
         domain = self.rules.politeness_key(f"{origin}/")
         if crawl_delay_s is None:
-            view = await self._store.domain(domain, default)
+            view = await self._store.domain(domain)
             if view.delay_source.from_robots:
                 await self._store.set_delay(domain, default.delay_s, DelaySource.CONFIG)
             return
@@ -281,10 +284,10 @@ class Frontier:
         return await self._store.stats()
 
     async def domain(self, domain: str) -> DomainView:
-        return await self._store.domain(domain, self.default_policy)
+        return await self._store.domain(domain)
 
     async def domains(self, limit: int = 100) -> list[DomainView]:
-        return await self._store.domains(self.default_policy, limit)
+        return await self._store.domains(limit)
 
     async def pending_attempts(self, limit: int) -> list[Attempt]:
         """See ``QueueStore.pending_attempts``."""

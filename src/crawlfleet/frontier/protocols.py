@@ -84,7 +84,6 @@ class RequestQueue(Protocol):
         limit: int,
         now: float,
         lease_s: float,
-        default: DomainPolicy,
         kinds: Collection[str],
     ) -> list[Lease]:
         """Hand out up to ``limit`` due requests of the given fetcher ``kinds``.
@@ -97,13 +96,11 @@ class RequestQueue(Protocol):
         """
         ...
 
-    async def complete(self, lease: Lease, report: Report, default: DomainPolicy) -> Ended:
+    async def complete(self, lease: Lease, report: Report) -> Ended:
         """Mark the leased request done, recording ``report``; not current: nothing changes."""
         ...
 
-    async def retry(
-        self, lease: Lease, not_before: float, error: str, report: Report, default: DomainPolicy
-    ) -> Ended:
+    async def retry(self, lease: Lease, not_before: float, error: str, report: Report) -> Ended:
         """Put the request back in its queue with ``attempt + 1``, not due before ``not_before``.
 
         The error joins the request's history (shown when it is dead-lettered). Only this
@@ -112,9 +109,7 @@ class RequestQueue(Protocol):
         """
         ...
 
-    async def bury(
-        self, lease: Lease, error: str, now: float, report: Report, default: DomainPolicy
-    ) -> Ended:
+    async def bury(self, lease: Lease, error: str, now: float, report: Report) -> Ended:
         """Move the request to the dead-letter queue, recording ``report``."""
         ...
 
@@ -163,11 +158,17 @@ class DomainPolicies(Protocol):
     """The domain policy of every domain: base delay, in-flight cap, fetch strategy, and the
     view of a domain with its queue and statistics."""
 
+    @property
+    def default_policy(self) -> DomainPolicy:
+        """The crawl-wide delay, in-flight cap and block rules of every domain without its
+        own value; given when the store is opened (``runtime/backends.py``)."""
+        ...
+
     async def set_delay(self, domain: str, delay_s: float, source: DelaySource) -> None:
         """Set the domain's base delay; a ``ROBOTS`` value never replaces an ``OVERRIDE``.
 
-        ``CONFIG`` puts the domain back on the crawl-wide delay (``DomainPolicy.delay_s`` of
-        each later call): ``delay_s`` is not kept.
+        ``CONFIG`` puts the domain back on the crawl-wide delay (``default_policy.delay_s`` of
+        the store reading it): ``delay_s`` is not kept.
         """
         ...
 
@@ -179,11 +180,11 @@ class DomainPolicies(Protocol):
         """Replace the domain's fetch strategy slot (fetcher kind, proxy tier, ...)."""
         ...
 
-    async def domain(self, domain: str, default: DomainPolicy) -> DomainView:
+    async def domain(self, domain: str) -> DomainView:
         """The domain's policy, queue and statistics (defaults for an unknown domain)."""
         ...
 
-    async def domains(self, default: DomainPolicy, limit: int = 100) -> list[DomainView]:
+    async def domains(self, limit: int = 100) -> list[DomainView]:
         """The ``limit`` domains with admissions, a policy or statistics; most admitted first."""
         ...
 

@@ -75,6 +75,7 @@ from crawlfleet.runtime.control import (
     control_key,
     crawl_state,
 )
+from crawlfleet.runtime.policies import domain_policy
 from crawlfleet.runtime.step.drift import resume
 from crawlfleet.runtime.wiring import build_admitter, build_frontier
 from crawlfleet.settings import Settings
@@ -261,7 +262,7 @@ class DistributedOperations:
                 )
             own = definition.settings.model_copy(update={"redis_url": self._redis_url})
             async with AsyncExitStack() as stack:
-                store = (await open_store(own, stack)).store
+                store = (await open_store(own, stack, domain_policy(own))).store
                 frontier = build_frontier(own, store, list(definition.seeds))
                 admitter = await build_admitter(
                     own, frontier, events=EventBus(), clock=clock or SystemClock(), stack=stack

@@ -44,6 +44,7 @@ from crawlfleet.archive.index import INDEX_FILE, SqliteCaptureIndex
 from crawlfleet.archive.protocols import CaptureIndex
 from crawlfleet.errors import ConfigError, StateError
 from crawlfleet.frontier.protocols import QueueStore
+from crawlfleet.frontier.store_types import DomainPolicy
 from crawlfleet.monitoring.attempt_log import AttemptLog, AttemptReader
 from crawlfleet.pipeline.export import ITEMS_FILE
 from crawlfleet.pipeline.protocols import Sink
@@ -128,9 +129,15 @@ def one_line(text: str) -> str:
 
 
 async def open_embedded(
-    settings: Settings, stack: AsyncExitStack, *, seeds: Sequence[str], fresh: bool
+    settings: Settings,
+    stack: AsyncExitStack,
+    *,
+    policy: DomainPolicy,
+    seeds: Sequence[str],
+    fresh: bool,
 ) -> Backends:
-    """The SQLite queue store, items sink (also the rejects store) and attempt-log reader.
+    """The SQLite queue store (holding ``policy``, the crawl's default domain policy), items
+    sink (also the rejects store) and attempt-log reader.
 
     The state directory is taken first (``statedir.StateDir``: its lock, the crawl's
     identity, and with ``fresh`` the deletion of the crawler's own files, nothing else).
@@ -145,7 +152,9 @@ async def open_embedded(
     held = StateDir.open(settings.state_dir, identity, fresh=fresh, politeness=politeness(values))
     stack.callback(held.release)
     state_file, items_file = state_paths(settings.state_dir)
-    store = await SqliteQueueStore.open(state_file, keep_attempts=settings.attempt_log_max_rows)
+    store = await SqliteQueueStore.open(
+        state_file, policy=policy, keep_attempts=settings.attempt_log_max_rows
+    )
     stack.push_async_callback(store.close)
     attempts = await SqliteAttemptLog.open(state_file)
     stack.push_async_callback(attempts.close)
@@ -155,8 +164,11 @@ async def open_embedded(
     return Backends(store, sink=sink, rejects=sink, attempts=attempts, items_file=items_file)
 
 
-async def open_distributed(settings: Settings, stack: AsyncExitStack, *, worker: bool) -> Backends:
-    """The Redis store, and for a ``worker`` the PostgreSQL sink, else the attempt log.
+async def open_distributed(
+    settings: Settings, stack: AsyncExitStack, *, policy: DomainPolicy, worker: bool
+) -> Backends:
+    """The Redis store (holding ``policy``), and for a ``worker`` the PostgreSQL sink, else
+    the attempt log.
 
     Runs the PostgreSQL migrations first, so either process may be the first to touch a
     fresh database. The dispatcher (``worker=False``) builds no sink: it writes no item.
@@ -168,7 +180,7 @@ async def open_distributed(settings: Settings, stack: AsyncExitStack, *, worker:
     dsn = _dsn(settings)
     if not worker:  # a worker checked the same Redis when it started (check_backends)
         await check_redis(settings.redis_url or "", accept_unsafe=settings.accept_unsafe_redis)
-    store = await _redis_store(settings, stack)
+    store = await _redis_store(settings, stack, policy)
     try:
         await asyncio.to_thread(migrate, dsn)
         if worker:
@@ -184,20 +196,20 @@ async def open_distributed(settings: Settings, stack: AsyncExitStack, *, worker:
     return Backends(store, attempts=attempts, attempt_log=attempts)
 
 
-async def open_store(settings: Settings, stack: AsyncExitStack) -> Backends:
-    """The store of an existing crawl, for reading and DLQ operations.
+async def open_store(settings: Settings, stack: AsyncExitStack, policy: DomainPolicy) -> Backends:
+    """The store of an existing crawl, holding ``policy``, for reading and DLQ operations.
 
     Redis when ``settings.redis_url`` is set (the settings of the crawl's definition, for
     its dedup options), else the SQLite state file: ``StateError`` if there is none.
     """
     if settings.redis_url is not None:
-        return Backends(await _redis_store(settings, stack))
+        return Backends(await _redis_store(settings, stack, policy))
     from crawlfleet.frontier.sqlite import SqliteQueueStore
 
     state_file, _ = state_paths(settings.state_dir)
     if not state_file.exists():
         raise StateError(f"no crawl state in {settings.state_dir} (expected {state_file})")
-    store = await SqliteQueueStore.open(state_file)
+    store = await SqliteQueueStore.open(state_file, policy=policy)
     stack.push_async_callback(store.close)
     return Backends(store)
 
@@ -255,7 +267,9 @@ def _dsn(settings: Settings) -> str:
     return settings.postgres_dsn
 
 
-async def _redis_store(settings: Settings, stack: AsyncExitStack) -> QueueStore:
+async def _redis_store(
+    settings: Settings, stack: AsyncExitStack, policy: DomainPolicy
+) -> QueueStore:
     from crawlfleet.frontier.redis.crawl_store import open_crawl_store
 
     if settings.redis_url is None:
@@ -264,6 +278,7 @@ async def _redis_store(settings: Settings, stack: AsyncExitStack) -> QueueStore:
         store = await open_crawl_store(
             settings.redis_url,
             settings.crawl_id,
+            policy=policy,
             partitions=settings.frontier_partitions,
             dedup=settings.dedup,
             bloom_capacity=settings.bloom_capacity,

@@ -70,6 +70,11 @@ def build_frontier(
 
     ``router`` picks new requests' fetcher kinds (None: the link's kind, else ``http``).
     """
+    policy = domain_policy(settings)
+    if store.default_policy != policy:  # a store opened for another crawl's politeness
+        raise ValueError(
+            f"the store's default domain policy {store.default_policy} is not the crawl's {policy}"
+        )
     rules = UrlRules(settings.strip_query_params, settings.politeness_key)
     scope = Scope.for_seeds(
         seeds,
@@ -84,7 +89,6 @@ def build_frontier(
         rules=rules,
         scope=scope,
         budget=Budget(settings.max_pages, settings.max_pages_per_domain),
-        default_policy=domain_policy(settings),
         retry=RetryPolicy(settings.max_retries, settings.backoff_base_s, settings.backoff_max_s),
         lease_s=settings.lease_s,
         max_redirects=settings.max_redirects,
@@ -288,5 +292,5 @@ async def open_frontier(
     settings: Settings, stack: AsyncExitStack, seeds: Sequence[str] = ()
 ) -> Frontier:
     """The frontier of an existing crawl (SQLite state, or Redis), for views and DLQ commands."""
-    backends = await open_store(settings, stack)
+    backends = await open_store(settings, stack, domain_policy(settings))
     return build_frontier(settings, backends.store, list(seeds))

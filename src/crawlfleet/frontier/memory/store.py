@@ -66,9 +66,13 @@ class Entry:
 
 
 class MemoryQueueStore:
-    """``QueueStore`` in plain Python structures; every method is atomic (no awaits inside)."""
+    """``QueueStore`` in plain Python structures; every method is atomic (no awaits inside).
 
-    def __init__(self) -> None:
+    ``policy``: the crawl's default domain policy.
+    """
+
+    def __init__(self, *, policy: DomainPolicy) -> None:
+        self._policy = policy
         self._lanes = Lanes()
         self._schedule = DomainSchedule(self._lanes.earliest)
         self._seen: set[str] = set()
@@ -82,6 +86,10 @@ class MemoryQueueStore:
         self._started_at: float | None = None
         self._attempts: deque[Attempt] = deque()
         self._known = Visits()
+
+    @property
+    def default_policy(self) -> DomainPolicy:
+        return self._policy
 
     def _push(self, entry: Entry, not_before: float) -> None:
         """Queue an entry (already counted nowhere) in its lane, due from ``not_before``."""
@@ -139,12 +147,11 @@ class MemoryQueueStore:
         limit: int,
         now: float,
         lease_s: float,
-        default: DomainPolicy,
         kinds: Collection[str],
     ) -> list[Lease]:
         leases: list[Lease] = []
         expires_at = now + lease_s
-        picked = self._schedule.claim(limit, now, default, kinds, self._take)
+        picked = self._schedule.claim(limit, now, self._policy, kinds, self._take)
         for _domain, entry in picked:
             entry.hand_outs += 1
             token = f"{entry.request.fingerprint}:{entry.hand_outs}"
@@ -182,7 +189,7 @@ class MemoryQueueStore:
         self._schedule.rest(domain, ready_at)
         return Ended(True, change)
 
-    async def complete(self, lease: Lease, report: Report, default: DomainPolicy) -> Ended:
+    async def complete(self, lease: Lease, report: Report) -> Ended:
         released = self._release(lease.token)
         if released is None:
             return Ended(False)
@@ -192,11 +199,9 @@ class MemoryQueueStore:
         self._counts[EntryState.DONE] += 1
         if report.visit is not None:
             await self.remember(entry.request, report.visit)
-        return self._record(domain, report, default)
+        return self._record(domain, report, self._policy)
 
-    async def retry(
-        self, lease: Lease, not_before: float, error: str, report: Report, default: DomainPolicy
-    ) -> Ended:
+    async def retry(self, lease: Lease, not_before: float, error: str, report: Report) -> Ended:
         released = self._release(lease.token)
         if released is None:
             return Ended(False)
@@ -204,18 +209,16 @@ class MemoryQueueStore:
         entry.errors.append(error)
         entry.request = replace(entry.request, attempt=entry.request.attempt + 1)
         self._push(entry, not_before)
-        return self._record(domain, report, default)
+        return self._record(domain, report, self._policy)
 
-    async def bury(
-        self, lease: Lease, error: str, now: float, report: Report, default: DomainPolicy
-    ) -> Ended:
+    async def bury(self, lease: Lease, error: str, now: float, report: Report) -> Ended:
         released = self._release(lease.token)
         if released is None:
             return Ended(False)
         entry, domain = released
         entry.errors.append(error)
         self._kill(entry, now)
-        return self._record(domain, report, default)
+        return self._record(domain, report, self._policy)
 
     def _kill(self, entry: Entry, died_at: float) -> None:
         """Move a released entry (its error already recorded) to the dead-letter queue."""
@@ -270,11 +273,11 @@ class MemoryQueueStore:
     async def set_strategy(self, domain: str, strategy: Mapping[str, str]) -> None:
         self._schedule.get(domain).record.strategy = dict(strategy)
 
-    async def domain(self, domain: str, default: DomainPolicy) -> DomainView:
-        return self._schedule.view(domain, default)
+    async def domain(self, domain: str) -> DomainView:
+        return self._schedule.view(domain, self._policy)
 
-    async def domains(self, default: DomainPolicy, limit: int = 100) -> list[DomainView]:
-        return self._schedule.views(default, limit)
+    async def domains(self, limit: int = 100) -> list[DomainView]:
+        return self._schedule.views(self._policy, limit)
 
     async def counts(self) -> QueueCounts:
         c = self._counts

@@ -12,6 +12,7 @@ from crawlfleet.frontier.redis.keys import CrawlKeys
 from crawlfleet.frontier.redis.partitioned import PartitionedQueueStore
 from crawlfleet.frontier.redis.routing import crawl_prefix, partition_prefix
 from crawlfleet.frontier.redis.store import RedisQueueStore
+from crawlfleet.frontier.store_types import DomainPolicy
 from crawlfleet.redact import redact
 from crawlfleet.redisdb import RedisClient, open_client
 
@@ -20,12 +21,14 @@ async def open_crawl_store(
     url: str,
     crawl_id: str,
     *,
+    policy: DomainPolicy,
     partitions: int | None = None,
     dedup: Literal["exact", "bloom"] = "exact",
     bloom_capacity: int = 10_000_000,
     bloom_error_rate: float = 0.01,
 ) -> RedisQueueStore | PartitionedQueueStore:
-    """The frontier of crawl ``crawl_id`` at ``url`` (one server or a cluster).
+    """The frontier of crawl ``crawl_id`` at ``url`` (one server or a cluster), with
+    ``policy`` its default domain policy.
 
     ``partitions`` is used when the crawl is new (None: 1) and must match the stored count
     otherwise (None: whatever it is); a mismatch is a ``StateError``. One partition is a
@@ -44,6 +47,7 @@ async def open_crawl_store(
                 client,
                 base.prefix,
                 where,
+                policy=policy,
                 dedup=dedup,
                 bloom_capacity=capacity,
                 bloom_error_rate=bloom_error_rate,
@@ -53,6 +57,7 @@ async def open_crawl_store(
                 client,
                 partition_prefix(crawl_id, p),
                 where,
+                policy=policy,
                 dedup=dedup,
                 bloom_capacity=capacity,
                 bloom_error_rate=bloom_error_rate,

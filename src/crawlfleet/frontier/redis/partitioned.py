@@ -72,6 +72,11 @@ class PartitionedQueueStore:
         return cls(client, await CrawlSlot.attach(client, base, where), inner)
 
     @property
+    def default_policy(self) -> DomainPolicy:
+        """Its partitions' (``open_crawl_store`` opens them all with one)."""
+        return self._inner[0].default_policy
+
+    @property
     def partitions(self) -> list[RedisQueueStore]:
         return list(self._inner)
 
@@ -120,7 +125,6 @@ class PartitionedQueueStore:
         limit: int,
         now: float,
         lease_s: float,
-        default: DomainPolicy,
         kinds: Collection[str],
     ) -> list[Lease]:
         count = len(self._inner)
@@ -131,22 +135,18 @@ class PartitionedQueueStore:
             if len(leases) >= limit:
                 break
             inner = self._inner[(start + step) % count]
-            leases += await inner.claim(limit - len(leases), now, lease_s, default, kinds)
+            leases += await inner.claim(limit - len(leases), now, lease_s, kinds)
         return leases
 
-    async def complete(self, lease: Lease, report: Report, default: DomainPolicy) -> Ended:
-        return await self._of(lease.request.domain).complete(lease, report, default)
+    async def complete(self, lease: Lease, report: Report) -> Ended:
+        return await self._of(lease.request.domain).complete(lease, report)
 
-    async def retry(
-        self, lease: Lease, not_before: float, error: str, report: Report, default: DomainPolicy
-    ) -> Ended:
+    async def retry(self, lease: Lease, not_before: float, error: str, report: Report) -> Ended:
         inner = self._of(lease.request.domain)
-        return await inner.retry(lease, not_before, error, report, default)
+        return await inner.retry(lease, not_before, error, report)
 
-    async def bury(
-        self, lease: Lease, error: str, now: float, report: Report, default: DomainPolicy
-    ) -> Ended:
-        return await self._of(lease.request.domain).bury(lease, error, now, report, default)
+    async def bury(self, lease: Lease, error: str, now: float, report: Report) -> Ended:
+        return await self._of(lease.request.domain).bury(lease, error, now, report)
 
     async def move(self, lease: Lease, kind: str) -> bool:
         return await self._of(lease.request.domain).move(lease, kind)
@@ -167,10 +167,10 @@ class PartitionedQueueStore:
     async def set_strategy(self, domain: str, strategy: Mapping[str, str]) -> None:
         await self._of(domain).set_strategy(domain, strategy)
 
-    async def domain(self, domain: str, default: DomainPolicy) -> DomainView:
-        return await self._of(domain).domain(domain, default)
+    async def domain(self, domain: str) -> DomainView:
+        return await self._of(domain).domain(domain)
 
-    async def domains(self, default: DomainPolicy, limit: int = 100) -> list[DomainView]:
+    async def domains(self, limit: int = 100) -> list[DomainView]:
         if limit <= 0:
             return []
         tops = await asyncio.gather(*(p.most_admitted(limit) for p in self._inner))
@@ -178,15 +178,15 @@ class PartitionedQueueStore:
             ((-admitted, name) for top in tops for name, admitted in top),
         )[:limit]
         names = [name for _, name in ranked]
-        views = {view.domain: view for view in await self._views(names, default)}
+        views = {view.domain: view for view in await self._views(names)}
         return [views[name] for name in names]
 
-    async def _views(self, names: list[str], default: DomainPolicy) -> list[DomainView]:
+    async def _views(self, names: list[str]) -> list[DomainView]:
         by_partition: dict[int, list[str]] = {}
         for name in names:
             by_partition.setdefault(partition_of(name, len(self._inner)), []).append(name)
         found = await asyncio.gather(
-            *(self._inner[p].views(group, default) for p, group in by_partition.items())
+            *(self._inner[p].views(group) for p, group in by_partition.items())
         )
         return [view for views in found for view in views]
 

@@ -61,12 +61,18 @@ class RedisQueueStore:
     """Request lanes, seen filter, leases, DLQ, domain policy and statistics, in Redis.
 
     Use ``open`` or ``attach``: they begin the crawl (``RedisCrawl.begin``) the store runs on.
+    ``policy``: the crawl's default domain policy, sent to the scripts with each call.
     """
 
     def __init__(
-        self, crawl: RedisCrawl, *, prefilter_capacity: int = SEEN_PREFILTER_CAPACITY
+        self,
+        crawl: RedisCrawl,
+        *,
+        policy: DomainPolicy,
+        prefilter_capacity: int = SEEN_PREFILTER_CAPACITY,
     ) -> None:
         self._crawl = crawl
+        self._policy = policy
         self._client = crawl.client
         self._keys = crawl.keys
         self._bloom = crawl.bloom
@@ -81,6 +87,7 @@ class RedisQueueStore:
         url: str,
         prefix: str,
         *,
+        policy: DomainPolicy,
         dedup: Literal["exact", "bloom"] = "exact",
         bloom_capacity: int = 10_000_000,
         bloom_error_rate: float = 0.01,
@@ -99,6 +106,7 @@ class RedisQueueStore:
                 client,
                 prefix,
                 redact(url),
+                policy=policy,
                 dedup=dedup,
                 bloom_capacity=bloom_capacity,
                 bloom_error_rate=bloom_error_rate,
@@ -114,6 +122,7 @@ class RedisQueueStore:
         prefix: str,
         where: str,
         *,
+        policy: DomainPolicy,
         dedup: Literal["exact", "bloom"] = "exact",
         bloom_capacity: int = 10_000_000,
         bloom_error_rate: float = 0.01,
@@ -143,7 +152,11 @@ class RedisQueueStore:
                 bloom.hashes,
                 bloom.size_bytes / 1e6,
             )
-        return cls(crawl, prefilter_capacity=prefilter_capacity)
+        return cls(crawl, policy=policy, prefilter_capacity=prefilter_capacity)
+
+    @property
+    def default_policy(self) -> DomainPolicy:
+        return self._policy
 
     @property
     def epoch(self) -> str:
@@ -194,7 +207,6 @@ class RedisQueueStore:
         limit: int,
         now: float,
         lease_s: float,
-        default: DomainPolicy,
         kinds: Collection[str],
     ) -> list[Lease]:
         wanted = [_kind(kind) for kind in dict.fromkeys(kinds)]
@@ -204,8 +216,8 @@ class RedisQueueStore:
             "claim",
             now,
             lease_s,
-            default.delay_s,
-            default.max_in_flight,
+            self._policy.delay_s,
+            self._policy.max_in_flight,
             limit,
             max(PROMOTE_PER_CLAIM, 10 * limit),
             *wanted,
@@ -216,27 +228,22 @@ class RedisQueueStore:
             for i in range(0, len(flat), 2)
         ]
 
-    async def complete(self, lease: Lease, report: Report, default: DomainPolicy) -> Ended:
+    async def complete(self, lease: Lease, report: Report) -> Ended:
         if report.visit is not None:
             await self.remember(lease.request, report.visit)
-        return await self._finish(lease, report, default, "complete", 0.0, "", "")
+        return await self._finish(lease, report, "complete", 0.0, "", "")
 
-    async def retry(
-        self, lease: Lease, not_before: float, error: str, report: Report, default: DomainPolicy
-    ) -> Ended:
+    async def retry(self, lease: Lease, not_before: float, error: str, report: Report) -> Ended:
         again = dumps(dataclasses.replace(lease.request, attempt=lease.request.attempt + 1))
-        return await self._finish(lease, report, default, "retry", not_before, error, again)
+        return await self._finish(lease, report, "retry", not_before, error, again)
 
-    async def bury(
-        self, lease: Lease, error: str, now: float, report: Report, default: DomainPolicy
-    ) -> Ended:
-        return await self._finish(lease, report, default, "bury", now, error, "")
+    async def bury(self, lease: Lease, error: str, now: float, report: Report) -> Ended:
+        return await self._finish(lease, report, "bury", now, error, "")
 
     async def _finish(
         self,
         lease: Lease,
         report: Report,
-        default: DomainPolicy,
         mode: str,
         when: float,
         error: str,
@@ -244,13 +251,13 @@ class RedisQueueStore:
     ) -> Ended:
         """The lease end and everything ``report`` records, in ``finish.lua`` (with the lease
         ends sent to Redis at the same time: ``scripts.GROUPED``)."""
-        args = [lease.token, mode, float(when), error, stored, *report_args(report, default)]
+        args = [lease.token, mode, float(when), error, stored, *report_args(report, self._policy)]
         reply = await self._run("finish", *args)
         if not int(reply[0]):
             return Ended(False)
         if len(reply) == 1:
             return Ended(True)
-        return Ended(True, policy_change(lease.request.domain, reply, report, default))
+        return Ended(True, policy_change(lease.request.domain, reply, report, self._policy))
 
     async def move(self, lease: Lease, kind: str) -> bool:
         moved = dataclasses.replace(lease.request, fetcher=_kind(kind))
@@ -277,12 +284,12 @@ class RedisQueueStore:
     async def set_strategy(self, domain: str, strategy: Mapping[str, str]) -> None:
         await self._run("set_strategy", domain, orjson.dumps(dict(strategy)).decode())
 
-    async def domain(self, domain: str, default: DomainPolicy) -> DomainView:
-        return (await self.views([domain], default))[0]
+    async def domain(self, domain: str) -> DomainView:
+        return (await self.views([domain]))[0]
 
-    async def domains(self, default: DomainPolicy, limit: int = 100) -> list[DomainView]:
+    async def domains(self, limit: int = 100) -> list[DomainView]:
         names = [name for name, _ in await self.most_admitted(limit)]
-        return await self.views(names, default)
+        return await self.views(names)
 
     async def most_admitted(self, limit: int) -> list[tuple[str, int]]:
         """The ``limit`` domains of ``domains``, most admitted first, with their admissions."""
@@ -294,7 +301,7 @@ class RedisQueueStore:
             )
         return [(str(row[0]), -int(row[1])) for row in rows]
 
-    async def views(self, names: list[str], default: DomainPolicy) -> list[DomainView]:
+    async def views(self, names: list[str]) -> list[DomainView]:
         """The ``DomainView`` of each of ``names``, in order."""
         if not names:
             return []
@@ -305,7 +312,7 @@ class RedisQueueStore:
                     pipe.hgetall(self._keys.domain_stats(name))
                 replies = await pipe.execute()
         return [
-            domain_view(name, replies[2 * i], replies[2 * i + 1], default)
+            domain_view(name, replies[2 * i], replies[2 * i + 1], self._policy)
             for i, name in enumerate(names)
         ]
 

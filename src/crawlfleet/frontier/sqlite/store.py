@@ -61,12 +61,16 @@ from crawlfleet.sqlite_turns import TurnWriter
 class SqliteQueueStore:
     """``QueueStore`` in one SQLite file; use ``await SqliteQueueStore.open(path)``.
 
-    ``keep_attempts``: the attempt log keeps its newest rows, this many (``retention.py``;
-    None keeps every row).
+    ``policy``: the crawl's default domain policy (the file keeps only each domain's own
+    values). ``keep_attempts``: the attempt log keeps its newest rows, this many
+    (``retention.py``; None keeps every row).
     """
 
-    def __init__(self, file: StateFile, *, keep_attempts: int | None = None) -> None:
+    def __init__(
+        self, file: StateFile, *, policy: DomainPolicy, keep_attempts: int | None = None
+    ) -> None:
         self.path = file.path
+        self._policy = policy
         self._file = file
         self._db = file.db
         self._retention = AttemptRetention(keep_attempts)
@@ -78,18 +82,24 @@ class SqliteQueueStore:
         self._load()
 
     @classmethod
-    async def open(cls, path: Path, *, keep_attempts: int | None = None) -> SqliteQueueStore:
+    async def open(
+        cls, path: Path, *, policy: DomainPolicy, keep_attempts: int | None = None
+    ) -> SqliteQueueStore:
         """Open (creating or migrating if needed) the state file.
 
         StateError if the file is corrupt, foreign, of a newer schema or locked.
         """
         db, lock = open_queue_db(path)
         try:
-            return cls(StateFile(path, db, lock), keep_attempts=keep_attempts)
+            return cls(StateFile(path, db, lock), policy=policy, keep_attempts=keep_attempts)
         except sqlite3.Error as exc:
             db.close()
             lock.release()
             raise StateError(f"state file {path} cannot be read: {exc}") from None
+
+    @property
+    def default_policy(self) -> DomainPolicy:
+        return self._policy
 
     def _load(self) -> None:
         db, schedule = self._db, self._schedule
@@ -178,7 +188,6 @@ class SqliteQueueStore:
         limit: int,
         now: float,
         lease_s: float,
-        default: DomainPolicy,
         kinds: Collection[str],
     ) -> list[Lease]:
         if limit <= 0 or not self._schedule.has_due(now, kinds):
@@ -196,7 +205,7 @@ class SqliteQueueStore:
             return Lease(request, token, expires_at), row[1]
 
         with self._file.transaction() as db:
-            picked = self._schedule.claim(limit, now, default, kinds, take)
+            picked = self._schedule.claim(limit, now, self._policy, kinds, take)
             for state, _ in picked:
                 self._file.domain_changed(state)  # its ready_at moved
         leases = [lease for _, lease in picked]
@@ -238,25 +247,21 @@ class SqliteQueueStore:
         self._schedule.lease_ended(state)
         return Ended(True, change), state
 
-    async def complete(self, lease: Lease, report: Report, default: DomainPolicy) -> Ended:
-        ended, _state = self._end_lease(q.COMPLETE, (), lease, report, default)
+    async def complete(self, lease: Lease, report: Report) -> Ended:
+        ended, _state = self._end_lease(q.COMPLETE, (), lease, report, self._policy)
         if ended:
             self._counts[DONE] += 1
         return ended
 
-    async def retry(
-        self, lease: Lease, not_before: float, error: str, report: Report, default: DomainPolicy
-    ) -> Ended:
-        ended, state = self._end_lease(q.RETRY, (not_before, error), lease, report, default)
+    async def retry(self, lease: Lease, not_before: float, error: str, report: Report) -> Ended:
+        ended, state = self._end_lease(q.RETRY, (not_before, error), lease, report, self._policy)
         if ended:
             self._schedule.enqueued(state, lease.request.fetcher, 1, not_before)
             self._counts[QUEUED] += 1
         return ended
 
-    async def bury(
-        self, lease: Lease, error: str, now: float, report: Report, default: DomainPolicy
-    ) -> Ended:
-        ended, _state = self._end_lease(q.BURY, (now, error), lease, report, default)
+    async def bury(self, lease: Lease, error: str, now: float, report: Report) -> Ended:
+        ended, _state = self._end_lease(q.BURY, (now, error), lease, report, self._policy)
         if ended:
             self._counts[DEAD] += 1
         return ended
@@ -340,11 +345,11 @@ class SqliteQueueStore:
         state = self._schedule.get(domain)
         self._save_policy(state, replace(state.record, strategy=dict(strategy)))
 
-    async def domain(self, domain: str, default: DomainPolicy) -> DomainView:
-        return self._schedule.view(domain, default)
+    async def domain(self, domain: str) -> DomainView:
+        return self._schedule.view(domain, self._policy)
 
-    async def domains(self, default: DomainPolicy, limit: int = 100) -> list[DomainView]:
-        return self._schedule.views(default, limit)
+    async def domains(self, limit: int = 100) -> list[DomainView]:
+        return self._schedule.views(self._policy, limit)
 
     async def next_ready_at(self, now: float, kinds: Collection[str]) -> float | None:
         return self._schedule.next_ready_at(now, kinds)

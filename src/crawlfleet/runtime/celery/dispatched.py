@@ -43,6 +43,7 @@ from crawlfleet.runtime.choice.kinds import (
 )
 from crawlfleet.runtime.choice.routing import Router
 from crawlfleet.runtime.control import RedisControl, RunState
+from crawlfleet.runtime.policies import domain_policy
 from crawlfleet.runtime.wiring import build_admitter, build_frontier
 from crawlfleet.settings import Settings
 
@@ -120,7 +121,7 @@ async def open_crawl(
             raise StateError(one_line(f"Redis at {redact(redis_url)}: {exc}")) from None
     if await RedisControl(client, crawl_id).state() is RunState.CANCELLED:
         raise StateError(f"crawl {crawl_id!r} was cancelled; start it over with --fresh")
-    backends = await open_distributed(settings, stack, worker=False)
+    backends = await open_distributed(settings, stack, policy=domain_policy(settings), worker=False)
     attempt_log = backends.attempt_log
     if attempt_log is None:
         raise StateError("the dispatcher opened no attempt log")

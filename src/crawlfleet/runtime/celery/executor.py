@@ -55,6 +55,7 @@ from crawlfleet.runtime.choice.kinds import queue_kinds
 from crawlfleet.runtime.control import RedisControl, RunState
 from crawlfleet.runtime.loop import event_loop
 from crawlfleet.runtime.loop.claim import ClaimLoop
+from crawlfleet.runtime.policies import domain_policy
 from crawlfleet.runtime.wiring import CrawlGraph, build_crawl, worker_name
 
 log = logging.getLogger(__name__)
@@ -221,7 +222,9 @@ class WorkerRuntime:
         stack = AsyncExitStack()
         events = EventBus()
         try:
-            backends = await open_distributed(settings, stack, worker=True)
+            backends = await open_distributed(
+                settings, stack, policy=domain_policy(settings), worker=True
+            )
             graph = await build_crawl(
                 settings,
                 seeds=list(definition.seeds),
