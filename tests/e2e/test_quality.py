@@ -162,6 +162,37 @@ def test_a_redesign_pauses_its_parser_there_and_a_fixed_parser_completes_the_cra
     assert f"no drift of parser 'item' on '{catalog_host}'" in output
 
 
+RECRAWL_BOUND = 5
+"""Redesigned pages a recrawl parses until the drift fires, its baseline kept from the first
+run's 120 good pages (at the 0.02 floor: 5 x log(0.5/0.02) = 16.1 >= 15); a baseline
+learned afresh by the recrawl's process would take 17."""
+
+
+def test_a_recrawl_keeps_the_baseline_of_the_first_run_and_catches_a_redesign_at_once(
+    site: ThreadedDemoSite, tmp_path: Path
+) -> None:
+    state = tmp_path / "state"
+    config = tmp_path / "crawl.toml"
+    config.write_text('[crawl]\nrecrawl_after = "0s"\n')  # every page due again at once
+    broken = write_parser(tmp_path / "broken.py", fixed=False)
+    host = urlsplit(site.url("redesign")).hostname or ""
+    args = [site.url("redesign"), "--state", str(state), "--config", str(config)]
+    args += ["--parsers", str(broken), *FAST]
+    site.redesign.set(None)
+    code, output = cli("crawl", *args)
+    assert code == 0, output
+
+    site.redesign.set(0)  # every page from now on in the new design
+    site.clear_log()
+    code, output = cli("crawl", *args, "--recrawl")
+    assert code == 5, output  # the paused pages are dead-lettered
+    assert f"fix the parser, then crawlfleet resume-parser item {host} --state" in output
+    stats = orjson.loads((state / "stats.json").read_bytes())
+    assert stats["domains"][host]["mismatch.item"] == RECRAWL_BOUND
+    served = {r.path for r in site.log if r.path.startswith("/item/")}
+    assert len(served) == RECRAWL_BOUND  # none fetched after the breaker opened
+
+
 @pytest.mark.redis
 @pytest.mark.postgres
 @pytest.mark.slow
@@ -178,10 +209,18 @@ def test_the_breaker_pauses_the_fleet_and_resume_parser_reopens_it_distributed(
     # workers keep their mismatch samples in the crawl's state directory, on their machine
     samples = tmp_path / "state"
     crawl += ["--state", str(samples)]
-    worker = workers.start(redis_url, postgres_dsn, extra=("--parsers", str(broken)))
+    # two workers share the redesigned domain, and one drift test in the store
+    fleet = [
+        workers.start(redis_url, postgres_dsn, extra=("--parsers", str(broken))) for _ in range(2)
+    ]
     first = dispatch(*crawl, "--parsers", str(broken))
-    assert first.returncode == 5, first.stdout + worker.log()  # a shortfall: dead letters
-    assert "parser item drifted on " + redesign_host in worker.log()
+    logs = "".join(worker.log() for worker in fleet)
+    assert first.returncode == 5, first.stdout + logs  # a shortfall: dead letters
+    assert "parser item drifted on " + redesign_host in logs
+    # caught within the embedded bound: the fleet's 7th redesigned page fires it
+    pages = REDESIGN_AFTER + DETECTION_BOUND
+    assert f"after {pages} pages ({DETECTION_BOUND} mismatched" in logs, logs
+    assert logs.count("parser item drifted on") == 1
     assert list((samples / "mismatch").glob("item-*/*.html"))
     code, output = cli("status", *target)
     assert f"drift: parser item on {redesign_host} (paused" in output, output
@@ -190,7 +229,8 @@ def test_the_breaker_pauses_the_fleet_and_resume_parser_reopens_it_distributed(
 
     # the fixed parser is deployed first: a worker still running the broken one would
     # claim the requeued pages
-    worker.terminate()
+    for worker in fleet:
+        worker.terminate()
     workers.start(redis_url, postgres_dsn, extra=("--parsers", str(fixed)))
     code, output = cli("resume-parser", "item", redesign_host, *target)
     assert code == 0, output

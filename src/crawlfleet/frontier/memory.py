@@ -26,6 +26,7 @@ from crawlfleet.frontier.accounting import (
     report_counters,
 )
 from crawlfleet.frontier.domains import DomainState
+from crawlfleet.frontier.drift import DriftPage, DriftRule, DriftTest, observe_in
 from crawlfleet.frontier.memory_records import Entry, EntryState, MemoryRecords
 from crawlfleet.frontier.store_types import (
     LEASE_EXPIRED,
@@ -211,6 +212,12 @@ class MemoryQueueStore(MemoryRecords):
 
     async def set_strategy(self, domain: str, strategy: Mapping[str, str]) -> None:
         self._schedule.get(domain).record.strategy = dict(strategy)
+
+    async def observe_drift(
+        self, domain: str, parser: str, page: DriftPage, rule: DriftRule
+    ) -> DriftTest:
+        record = self._schedule.get(domain).record
+        return observe_in(record.drift, record.strategy, parser, page, rule)
 
     async def domain(self, domain: str, default: DomainPolicy) -> DomainView:
         state = self._schedule.domains.get(domain)

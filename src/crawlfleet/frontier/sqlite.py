@@ -33,6 +33,7 @@ from crawlfleet.frontier.accounting import (
     report_counters,
 )
 from crawlfleet.frontier.domains import DomainState
+from crawlfleet.frontier.drift import DriftPage, DriftRule, DriftTest, observe_in
 from crawlfleet.frontier.policy import PolicyRecord
 from crawlfleet.frontier.sqlite_records import SqliteRecords
 from crawlfleet.frontier.sqlite_retention import NEWEST
@@ -279,6 +280,18 @@ class SqliteQueueStore(SqliteRecords):
     async def set_strategy(self, domain: str, strategy: Mapping[str, str]) -> None:
         state = self._schedule.get(domain)
         self._save_policy(state, replace(state.record, strategy=dict(strategy)))
+
+    async def observe_drift(
+        self, domain: str, parser: str, page: DriftPage, rule: DriftRule
+    ) -> DriftTest:
+        state = self._schedule.get(domain)
+        tests = {name: test.copy() for name, test in state.record.drift.items()}
+        record = replace(state.record, strategy=dict(state.record.strategy), drift=tests)
+        test = observe_in(record.drift, record.strategy, parser, page, rule)
+        with self._transaction():
+            self._domain_changed(state, record=record)
+        state.record = record
+        return test
 
     async def domain(self, domain: str, default: DomainPolicy) -> DomainView:
         state = self._schedule.domains.get(domain)

@@ -17,6 +17,14 @@ from typing import Any
 
 import orjson
 
+from crawlfleet.frontier.drift import (
+    BASELINE_CAP,
+    BASELINE_FLOOR,
+    DRIFT_SHARE,
+    DriftPage,
+    DriftRule,
+    DriftTest,
+)
 from crawlfleet.frontier.redis.bloom import SHARD_BITS
 from crawlfleet.frontier.redis.crawl import BATCH
 from crawlfleet.frontier.redis.records import RedisRecords
@@ -165,6 +173,16 @@ class RedisQueueStore(RedisRecords):
 
     async def set_strategy(self, domain: str, strategy: Mapping[str, str]) -> None:
         await self._run("set_strategy", domain, orjson.dumps(dict(strategy)).decode())
+
+    async def observe_drift(
+        self, domain: str, parser: str, page: DriftPage, rule: DriftRule
+    ) -> DriftTest:
+        filled = orjson.dumps(dict(page.filled)).decode()
+        args: list[Arg] = [domain, parser, int(page.mismatched), page.items, filled]
+        args += [float(rule.threshold)]
+        args += [DRIFT_SHARE, BASELINE_FLOOR, BASELINE_CAP, rule.mark]
+        raw = await self._run("drift", *args)
+        return DriftTest.from_json(orjson.loads(raw), rule.threshold)
 
     async def domain(self, domain: str, default: DomainPolicy) -> DomainView:
         return (await self.views([domain], default))[0]
