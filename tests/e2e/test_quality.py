@@ -202,6 +202,7 @@ def test_the_breaker_pauses_the_fleet_and_resume_parser_reopens_it_distributed(
     broken = write_parser(tmp_path / "broken.py", fixed=False)
     fixed = write_parser(tmp_path / "fixed.py", fixed=True)
     redesign_host = urlsplit(site.url("redesign")).hostname or ""
+    catalog_host = urlsplit(site.url("catalog")).hostname or ""
     seeds = [site.url("catalog"), site.url("redesign")]
     target = ["--redis", redis_url, "--crawl-id", "drift"]
     crawl = [*seeds, *target, "--postgres", postgres_dsn, *DISTRIBUTED_FAST]
@@ -226,6 +227,19 @@ def test_the_breaker_pauses_the_fleet_and_resume_parser_reopens_it_distributed(
     assert f"drift: parser item on {redesign_host} (paused" in output, output
     stored = postgres_item_data(postgres_dsn)
     assert len(stored) == CATALOG_ITEMS + REDESIGN_AFTER
+    # the dispatcher wrote the quality scores to PostgreSQL, exact on the catalog host
+    code, output = cli("status", "--postgres", postgres_dsn, "--crawl-id", "drift")
+    assert code == 0, output
+    assert "quality scores of drift in PostgreSQL" in output
+    (row,) = [line for line in output.splitlines() if catalog_host in line]
+    assert [c.strip() for c in row.strip("│ ").split("│")] == [
+        "item", catalog_host, str(CATALOG_ITEMS), "100%", "1.0", "name:100% price:100%",
+    ]  # fmt: skip
+    (row,) = [line for line in output.splitlines() if redesign_host in line]
+    cells = [c.strip() for c in row.strip("│ ").split("│")]
+    # the other worker learns of the pause at its next page there: one more at most
+    assert pages <= int(cells[2]) <= pages + 1, cells
+    assert cells[3] == f"{REDESIGN_AFTER / int(cells[2]):.0%}"
 
     # the fixed parser is deployed first: a worker still running the broken one would
     # claim the requeued pages

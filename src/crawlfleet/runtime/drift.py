@@ -60,11 +60,19 @@ class DriftWatch:
 
     async def observe(self, parser: str, domain: str, page: DriftPage) -> DriftTest | None:
         """Take a page's first parse; the pair's test when this page made it fire (the mark
-        is written by then, and this process's strategy cache knows it), else None."""
+        is written by then), else None.
+
+        Whenever the test has fired (here or in another process) and this process's
+        strategy cache does not show the mark yet, the cache reads it again: a worker
+        learns of another's firing at its next page on the domain, not ``ttl_s`` later.
+        """
         test = await self._frontier.observe_drift(domain, parser, page, self._rule)
+        if test.fired_at is None:
+            return None
+        if test.just_fired or mark_key(parser) not in await self._strategies.of(domain):
+            self._strategies.wrote(domain, await self._frontier.strategy(domain))
         if not test.just_fired:
             return None
-        self._strategies.wrote(domain, await self._frontier.strategy(domain))
         log.warning(
             "parser %s drifted on %s after %d pages (%d mismatched; baseline share %.2f): %s",
             parser, domain, test.pages, test.mismatches, test.baseline,
