@@ -8,9 +8,11 @@ changes its templates after 30 item pages. One parser with expectations reads bo
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import subprocess
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -289,6 +291,21 @@ def test_the_dashboard_lists_the_drift_and_its_action_resumes_the_parser(
         page = read_when_up(f"{base}/crawl/default")
         assert '<div id="drifts">' in page
         assert '<div id="parsers">' in page
+        # the drift's row: each expected field at rest against the run that fired it, and
+        # the parser's sample pages, served sandboxed
+        drifts = page[page.index('<div id="drifts">') :]
+        assert "<strong>name 100.0 % → 0.0 %</strong>" in drifts
+        assert "<strong>price 100.0 % → 0.0 %</strong>" in drifts
+        links = re.findall(r'href="(/crawl/default/mismatch/[^"]+)"', drifts)
+        assert links
+        with urllib.request.urlopen(base + links[0], timeout=5) as reply:
+            assert "sandbox" in reply.headers.get_all("content-security-policy")
+            assert b'class="cost"' in reply.read()
+        missing = f"{base}/crawl/default/mismatch/../state.sqlite"  # no way out of it
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(missing, timeout=5)
+        refused.value.close()
+        assert refused.value.code == 404
         form = urllib.parse.urlencode(
             {"token": TOKEN, "parser": "item", "domain": redesign_host}
         ).encode()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
+from pathlib import Path
 
 from redis.exceptions import RedisError
 
@@ -157,6 +158,9 @@ class DistributedSource:
 
     async def purge_class(self, crawl_id: str, name: str) -> int:
         return await purge_class(await self.reader(crawl_id), name)
+
+    def samples_root(self, crawl_id: str) -> Path | None:
+        return None
 
     async def resume_parser(self, crawl_id: str, parser: str, domain: str) -> int:
         from crawlfleet.runtime.drift import resume

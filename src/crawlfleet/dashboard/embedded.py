@@ -32,6 +32,7 @@ from crawlfleet.dashboard.workers import WorkerRates
 from crawlfleet.errors import StateError
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.monitoring.metric_snapshot import Beat
+from crawlfleet.monitoring.samples import DIRECTORY as SAMPLES
 from crawlfleet.monitoring.sqlite_reader import AttemptFilter, SqliteStateReader
 from crawlfleet.records import Attempt, Outcome, QueueCounts
 from crawlfleet.runtime.backends import state_paths
@@ -167,6 +168,9 @@ class EmbeddedSource:
 
         async with AsyncExitStack() as stack:
             return await resume(await self._store(crawl_id, stack), parser, domain)
+
+    def samples_root(self, crawl_id: str) -> Path | None:
+        return self._settings.state_dir / SAMPLES if crawl_id == self.crawl_id else None
 
     async def _store(self, crawl_id: str, stack: AsyncExitStack) -> Frontier:
         await self.reader(crawl_id)

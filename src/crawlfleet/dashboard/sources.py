@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from crawlfleet.counters import CrawlStats
@@ -130,5 +131,11 @@ class Source(Protocol):
     async def set_paused(self, crawl_id: str, paused: bool) -> None: ...
 
     async def resume_parser(self, crawl_id: str, parser: str, domain: str) -> int: ...
+
+    def samples_root(self, crawl_id: str) -> Path | None:
+        """Where the crawl's mismatched pages are kept (``monitoring/samples.py``), when this
+        dashboard can read them; None when it cannot (a distributed crawl's workers keep
+        theirs in their own ``--state`` directory)."""
+        ...
 
     async def close(self) -> None: ...
