@@ -164,6 +164,47 @@ def test_a_redesign_pauses_its_parser_there_and_a_fixed_parser_completes_the_cra
     assert f"no drift of parser 'item' on '{catalog_host}'" in output
 
 
+def test_with_an_archive_resume_parser_parses_the_mismatched_pages_again_unfetched(
+    site: ThreadedDemoSite, tmp_path: Path
+) -> None:
+    state, archive = tmp_path / "state", tmp_path / "warc"
+    seeds = [site.url("catalog"), site.url("redesign")]
+    redesign_host = urlsplit(site.url("redesign")).hostname or ""
+    broken = write_parser(tmp_path / "broken.py", fixed=False)
+    fixed = write_parser(tmp_path / "fixed.py", fixed=True)
+    run = ["--state", str(state), "--archive", str(archive), *FAST]
+    code, output = cli("crawl", *seeds, *run, "--parsers", str(broken))
+    assert code == 5, output
+    mismatched = {
+        r.path for r in site.log if r.role == "redesign" and r.path.startswith("/item/")
+    } - {f"/item/{n}" for n in range(1, CATALOG_ITEMS + 1)
+         if site.url("redesign", f"/item/{n}") in items(state)}  # fmt: skip
+    assert len(mismatched) == DETECTION_BOUND  # fetched, archived, dead-lettered
+
+    site.clear_log()
+    code, output = cli(
+        "resume-parser", "item", redesign_host, "--state", str(state), "--parsers", str(fixed)
+    )
+    assert code == 0, output
+    assert f"{DETECTION_BOUND} pages parsed from the archive" in output
+    assert site.log == []  # no request made
+    reparsed = {k: v for k, v in items(state).items() if redesign_host in k}
+    assert len(reparsed) == REDESIGN_AFTER + DETECTION_BOUND
+
+    code, output = cli("crawl", *seeds, *run, "--parsers", str(fixed))
+    assert code == 0, output
+    fetched = {r.path for r in site.log if r.role == "redesign"}
+    assert not fetched & mismatched  # parsed from the archive, never fetched again
+    stored = items(state)
+    assert len(stored) == 2 * CATALOG_ITEMS
+    for role in ("catalog", "redesign"):
+        for number in range(1, CATALOG_ITEMS + 1):
+            item = stored[site.url(role, f"/item/{number}")]
+            assert (item["name"], item["price"]) == (item_name(number), item_price(number))
+    code, output = cli("dlq", "classes", "--state", str(state))
+    assert "mismatch" not in output
+
+
 RECRAWL_BOUND = 5
 """Redesigned pages a recrawl parses until the drift fires, its baseline kept from the first
 run's 120 good pages (at the 0.02 floor: 5 x log(0.5/0.02) = 16.1 >= 15); a baseline

@@ -1,7 +1,9 @@
 """``crawlfleet pause|resume|cancel|add|resume-parser``: operate a crawl while it runs.
 
 ``resume-parser PARSER DOMAIN`` re-opens a parser a drift paused on a domain
-(``runtime/drift.py``), on both runtimes.
+(``runtime/drift.py``), on both runtimes; with ``--parsers`` (the fixed ones), an embedded
+crawl with an archive parses its mismatched pages from the archive instead of fetching them
+again (``runtime/reparse.py``, ``resume_reparsing``).
 
 ``pause`` and ``resume`` work on both runtimes (``--state DIR`` or ``--redis URL --crawl-id
 ID``); ``cancel`` and ``add`` on distributed crawls. What each does to the running processes
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -32,6 +35,7 @@ from crawlfleet.runtime.control import add_urls, set_paused
 from crawlfleet.runtime.control import cancel as cancel_crawl
 from crawlfleet.runtime.drift import resume as resume_drift
 from crawlfleet.settings import Settings
+from crawlfleet.settings_loading import load_settings
 
 out = make_console()
 err = make_console(stderr=True)
@@ -122,11 +126,23 @@ def resume_parser(
     state: StateOpt = None,
     redis: RedisOpt = None,
     crawl_id: CrawlIdOpt = None,
+    parsers: Annotated[
+        str | None,
+        typer.Option(
+            help="the fixed parsers (modules or .py files, comma-separated): an embedded crawl"
+            " with --archive parses its mismatched pages from the archive with them instead"
+            " of fetching them again"
+        ),
+    ] = None,
+    config: Annotated[Path | None, typer.Option("--config", help="TOML settings file")] = None,
 ) -> None:
     """Re-open a parser a drift paused on a domain, and requeue its mismatched pages there."""
 
     async def main() -> None:
         settings = target_settings(state, redis, crawl_id)
+        if parsers is not None:
+            await _reparse(settings)
+            return
         async with open_target(settings) as frontier:
             marks = drifts(await frontier.strategy(domain))
             if parser not in marks:
@@ -140,6 +156,24 @@ def resume_parser(
         )
         out.print(
             f"parser {safe(parser)} re-opened on {safe(domain)}: {requeued} pages requeued; {then}"
+        )
+
+    async def _reparse(target: Settings) -> None:
+        from crawlfleet.runtime.reparse import resume_reparsing
+
+        if target.redis_url is not None:
+            raise ConfigError(
+                "--parsers (reparse from the archive) is for embedded crawls: resume a"
+                " distributed crawl's parser without it (its pages are fetched again)"
+            )
+        settings = load_settings(config, state_dir=target.state_dir)
+        names = [name.strip() for name in (parsers or "").split(",") if name.strip()]
+        settings.parsers = [*settings.parsers, *names]
+        done = await resume_reparsing(settings, parser, domain)
+        out.print(
+            f"parser {safe(parser)} re-opened on {safe(domain)}: {done.reparsed} pages parsed"
+            f" from the archive ({done.items} items stored, no request made), {done.requeued}"
+            " pages requeued; run the crawl again (with the fixed parsers) to fetch them"
         )
 
     _run(main())
