@@ -27,13 +27,7 @@ import typer
 from rich.table import Table
 
 from crawlfleet.cli.console import fail, make_console, safe
-from crawlfleet.cli.target import (
-    CRAWL_ID_ENV,
-    REDIS_ENV,
-    PostgresOpt,
-    from_environment,
-    postgres_or_state,
-)
+from crawlfleet.cli.target import CRAWL_ID_ENV, REDIS_ENV, from_environment
 from crawlfleet.counters import CrawlStats
 from crawlfleet.errors import CrawlfleetError
 from crawlfleet.frontier.drift_marks import PAUSED, drifts
@@ -273,7 +267,13 @@ def status(
     state: Annotated[
         Path | None, typer.Option("--state", help="state directory of an embedded crawl")
     ] = None,
-    postgres: PostgresOpt = None,
+    postgres: Annotated[
+        str | None,
+        typer.Option(
+            "--postgres",
+            help="PostgreSQL DSN: with --crawl-id, the quality scores its dispatcher wrote",
+        ),
+    ] = None,
 ) -> None:
     """Counts per state, DLQ size and per-domain rows of crawls, and the workers seen."""
     try:
@@ -281,7 +281,9 @@ def status(
             redis = None  # an explicit --state wins over the environment
         if redis is not None and state is not None:
             raise CrawlfleetError("give --redis URL (distributed) or --state DIR, not both")
-        dsn = postgres_or_state(postgres, state)
+        if postgres is not None and state is not None:
+            raise CrawlfleetError("give --state DIR (embedded) or --postgres DSN, not both")
+        dsn = postgres
         if redis is not None:
             asyncio.run(_distributed(check_redis_url(redis), crawl_id))
         elif state is not None:

@@ -46,7 +46,7 @@ from crawlfleet.runtime.drift import resume
 from crawlfleet.runtime.routing import Router
 from crawlfleet.runtime.wiring import build_admitter, build_frontier, crawl_parsers, crawl_pipeline
 from crawlfleet.settings import Settings
-from crawlfleet.statedir import IDENTITY_SETTINGS, recorded_identity
+from crawlfleet.statedir import IDENTITY_SETTINGS, recorded_identity, recorded_politeness
 from crawlfleet.urls import UrlRules, fingerprint
 
 DEAD_PAGE = 500  # dead letters read a page at a time
@@ -252,9 +252,10 @@ async def resume_reparsing(settings: Settings, parser: str, domain: str) -> Repa
 
     identity = recorded_identity(settings.state_dir)
     seeds = [str(seed) for seed in identity["seeds"]]
-    settings = settings.model_copy(
-        update={name: identity[name] for name in IDENTITY_SETTINGS if name in identity}
-    )
+    recorded = {name: identity[name] for name in IDENTITY_SETTINGS if name in identity}
+    # the crawl's own politeness too: opening the state directory records it again
+    recorded |= recorded_politeness(settings.state_dir)
+    settings = settings.model_copy(update=recorded)
     clock, events = SystemClock(), EventBus()
     async with AsyncExitStack() as stack:
         index = SqliteCaptureIndex.existing(settings.state_dir / INDEX_FILE)
