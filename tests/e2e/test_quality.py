@@ -302,6 +302,50 @@ def test_the_breaker_pauses_the_fleet_and_resume_parser_reopens_it_distributed(
             assert (item["name"], item["price"]) == (item_name(number), item_price(number))
 
 
+@pytest.mark.redis
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_with_an_archive_a_distributed_resume_parser_parses_the_pages_again_unfetched(
+    site: ThreadedDemoSite, redis_url: str, postgres_dsn: str, workers: Workers, tmp_path: Path
+) -> None:
+    broken = write_parser(tmp_path / "broken.py", fixed=False)
+    fixed = write_parser(tmp_path / "fixed.py", fixed=True)
+    redesign_host = urlsplit(site.url("redesign")).hostname or ""
+    seeds = [site.url("catalog"), site.url("redesign")]
+    target = ["--redis", redis_url, "--crawl-id", "drift-archive"]
+    crawl = [*seeds, *target, "--postgres", postgres_dsn, *DISTRIBUTED_FAST]
+    crawl += ["--state", str(tmp_path / "state"), "--archive", str(tmp_path / "warc")]
+    worker = workers.start(redis_url, postgres_dsn, extra=("--parsers", str(broken)))
+    first = dispatch(*crawl, "--parsers", str(broken))
+    assert first.returncode == 5, first.stdout + worker.log()
+    stored = postgres_item_data(postgres_dsn)
+    mismatched = {
+        r.path for r in site.log if r.role == "redesign" and r.path.startswith("/item/")
+    } - {urlsplit(key).path for key in stored if redesign_host in key}
+    assert len(mismatched) == DETECTION_BOUND
+
+    worker.terminate()
+    workers.start(redis_url, postgres_dsn, extra=("--parsers", str(fixed)))
+    site.clear_log()
+    code, output = cli(
+        "resume-parser", "item", redesign_host, *target, "--postgres", postgres_dsn,
+        "--parsers", str(fixed),
+    )  # fmt: skip
+    assert code == 0, output
+    assert f"{DETECTION_BOUND} pages parsed from the archive" in output
+    assert [r.path for r in site.log if r.path != "/robots.txt"] == []  # no page fetched
+    second = dispatch(*crawl, "--parsers", str(fixed))
+    assert second.returncode == 0, second.stdout
+    fetched = {r.path for r in site.log if r.role == "redesign"}
+    assert not fetched & mismatched  # parsed from the archive, never fetched again
+    stored = postgres_item_data(postgres_dsn)
+    assert len(stored) == 2 * CATALOG_ITEMS
+    for role in ("catalog", "redesign"):
+        for number in range(1, CATALOG_ITEMS + 1):
+            item = stored[site.url(role, f"/item/{number}")]
+            assert (item["name"], item["price"]) == (item_name(number), item_price(number))
+
+
 def postgres_item_data(dsn: str) -> dict[str, dict[str, str]]:
     with psycopg.connect(dsn) as conn:
         rows = conn.execute("SELECT item_key, data FROM items WHERE item_type = 'item'")

@@ -1,9 +1,9 @@
 """``crawlfleet pause|resume|cancel|add|resume-parser``: operate a crawl while it runs.
 
 ``resume-parser PARSER DOMAIN`` re-opens a parser a drift paused on a domain
-(``runtime/drift.py``), on both runtimes; with ``--parsers`` (the fixed ones), an embedded
-crawl with an archive parses its mismatched pages from the archive instead of fetching them
-again (``runtime/reparse.py``, ``resume_reparsing``).
+(``runtime/drift.py``), on both runtimes; with ``--parsers`` (the fixed ones), a crawl with
+an archive parses its mismatched pages from the archive instead of fetching them again
+(``runtime/reparse.py``; a distributed crawl's with ``--postgres``, ``reparse_jobs.py``).
 
 ``pause`` and ``resume`` work on both runtimes (``--state DIR`` or ``--redis URL --crawl-id
 ID``); ``cancel`` and ``add`` on distributed crawls. What each does to the running processes
@@ -22,6 +22,7 @@ import typer
 from crawlfleet.cli.console import fail, make_console, safe
 from crawlfleet.cli.target import (
     CrawlIdOpt,
+    PostgresOpt,
     RedisOpt,
     StateOpt,
     distributed_only,
@@ -129,12 +130,13 @@ def resume_parser(
     parsers: Annotated[
         str | None,
         typer.Option(
-            help="the fixed parsers (modules or .py files, comma-separated): an embedded crawl"
-            " with --archive parses its mismatched pages from the archive with them instead"
-            " of fetching them again"
+            help="the fixed parsers (modules or .py files, comma-separated): a crawl with"
+            " --archive parses its mismatched pages from the archive with them instead of"
+            " fetching them again (a distributed one needs --postgres)"
         ),
     ] = None,
     config: Annotated[Path | None, typer.Option("--config", help="TOML settings file")] = None,
+    postgres: PostgresOpt = None,
 ) -> None:
     """Re-open a parser a drift paused on a domain, and requeue its mismatched pages there."""
 
@@ -159,21 +161,26 @@ def resume_parser(
         )
 
     async def _reparse(target: Settings) -> None:
-        from crawlfleet.runtime.reparse import resume_reparsing
-
-        if target.redis_url is not None:
-            raise ConfigError(
-                "--parsers (reparse from the archive) is for embedded crawls: resume a"
-                " distributed crawl's parser without it (its pages are fetched again)"
-            )
-        settings = load_settings(config, state_dir=target.state_dir)
         names = [name.strip() for name in (parsers or "").split(",") if name.strip()]
-        settings.parsers = [*settings.parsers, *names]
-        done = await resume_reparsing(settings, parser, domain)
+        if target.redis_url is None:
+            from crawlfleet.runtime.reparse import resume_reparsing
+
+            settings = load_settings(config, state_dir=target.state_dir)
+            settings.parsers = [*settings.parsers, *names]
+            done = await resume_reparsing(settings, parser, domain)
+            then = "run the crawl again (with the fixed parsers) to fetch them"
+        else:
+            if postgres is None:
+                raise ConfigError("--parsers on a distributed crawl needs --postgres DSN")
+            from crawlfleet.runtime.celery.reparse_jobs import resume_reparsing_distributed
+
+            settings = target.model_copy(update={"parsers": names})
+            done = await resume_reparsing_distributed(settings, postgres, parser, domain)
+            then = "a running dispatcher sends them to the workers (deploy the fixed parsers)"
         out.print(
             f"parser {safe(parser)} re-opened on {safe(domain)}: {done.reparsed} pages parsed"
             f" from the archive ({done.items} items stored, no request made), {done.requeued}"
-            " pages requeued; run the crawl again (with the fixed parsers) to fetch them"
+            f" pages requeued; {then}"
         )
 
     _run(main())

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from crawlfleet.archive.index import INDEX_FILE, SqliteCaptureIndex
-from crawlfleet.archive.protocols import Archived
+from crawlfleet.archive.protocols import Archived, CaptureIndex
 from crawlfleet.clock import SystemClock
 from crawlfleet.errors import ConfigError, FetchError, StateError
 from crawlfleet.events import EventBus
@@ -31,6 +31,7 @@ from crawlfleet.fetchers.decoding import decode_body
 from crawlfleet.frontier.drift_marks import drifts
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.politeness import StatusClass, classify, judge
+from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.frontier.store_types import Signal
 from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.monitoring.deadletters import letter_class
@@ -226,7 +227,7 @@ async def _parse(
 
 @dataclass(frozen=True, slots=True)
 class ReparsedResume:
-    """What ``resume_reparsing`` did: pages parsed from their capture (and the items they
+    """What a reparsing resume did: pages parsed from their capture (and the items they
     stored), and pages requeued to be fetched again."""
 
     reparsed: int
@@ -234,84 +235,109 @@ class ReparsedResume:
     requeued: int
 
 
+@dataclass(frozen=True, slots=True)
+class ReparseTarget:
+    """A crawl to resume by reparsing: its settings (with the fixed parsers), seeds, store,
+    item sink and rejects, and its archive (capture index and root)."""
+
+    settings: Settings
+    seeds: list[str]
+    store: QueueStore
+    sink: Sink
+    rejects: RejectStore | None
+    index: CaptureIndex
+
+
 async def resume_reparsing(settings: Settings, parser: str, domain: str) -> ReparsedResume:
-    """Re-open ``parser`` on ``domain`` after a drift in the embedded crawl of
-    ``settings.state_dir``, parsing its mismatched pages from the crawl's archive with
-    ``settings``' (fixed) parsers instead of fetching them again.
-
-    Each ``mismatch: <parser>`` dead letter of ``domain`` with an archived response goes
-    through the crawl step's parse as if just fetched (its request's context and depth):
-    items through the crawl's pipeline into its items file (counted in its statistics),
-    links offered to its frontier (scope and robots.txt as in the crawl); it then leaves the
-    DLQ (it stays seen). A page without a capture (the breaker buried it unfetched), or that
-    still misses its expectations, is requeued as ``resume`` does; the drift mark is cleared.
-    ``ConfigError`` when no drift of ``parser`` on ``domain``; ``StateError`` when the crawl
-    is running (its state directory is locked) or kept no archive.
-    """
-    from crawlfleet.archive.reading import read_capture  # fastwarc: the archive extra
-
+    """``reparse_mismatched`` for the embedded crawl of ``settings.state_dir``, with
+    ``settings``' (fixed) parsers. ``StateError`` when the crawl is running (its state
+    directory is locked) or kept no archive."""
     identity = recorded_identity(settings.state_dir)
     seeds = [str(seed) for seed in identity["seeds"]]
     recorded = {name: identity[name] for name in IDENTITY_SETTINGS if name in identity}
     # the crawl's own politeness too: opening the state directory records it again
     recorded |= recorded_politeness(settings.state_dir)
     settings = settings.model_copy(update=recorded)
-    clock, events = SystemClock(), EventBus()
     async with AsyncExitStack() as stack:
         index = SqliteCaptureIndex.existing(settings.state_dir / INDEX_FILE)
         stack.callback(index.close)
-        root = index.root
-        if root is None:
-            raise StateError("the crawl's archive index names no archive (no page was kept)")
         backends = await open_embedded(settings, stack, seeds=seeds, fresh=False)
         assert backends.sink is not None  # an embedded crawl's items file
-        registry = crawl_parsers(settings)
-        router = Router.for_settings(registry, settings)
-        frontier = build_frontier(settings, backends.store, seeds, router)
-        marks = drifts(await frontier.strategy(domain))
-        if parser not in marks:
-            known = ", ".join(f"{p} ({m})" for p, m in sorted(marks.items())) or "none"
-            raise ConfigError(f"no drift of parser {parser!r} on {domain!r} (there: {known})")
-        admitter = await build_admitter(settings, frontier, events=events, clock=clock, stack=stack)
-        pipeline = crawl_pipeline(
-            settings, registry, backends.sink, events=events, clock=clock, rejects=backends.rejects
+        target = ReparseTarget(
+            settings, seeds, backends.store, backends.sink, backends.rejects, index
         )
-        budget = ParseBudget(ParseLimits.from_settings(settings))
-        stack.callback(budget.close)
-        rules = UrlRules(settings.strip_query_params, settings.politeness_key)
-        reparsed: list[str] = []
-        items = 0
-        for letter in await _letters(frontier, f"mismatch: {parser}", domain):
-            request = letter.request
-            capture = index.latest(request.url)
-            if capture is None:
-                continue
-            archived = read_capture(root, capture)
-            if _not_a_page(archived) is not None:
-                continue
-            try:
-                result = archived_result(archived, rules, cap_bytes=settings.max_decompressed_bytes)
-            except FetchError:
-                continue
-            result = replace(result, request=request)
-            if classify(result) is not StatusClass.OK or judge(result)[0] is Signal.BLOCK:
-                continue
-            try:
-                parsed, _cut = await budget.parse(registry.select(result.final_url)[1], result)
-            except Exception:  # a parser's bug: the page is fetched and fails in the crawl
-                continue
-            if parsed.unmet:
-                continue
-            await admitter.admit(parsed.links, request)
-            outcome = await pipeline.process(
-                parsed.items, domain, fetched_at=result.fetched_at, page=request.url
-            )
-            await frontier.add_counters(domain, item_counters(outcome))
-            items += outcome.stored
-            reparsed.append(request.fingerprint)
-        if reparsed:
-            await frontier.purge_dead(reparsed)
-        requeued = await resume(frontier, parser, domain)
+        return await reparse_mismatched(target, parser, domain, stack)
+
+
+async def reparse_mismatched(
+    target: ReparseTarget, parser: str, domain: str, stack: AsyncExitStack
+) -> ReparsedResume:
+    """Re-open ``parser`` on ``domain`` after a drift, parsing its mismatched pages from the
+    crawl's archive with the target's (fixed) parsers instead of fetching them again.
+
+    Each ``mismatch: <parser>`` dead letter of ``domain`` with an archived response goes
+    through the crawl step's parse as if just fetched (its request's context and depth):
+    items through the crawl's pipeline into its sink (counted in its statistics), links
+    offered to its frontier (scope and robots.txt as in the crawl); it then leaves the DLQ
+    (it stays seen). A page without a capture (the breaker buried it unfetched), or that
+    still misses its expectations, is requeued as ``resume`` does; the drift mark is cleared.
+    ``ConfigError`` when no drift of ``parser`` on ``domain``; ``StateError`` when the
+    archive index names no archive.
+    """
+    from crawlfleet.archive.reading import read_capture  # fastwarc: the archive extra
+
+    settings, index = target.settings, target.index
+    root = index.root
+    if root is None:
+        raise StateError("the crawl's archive index names no archive (no page was kept)")
+    clock, events = SystemClock(), EventBus()
+    registry = crawl_parsers(settings)
+    router = Router.for_settings(registry, settings)
+    frontier = build_frontier(settings, target.store, target.seeds, router)
+    marks = drifts(await frontier.strategy(domain))
+    if parser not in marks:
+        known = ", ".join(f"{p} ({m})" for p, m in sorted(marks.items())) or "none"
+        raise ConfigError(f"no drift of parser {parser!r} on {domain!r} (there: {known})")
+    admitter = await build_admitter(settings, frontier, events=events, clock=clock, stack=stack)
+    pipeline = crawl_pipeline(
+        settings, registry, target.sink, events=events, clock=clock, rejects=target.rejects
+    )
+    budget = ParseBudget(ParseLimits.from_settings(settings))
+    stack.callback(budget.close)
+    rules = UrlRules(settings.strip_query_params, settings.politeness_key)
+    reparsed: list[str] = []
+    items = 0
+    for letter in await _letters(frontier, f"mismatch: {parser}", domain):
+        request = letter.request
+        capture = index.latest(request.url)
+        if capture is None:
+            continue
+        archived = read_capture(root, capture)
+        if _not_a_page(archived) is not None:
+            continue
+        try:
+            result = archived_result(archived, rules, cap_bytes=settings.max_decompressed_bytes)
+        except FetchError:
+            continue
+        result = replace(result, request=request)
+        if classify(result) is not StatusClass.OK or judge(result)[0] is Signal.BLOCK:
+            continue
+        try:
+            parsed, _cut = await budget.parse(registry.select(result.final_url)[1], result)
+        except Exception:  # a parser's bug: the page is fetched and fails in the crawl
+            continue
+        if parsed.unmet:
+            continue
+        await admitter.admit(parsed.links, request)
+        outcome = await pipeline.process(
+            parsed.items, domain, fetched_at=result.fetched_at, page=request.url
+        )
+        await frontier.add_counters(domain, item_counters(outcome))
+        items += outcome.stored
+        reparsed.append(request.fingerprint)
+    if reparsed:
+        await frontier.purge_dead(reparsed)
+    requeued = await resume(frontier, parser, domain)
     return ReparsedResume(len(reparsed), items, requeued)
 
 

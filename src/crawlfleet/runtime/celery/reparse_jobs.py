@@ -10,6 +10,9 @@ error that stopped it, under the file's name. Tasks are idempotent: items are up
 key and a file's result is overwritten, so a task delivered twice (its worker died) changes
 nothing. The command deletes both keys when every file is done; they expire after
 ``JOB_TTL_S`` otherwise (the command was stopped).
+
+``resume_reparsing_distributed`` (``resume-parser --parsers`` on a distributed crawl) parses a
+drift's mismatched pages from the archive in the command itself.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +32,9 @@ from redis.exceptions import RedisError
 from crawlfleet.errors import CrawlfleetError, StateError
 from crawlfleet.frontier.redis.connection import RedisClient, connect
 from crawlfleet.redact import redact
+from crawlfleet.runtime.backends import open_store
 from crawlfleet.runtime.celery.app import DEFAULT_QUEUE, REPARSE_TASK_NAME, check_broker, make_app
+from crawlfleet.runtime.celery.crawls import read_definition
 from crawlfleet.runtime.celery.definition import (
     CrawlDefinition,
     check_parsers,
@@ -36,7 +42,13 @@ from crawlfleet.runtime.celery.definition import (
     reparse_files_key,
 )
 from crawlfleet.runtime.celery.worker_config import WorkerConfig
-from crawlfleet.runtime.reparse import ReparseFigures, reparse_to_postgres
+from crawlfleet.runtime.reparse import (
+    ReparsedResume,
+    ReparseFigures,
+    ReparseTarget,
+    reparse_mismatched,
+    reparse_to_postgres,
+)
 from crawlfleet.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -165,3 +177,37 @@ async def reparse_file(
         pipe.expire(files_key, JOB_TTL_S)
         await pipe.execute()
     return result
+
+
+async def resume_reparsing_distributed(
+    settings: Settings, dsn: str, parser: str, domain: str
+) -> ReparsedResume:
+    """``reparse_mismatched`` for the distributed crawl ``settings.crawl_id`` of the Redis at
+    ``settings.redis_url``: the settings of its definition with ``settings``' (fixed)
+    parsers, its items and capture index in the PostgreSQL at ``dsn``. Run by the command,
+    not the workers (a drift's pages are few). ``StateError`` when there is no such crawl."""
+    from crawlfleet.archive.postgres_index import PostgresCaptureIndex
+    from crawlfleet.pipeline.sinks.postgres import PostgresRejects, PostgresSink
+
+    redis_url = settings.redis_url or ""
+    async with AsyncExitStack() as stack:
+        client = connect(redis_url)
+        stack.push_async_callback(client.aclose)
+        try:
+            definition = await read_definition(client, settings.crawl_id)
+        except RedisError as exc:
+            raise StateError(f"Redis at {redact(redis_url)}: {exc}") from None
+        if definition is None:
+            raise StateError(f"no crawl {settings.crawl_id!r} in Redis at {redact(redis_url)}")
+        own = definition.settings.model_copy(
+            update={"redis_url": redis_url, "parsers": list(settings.parsers)}
+        )
+        store = (await open_store(own, stack)).store
+        sink = await PostgresSink.open(dsn, crawl_id=own.crawl_id)
+        stack.push_async_callback(sink.close)
+        rejects = await PostgresRejects.open(dsn, crawl_id=own.crawl_id)
+        stack.push_async_callback(rejects.close)
+        index = PostgresCaptureIndex(dsn, own.crawl_id)
+        stack.callback(index.close)
+        target = ReparseTarget(own, list(definition.seeds), store, sink, rejects, index)
+        return await reparse_mismatched(target, parser, domain, stack)
