@@ -283,6 +283,24 @@ def test_the_breaker_pauses_the_fleet_and_resume_parser_reopens_it_distributed(
     # the other worker learns of the pause at its next page there: one more at most
     assert pages <= int(cells[2]) <= pages + 1, cells
     assert cells[3] == f"{REDESIGN_AFTER / int(cells[2]):.0%}"
+    # the distributed dashboard shows them too
+    port = free_port()
+    board = subprocess.Popen(
+        [CRAWLFLEET, "dashboard", "--redis", redis_url, "--postgres", postgres_dsn,
+         "--port", str(port)],
+        env={**os.environ, "PYTHONPATH": SRC}, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        page = read_when_up(f"http://127.0.0.1:{port}/crawl/drift")
+    finally:
+        board.terminate()
+        board.wait(timeout=10)
+    shown = page[page.index('<div id="stored-quality">') :]
+    assert (
+        f'<td>item</td><td>{catalog_host}</td><td class="n">{CATALOG_ITEMS}</td>'
+        '<td class="n">100.0 %</td><td class="n">1.0</td><td class="n">name:100% price:100%</td>'
+    ) in shown
 
     # the fixed parser is deployed first: a worker still running the broken one would
     # claim the requeued pages

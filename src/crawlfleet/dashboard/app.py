@@ -175,6 +175,7 @@ class Dashboard:
             workers=await self.source.workers(),
             actions=self.token is not None,
             samples=self._samples(crawl_id, {p for row in rows for p in row.drifts}),
+            stored_quality=await self.source.stored_quality(crawl_id),
             flash=self.flashes.pop(request.query_params.get("done", ""), ""),
         )
         return HTMLResponse(body)

@@ -17,6 +17,7 @@ import time
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import orjson
@@ -168,6 +169,9 @@ class EmbeddedSource:
 
         async with AsyncExitStack() as stack:
             return await resume(await self._store(crawl_id, stack), parser, domain)
+
+    async def stored_quality(self, crawl_id: str) -> dict[str, Any] | None:
+        return None
 
     def samples_root(self, crawl_id: str) -> Path | None:
         return self._settings.state_dir / SAMPLES if crawl_id == self.crawl_id else None

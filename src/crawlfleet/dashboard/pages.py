@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
+from typing import Any
 from urllib.parse import quote, urlencode
 
 import orjson
@@ -286,6 +288,26 @@ def parsers_html(stats: CrawlStats) -> str:
     )
 
 
+def stored_quality_html(report: Mapping[str, Any] | None) -> str:
+    """The quality scores the dispatcher wrote to PostgreSQL: a row per parser (``all``),
+    then per (parser, domain)."""
+    if report is None or not report["parsers"]:
+        return ""
+    cells = [
+        [text(parser), text(domain), str(figures["pages"]), percent(figures["met_share"]),
+         "-" if figures["items_per_page"] is None else f"{figures['items_per_page']:.1f}",
+         text(" ".join(f"{f}:{r:.0%}" for f, r in figures["fill_rates"].items()))]
+        for parser, score in report["parsers"].items()
+        for domain, figures in [("all", score), *score["domains"].items()]
+    ]  # fmt: skip
+    written = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(report["updated_at"]))
+    headers = ("parser", "domain", "pages", "met expectations", "items/page", "fill rates")
+    return (
+        f'<h2>quality scores in PostgreSQL</h2><p class="muted">written by the dispatcher,'
+        f' last at {written}</p><div id="stored-quality">{table(headers, cells, numeric=2)}</div>'
+    )
+
+
 def workers_html(workers: Sequence[WorkerRow]) -> str:
     if not workers:
         return '<h2>workers</h2><p class="muted" id="workers">no worker seen yet</p>'
@@ -311,6 +333,7 @@ def crawl_page(
     workers: Sequence[WorkerRow],
     actions: bool,
     samples: Mapping[str, Sequence[KeptSample]] | None = None,
+    stored_quality: Mapping[str, Any] | None = None,
     flash: str = "",
 ) -> str:
     sample = history.last
@@ -328,6 +351,7 @@ def crawl_page(
         + f'<h2>attempts</h2><p><a href="{attempts}">recent attempts, with filters</a></p>'
         + items_html(items, stored)
         + (parsers_html(sample.stats) if sample else "")
+        + stored_quality_html(stored_quality)
         + drifts_html(crawl_id, domains, actions, samples)
         + workers_html(workers)
     )

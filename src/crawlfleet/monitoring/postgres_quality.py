@@ -6,8 +6,8 @@ every ``WRITE_EVERY_S`` while the crawl runs and once when it ends: per parser w
 expectations, its totals (``domain`` = ``''``) and its figures on each of the crawl's
 ``DOMAINS`` most admitted domains; per item type, items stored, invalid and duplicate.
 Counts, not shares, so a reader derives the shares exactly; each write replaces the
-crawl's rows in one transaction. ``status --postgres`` reads them back as the ``quality``
-section of ``stats.json`` (``read_quality``). A failed write raises ``StateError``; the
+crawl's rows in one transaction. ``status --postgres`` and the distributed dashboard read
+them back as the ``quality`` section of ``stats.json`` (``read_quality``, ``quality_of``). A failed write raises ``StateError``; the
 next call reconnects.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import psycopg
@@ -129,6 +129,14 @@ async def read_quality(conn: Connection, crawl_id: str, dsn: str) -> dict[str, A
             type_rows = await cur.fetchall()
     except psycopg.Error as exc:
         raise StateError(redact(f"PostgreSQL at {dsn}: {exc}".strip(), dsn)) from None
+    return quality_of(score_rows, type_rows)
+
+
+def quality_of(
+    score_rows: Sequence[Sequence[Any]], type_rows: Sequence[Sequence[Any]]
+) -> dict[str, Any] | None:
+    """The report ``read_quality`` gives, from the rows of ``SELECT_SCORES`` and
+    ``SELECT_TYPES``; None when there are none."""
     if not score_rows and not type_rows:
         return None
     parsers: dict[str, Any] = {}
