@@ -2,7 +2,7 @@
 
 Starts a private redis-server on a free loopback port for each N (never the shared one), defines a crawl
 (``CrawlDefinition``) with one queued request on each of N domains through
-``RedisQueueStore.add``, and 20 worker heartbeats, then times through ``DistributedSource``
+``RedisQueueStore.add``, and 20 worker heartbeats, then times through ``DistributedOperations``
 (PostgreSQL is not touched by a sample round) the round the dashboard runs every 2 s:
 ``Sampler.sample_all`` (crawl list, counts, statistics, the ETA's 1,000 busiest domains,
 run state, workers), and the crawl page's domain table read (``domains(200)``). Prints the
@@ -26,11 +26,11 @@ from redis.asyncio import Redis
 from redis_memory import start_redis  # run as a script: bench/ is on sys.path
 
 from crawlfleet.clock import SystemClock
-from crawlfleet.dashboard.distributed import DistributedSource
 from crawlfleet.dashboard.sampler import Sampler
 from crawlfleet.frontier.redis import RedisQueueStore
 from crawlfleet.frontier.store_types import Budget
 from crawlfleet.models import CrawlRequest
+from crawlfleet.ops.distributed import DistributedOperations
 from crawlfleet.runtime.backends import frontier_prefix
 from crawlfleet.runtime.celery.definition import WORKERS, CrawlDefinition, definition_key
 from crawlfleet.settings import Settings
@@ -62,7 +62,7 @@ async def define(redis_url: str, crawl_id: str, domains: int) -> None:
 async def measure(redis_url: str, domains: int, rounds: int) -> tuple[float, float]:
     crawl_id = f"bench-{domains}"
     await define(redis_url, crawl_id, domains)
-    source = DistributedSource(redis_url, "dbname=unused")
+    source = DistributedOperations(redis_url, "dbname=unused")
     sampler = Sampler(source, SystemClock())
     try:
         await sampler.sample_all()  # opens the frontier once, as the dashboard does

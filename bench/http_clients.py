@@ -10,6 +10,11 @@ response and nothing more (no parser, no limits, no errors).
     .venv/bin/python bench/http_clients.py                 # all clients, N=3000, C=64
     .venv/bin/python bench/http_clients.py -n 1000 -c 32 --clients aiohttp,crawlfleet
     .venv/bin/python bench/http_clients.py --clients crawlfleet,impersonate   # decision 0018
+    .venv/bin/python bench/http_clients.py --clients aiohttp,crawlfleet --proxy   # decision 0060
+
+``--proxy``: every client (but ``raw``) goes through a private tinyproxy
+(``bench/tinyproxy_server.py``), which closes each client connection after its response, so
+a page is a connection to the proxy; the proxy's CPU is not counted.
 """
 
 from __future__ import annotations
@@ -23,8 +28,10 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import uvloop
+from tinyproxy_server import TinyproxyServer
 
 PAGE = (
     b"<!doctype html><html><head><title>bench</title></head><body>"
@@ -106,24 +113,24 @@ async def drive(fetch: FetchOne, urls: list[str], concurrency: int) -> int:
     return total
 
 
-async def run_aiohttp(urls: list[str], concurrency: int) -> int:
+async def run_aiohttp(urls: list[str], concurrency: int, proxy: str | None) -> int:
     import aiohttp
 
     connector = aiohttp.TCPConnector(limit=concurrency)
     async with aiohttp.ClientSession(connector=connector) as session:
 
         async def fetch(url: str) -> int:
-            async with session.get(url) as response:
+            async with session.get(url, proxy=proxy) as response:
                 return len(await response.read())
 
         return await drive(fetch, urls, concurrency)
 
 
-async def run_httpx(urls: list[str], concurrency: int) -> int:
+async def run_httpx(urls: list[str], concurrency: int, proxy: str | None) -> int:
     import httpx
 
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(limits=limits) as client:
+    async with httpx.AsyncClient(limits=limits, proxy=proxy) as client:
 
         async def fetch(url: str) -> int:
             return len((await client.get(url)).content)
@@ -131,10 +138,10 @@ async def run_httpx(urls: list[str], concurrency: int) -> int:
         return await drive(fetch, urls, concurrency)
 
 
-async def run_curl_cffi(urls: list[str], concurrency: int) -> int:
+async def run_curl_cffi(urls: list[str], concurrency: int, proxy: str | None) -> int:
     from curl_cffi.requests import AsyncSession
 
-    async with AsyncSession(max_clients=concurrency) as session:
+    async with AsyncSession(max_clients=concurrency, proxy=proxy) as session:
 
         async def fetch(url: str) -> int:
             return len((await session.get(url)).content)
@@ -142,35 +149,39 @@ async def run_curl_cffi(urls: list[str], concurrency: int) -> int:
         return await drive(fetch, urls, concurrency)
 
 
-async def run_crawlfleet(urls: list[str], concurrency: int) -> int:
+async def run_crawlfleet(urls: list[str], concurrency: int, proxy: str | None) -> int:
     from crawlfleet.fetchers.http import HttpFetcher
+    from crawlfleet.fetchers.protocols import Via
     from crawlfleet.models import CrawlRequest
     from crawlfleet.settings import Settings
 
     settings = Settings(concurrency=concurrency, allow_private_addresses=True)
     fetcher = HttpFetcher(settings)
+    via = Via(proxy) if proxy is not None else None
     try:
 
         async def fetch(url: str) -> int:
             request = CrawlRequest(url=url, fingerprint="", domain="127.0.0.1")
-            return len((await fetcher.fetch(request)).body)
+            return len((await fetcher.fetch(request, via=via)).body)
 
         return await drive(fetch, urls, concurrency)
     finally:
         await fetcher.close()
 
 
-async def run_impersonate(urls: list[str], concurrency: int) -> int:
+async def run_impersonate(urls: list[str], concurrency: int, proxy: str | None) -> int:
     from crawlfleet.fetchers.impersonate import ImpersonateFetcher
+    from crawlfleet.fetchers.protocols import Via
     from crawlfleet.models import CrawlRequest
     from crawlfleet.settings import Settings
 
     fetcher = ImpersonateFetcher(Settings(concurrency=concurrency, allow_private_addresses=True))
+    via = Via(proxy) if proxy is not None else None
     try:
 
         async def fetch(url: str) -> int:
             request = CrawlRequest(url=url, fingerprint="", domain="127.0.0.1")
-            return len((await fetcher.fetch(request)).body)
+            return len((await fetcher.fetch(request, via=via)).body)
 
         return await drive(fetch, urls, concurrency)
     finally:
@@ -205,7 +216,9 @@ class _RawConnection(asyncio.Protocol):
             reply.set_result(self.size)
 
 
-async def run_raw(urls: list[str], concurrency: int) -> int:
+async def run_raw(urls: list[str], concurrency: int, proxy: str | None) -> int:
+    if proxy is not None:
+        raise NotImplementedError("no proxy in the floor")
     loop = asyncio.get_running_loop()
     idle: list[_RawConnection] = []
     port = int(urls[0].rsplit(":", 1)[1].split("/", 1)[0])
@@ -227,7 +240,7 @@ async def run_raw(urls: list[str], concurrency: int) -> int:
     return await drive(fetch, urls, concurrency)
 
 
-CLIENTS: dict[str, Callable[[list[str], int], Awaitable[int]]] = {
+CLIENTS: dict[str, Callable[[list[str], int, str | None], Awaitable[int]]] = {
     "raw": run_raw,
     "aiohttp": run_aiohttp,
     "crawlfleet": run_crawlfleet,
@@ -237,12 +250,14 @@ CLIENTS: dict[str, Callable[[list[str], int], Awaitable[int]]] = {
 }
 
 
-def measure(name: str, urls: list[str], concurrency: int, max_s: float) -> Figures | str:
+def measure(
+    name: str, urls: list[str], concurrency: int, max_s: float, proxy: str | None
+) -> Figures | str:
     """Run one client in a fresh event loop; figures, or why it could not run."""
     runner = CLIENTS[name]
 
     async def bounded() -> int:
-        return await asyncio.wait_for(runner(urls, concurrency), max_s)
+        return await asyncio.wait_for(runner(urls, concurrency, proxy), max_s)
 
     wall0, cpu0 = time.perf_counter(), time.process_time()
     try:
@@ -251,6 +266,8 @@ def measure(name: str, urls: list[str], concurrency: int, max_s: float) -> Figur
         return f"not installed ({exc.name})"
     except TimeoutError:
         return f"did not finish in {max_s:.0f} s"
+    except NotImplementedError as exc:
+        return str(exc)
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     if received < len(urls) * len(PAGE):
         return f"short read: {received} bytes"
@@ -263,6 +280,7 @@ def main() -> None:
     parser.add_argument("-c", "--concurrency", type=int, default=64)
     parser.add_argument("--clients", default=",".join(CLIENTS))
     parser.add_argument("--max-s", type=float, default=60.0, help="bound per client run")
+    parser.add_argument("--proxy", action="store_true", help="through a private tinyproxy")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -273,16 +291,22 @@ def main() -> None:
     server = subprocess.Popen(
         [sys.executable, __file__, "--serve", str(port)], stdout=subprocess.PIPE, text=True
     )
+    proxying = contextlib.ExitStack()
     try:
         assert server.stdout is not None
         server.stdout.readline()
+        proxy = None
+        if args.proxy:
+            where = Path(__file__).resolve().parent / "_work" / "http_clients_tinyproxy"
+            proxy = proxying.enter_context(TinyproxyServer(where, bind="127.0.1.70")).url
         urls = [f"http://127.0.0.1:{port}/page/{i}" for i in range(args.pages)]
-        print(f"N={args.pages} pages of {len(PAGE)} B, {args.concurrency} concurrent")
+        through = f", through tinyproxy {proxy}" if proxy else ""
+        print(f"N={args.pages} pages of {len(PAGE)} B, {args.concurrency} concurrent{through}")
         print(f"{'client':<12} {'pages/s':>9} {'CPU ms/page':>12} {'wall s':>8}")
         for name in args.clients.split(","):
             # A short warm-up run so imports and first connections are not counted.
-            measure(name, urls[:100], args.concurrency, args.max_s)
-            result = measure(name, urls, args.concurrency, args.max_s)
+            measure(name, urls[:100], args.concurrency, args.max_s, proxy)
+            result = measure(name, urls, args.concurrency, args.max_s, proxy)
             if isinstance(result, str):
                 print(f"{name:<12} {result}")
             else:
@@ -291,6 +315,7 @@ def main() -> None:
                     f"{result.cpu_ms_per_page:>12.3f} {result.wall_s:>8.2f}"
                 )
     finally:
+        proxying.close()
         server.terminate()
         with contextlib.suppress(subprocess.TimeoutExpired):
             server.wait(5)

@@ -6,4 +6,5 @@ pytest_plugins = [
     "tests.fixtures.redis_cluster",
     "tests.fixtures.postgres_server",
     "tests.fixtures.tinyproxy",
+    "tests.fixtures.tls",
 ]

@@ -27,8 +27,9 @@ from crawlfleet.errors import BadUrl, ConfigError, StateError
 from crawlfleet.events import EventBus
 from crawlfleet.monitoring.stats import Sample, StatsView
 from crawlfleet.monitoring.summary import CrawlResult, RunContext, read_result
+from crawlfleet.ops.results import reject_reasons
 from crawlfleet.pipeline.export import export_items, export_postgres, format_of
-from crawlfleet.pipeline.reject_reasons import TOP_REASONS, RejectReason, sqlite_reasons
+from crawlfleet.pipeline.reject_reasons import TOP_REASONS
 from crawlfleet.runtime import event_loop
 from crawlfleet.runtime.backends import extra_missing, open_embedded, open_proxy_stores
 from crawlfleet.runtime.control import Control, FileControl, RunState
@@ -138,7 +139,8 @@ class Crawl:
             )
             view = StatsView(graph.frontier)
             control = FileControl(settings.state_dir)
-            context = self._context(await graph.frontier.stats())
+            target = f"--state {shlex.quote(str(settings.state_dir))}"
+            context = self._context(await graph.frontier.stats(), target=target, distributed=False)
             if self._metrics is not None:
                 proxies = graph.proxies.all if graph.proxies is not None else None
                 self._metrics.watch(
@@ -170,11 +172,7 @@ class Crawl:
                 elapsed_s=clock.now() - started,
                 context=context,
             )
-        if backends.items_file is not None and result.stats.items("invalid"):
-            reasons = await asyncio.to_thread(
-                sqlite_reasons, backends.items_file, crawl_id=settings.crawl_id, limit=TOP_REASONS
-            )
-            result = dataclasses.replace(result, top_reject_reasons=_triples(reasons))
+        result = await self._with_reject_reasons(result, postgres_dsn=None)
         if settings.output is not None and backends.items_file is not None:
             written = await asyncio.to_thread(
                 export_to, settings.output, partial(export_items, backends.items_file)
@@ -209,7 +207,10 @@ class Crawl:
                 settings, self.seeds, broker_url=None, fresh=self._fresh, clock=clock, stack=stack
             )
             view = StatsView(crawl.frontier)
-            context = self._context(await crawl.frontier.stats())
+            target = (
+                f"--redis {shlex.quote(settings.redis_url or '')} --crawl-id {settings.crawl_id}"
+            )
+            context = self._context(await crawl.frontier.stats(), target=target, distributed=True)
             if self._metrics is not None:
                 proxies = None
                 if settings.proxies is not None:
@@ -235,35 +236,43 @@ class Crawl:
                 elapsed_s=clock.now() - started,
                 context=context,
             )
-        if settings.postgres_dsn is not None and result.stats.items("invalid"):
-            from crawlfleet.pipeline.sinks.postgres_reject_reasons import postgres_reasons
-
-            reasons = await asyncio.to_thread(
-                postgres_reasons, settings.postgres_dsn, crawl_id=settings.crawl_id,
-                limit=TOP_REASONS,
-            )  # fmt: skip
-            result = dataclasses.replace(result, top_reject_reasons=_triples(reasons))
+        result = await self._with_reject_reasons(result, postgres_dsn=settings.postgres_dsn)
         if settings.output is not None and settings.postgres_dsn is not None:
             write = partial(export_postgres, settings.postgres_dsn, crawl_id=settings.crawl_id)
             written = await asyncio.to_thread(export_to, settings.output, write)
             result = dataclasses.replace(result, exported_items=written)
         return result
 
-    def _context(self, baseline: CrawlStats) -> RunContext:
-        """What the outcome judge needs to know of this run (read when it starts)."""
+    def _context(self, baseline: CrawlStats, *, target: str, distributed: bool) -> RunContext:
+        """What the outcome judge needs to know of this run (read when it starts);
+        ``target``: the options that name the crawl to the operating commands."""
         settings = self.settings
         rules = UrlRules(settings.strip_query_params, settings.politeness_key)
-        if settings.redis_url is not None:
-            target = f"--redis {shlex.quote(settings.redis_url)} --crawl-id {settings.crawl_id}"
-        else:
-            target = f"--state {shlex.quote(str(settings.state_dir))}"
         return RunContext(
             seed_domains=[rules.politeness_key(rules.target(seed).url) for seed in self.seeds],
             baseline=baseline,
             target=target,
-            distributed=settings.redis_url is not None,
+            distributed=distributed,
             revisit=settings.revisit,
         )
+
+    async def _with_reject_reasons(
+        self, result: CrawlResult, *, postgres_dsn: str | None
+    ) -> CrawlResult:
+        """``result`` with its top reject reasons, when items were rejected (``ops/results.py``)."""
+        if not result.stats.items("invalid"):
+            return result
+        reasons = await asyncio.to_thread(
+            partial(
+                reject_reasons,
+                postgres_dsn=postgres_dsn,
+                state_dir=self.settings.state_dir,
+                crawl_id=self.settings.crawl_id,
+                limit=TOP_REASONS,
+            )
+        )
+        top = tuple((r.reason, r.item_type, r.count) for r in reasons)
+        return dataclasses.replace(result, top_reject_reasons=top)
 
     def _watch(self, stop: asyncio.Event) -> None:
         """Make ``stop`` the event this crawl's ``stop`` sets (set now if already asked)."""
@@ -279,10 +288,6 @@ class Crawl:
             await self._metrics.refresh()
         if self._on_progress is not None:
             self._on_progress(sample)
-
-
-def _triples(reasons: Sequence[RejectReason]) -> tuple[tuple[str, str, int], ...]:
-    return tuple((r.reason, r.item_type, r.count) for r in reasons)
 
 
 def _write_stats(settings: Settings, result: CrawlResult) -> None:

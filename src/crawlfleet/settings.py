@@ -1,7 +1,9 @@
 """One typed settings object for a crawl, validated at start-up.
 
 Sources, lowest priority first: defaults < TOML file (``--config``) < ``CRAWLFLEET_*``
-environment variables < CLI flags. ``settings_loading.load_settings`` turns every validation
+environment variables < CLI flags. Which of them gave ``delay_s`` is kept as
+``delay_source`` (``default``, ``file``, ``env``, ``cli``): ``status`` and the dashboard show
+it beside each domain's delay. ``settings_loading.load_settings`` turns every validation
 failure into a one-line ``ConfigError`` naming the key (a value is never echoed: it may be a
 secret). Every float must be finite (``--delay inf`` is refused).
 
@@ -13,6 +15,7 @@ the browser's types (``settings_browser.py``) and the recrawl rules (``recrawl.p
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -24,6 +27,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from crawlfleet.errors import ConfigError
 from crawlfleet.models import DEFAULT_MAX_CONTEXT_BYTES
 from crawlfleet.recrawl import Duration, RecrawlRule
 from crawlfleet.settings_browser import DEFAULT_BLOCKED, ResourceType, WaitRuleText
@@ -51,6 +55,10 @@ MAX_STEP_S = 300.0
 """The default bound on one crawl step (the watchdog of ``runtime/loop.py``)."""
 DEFAULT_ATTEMPT_LOG_MAX_ROWS = 200_000
 """Attempts an embedded crawl's log keeps by default (~35 MB; ``frontier/sqlite_retention.py``)."""
+
+DelayLayer = Literal["default", "file", "env", "cli"]
+"""The layer that gave ``delay_s``: none (the default), the TOML file, a ``CRAWLFLEET_*``
+variable, a CLI flag (or a keyword given to ``Settings``/``load_settings`` in Python)."""
 
 
 class Settings(BaseSettings):
@@ -110,6 +118,11 @@ class Settings(BaseSettings):
     concurrency: int = Field(default=16, ge=1, le=10_000)
     per_domain_concurrency: int = Field(default=1, ge=1, le=1_000)
     delay_s: float = Field(default=1.0, ge=0)
+    delay_source: DelayLayer = Field(
+        default="default",
+        description="the layer that gave delay_s; recorded by the loader, never set in a file"
+        " or the environment (a reader of a recorded crawl passes it back)",
+    )
     obey_robots: bool = True
     robots_ttl_s: float = Field(default=3600.0, gt=0)
     robots_error_ttl_s: float = Field(default=600.0, gt=0)
@@ -339,8 +352,44 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         cli = dict(getattr(init_settings, "init_kwargs", {}))
         toml = cli.pop("_toml", {})
-        return (
-            InitSettingsSource(settings_cls, cli),
-            env_settings,
-            InitSettingsSource(settings_cls, toml),
+        cli_layer = InitSettingsSource(settings_cls, cli)
+        toml_layer = InitSettingsSource(settings_cls, toml)
+        layers: tuple[tuple[DelayLayer, PydanticBaseSettingsSource], ...] = (
+            ("cli", cli_layer),
+            ("env", env_settings),
+            ("file", toml_layer),
         )
+        return cli_layer, env_settings, toml_layer, _DelayLayerSource(settings_cls, layers)
+
+
+class _DelayLayerSource(PydanticBaseSettingsSource):
+    """``delay_source``: the first layer, by priority, that gives ``delay_s``.
+
+    The lowest-priority source: a ``delay_source`` passed as a keyword (a reader restoring a
+    recorded crawl's settings) wins over it. In the file or the environment it is refused.
+    """
+
+    def __init__(
+        self,
+        settings_cls: type[BaseSettings],
+        layers: Sequence[tuple[DelayLayer, PydanticBaseSettingsSource]],
+    ) -> None:
+        super().__init__(settings_cls)
+        self._layers = layers
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # whole-state source: ``__call__`` does the work
+
+    def __call__(self) -> dict[str, Any]:
+        values = {name: layer() for name, layer in self._layers}
+        for name in ("env", "file"):
+            if "delay_source" in values[name]:
+                where = "CRAWLFLEET_DELAY_SOURCE" if name == "env" else "the config file"
+                raise ConfigError(
+                    f"unknown setting 'delay_source' (in {where}): crawlfleet records which"
+                    " layer gave delay_s; set delay_s instead"
+                )
+        for name, _ in self._layers:
+            if "delay_s" in values[name]:
+                return {"delay_source": name}
+        return {}

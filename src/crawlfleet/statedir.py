@@ -57,7 +57,7 @@ allowed, another delay or a fixed parser.
 """
 
 
-POLITENESS_SETTINGS = ("delay_s", "per_domain_concurrency", "max_crawl_delay_s")
+POLITENESS_SETTINGS = ("delay_s", "delay_source", "per_domain_concurrency", "max_crawl_delay_s")
 """The settings of a domain's default politeness that the run in a directory records."""
 
 

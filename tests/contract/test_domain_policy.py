@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.frontier.store_types import (
     BlockRules,
@@ -104,12 +106,38 @@ async def test_an_unknown_domain_has_the_default_policy(store: QueueStore) -> No
     view = await store.domain("new.test", POLITE)
     assert (view.base_delay_s, view.delay_source, view.max_in_flight) == (
         1.0,
-        DelaySource.CONFIG,
+        DelaySource.DEFAULT,
         1,
     )
     assert (view.level, view.effective_delay_s, view.queued, view.in_flight) == (0, 1.0, 0, 0)
     assert view.strategy == {}
     assert view.stats.counters == {}
+
+
+async def test_a_domain_on_the_crawl_delay_shows_the_layer_that_gave_it(
+    store: QueueStore,
+) -> None:
+    from_cli = replace(POLITE, delay_source=DelaySource.CLI)
+    assert (await store.domain("new.test", from_cli)).delay_source is DelaySource.CLI
+    await store.set_delay("a.test", 2.0, DelaySource.ROBOTS)
+    await store.set_delay("a.test", 1.0, DelaySource.CONFIG)  # robots.txt dropped its delay
+    assert (await store.domain("a.test", from_cli)).delay_source is DelaySource.CLI
+    from_env = replace(POLITE, delay_source=DelaySource.ENV)
+    assert [view.delay_source for view in await store.domains(from_env)] == [DelaySource.ENV]
+
+
+async def test_a_domain_back_on_the_crawl_delay_follows_the_run_that_reads_it(
+    store: QueueStore,
+) -> None:
+    await store.add([req(str(i)) for i in range(3)], NO_BUDGET)
+    await store.set_delay("a.test", 5.0, DelaySource.ROBOTS)
+    await store.set_delay("a.test", 1.0, DelaySource.CONFIG)  # robots.txt dropped its delay
+    resumed = replace(POLITE, delay_s=0.0)  # a later run with --delay 0
+    view = await store.domain("a.test", resumed)
+    assert (view.base_delay_s, view.effective_delay_s) == (0.0, 0.0)
+    (first,) = await claim(store, policy=resumed)
+    assert await complete(store, first, policy=resumed)
+    assert len(await claim(store, now=T0, policy=resumed)) == 1  # no 1 s kept from before
 
 
 async def test_robots_never_replaces_an_override(store: QueueStore) -> None:

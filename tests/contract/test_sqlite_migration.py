@@ -112,7 +112,7 @@ async def test_a_version_1_file_opens_with_its_queue_policy_and_attempts(tmp_pat
         view = await store.domain("a.test", FREE)
         assert (view.base_delay_s, view.delay_source, view.max_in_flight) == (
             2.0,
-            DelaySource.CONFIG,
+            DelaySource.DEFAULT,  # the crawl-wide delay: its layer (FREE's)
             2,
         )
         assert (view.level, view.ready_at, view.queued, view.in_flight) == (0, T0 + 1, 2, 1)

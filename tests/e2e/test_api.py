@@ -29,7 +29,7 @@ def broken(response):
 
 def readme_example() -> str:
     text = README.read_text()
-    start = text.index("<!-- api-example -->")
+    start = text.index("<!-- readme-checked-by: tests/e2e/test_api.py -->")
     return text[start:].split("```python\n", 1)[1].split("```", 1)[0]
 
 

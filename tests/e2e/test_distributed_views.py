@@ -129,7 +129,7 @@ def test_progress_status_and_summary_come_from_the_store(
     (row,) = [line for line in status.output.splitlines() if "127.0.0.3" in line]
     cells = [c.strip() for c in row.strip("│ ").split("│")]
     assert cells[1:4] == ["0", "0", str(fetched)]  # queued, in flight, done
-    assert cells[-2:] == ["ok", "default"]  # block state, strategy
+    assert cells[-3:] == ["0.05 s (cli)", "ok", "default"]  # delay (--delay), block, strategy
 
 
 def test_parse_errors_fail_the_distributed_crawl_unless_allowed(

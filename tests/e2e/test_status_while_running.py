@@ -48,7 +48,7 @@ def test_status_reads_a_paused_running_crawl_with_its_own_delay(
         assert status.returncode == 0, status.stderr
         assert f"crawl in {state} (paused): 1 queued" in status.stdout
         row = next(line for line in status.stdout.splitlines() if "127.0.0.3" in line)
-        assert "0 s (config)" in row, status.stdout
+        assert "0 s (cli)" in row, status.stdout
         resumed = run_cli("resume", "--state", str(state), cwd=tmp_path)
         assert resumed.returncode == 0, resumed.stderr
         assert crawl.wait(timeout=WAIT_S) == 0, log.read_text()
@@ -57,4 +57,4 @@ def test_status_reads_a_paused_running_crawl_with_its_own_delay(
         crawl.wait()
     after = run_cli("status", "--state", str(state), cwd=tmp_path)
     assert "(paused)" not in after.stdout
-    assert "0 s (config)" in after.stdout
+    assert "0 s (cli)" in after.stdout

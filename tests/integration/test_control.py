@@ -9,16 +9,9 @@ from redis.asyncio import Redis
 
 from crawlfleet.errors import ConfigError, StateError
 from crawlfleet.frontier.redis.keys import hash_tag
+from crawlfleet.ops.target import cancel, is_paused, run_state, set_paused
 from crawlfleet.runtime.celery.definition import ACTIVE_CRAWLS, CrawlDefinition, definition_key
-from crawlfleet.runtime.control import (
-    PAUSE_FILE,
-    RunState,
-    cancel,
-    control_key,
-    is_paused,
-    run_state,
-    set_paused,
-)
+from crawlfleet.runtime.control import PAUSE_FILE, RunState, control_key
 from crawlfleet.settings import Settings
 
 

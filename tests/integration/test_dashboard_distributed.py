@@ -15,14 +15,15 @@ import orjson
 import pytest
 from redis.asyncio import Redis
 
-from crawlfleet.dashboard.distributed import DistributedSource
-from crawlfleet.dashboard.sources import ActionRefused
 from crawlfleet.errors import StateError
 from crawlfleet.frontier.redis import RedisQueueStore
 from crawlfleet.frontier.store_types import Budget, DomainPolicy, Report, Signal
 from crawlfleet.models import CrawlRequest, Item, Lease
 from crawlfleet.monitoring.postgres_attempt_log import PostgresAttemptLog
 from crawlfleet.monitoring.sqlite_reader import AttemptFilter
+from crawlfleet.ops.distributed import DistributedOperations
+from crawlfleet.ops.protocols import ActionRefused
+from crawlfleet.ops.target import cancel
 from crawlfleet.pipeline.sinks.postgres import PostgresSink
 from crawlfleet.pipeline.sinks.postgres_schema import migrate
 from crawlfleet.records import Attempt, Outcome
@@ -35,7 +36,7 @@ from crawlfleet.runtime.celery.definition import (
     CrawlDefinition,
     definition_key,
 )
-from crawlfleet.runtime.control import cancel, control_key
+from crawlfleet.runtime.control import control_key
 from crawlfleet.settings import Settings
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
@@ -96,7 +97,7 @@ async def test_the_distributed_source_reads_and_operates_a_crawl(
 ) -> None:
     crawl_id = "dash-src-1"
     done, dead = await define(raw, redis_url, postgres_dsn, crawl_id)
-    source = DistributedSource(redis_url, postgres_dsn)
+    source = DistributedOperations(redis_url, postgres_dsn)
     await source.probe()
     try:
         assert crawl_id in await source.crawl_ids()
@@ -159,7 +160,7 @@ async def test_workers_show_in_flight_and_pages_per_second_from_their_heartbeats
     await beat("hb-fast", now - 2.0, 100)
     await beat("hb-old", now - 3.0, None)  # a worker from before the counters
     await beat("hb-gone", now - 120.0, 50)
-    source = DistributedSource(redis_url, postgres_dsn)
+    source = DistributedOperations(redis_url, postgres_dsn)
     try:
         first = {w.name: w for w in await source.workers()}
         assert first["hb-fast"].pages_per_s is None  # one reading so far
@@ -181,14 +182,14 @@ async def test_workers_show_in_flight_and_pages_per_second_from_their_heartbeats
 async def test_a_database_no_worker_migrated_reads_empty_and_a_bad_url_fails_in_one_line(
     redis_url: str, postgres_dsn: str
 ) -> None:
-    source = DistributedSource(redis_url, postgres_dsn)
+    source = DistributedOperations(redis_url, postgres_dsn)
     try:
         assert await source.attempts("x", AttemptFilter(), 5) == []
         assert await source.items("x") == []
     finally:
         await source.close()
     with pytest.raises(StateError, match=r"^Redis at redis://127\.0\.0\.1:1/0: [^\n]+$"):
-        await DistributedSource("redis://127.0.0.1:1/0", postgres_dsn).probe()
+        await DistributedOperations("redis://127.0.0.1:1/0", postgres_dsn).probe()
     bad_dsn = postgres_dsn.rsplit("/", 1)[0] + "/no_such_db"
     with pytest.raises(StateError, match=r"^PostgreSQL at [^\n]+no_such_db"):
-        await DistributedSource(redis_url, bad_dsn).probe()
+        await DistributedOperations(redis_url, bad_dsn).probe()

@@ -1,4 +1,4 @@
-"""A redirect's ``Location`` read on the proxied path (aiohttp) as the wire reads it: raw
+"""A redirect's ``Location`` read on the proxied path as on the direct one: raw
 bytes percent-encoded, two different values refused (issue #35, items 5 and 9).
 
 The scripted server plays the proxy: it answers the proxied request itself, with two

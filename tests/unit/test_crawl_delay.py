@@ -93,7 +93,8 @@ async def test_a_crawl_delay_taken_out_of_robots_txt_gives_the_default_back() ->
     await crawl.run()
 
     view = await crawl.frontier.domain("a.test")
-    assert (view.base_delay_s, view.delay_source) == (1.0, DelaySource.CONFIG)
+    # the crawl's own delay again, shown as the layer that gave it (a keyword: ``cli``)
+    assert (view.base_delay_s, view.delay_source) == (1.0, DelaySource.CLI)
     assert gaps_s(fetcher)[-1] == 1.0
 
 

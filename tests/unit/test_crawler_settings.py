@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from crawlfleet.errors import ConfigError
-from crawlfleet.frontier.store_types import BlockRules, DomainPolicy
+from crawlfleet.frontier.store_types import BlockRules, DelaySource, DomainPolicy
 from crawlfleet.runtime.policies import domain_policy
 from crawlfleet.settings_domains import DomainOverride
 from crawlfleet.settings_loading import load_settings
@@ -35,6 +35,7 @@ def test_domain_overrides_and_block_rules_from_toml(tmp_path: Path) -> None:
     usable = ("slow", "impersonate", "browser")  # no proxies: no sessions, no tiers
     assert domain_policy(settings) == DomainPolicy(
         delay_s=0.5,
+        delay_source=DelaySource.FILE,
         max_in_flight=1,
         blocks=BlockRules(
             window=10,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crawlfleet.dashboard.workers import WorkerRates
+from crawlfleet.ops.workers import WorkerRates
 
 
 def test_a_rate_needs_two_readings_and_ignores_a_heartbeat_read_twice() -> None:

@@ -1,12 +1,11 @@
-"""The private-address predicate and the guarding resolver."""
+"""The private-address predicate, the literal-IP check and the filter of resolved addresses
+(``fetchers.wire`` and ``fetchers.impersonate`` filter what the resolver answers with it)."""
 
 from __future__ import annotations
 
 import ipaddress
-import socket
 
 import pytest
-from aiohttp.abc import AbstractResolver, ResolveResult
 
 from crawlfleet.errors import ForbiddenAddress
 from crawlfleet.fetchers.addresses import (
@@ -15,7 +14,6 @@ from crawlfleet.fetchers.addresses import (
     is_forbidden_address,
     parse_ip,
 )
-from crawlfleet.fetchers.proxied import GuardedResolver
 
 FORBIDDEN = [
     "127.0.0.1",
@@ -72,46 +70,6 @@ def test_check_literal_host() -> None:
     check_literal_host("8.8.8.8", is_forbidden_address)
     with pytest.raises(ForbiddenAddress, match=r"10\.0\.0\.1"):
         check_literal_host("10.0.0.1", is_forbidden_address)
-
-
-class _FixedAnswers(AbstractResolver):
-    """A DNS server's answer that mixes public and private addresses.
-
-    Stands in for a rebinding DNS server, which cannot be run on loopback-only hosts.
-    """
-
-    def __init__(self, *addresses: str) -> None:
-        self.addresses = addresses
-        self.closed = False
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        return [
-            ResolveResult(hostname=host, host=a, port=port, family=family, proto=0, flags=0)
-            for a in self.addresses
-        ]
-
-    async def close(self) -> None:
-        self.closed = True
-
-
-async def test_resolver_drops_forbidden_answers() -> None:
-    resolver = GuardedResolver(_FixedAnswers("10.0.0.1", "8.8.8.8", "::1"), is_forbidden_address)
-    answers = await resolver.resolve("mixed.example", 80)
-    assert [a["host"] for a in answers] == ["8.8.8.8"]
-
-
-async def test_resolver_refuses_when_nothing_is_left() -> None:
-    resolver = GuardedResolver(_FixedAnswers("10.0.0.1", "::1"), is_forbidden_address)
-    with pytest.raises(ForbiddenAddress, match=r"private\.example resolves to 10\.0\.0\.1, ::1"):
-        await resolver.resolve("private.example", 80)
-
-
-async def test_resolver_closes_the_inner_one() -> None:
-    inner = _FixedAnswers()
-    await GuardedResolver(inner, is_forbidden_address).close()
-    assert inner.closed
 
 
 def test_allowed_addresses_keep_the_resolver_s_order_and_refuse_when_none_is_left() -> None:

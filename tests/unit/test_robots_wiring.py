@@ -1,5 +1,6 @@
 """The crawl's robots.txt cache as wired (``build_robots``): the real HTTP fetcher against a
-local aiohttp server, RFC 9309's redirects and the request target the fetcher sends."""
+local aiohttp server, RFC 9309's redirects and the request target the fetcher sends; one
+connection pool with the pages' fetcher (``build_transport``)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from crawlfleet.clock import SystemClock
 from crawlfleet.errors import ConfigError
 from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.frontier.robots import RobotsCache
-from crawlfleet.runtime.fetcher_wiring import build_robots
+from crawlfleet.models import CrawlRequest
+from crawlfleet.runtime.fetcher_wiring import build_fetchers, build_robots, build_transport
 from crawlfleet.settings import Settings
+from tests.fixtures.scripted_server import ScriptedServer, serving
 
 RULES = "User-agent: *\nDisallow: /x\nDisallow: /caf\u00e9\n".encode()
 
@@ -65,3 +68,26 @@ async def test_a_browser_user_agent_needs_a_robots_token() -> None:
     async with AsyncExitStack() as stack:
         with pytest.raises(ConfigError, match="robots_token"):
             build_robots(Settings(user_agent=browser), SystemClock(), stack, Credentials())
+
+
+async def test_pages_robots_txt_and_sitemaps_share_one_connection_pool() -> None:
+    page = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 4\r\n\r\npage"
+    rules = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 12\r\n\r\nUser-agent:*"
+    sitemap = b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n<x></x>"
+    config = Settings(allow_private_addresses=True)
+    async with serving(ScriptedServer()) as server, AsyncExitStack() as stack:
+        server.replies = [rules, page, sitemap]
+        base = f"http://127.0.0.1:{server.port}"
+        transport = build_transport(config, stack)
+        fetchers = build_fetchers(config, SystemClock(), Credentials(), transport=transport)
+        for fetcher in fetchers.values():
+            stack.push_async_callback(fetcher.close)
+        robots, fetch_url = build_robots(
+            config, SystemClock(), stack, Credentials(), transport=transport
+        )
+        assert robots is not None
+        assert (await robots.check(f"{base}/page")).allowed
+        request = CrawlRequest(url=f"{base}/page", fingerprint="f", domain="d")
+        assert (await fetchers["http"].fetch(request)).body == b"page"
+        assert (await fetch_url(f"{base}/sitemap.xml")).body == b"<x></x>"
+    assert server.connections == 1

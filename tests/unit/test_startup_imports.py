@@ -1,7 +1,7 @@
 """What the CLI imports before a crawl runs: start-up is part of every crawl's CPU.
 
-aiohttp (~90 ms to import here) serves only requests through a proxy and the demo site; a
-crawl without proxies should not load it (decision 0038). prometheus_client (~45 ms) serves
+aiohttp (~90 ms to import here) serves only the demo site; a crawl should not load it
+(decisions 0038, 0060). prometheus_client (~45 ms) serves
 only metrics: the dashboard command and ``--metrics-port`` load it, nothing else.
 """
 
@@ -22,7 +22,7 @@ def test_the_cli_loads_without_aiohttp() -> None:
 
 
 def test_the_cli_loads_without_prometheus_client_or_the_dashboard() -> None:
-    modules = ["prometheus_client", "crawlfleet.dashboard.embedded", "crawlfleet.dashboard.app"]
+    modules = ["prometheus_client", "crawlfleet.ops.embedded", "crawlfleet.dashboard.app"]
     assert _imported_by("import crawlfleet.cli.main", modules) == []
 
 

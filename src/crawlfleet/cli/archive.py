@@ -17,11 +17,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from crawlfleet.archive.index import INDEX_FILE, SqliteCaptureIndex
-from crawlfleet.archive.protocols import CaptureIndex
 from crawlfleet.cli.console import fail, safe
 from crawlfleet.errors import CrawlfleetError, StateError
 from crawlfleet.fetchers.decoding import decode_body
+from crawlfleet.ops.results import capture_index
 from crawlfleet.settings import Settings
 
 archive_app = typer.Typer(help="Find the pages a crawl archived (--archive).", no_args_is_help=True)
@@ -41,15 +40,6 @@ PostgresOpt = Annotated[
 CrawlIdOpt = Annotated[str, typer.Option("--crawl-id", help="the distributed crawl")]
 
 
-def _index(state: Path, postgres: str | None, crawl_id: str) -> CaptureIndex:
-    """An embedded crawl's index (``--state``), or a distributed one's (``--postgres``)."""
-    if postgres is None:
-        return SqliteCaptureIndex.existing(state / INDEX_FILE)
-    from crawlfleet.archive.postgres_index import PostgresCaptureIndex  # psycopg
-
-    return PostgresCaptureIndex(postgres, crawl_id)
-
-
 def _when(epoch_s: float) -> str:
     return dt.datetime.fromtimestamp(epoch_s, dt.UTC).isoformat(timespec="seconds")
 
@@ -64,7 +54,7 @@ def list_(
 ) -> None:
     """The captures of URL (or of every URL), oldest first."""
     try:
-        index = _index(state, postgres, crawl_id)
+        index = capture_index(postgres_dsn=postgres, state_dir=state, crawl_id=crawl_id)
         captures = index.find(url, limit=limit)
         index.close()
     except (CrawlfleetError, OSError) as exc:
@@ -104,7 +94,7 @@ def get(
     from crawlfleet.archive.reading import DAMAGED, read_capture  # fastwarc: the extra
 
     try:
-        index = _index(state, postgres, crawl_id)
+        index = capture_index(postgres_dsn=postgres, state_dir=state, crawl_id=crawl_id)
         capture, root = index.latest(url), index.root
         index.close()
         if capture is None or root is None:
@@ -144,7 +134,7 @@ def cdxj(
     from crawlfleet.archive.cdxj import cdxj_lines
 
     try:
-        index = _index(state, postgres, crawl_id)
+        index = capture_index(postgres_dsn=postgres, state_dir=state, crawl_id=crawl_id)
         lines = cdxj_lines(index.find())
         index.close()
     except (CrawlfleetError, OSError) as exc:
@@ -174,7 +164,7 @@ def prune_(
 
     try:
         age_s = duration_s(older_than)
-        index = _index(state, postgres, crawl_id)
+        index = capture_index(postgres_dsn=postgres, state_dir=state, crawl_id=crawl_id)
         try:
             pruned = prune(index, time.time() - age_s, dry_run=dry_run)
         finally:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterator
 from enum import StrEnum
 from typing import Annotated
 
@@ -24,10 +23,9 @@ from crawlfleet.cli.target import (
     StateOpt,
     postgres_or_state,
 )
-from crawlfleet.errors import ConfigError, CrawlfleetError
-from crawlfleet.pipeline.changes import Change, sqlite_changes
+from crawlfleet.errors import CrawlfleetError
+from crawlfleet.ops.results import item_changes
 from crawlfleet.pipeline.export import since_epoch
-from crawlfleet.runtime.backends import extra_missing, state_paths
 
 
 class ChangesFormat(StrEnum):
@@ -53,14 +51,13 @@ def changes(
     """Print each item change (new, changed with old and new values, gone), oldest first."""
     try:
         after = since_epoch(since, time.time()) if since is not None else 0.0
-        postgres = postgres_or_state(postgres, state)
-        if postgres is not None:
-            if crawl_id is None:
-                raise ConfigError("--postgres needs --crawl-id ID: the crawl whose changes to show")
-            found = _from_postgres(postgres, crawl_id, after, item_type)
-        else:
-            _, items_file = state_paths(state or DEFAULT_STATE)
-            found = sqlite_changes(items_file, crawl_id=crawl_id, since=after, item_type=item_type)
+        found = item_changes(
+            postgres_dsn=postgres_or_state(postgres, state),
+            state_dir=state or DEFAULT_STATE,
+            crawl_id=crawl_id,
+            since=after,
+            item_type=item_type,
+        )
         out = sys.stdout.buffer
         for change in found:
             out.write(orjson.dumps(change.to_dict()) + b"\n")
@@ -69,16 +66,6 @@ def changes(
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     except (CrawlfleetError, OSError) as exc:
         fail(exc)
-
-
-def _from_postgres(
-    dsn: str, crawl_id: str, since: float, item_type: str | None
-) -> Iterator[Change]:
-    try:
-        from crawlfleet.pipeline.sinks.postgres_changes import postgres_changes
-    except ImportError as exc:
-        raise extra_missing(exc) from None
-    return postgres_changes(dsn, crawl_id=crawl_id, since=since, item_type=item_type)
 
 
 def register(app: typer.Typer) -> None:

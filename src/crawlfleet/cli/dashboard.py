@@ -25,7 +25,7 @@ from crawlfleet.redisurl import check_redis_url
 from crawlfleet.settings_loading import load_settings
 
 if TYPE_CHECKING:  # the dashboard's modules load with the command, not with every command
-    from crawlfleet.dashboard.sources import Source
+    from crawlfleet.ops.protocols import Operations
 
 TOKEN_ENV = "CRAWLFLEET_DASHBOARD_TOKEN"
 MIN_TOKEN_CHARS = 12
@@ -98,7 +98,7 @@ def dashboard(
         if redis is not None or postgres is not None:
             if state is not None:
                 raise ConfigError("give --state DIR (embedded) or --redis and --postgres, not both")
-            source: Source = _distributed(redis, postgres)
+            source: Operations = _distributed(redis, postgres)
         else:
             source = _embedded(state, config, delay, per_domain_concurrency)
         app = create_app(source, token=token, metrics=Metrics(), allowed_hosts=allowed_host or ())
@@ -112,12 +112,12 @@ def dashboard(
         fail(exc, err)
 
 
-def _distributed(redis: str | None, postgres: str | None) -> Source:
-    from crawlfleet.dashboard.distributed import DistributedSource
+def _distributed(redis: str | None, postgres: str | None) -> Operations:
+    from crawlfleet.ops.distributed import DistributedOperations
 
     if redis is None or postgres is None:
         raise ConfigError("a distributed dashboard needs both --redis URL and --postgres DSN")
-    source = DistributedSource(check_redis_url(redis), postgres)
+    source = DistributedOperations(check_redis_url(redis), postgres)
     asyncio.run(source.probe())
     return source
 
@@ -127,7 +127,7 @@ def _embedded(
     config: Path | None,
     delay: float | None,
     per_domain_concurrency: int | None,
-) -> Source:
+) -> Operations:
     if state is None:
         raise ConfigError(
             "give --state DIR (an embedded crawl) or --redis URL --postgres DSN (distributed)"
@@ -140,9 +140,9 @@ def _embedded(
     )
     if not os.path.isdir(settings.state_dir):
         raise ConfigError(f"no state directory {settings.state_dir}")
-    from crawlfleet.dashboard.embedded import EmbeddedSource
+    from crawlfleet.ops.embedded import EmbeddedOperations
 
-    return EmbeddedSource(settings)
+    return EmbeddedOperations(settings)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,8 +1,9 @@
 """``crawlfleet dlq list|classes|show|requeue|purge``: the dead-letter queue of a crawl.
 
-Embedded (``--state DIR``) or distributed (``--redis URL --crawl-id ID``). Dead letters are
-grouped by the class of their last error (``monitoring/deadletters.py``): ``classes`` lists
-them, ``requeue --class NAME`` and ``purge --class NAME`` act on one.
+Embedded (``--state DIR``) or distributed (``--redis URL --crawl-id ID``), through the
+crawl's operations (``crawlfleet.ops``). Dead letters are grouped by the class of their last
+error (``monitoring/deadletters.py``): ``classes`` lists them, ``requeue --class NAME`` and
+``purge --class NAME`` act on one.
 """
 
 from __future__ import annotations
@@ -10,21 +11,16 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from collections.abc import Coroutine
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 from rich.table import Table
 
 from crawlfleet.cli.console import fail, make_console, safe
-from crawlfleet.cli.target import CrawlIdOpt, RedisOpt, StateOpt, open_target, target_settings
+from crawlfleet.cli.target import CrawlIdOpt, RedisOpt, StateOpt, target_settings
 from crawlfleet.errors import ConfigError, CrawlfleetError
-from crawlfleet.monitoring.deadletters import (
-    by_class,
-    letter_class,
-    purge_class,
-    requeue_class,
-    resolve_fingerprints,
-)
+from crawlfleet.monitoring.deadletters import DeadLetterQueue, by_class, letter_class
+from crawlfleet.ops.target import open_operations
 
 dlq_app = typer.Typer(help="Inspect, requeue and purge dead-lettered URLs.", no_args_is_help=True)
 out = make_console()
@@ -67,9 +63,10 @@ def list_(
         return
 
     async def main() -> None:
-        async with open_target(target_settings(state, redis, crawl_id)) as frontier:
-            letters = await frontier.dead_letters(limit, offset)
-            table = Table(title=f"dead letters ({(await frontier.counts()).dead})")
+        async with open_operations(target_settings(state, redis, crawl_id)) as (ops, crawl):
+            reader = await ops.reader(crawl)
+            letters = await reader.dead_letters(limit, offset)
+            table = Table(title=f"dead letters ({(await reader.counts()).dead})")
             for column in ("fingerprint", "url", "attempts", "class", "last error", "died"):
                 table.add_column(column)
             for letter in letters:
@@ -96,8 +93,9 @@ def classes(
     """Dead letters grouped by the class of their last error, most first, with sample URLs."""
 
     async def main() -> None:
-        async with open_target(target_settings(state, redis, crawl_id)) as frontier:
-            groups = await by_class(frontier, limit)
+        async with open_operations(target_settings(state, redis, crawl_id)) as (ops, crawl):
+            # by_class only reads (dead_letters)
+            groups = await by_class(cast(DeadLetterQueue, await ops.reader(crawl)), limit)
             table = Table(title=f"dead letters by error class ({sum(g.count for g in groups)})")
             for column in ("class", "count", "sample URLs"):
                 table.add_column(column, justify="right" if column == "count" else "left")
@@ -116,8 +114,8 @@ def show(
     """Every attempt error of one dead letter (fingerprint or its prefix)."""
 
     async def main() -> None:
-        async with open_target(target_settings(state, redis, crawl_id)) as frontier:
-            for letter in await frontier.dead_letters(limit=1_000_000):
+        async with open_operations(target_settings(state, redis, crawl_id)) as (ops, crawl):
+            for letter in await (await ops.reader(crawl)).dead_letters(limit=1_000_000):
                 if letter.request.fingerprint.startswith(fingerprint):
                     request = letter.request
                     out.print(f"[bold]{safe(request.url)}[/] ({safe(request.fingerprint)})")
@@ -148,18 +146,14 @@ def requeue(
 
     async def main() -> None:
         _one_selection(fingerprints, class_name)
-        settings = target_settings(state, redis, crawl_id)
-        async with open_target(settings) as frontier:
+        async with open_operations(target_settings(state, redis, crawl_id)) as (ops, crawl):
             if class_name is not None:
-                count = await requeue_class(frontier, class_name)
-            elif fingerprints:
-                chosen = await resolve_fingerprints(frontier, fingerprints)
-                count = await frontier.requeue_dead(chosen)
+                count = await ops.requeue_class(crawl, class_name)
             else:
-                count = await frontier.requeue_dead(None)
+                count = await ops.requeue_dead(crawl, fingerprints or None)
         then = (
             "a running dispatcher sends them to the workers; if it has finished, run the crawl again"
-            if settings.redis_url
+            if ops.mode == "distributed"
             else "run the crawl again to fetch them"
         )
         out.print(f"requeued {count}; {then}")
@@ -179,15 +173,11 @@ def purge(
 
     async def main() -> None:
         _one_selection(fingerprints, class_name)
-        async with open_target(target_settings(state, redis, crawl_id)) as frontier:
+        async with open_operations(target_settings(state, redis, crawl_id)) as (ops, crawl):
             if class_name is not None:
-                count = await purge_class(frontier, class_name)
-            elif fingerprints:
-                count = await frontier.purge_dead(
-                    await resolve_fingerprints(frontier, fingerprints)
-                )
+                count = await ops.purge_class(crawl, class_name)
             else:
-                count = await frontier.purge_dead(None)
+                count = await ops.purge_dead(crawl, fingerprints or None)
         out.print(f"purged {count}")
 
     _run(main())

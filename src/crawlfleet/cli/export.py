@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import time
 from enum import StrEnum
-from functools import partial
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from crawlfleet.archive.exports import export_to, is_object_url
+from crawlfleet.archive.exports import is_object_url
 from crawlfleet.cli.console import fail, make_console, safe
 from crawlfleet.cli.target import (
     CRAWL_ID_ENV,
@@ -25,9 +24,9 @@ from crawlfleet.cli.target import (
     StateOpt,
     postgres_or_state,
 )
-from crawlfleet.errors import ConfigError, CrawlfleetError
-from crawlfleet.pipeline.export import export_items, export_postgres, since_epoch
-from crawlfleet.runtime.backends import extra_missing, state_paths
+from crawlfleet.errors import CrawlfleetError
+from crawlfleet.ops.results import export_stored
+from crawlfleet.pipeline.export import since_epoch
 
 
 class ExportFormat(StrEnum):
@@ -69,24 +68,15 @@ def export(
     try:
         after = since_epoch(since, time.time()) if since is not None else None
         chosen = fmt.value if fmt is not None else None
-        postgres = postgres_or_state(postgres, state)
-        if postgres is not None:
-            if crawl_id is None:
-                raise ConfigError("--postgres needs --crawl-id ID: the crawl whose items to export")
-            count = _from_postgres(postgres, output, crawl_id, item_type, chosen, after)
-        else:
-            _, items_file = state_paths(state or DEFAULT_STATE)
-            count = export_to(
-                _target(output),
-                partial(
-                    export_items,
-                    items_file,
-                    item_type=item_type,
-                    fmt=chosen,
-                    crawl_id=crawl_id,
-                    since=after,
-                ),
-            )
+        count = export_stored(
+            _target(output),
+            postgres_dsn=postgres_or_state(postgres, state),
+            state_dir=state or DEFAULT_STATE,
+            crawl_id=crawl_id,
+            item_type=item_type,
+            fmt=chosen,
+            since=after,
+        )
     except (CrawlfleetError, OSError) as exc:
         fail(exc)
     make_console(stderr=True).print(f"wrote {count} items to {safe(output)}")
@@ -95,25 +85,6 @@ def export(
 def _target(output: str) -> Path | str:
     """An ``s3://`` URL as given, anything else a path."""
     return output if is_object_url(output) else Path(output)
-
-
-def _from_postgres(
-    dsn: str,
-    output: str,
-    crawl_id: str,
-    item_type: str | None,
-    fmt: str | None,
-    since: float | None,
-) -> int:
-    try:
-        return export_to(
-            _target(output),
-            partial(
-                export_postgres, dsn, crawl_id=crawl_id, item_type=item_type, fmt=fmt, since=since
-            ),
-        )
-    except ImportError as exc:
-        raise extra_missing(exc) from None
 
 
 def register(app: typer.Typer) -> None:

@@ -6,8 +6,9 @@ an archive parses its mismatched pages from the archive instead of fetching them
 (``runtime/reparse.py``; a distributed crawl's with ``--postgres``, ``reparse_jobs.py``).
 
 ``pause`` and ``resume`` work on both runtimes (``--state DIR`` or ``--redis URL --crawl-id
-ID``); ``cancel`` and ``add`` on distributed crawls. What each does to the running processes
-is told in ``runtime/control.py``.
+ID``); ``cancel`` and ``add`` on distributed crawls. Each opens the crawl's operations
+(``crawlfleet.ops``); what each does to the running processes is told in
+``runtime/control.py``.
 """
 
 from __future__ import annotations
@@ -15,28 +16,21 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from crawlfleet.cli.console import fail, make_console, safe
-from crawlfleet.cli.target import (
-    CrawlIdOpt,
-    PostgresOpt,
-    RedisOpt,
-    StateOpt,
-    distributed_only,
-    open_target,
-    target_settings,
-)
+from crawlfleet.cli.target import CrawlIdOpt, PostgresOpt, RedisOpt, StateOpt, target_settings
 from crawlfleet.errors import ConfigError, CrawlfleetError
 from crawlfleet.frontier.drift_marks import drifts
 from crawlfleet.monitoring.summary import CANCELLED_EXIT
-from crawlfleet.runtime.control import add_urls, set_paused
-from crawlfleet.runtime.control import cancel as cancel_crawl
-from crawlfleet.runtime.drift import resume as resume_drift
+from crawlfleet.ops.target import open_operations
 from crawlfleet.settings import Settings
 from crawlfleet.settings_loading import load_settings
+
+if TYPE_CHECKING:
+    from crawlfleet.ops.protocols import Operations
 
 out = make_console()
 err = make_console(stderr=True)
@@ -49,19 +43,17 @@ def _run(coro: Coroutine[Any, Any, None]) -> None:
         fail(exc, err)
 
 
-def _name(settings: Settings) -> str:
-    if settings.redis_url is None:
-        return f"crawl in {safe(settings.state_dir)}"
-    return f"crawl {safe(settings.crawl_id)}"
+def _name(ops: Operations, crawl_id: str) -> str:
+    return safe(ops.describe(crawl_id))
 
 
 def pause(state: StateOpt = None, redis: RedisOpt = None, crawl_id: CrawlIdOpt = None) -> None:
     """Stop claiming new pages (pages in flight finish); resume goes on where it stopped."""
 
     async def main() -> None:
-        settings = target_settings(state, redis, crawl_id)
-        await set_paused(settings, True)
-        out.print(f"{_name(settings)} paused: no new page is fetched until it is resumed")
+        async with open_operations(target_settings(state, redis, crawl_id)) as (ops, crawl):
+            await ops.set_paused(crawl, True)
+        out.print(f"{_name(ops, crawl)} paused: no new page is fetched until it is resumed")
 
     _run(main())
 
@@ -70,9 +62,9 @@ def resume(state: StateOpt = None, redis: RedisOpt = None, crawl_id: CrawlIdOpt 
     """Go on with a paused crawl."""
 
     async def main() -> None:
-        settings = target_settings(state, redis, crawl_id)
-        await set_paused(settings, False)
-        out.print(f"{_name(settings)} resumed")
+        async with open_operations(target_settings(state, redis, crawl_id)) as (ops, crawl):
+            await ops.set_paused(crawl, False)
+        out.print(f"{_name(ops, crawl)} resumed")
 
     _run(main())
 
@@ -81,11 +73,10 @@ def cancel(redis: RedisOpt = None, crawl_id: CrawlIdOpt = None) -> None:
     """Stop a distributed crawl for good; its state stays for status and dlq."""
 
     async def main() -> None:
-        settings = target_settings(None, redis, crawl_id)
-        distributed_only(settings, "cancel")
-        await cancel_crawl(settings)
+        async with open_operations(target_settings(None, redis, crawl_id)) as (ops, crawl):
+            await ops.cancel(crawl)
         out.print(
-            f"{_name(settings)} cancelled: its dispatcher exits with code {CANCELLED_EXIT} and "
+            f"{_name(ops, crawl)} cancelled: its dispatcher exits with code {CANCELLED_EXIT} and "
             "workers stop serving it; crawl it again with --fresh to start over"
         )
 
@@ -100,18 +91,17 @@ def add(
     """Add seed URLs to a running distributed crawl (its scope and robots.txt apply)."""
 
     async def main() -> None:
-        settings = target_settings(None, redis, crawl_id)
-        distributed_only(settings, "add")
-        added = await add_urls(settings, urls)
+        async with open_operations(target_settings(None, redis, crawl_id)) as (ops, crawl):
+            added = await ops.add_urls(crawl, urls)
         for url, reason in added.rejected:
             err.print(f"[yellow]not added:[/] {safe(url)}: {safe(reason)}", soft_wrap=True)
         out.print(
-            f"added {added.admitted} URLs to {_name(settings)} "
+            f"added {added.admitted} URLs to {_name(ops, crawl)} "
             f"({added.not_admitted} seen before or over the page budget)"
         )
         if added.admitted and not added.dispatching:
             err.print(
-                f"no dispatcher runs {_name(settings)} now: the URLs wait until "
+                f"no dispatcher runs {_name(ops, crawl)} now: the URLs wait until "
                 "crawlfleet crawl runs it again",
                 soft_wrap=True,
             )
@@ -141,19 +131,19 @@ def resume_parser(
     """Re-open a parser a drift paused on a domain, and requeue its mismatched pages there."""
 
     async def main() -> None:
-        settings = target_settings(state, redis, crawl_id)
         if parsers is not None:
-            await _reparse(settings)
+            await _reparse(target_settings(state, redis, crawl_id))
             return
-        async with open_target(settings) as frontier:
-            marks = drifts(await frontier.strategy(domain))
+        async with open_operations(target_settings(state, redis, crawl_id)) as (ops, crawl):
+            view = await (await ops.reader(crawl)).domain(domain)
+            marks = drifts(view.strategy)
             if parser not in marks:
                 known = ", ".join(f"{p} ({m})" for p, m in sorted(marks.items())) or "none"
                 raise ConfigError(f"no drift of parser {parser!r} on {domain!r} (there: {known})")
-            requeued = await resume_drift(frontier, parser, domain)
+            requeued = await ops.resume_parser(crawl, parser, domain)
         then = (
             "a running dispatcher sends them to the workers"
-            if settings.redis_url
+            if ops.mode == "distributed"
             else "run the crawl again to fetch them"
         )
         out.print(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from contextlib import AsyncExitStack
 from datetime import UTC, datetime
 
 import typer
@@ -16,9 +15,9 @@ from rich.table import Table
 
 from crawlfleet.cli.console import fail, make_console, safe
 from crawlfleet.cli.target import CrawlIdOpt, RedisOpt, StateOpt, target_settings
-from crawlfleet.errors import CrawlfleetError, StateError
+from crawlfleet.errors import CrawlfleetError
+from crawlfleet.ops.target import open_operations
 from crawlfleet.proxies.protocols import ProxyState
-from crawlfleet.runtime.backends import open_proxy_stores, state_paths
 from crawlfleet.settings import Settings
 
 out = make_console()
@@ -57,11 +56,8 @@ def proxy_table(states: list[ProxyState], now: float) -> Table:
 
 async def read_states(settings: Settings) -> list[ProxyState]:
     """The proxy records of the crawl ``settings`` name; ``StateError`` if there is none."""
-    if settings.redis_url is None and not state_paths(settings.state_dir)[0].exists():
-        raise StateError(f"no crawl state in {settings.state_dir}")
-    async with AsyncExitStack() as stack:
-        states, _ = await open_proxy_stores(settings, stack)
-        return await states.all()
+    async with open_operations(settings) as (ops, crawl):
+        return await ops.proxies(crawl)
 
 
 def proxies(state: StateOpt = None, redis: RedisOpt = None, crawl_id: CrawlIdOpt = None) -> None:

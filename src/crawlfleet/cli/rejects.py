@@ -1,7 +1,8 @@
 """``crawlfleet rejects``: why items were rejected, most frequent reason first.
 
 ``--state DIR`` reads an embedded crawl's items file; ``--postgres DSN --crawl-id ID`` a
-distributed crawl's ``item_rejects``. One row per reason and item type, with a sample page.
+distributed crawl's ``item_rejects`` (``ops/results.py``). One row per reason and item type,
+with a sample page.
 """
 
 from __future__ import annotations
@@ -20,8 +21,7 @@ from crawlfleet.cli.target import (
     postgres_or_state,
 )
 from crawlfleet.errors import CrawlfleetError
-from crawlfleet.pipeline.reject_reasons import RejectReason, sqlite_reasons
-from crawlfleet.runtime.backends import extra_missing, state_paths
+from crawlfleet.ops.results import reject_reasons
 
 out = make_console()
 err = make_console(stderr=True)
@@ -37,12 +37,12 @@ def rejects(
 ) -> None:
     """Why items were rejected (failed validation), most frequent reason first."""
     try:
-        postgres = postgres_or_state(postgres, state)
-        if postgres is not None:
-            found = _from_postgres(postgres, crawl_id, limit)
-        else:
-            _, items_file = state_paths(state or DEFAULT_STATE)
-            found = sqlite_reasons(items_file, crawl_id=crawl_id, limit=limit)
+        found = reject_reasons(
+            postgres_dsn=postgres_or_state(postgres, state),
+            state_dir=state or DEFAULT_STATE,
+            crawl_id=crawl_id,
+            limit=limit,
+        )
     except CrawlfleetError as exc:
         fail(exc, err)
     table = Table(title=f"rejected items by reason ({sum(r.count for r in found)})")
@@ -51,14 +51,6 @@ def rejects(
     for row in found:
         table.add_row(str(row.count), safe(row.item_type), safe(row.reason), safe(row.sample_url))
     out.print(table)
-
-
-def _from_postgres(dsn: str, crawl_id: str, limit: int) -> list[RejectReason]:
-    try:
-        from crawlfleet.pipeline.sinks.postgres_reject_reasons import postgres_reasons
-    except ImportError as exc:
-        raise extra_missing(exc) from None
-    return postgres_reasons(dsn, crawl_id=crawl_id, limit=limit)
 
 
 def register(app: typer.Typer) -> None:

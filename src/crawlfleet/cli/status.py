@@ -1,7 +1,8 @@
 """``crawlfleet status``: crawls, their counts and per-domain state, and the workers seen.
 
 ``--redis URL``: the distributed crawls in that Redis (one with ``--crawl-id``) and the
-workers; ``--state DIR``: the embedded crawl in that state directory. A crawl's state says
+workers; ``--state DIR``: the embedded crawl in that state directory. Both read through the
+crawl's operations (``crawlfleet.ops``). A crawl's state says
 whether it was paused or cancelled (``crawlfleet pause|resume|cancel``), and a dispatching
 crawl no live worker serves says why (``crawls.no_worker_reason``). With one crawl, a
 table per domain: queued, in flight, done, failed, dead, what limits dropped, delay, block
@@ -19,25 +20,28 @@ from __future__ import annotations
 
 import asyncio
 import time
-from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Annotated, Any, Protocol
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
 from crawlfleet.cli.console import fail, make_console, safe
 from crawlfleet.cli.target import CRAWL_ID_ENV, REDIS_ENV, from_environment
-from crawlfleet.counters import CrawlStats
-from crawlfleet.errors import CrawlfleetError
+from crawlfleet.errors import CrawlfleetError, StateError
 from crawlfleet.frontier.drift_marks import PAUSED, drifts
-from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.store_types import DomainView
 from crawlfleet.monitoring.quality_scores import scores
 from crawlfleet.monitoring.summary import block_state, dropped_line, strategy_text
+from crawlfleet.ops.target import open_operations
 from crawlfleet.records import Outcome
+from crawlfleet.redact import redact
 from crawlfleet.redisurl import check_redis_url
-from crawlfleet.runtime.control import FileControl, RedisControl, RunState, crawl_state
+from crawlfleet.runtime.control import WORKER_SEEN_S, RunState
+from crawlfleet.settings import Settings
+
+if TYPE_CHECKING:
+    from crawlfleet.ops.protocols import CrawlReader, Operations
 
 out = make_console()
 err = make_console(stderr=True)
@@ -100,16 +104,10 @@ def quality_table(views: list[DomainView]) -> Table | None:
     return table if table.row_count else None
 
 
-class _DomainSource(Protocol):
-    async def domains(self, limit: int = 100) -> list[DomainView]: ...
-
-    async def stats(self) -> CrawlStats: ...
-
-
-async def _domains(source: _DomainSource, title: str) -> None:
-    views = await source.domains(DOMAIN_ROWS)
+async def _domains(reader: CrawlReader, title: str) -> None:
+    views = await reader.domains(DOMAIN_ROWS)
     out.print(domain_table(views, time.time(), title))
-    dropped = dropped_line(await source.stats())
+    dropped = dropped_line(await reader.stats())
     out.print(dropped or "dropped by limits: nothing", soft_wrap=True)
     quality = quality_table(views)
     if quality is not None:
@@ -124,96 +122,53 @@ async def _domains(source: _DomainSource, title: str) -> None:
             out.print(f"drift: parser {safe(parser)} on {safe(view.domain)} ({safe(then)})")
 
 
-async def _embedded(state: Path) -> None:
-    """Read the state file read-only (as the dashboard does): a running crawl is shown too."""
-    from crawlfleet.monitoring.sqlite_reader import SqliteStateReader
-    from crawlfleet.runtime.backends import state_paths
-    from crawlfleet.runtime.policies import domain_policy
-    from crawlfleet.settings import Settings
-    from crawlfleet.statedir import recorded_politeness
-
-    settings = Settings(state_dir=state, **recorded_politeness(state))
-    reader = SqliteStateReader.open(state_paths(state)[0], domain_policy(settings))
-    try:
-        c = await reader.counts()
-        paused = await FileControl(state).state() is RunState.PAUSED
-        out.print(
-            f"crawl in {safe(str(state))}{' (paused)' if paused else ''}: {c.queued} queued, "
-            f"{c.leased} leased, {c.done} done, {c.dead} dead, {c.seen} seen"
-        )
-        await _domains(reader, "domains")
-    finally:
-        await reader.close()
-
-
-async def _distributed(redis_url: str, crawl_id: str | None) -> None:
-    from redis.exceptions import RedisError
-
-    from crawlfleet.errors import StateError
-    from crawlfleet.redact import redact
-    from crawlfleet.runtime.backends import one_line
-    from crawlfleet.runtime.celery.crawls import (
-        WORKER_SEEN_S,
-        connect,
-        dispatcher_ages,
-        list_crawls,
-        no_worker_reason,
-        open_crawl_frontier,
-        worker_beats,
+async def _embedded(ops: Operations, crawl_id: str) -> None:
+    """The state file read read-only (as the dashboard does): a running crawl is shown too."""
+    reader = await ops.reader(crawl_id)
+    c = await reader.counts()
+    paused = await ops.asked(crawl_id) is RunState.PAUSED
+    out.print(
+        f"{safe(ops.describe(crawl_id))}{' (paused)' if paused else ''}: {c.queued} queued, "
+        f"{c.leased} leased, {c.done} done, {c.dead} dead, {c.seen} seen"
     )
-    from crawlfleet.runtime.kinds import QUEUES
+    await _domains(reader, "domains")
 
-    client = connect(redis_url)
-    try:
-        ids, active = await list_crawls(client)
-        beats = await worker_beats(client)
-        dispatcher_age_s = await dispatcher_ages(client, time.time())
-        if crawl_id is not None:
-            if crawl_id not in ids:
-                raise StateError(f"no crawl {crawl_id!r} in Redis at {redact(redis_url)}")
-            ids = [crawl_id]
-        asked = {name: await RedisControl(client, name).state() for name in ids}
-    except RedisError as exc:
-        raise StateError(one_line(f"Redis at {redact(redis_url)}: {exc}")) from None
-    finally:
-        await client.aclose()
+
+async def _distributed(ops: Operations, crawl_id: str | None, where: str) -> None:
+    ids = await ops.crawl_ids()
+    if crawl_id is not None:
+        if crawl_id not in ids:
+            raise StateError(f"no crawl {crawl_id!r} in {where}")
+        ids = [crawl_id]
     crawls = Table(title="crawls")
     for column in ("crawl", "state", "queued", "leased", "done", "dead (DLQ)", "seen", "dropped"):
         crawls.add_column(column, justify="left" if column in ("crawl", "state") else "right")
     unserved: list[str] = []
-    async with AsyncExitStack() as stack:
-        frontier: Frontier | None = None
-        for name in ids:
-            frontier = await open_crawl_frontier(redis_url, name, stack)
-            c = await frontier.counts()
-            state = crawl_state(
-                asked[name],
-                dispatching=name in active,
-                pending=c.pending,
-                dispatcher_age_s=dispatcher_age_s.get(name),
-            )
-            why = no_worker_reason(beats, name, QUEUES, time.time()) if c.pending else None
-            if state == "dispatching" and why is not None:
-                state = "dispatching, no worker"
-                unserved.append(f"crawl {name}: no live worker serves it ({why})")
-            dropped = sum((await frontier.stats()).dropped().values())
-            row = (c.queued, c.leased, c.done, c.dead, c.seen, dropped)
-            crawls.add_row(safe(name), state, *(str(n) for n in row))
-        out.print(crawls)
-        for line in unserved:
-            out.print(f"[yellow]{safe(line)}[/]", soft_wrap=True)
-        if crawl_id is not None and frontier is not None:
-            await _domains(frontier, f"domains of {crawl_id}")
-    now = time.time()
+    reader: CrawlReader | None = None
+    for name in ids:
+        reader = await ops.reader(name)
+        c = await reader.counts()
+        state = await ops.run_state(name, c)
+        why = await ops.no_worker(name) if c.pending else None
+        if state == "dispatching" and why is not None:
+            state = "dispatching, no worker"
+            unserved.append(f"crawl {name}: no live worker serves it ({why})")
+        dropped = sum((await reader.stats()).dropped().values())
+        row = (c.queued, c.leased, c.done, c.dead, c.seen, dropped)
+        crawls.add_row(safe(name), state, *(str(n) for n in row))
+    out.print(crawls)
+    for line in unserved:
+        out.print(f"[yellow]{safe(line)}[/]", soft_wrap=True)
+    if crawl_id is not None and reader is not None:
+        await _domains(reader, f"domains of {crawl_id}")
     workers = Table(title=f"workers (live: heartbeat within {WORKER_SEEN_S:.0f} s)")
     for column in ("worker", "live", "last seen", "crawl", "concurrency", "queues"):
         workers.add_column(column)
-    for beat in beats:
-        ago_s = now - beat.seen_at
-        live = "yes" if ago_s < WORKER_SEEN_S else "no"
+    for worker in await ops.workers():
+        live = "yes" if worker.live else "no"
         workers.add_row(
-            safe(beat.name), live, f"{ago_s:.0f} s ago", safe(beat.crawl),
-            str(beat.concurrency), safe(",".join(beat.queues)),
+            safe(worker.name), live, f"{worker.seen_ago_s:.0f} s ago", safe(worker.crawl),
+            str(worker.concurrency), safe(",".join(worker.queues)),
         )  # fmt: skip
     out.print(workers)
 
@@ -283,22 +238,32 @@ def status(
             raise CrawlfleetError("give --redis URL (distributed) or --state DIR, not both")
         if postgres is not None and state is not None:
             raise CrawlfleetError("give --state DIR (embedded) or --postgres DSN, not both")
-        dsn = postgres
+        settings: Settings | None = None
         if redis is not None:
-            asyncio.run(_distributed(check_redis_url(redis), crawl_id))
+            settings = Settings(redis_url=check_redis_url(redis))
         elif state is not None:
-            asyncio.run(_embedded(state))
-        elif dsn is None:
+            settings = Settings(state_dir=state, redis_url=None)
+        elif postgres is None:
             raise CrawlfleetError(
                 "give --redis URL (distributed), --state DIR (embedded)"
                 " or --postgres DSN --crawl-id ID (a distributed crawl's quality scores)"
             )
-        if dsn is not None and crawl_id is not None:
-            asyncio.run(_postgres_quality(dsn, crawl_id))
-        elif dsn is not None and redis is None:
+        if postgres is not None and crawl_id is None and redis is None:
             raise CrawlfleetError("--postgres shows a crawl's quality scores: give --crawl-id ID")
+        if settings is not None:
+            asyncio.run(_status(settings, crawl_id))
+        if postgres is not None and crawl_id is not None:
+            asyncio.run(_postgres_quality(postgres, crawl_id))
     except CrawlfleetError as exc:
         fail(exc, err)
+
+
+async def _status(settings: Settings, crawl_id: str | None) -> None:
+    async with open_operations(settings) as (ops, crawl):
+        if ops.mode == "embedded":
+            await _embedded(ops, crawl)
+        else:
+            await _distributed(ops, crawl_id, f"Redis at {redact(settings.redis_url or '')}")
 
 
 def register(app: typer.Typer) -> None:

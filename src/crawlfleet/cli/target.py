@@ -1,15 +1,13 @@
 """Which crawl a command acts on: ``--state DIR`` (embedded) or ``--redis URL --crawl-id ID``.
 
-The options every operating command shares (``dlq``, ``pause``, ``resume``), the settings
-they stand for, and the frontier of that crawl (a distributed one opened with the settings of
-its stored definition).
+The options every operating command shares (``dlq``, ``pause``, ``resume``, ``proxies``...)
+and the settings they stand for; ``ops.target.open_operations`` opens that crawl's
+operations.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -17,7 +15,6 @@ import typer
 from pydantic import ValidationError
 
 from crawlfleet.errors import ConfigError
-from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.redisurl import check_redis_url
 from crawlfleet.settings import Settings
 from crawlfleet.settings_loading import describe_validation_error
@@ -87,28 +84,3 @@ def target_settings(state: Path | None, redis: str | None, crawl_id: str | None)
         return Settings(redis_url=check_redis_url(redis), crawl_id=crawl_id or "default")
     except ValidationError as exc:
         raise ConfigError(describe_validation_error(exc, None)) from None
-
-
-def distributed_only(settings: Settings, command: str) -> str:
-    """The Redis URL of a distributed target; ``ConfigError`` for an embedded one."""
-    if settings.redis_url is None:
-        raise ConfigError(f"{command} is for distributed crawls: give --redis URL --crawl-id ID")
-    return settings.redis_url
-
-
-@asynccontextmanager
-async def open_target(settings: Settings) -> AsyncIterator[Frontier]:
-    """The frontier of the crawl ``settings`` name (``StateError`` if there is none)."""
-    async with AsyncExitStack() as stack:
-        if settings.redis_url is None:
-            from crawlfleet.runtime.wiring import open_frontier
-
-            yield await open_frontier(settings, stack)
-            return
-        from crawlfleet.runtime.backends import extra_missing
-
-        try:
-            from crawlfleet.runtime.celery.crawls import open_crawl_frontier
-        except ImportError as exc:
-            raise extra_missing(exc) from None
-        yield await open_crawl_frontier(settings.redis_url, settings.crawl_id, stack)

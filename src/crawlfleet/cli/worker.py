@@ -1,13 +1,13 @@
 """``crawlfleet worker``: one Celery worker process serving every active distributed crawl.
 
-Celery, Redis and psycopg are imported when the command runs, so the embedded install
-(without the ``distributed`` extra) still loads the CLI.
+The options, then ``runtime/celery/worker.py`` checks and runs the worker. Celery, Redis and
+psycopg are imported when the command runs, so the embedded install (without the
+``distributed`` extra) still loads the CLI.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import socket
 import time
 from typing import Annotated, NoReturn
@@ -22,27 +22,6 @@ from crawlfleet.redisurl import check_redis_url
 from crawlfleet.settings_loading import load_settings
 
 err = make_console(stderr=True)
-
-
-def celery_argv(queues: tuple[str, ...], loglevel: str, extra: list[str]) -> list[str]:
-    """The ``celery worker`` arguments: solo pool (one process, N pages in flight)."""
-    return [
-        "worker",
-        "--pool",
-        "solo",
-        "--concurrency",
-        "1",
-        "--queues",
-        ",".join(queues),
-        "--loglevel",
-        loglevel,
-        "--hostname",
-        f"crawlfleet-{os.getpid()}@%h",
-        "--without-gossip",
-        "--without-mingle",
-        "--without-heartbeat",
-        *extra,
-    ]
 
 
 def worker(
@@ -99,40 +78,29 @@ def worker(
     A crawl whose definition names a parser module not given to ``--parsers`` is refused:
     its tasks are skipped and logged.
     """
-    from crawlfleet.parsing.loader import load_parsers
     from crawlfleet.runtime.backends import extra_missing
-    from crawlfleet.runtime.kinds import check_queues
 
     if health:
         probe_health(redis)
     try:
-        from crawlfleet.runtime.celery.app import TaskLimits, check_broker, make_app
-        from crawlfleet.runtime.celery.executor import WorkerRuntime
-        from crawlfleet.runtime.celery.health import add_idle_heartbeat
-        from crawlfleet.runtime.celery.tasks import register as register_tasks
-        from crawlfleet.runtime.celery.worker_config import WorkerConfig, check_backends
+        from crawlfleet.runtime.celery.worker import assemble
     except ImportError as exc:
         fail(extra_missing(exc), err)
 
     chosen = tuple(q.strip() for q in queues.split(",") if q.strip())
     allowed = tuple(p.strip() for p in parsers.split(",") if p.strip())
     try:
-        check_queues(chosen, load_settings().browser_executable)
-        load_parsers(allowed, use_entry_points=False)  # one line if one cannot be imported
-        if postgres is None:
-            raise ConfigError("missing --postgres (or CRAWLFLEET_POSTGRES_DSN[_FILE])")
-        config = WorkerConfig(
-            check_redis_url(redis),
+        celery_worker = assemble(
+            redis,
             postgres,
-            concurrency,
-            chosen,
-            batch_s,
+            queues=chosen,
             parsers=allowed,
+            concurrency=concurrency,
+            batch_s=batch_s,
+            broker_url=broker,
             accept_unsafe_redis=accept_unsafe_redis,
+            browser_executable=load_settings().browser_executable,
         )
-        check_broker(broker or redis)
-        app = make_app(broker or redis, TaskLimits(batch_s=batch_s))
-        check_backends(config)
         metrics, server = None, None
         if metrics_port is not None:
             from crawlfleet.monitoring.metrics import Metrics
@@ -143,14 +111,10 @@ def worker(
         fail(exc, err)
     if server is not None:
         err.print(f"metrics at {safe(server.url)}", soft_wrap=True)
-    runtime = WorkerRuntime(config, metrics=metrics)
-    register_tasks(app, runtime)
-    add_idle_heartbeat(app, runtime)
     tune_collector()
     try:
-        app.worker_main(celery_argv(chosen, loglevel, list(ctx.args)))
+        celery_worker.run(loglevel=loglevel, extra=list(ctx.args), metrics=metrics)
     finally:
-        runtime.shutdown()
         if server is not None:
             server.close()
 

@@ -55,12 +55,12 @@ from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.dashboard import pages
 from crawlfleet.dashboard.figures import domain_row, sample_dict
 from crawlfleet.dashboard.sampler import CrawlHistory, Sampler
-from crawlfleet.dashboard.sources import ActionRefused, CrawlReader, Source
 from crawlfleet.errors import StateError
 from crawlfleet.monitoring.deadletters import ClassGroup, DeadLetterQueue, by_class
 from crawlfleet.monitoring.metrics import Metrics
 from crawlfleet.monitoring.samples import KeptSample, kept_samples, sample_body
 from crawlfleet.monitoring.sqlite_reader import AttemptFilter
+from crawlfleet.ops.protocols import ActionRefused, CrawlReader, Operations
 
 DOMAIN_ROWS = 200
 DEAD_LETTERS_READ = 10_000
@@ -128,10 +128,10 @@ def _secured(send: Any) -> Any:
 
 
 class Dashboard:
-    """The pages and actions over one ``Source``."""
+    """The pages and actions over one ``Operations``."""
 
     def __init__(
-        self, source: Source, *, token: str | None, clock: Clock, metrics: Metrics | None
+        self, source: Operations, *, token: str | None, clock: Clock, metrics: Metrics | None
     ) -> None:
         self.source = source
         self.token = token or None
@@ -309,7 +309,7 @@ async def _state_error(request: Request, exc: Exception) -> Response:
 
 
 def create_app(
-    source: Source,
+    source: Operations,
     *,
     token: str | None = None,
     clock: Clock | None = None,

@@ -14,12 +14,12 @@ from crawlfleet.counters import CrawlStats
 from crawlfleet.dashboard.chart import progress_svg
 from crawlfleet.dashboard.figures import DomainRow, duration
 from crawlfleet.dashboard.sampler import CrawlHistory
-from crawlfleet.dashboard.sources import ItemSample, WorkerRow
 from crawlfleet.monitoring.deadletters import ClassGroup
 from crawlfleet.monitoring.quality_scores import scores
 from crawlfleet.monitoring.samples import KeptSample
 from crawlfleet.monitoring.sqlite_reader import AttemptFilter
 from crawlfleet.monitoring.summary import dropped_line
+from crawlfleet.ops.protocols import ItemSample, WorkerRow
 from crawlfleet.records import Attempt, Outcome
 from crawlfleet.redact import redact
 

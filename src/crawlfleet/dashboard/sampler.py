@@ -16,10 +16,10 @@ from collections import deque
 from dataclasses import dataclass
 
 from crawlfleet.clock import Clock
-from crawlfleet.dashboard.sources import Source, WorkerRow
 from crawlfleet.errors import CrawlfleetError
 from crawlfleet.monitoring.metrics import Metrics
 from crawlfleet.monitoring.stats import Sample, StatsView
+from crawlfleet.ops.protocols import Operations, WorkerRow
 
 log = logging.getLogger(__name__)
 
@@ -57,11 +57,11 @@ class CrawlHistory:
 
 
 class Sampler:
-    """Samples every crawl of a ``Source``; ``sample_all`` once, or ``run`` forever."""
+    """Samples every crawl of an ``Operations``; ``sample_all`` once, or ``run`` forever."""
 
     def __init__(
         self,
-        source: Source,
+        source: Operations,
         clock: Clock,
         every_s: float = SAMPLE_EVERY_S,
         metrics: Metrics | None = None,

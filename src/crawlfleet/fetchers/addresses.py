@@ -1,17 +1,20 @@
 """Refusing private addresses: the predicate, a guarding DNS resolver and the literal-IP check.
 
 The guard must see the address a socket actually connects to, so it sits where the addresses
-are resolved: in ``fetchers.wire`` for direct connections, and in the resolver of aiohttp's
-pool for the proxied ones (a DNS answer that changes between a check and the connect cannot
-slip past it). Literal IP hosts are checked by ``check_literal_host`` before every hop.
+are resolved: in ``fetchers.wire`` for direct connections, and for the impersonate fetcher's
+(whose addresses are pinned for libcurl), so a DNS answer that changes between a check and
+the connect cannot slip past it. Through a proxy the proxy resolves the host; literal IP
+hosts are checked by ``check_literal_host`` before every hop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
+import socket
 from collections.abc import Callable, Sequence
 
-from crawlfleet.errors import ForbiddenAddress
+from crawlfleet.errors import FetchError, ForbiddenAddress
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 AddressPredicate = Callable[[IPAddress], bool]
@@ -62,6 +65,24 @@ def allowed_addresses(
         listed = ", ".join(sorted(set(addresses))) or "nothing"
         raise ForbiddenAddress(f"{host} resolves to {listed}, which is not allowed")
     return allowed
+
+
+async def resolve(url: str, host: str, port: int, forbidden: AddressPredicate | None) -> list[str]:
+    """The addresses of ``host`` a connection for ``url`` may go to, in the resolver's order
+    (all of them when ``forbidden`` is None).
+
+    Raises ``FetchError`` (transient) when the lookup fails, ``ForbiddenAddress`` when
+    ``forbidden`` leaves none.
+    """
+    loop = asyncio.get_running_loop()
+    try:
+        found = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise FetchError(f"DNS lookup failed for {host} ({url}): {exc}") from None
+    addresses = list(dict.fromkeys(str(info[4][0]) for info in found))
+    if forbidden is None:
+        return addresses
+    return allowed_addresses(host, addresses, forbidden)
 
 
 def _refused(address: str, forbidden: AddressPredicate) -> bool:

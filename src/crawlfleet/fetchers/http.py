@@ -1,9 +1,8 @@
-"""The HTTP fetcher: pooled connections, with our own redirects, limits and address guard.
+"""The HTTP fetcher: our own redirects, credentials, limits and address guard, over a transport.
 
-Direct requests go on ``fetchers.wire``'s keep-alive connections (HTTP/1.1 parsed by
-httptools: decision 0038); requests through a proxy go through one pooled aiohttp session
-(decision 0002), whose exceptions never leave ``fetchers.proxied``. Every failure becomes a
-``FetchError`` (or subclass) whose message names the URL.
+Each hop goes through a ``fetchers.transport.Transport`` (``fetchers.wire.Wire``: keep-alive
+HTTP/1.1 parsed by httptools, directly or through the crawl session's proxy; decisions 0038
+and 0060). Every failure becomes a ``FetchError`` (or subclass) whose message names the URL.
 """
 
 from __future__ import annotations
@@ -11,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from multidict import CIMultiDict
 
@@ -28,18 +26,15 @@ from crawlfleet.fetchers.decoding import decode_body
 from crawlfleet.fetchers.headers import default_headers
 from crawlfleet.fetchers.hops import Hop
 from crawlfleet.fetchers.protocols import Via
-from crawlfleet.fetchers.target import Target, target_of, url_of
-from crawlfleet.fetchers.wire import Wire, request_head
+from crawlfleet.fetchers.target import http_target, url_of
+from crawlfleet.fetchers.transport import Transport, fetch_failure, proxy_of
+from crawlfleet.fetchers.wire import Wire
 from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.settings import Settings
 from crawlfleet.urls import join
 
-if TYPE_CHECKING:
-    from crawlfleet.fetchers.proxied import ProxiedSession
-
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _HTTP_SCHEMES = frozenset({"http", "https"})
-_IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"})
 
 
 class HttpFetcher:
@@ -54,6 +49,10 @@ class HttpFetcher:
     and headers are sent as ``fetchers.hops.Hop`` says, redirect by redirect. Create, use and close it in
     one event loop. ``keeper`` (the crawl's archive) gets every response returned, with its
     body as sent, before ``fetch`` returns it.
+
+    ``transport`` (default: a ``Wire`` of its own, guarded by ``forbidden``) carries every
+    hop; one given is shared (a crawl's pages, robots.txt and sitemaps) and its owner closes
+    it: ``close`` closes only a transport the fetcher made.
     """
 
     def __init__(
@@ -65,6 +64,7 @@ class HttpFetcher:
         follow_redirects: bool = True,
         credentials: Credentials | None = None,
         keeper: ResponseKeeper | None = None,
+        transport: Transport | None = None,
     ) -> None:
         self._settings = settings
         self._keeper = keeper
@@ -75,20 +75,8 @@ class HttpFetcher:
             None if settings.allow_private_addresses else (forbidden or is_forbidden_address)
         )
         self._headers = default_headers(settings.user_agent)
-        self._proxied: ProxiedSession | None = None
-        self._wire = Wire(
-            connect_timeout_s=settings.connect_timeout_s,
-            read_timeout_s=settings.read_timeout_s,
-            forbidden=self._forbidden,
-            max_idle_per_origin=settings.concurrency,
-        )
-
-    def _proxied_session(self) -> ProxiedSession:
-        if self._proxied is None:
-            from crawlfleet.fetchers.proxied import ProxiedSession  # aiohttp: only for proxies
-
-            self._proxied = ProxiedSession(self._settings, self._forbidden)
-        return self._proxied
+        self._owns_transport = transport is None
+        self._transport = transport or wire_for(settings, self._forbidden)
 
     async def fetch(
         self,
@@ -105,53 +93,40 @@ class HttpFetcher:
         proxy and header profile of a crawl session (one connection pool for all of them).
         """
         base = dict(via.headers) if via is not None and via.headers else self._headers
-        proxy = via.proxy if via is not None else None
-        # To the proxy only: in the request of a plain-http URL (the proxy drops it) and in
-        # the CONNECT of an https one.
-        proxy_headers = (
-            {"Proxy-Authorization": basic_auth(*via.proxy_auth)}
-            if via is not None and via.proxy_auth is not None
-            else {}
-        )
         started = time.perf_counter()
         url = request.url
         redirects: list[str] = []
-        # The total deadline: kept by the wire for direct hops, by a timeout around others.
+        # The total deadline: kept by the transport, by a timeout around decoding.
         deadline = asyncio.get_running_loop().time() + self._settings.total_timeout_s
         try:
+            proxy = (
+                proxy_of(via.proxy, via.proxy_auth)
+                if via is not None and via.proxy is not None
+                else None
+            )
             hop = Hop.first(request)
             while True:
-                target = target_of(url)
-                if target.scheme not in _HTTP_SCHEMES:
-                    raise FetchError(f"{url}: not an http(s) URL", transient=False)
-                if not target.host:
-                    raise FetchError(f"invalid URL {url}: no host", transient=False)
+                target = http_target(url)
                 if self._forbidden is not None:
                     check_literal_host(target.host, self._forbidden)
                 auth = self._credentials.for_url(url)
                 sent = hop.headers_for(url_of(url)) if hop.headers else {}
                 if auth:
                     sent["Authorization"] = basic_auth(*auth)
-                if proxy_headers and target.scheme == "http":
-                    sent.update(proxy_headers)
                 headers_sent = _merged(base, sent) if sent else base
-                if proxy is None:
-                    status, headers, raw, peer = await self._exchange(
-                        url, target, hop, headers_sent, truncate_at_bytes, deadline
-                    )
-                else:
-                    peer = None  # the proxy's address, not the server's
-                    async with asyncio.timeout_at(deadline):
-                        status, headers, raw = await self._proxied_session().exchange(
-                            url,
-                            url_of(url),
-                            hop.method,
-                            hop.body,
-                            headers_sent,
-                            proxy=proxy,
-                            proxy_headers=proxy_headers or None,
-                            cut_at=truncate_at_bytes,
-                        )
+                response = await self._transport.send(
+                    url,
+                    target,
+                    hop.method,
+                    headers_sent,
+                    hop.body,
+                    proxy=proxy,
+                    limit=self._settings.max_body_bytes,
+                    cut_at=truncate_at_bytes,
+                    deadline=deadline,
+                )
+                status, headers = response.status, response.headers
+                raw, peer = response.take_body(), response.peer
                 location = (
                     headers.get("location")
                     if status in REDIRECT_STATUSES and self._follow
@@ -172,7 +147,7 @@ class HttpFetcher:
         except FetchError:
             raise
         except Exception as exc:
-            raise self._describe(exc, url) from exc
+            raise fetch_failure(exc, url, self._settings.total_timeout_s) from exc
         result = FetchResult(
             url=request.url,
             final_url=url,
@@ -190,30 +165,6 @@ class HttpFetcher:
             kept = Sent(hop.method, headers_sent, hop.body, sent_body, cut, peer)
             await self._keeper.keep(result, kept)
         return result
-
-    async def _exchange(
-        self,
-        url: str,
-        target: Target,
-        hop: Hop,
-        headers: Mapping[str, str],
-        truncate_at_bytes: int | None,
-        deadline: float,
-    ) -> tuple[int, dict[str, str], bytes, str | None]:
-        """One direct hop on the wire: status, lower-case headers, the body as sent, the
-        server's IP address."""
-        head = request_head(hop.method, target.path_qs, target.authority, headers, hop.body)
-        exchange = await self._wire.request(
-            url,
-            target.origin,
-            head,
-            limit=self._settings.max_body_bytes,
-            cut_at=truncate_at_bytes,
-            head_only=hop.method == "HEAD",
-            idempotent=hop.method in _IDEMPOTENT,
-            deadline=deadline,
-        )
-        return exchange.status, exchange.headers, exchange.take_body(), exchange.peer
 
     async def _decoded(
         self, body: bytes, encoding: str, url: str, truncate_at_bytes: int | None
@@ -253,23 +204,21 @@ class HttpFetcher:
             )
         return next_url
 
-    def _describe(self, exc: Exception, url: str) -> FetchError:
-        """The ``FetchError`` for a failure of the total deadline, the URL or the socket."""
-        if isinstance(exc, TimeoutError):
-            total_s = self._settings.total_timeout_s
-            return FetchError(f"timeout fetching {url} after {total_s}s total")
-        if isinstance(exc, ValueError):
-            return FetchError(f"invalid URL {url}: {exc}", transient=False)
-        if isinstance(exc, OSError):
-            return FetchError(f"{url}: {type(exc).__name__}: {exc}")
-        return FetchError(f"{url}: unexpected {type(exc).__name__}: {exc}")
-
     async def close(self) -> None:
-        """Close the pooled connections; a later ``fetch`` opens a new pool."""
-        await self._wire.close()
-        if self._proxied is not None:
-            proxied, self._proxied = self._proxied, None
-            await proxied.close()
+        """Close the connections of its own transport; a later ``fetch`` opens new ones."""
+        if self._owns_transport:
+            await self._transport.close()
+
+
+def wire_for(settings: Settings, forbidden: AddressPredicate | None) -> Wire:
+    """The transport of the crawl's HTTP fetchers: its timeouts and idle pool from
+    ``settings``, the address guard ``forbidden`` (None: none)."""
+    return Wire(
+        connect_timeout_s=settings.connect_timeout_s,
+        read_timeout_s=settings.read_timeout_s,
+        forbidden=forbidden,
+        max_idle_per_origin=settings.concurrency,
+    )
 
 
 def _merged(base: Mapping[str, str], sent: Mapping[str, str]) -> CIMultiDict[str]:

@@ -5,7 +5,9 @@ For sites that refuse a client by its TLS or HTTP/2 fingerprint or by headers a 
 included, so ``settings.user_agent`` is not sent (robots.txt rules are still read for it).
 Why and at what cost: docs/decisions/0018-strategy-ladder.md.
 
-The guarantees of ``HttpFetcher``, kept here the same way:
+The guarantees of ``HttpFetcher``, kept here with its parts (the target's checks of
+``fetchers.target``, the resolver's filter of ``fetchers.addresses``, the Basic auth of
+``fetchers.credentials``, ``fetchers.transport.fetch_failure``):
 
 - **timeouts**: ``connect_timeout_s``; ``read_timeout_s`` as "less than 1 byte/s for that
   long" (libcurl's low-speed limit, whole seconds); ``total_timeout_s`` for the fetch;
@@ -27,16 +29,13 @@ The guarantees of ``HttpFetcher``, kept here the same way:
 from __future__ import annotations
 
 import asyncio
-import base64
 import math
-import socket
 import time
 from dataclasses import dataclass, field
 
 from curl_cffi.aio import AsyncCurl
 from curl_cffi.const import CurlECode, CurlHttpVersion, CurlInfo, CurlOpt
 from curl_cffi.curl import CURL_WRITEFUNC_ERROR, Curl, CurlError
-from yarl import URL
 
 from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.errors import FetchError, ForbiddenAddress, TooLarge
@@ -45,11 +44,14 @@ from crawlfleet.fetchers.addresses import (
     check_literal_host,
     is_forbidden_address,
     parse_ip,
+    resolve,
 )
-from crawlfleet.fetchers.credentials import Credentials
+from crawlfleet.fetchers.credentials import Credentials, basic_auth
 from crawlfleet.fetchers.decoding import body_too_large
 from crawlfleet.fetchers.hops import Hop
 from crawlfleet.fetchers.protocols import Via
+from crawlfleet.fetchers.target import Target, http_target, url_of
+from crawlfleet.fetchers.transport import fetch_failure
 from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.settings import Settings
 
@@ -130,26 +132,18 @@ class ImpersonateFetcher:
         url = request.url
         try:
             async with asyncio.timeout(self._settings.total_timeout_s):
-                target = URL(url)
-                if target.scheme not in ("http", "https") or not target.host:
-                    raise FetchError(f"{url}: not an http(s) URL", transient=False)
-                if target.user is not None:  # userinfo is never sent: see ``credentials``
-                    target = target.with_user(None)
+                target = http_target(url)
                 proxied = via is not None and via.proxy is not None
                 if proxied and self._forbidden is not None:
-                    check_literal_host(target.host or "", self._forbidden)
+                    check_literal_host(target.host, self._forbidden)
                 pins = [] if proxied else await self._pins(target, url)
-                status, headers, body = await self._transfer(Hop.first(request), target, pins, via)
+                status, headers, body = await self._transfer(Hop.first(request), url, pins, via)
         except ForbiddenAddress as exc:
             raise ForbiddenAddress(f"{url}: {exc}") from None
         except FetchError:
             raise
-        except TimeoutError:
-            raise FetchError(
-                f"timeout fetching {url} after {self._settings.total_timeout_s}s total"
-            ) from None
-        except ValueError as exc:
-            raise FetchError(f"invalid URL {url}: {exc}", transient=False) from None
+        except (TimeoutError, ValueError) as exc:
+            raise fetch_failure(exc, url, self._settings.total_timeout_s) from None
         return FetchResult(
             url=request.url,
             final_url=url,
@@ -162,42 +156,33 @@ class ImpersonateFetcher:
             request=request,
         )
 
-    async def _pins(self, target: URL, url: str) -> list[str]:
+    async def _pins(self, target: Target, url: str) -> list[str]:
         """``CURLOPT_RESOLVE`` entries pinning ``target``'s host to allowed addresses."""
-        host, port = target.host or "", target.port or 0
+        host, port = target.host, target.port
         if self._forbidden is None:
             return []
         if parse_ip(host) is not None:
             check_literal_host(host, self._forbidden)
             return []
-        loop = asyncio.get_running_loop()
-        try:
-            infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except OSError as exc:
-            raise FetchError(f"DNS lookup failed for {host} ({url}): {exc}") from None
-        found = list(dict.fromkeys(str(info[4][0]) for info in infos))
-        allowed = [a for a in found if (ip := parse_ip(a)) and not self._forbidden(ip)]
-        if not allowed:
-            addresses = ", ".join(sorted(found)) or "nothing"
-            raise ForbiddenAddress(f"{host} resolves to {addresses}, which is not allowed")
+        allowed = await resolve(url, host, port, self._forbidden)
         listed = ",".join(f"[{a}]" if ":" in a else a for a in allowed)
         return [f"{host}:{port}:{listed}"]
 
     async def _transfer(
-        self, hop: Hop, target: URL, pins: list[str], via: Via | None
+        self, hop: Hop, url: str, pins: list[str], via: Via | None
     ) -> tuple[int, dict[str, str], bytes]:
         multi = self._multi or self._open()
         curl = self._idle.pop() if self._idle else Curl()
         transfer = _Transfer(cap_bytes=self._settings.max_body_bytes)
         try:
-            self._prepare(curl, hop, target, pins, transfer, via)
+            self._prepare(curl, hop, url, pins, transfer, via)
             try:
                 await multi.add_handle(curl)
             except CurlError as exc:
-                raise self._describe(exc, str(target), transfer) from None
+                raise self._describe(exc, url, transfer) from None
             status = curl.getinfo(CurlInfo.RESPONSE_CODE)
             if not isinstance(status, int):
-                raise FetchError(f"{target}: no status read", transient=True)
+                raise FetchError(f"{url}: no status read", transient=True)
         finally:
             curl.clean_handles_and_buffers()
             multi.remove_handle(curl)
@@ -209,12 +194,13 @@ class ImpersonateFetcher:
         self,
         curl: Curl,
         hop: Hop,
-        target: URL,
+        url: str,
         pins: list[str],
         transfer: _Transfer,
         via: Via | None,
     ) -> None:
         settings = self._settings
+        target = url_of(url)  # as HttpFetcher sends it, without userinfo
         curl.impersonate(TARGET, default_headers=True)
         curl.setopt(CurlOpt.URL, str(target).encode())
         curl.setopt(CurlOpt.HTTP_VERSION, CurlHttpVersion.V2TLS)  # as browsers: no h2c upgrade
@@ -227,10 +213,9 @@ class ImpersonateFetcher:
             curl.setopt(CurlOpt.POSTFIELDSIZE, len(hop.body))
             curl.setopt(CurlOpt.COPYPOSTFIELDS, hop.body)
         sent = hop.headers_for(target)
-        auth = self._credentials.for_url(str(target))
+        auth = self._credentials.for_url(url)
         if auth:
-            token = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode("ascii")
-            sent["Authorization"] = f"Basic {token}"
+            sent["Authorization"] = basic_auth(*auth)
         if sent:
             curl.setopt(CurlOpt.HTTPHEADER, [f"{k}: {v}".encode() for k, v in sent.items()])
         if pins:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from ada_url import normalize_url
 from yarl import URL
 
+from crawlfleet.errors import FetchError
+
 DEFAULT_PORTS = {"http": 80, "https": 443}
 # Characters yarl leaves as they are in a path and a query (no "%", "@", "#", "[", "]").
 _UNPLAIN = re.compile(r"[^A-Za-z0-9\-._~!$&'()*+,;=:/?]")
@@ -47,6 +49,18 @@ class Target:
 def target_of(url: str) -> Target:
     """The target of ``url`` without its userinfo; ``ValueError`` if it is no URL."""
     return _plain(url) or _parsed(url)
+
+
+def http_target(url: str) -> Target:
+    """``target_of`` a URL a fetcher may send: a permanent ``FetchError`` for a scheme other
+    than http(s), or no host (``http:///x`` too, which the crawl's URLs never are: ``urls``
+    reads it ``http://x/`` first); ``ValueError`` if it is no URL."""
+    target = target_of(url)
+    if target.scheme not in DEFAULT_PORTS:
+        raise FetchError(f"{url}: not an http(s) URL", transient=False)
+    if not target.host or url[len(target.scheme) + 3 : len(target.scheme) + 4] == "/":
+        raise FetchError(f"invalid URL {url}: no host", transient=False)
+    return target
 
 
 def url_of(url: str) -> URL:

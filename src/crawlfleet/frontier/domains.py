@@ -221,7 +221,7 @@ def view(state: DomainState, default: DomainPolicy) -> DomainView:
     return DomainView(
         domain=state.name,
         base_delay_s=policy.base_delay_s(record, default),
-        delay_source=record.delay_source,
+        delay_source=policy.delay_source(record.delay_source, default),
         max_in_flight=policy.max_in_flight(record, default),
         level=record.level,
         effective_delay_s=policy.effective_delay_s(record, default),

@@ -93,15 +93,25 @@ def effective_delay_s(record: PolicyRecord, default: DomainPolicy) -> float:
     return base_delay_s(record, default) * float(2**record.level)
 
 
+def delay_source(stored: DelaySource, default: DomainPolicy) -> DelaySource:
+    """The source a view shows: a domain on the crawl-wide delay (``config``) shows the
+    settings layer that gave it."""
+    return default.delay_source if stored is DelaySource.CONFIG else stored
+
+
 def max_in_flight(record: PolicyRecord, default: DomainPolicy) -> int:
     return default.max_in_flight if record.max_in_flight is None else record.max_in_flight
 
 
 def set_delay(record: PolicyRecord, delay_s: float, source: DelaySource) -> bool:
-    """Set the base delay unless ``source`` is robots and an override is in place; changed?"""
+    """Set the base delay unless ``source`` is robots and an override is in place; changed?
+
+    ``config`` puts the domain back on the crawl-wide delay: ``delay_s`` is not kept, so a
+    later run's own delay applies.
+    """
     if source.from_robots and record.delay_source is DelaySource.OVERRIDE:
         return False
-    record.base_delay_s = delay_s
+    record.base_delay_s = None if source is DelaySource.CONFIG else delay_s
     record.delay_source = source
     return True
 

@@ -147,7 +147,11 @@ class QueueStore(Protocol):
         ...
 
     async def set_delay(self, domain: str, delay_s: float, source: DelaySource) -> None:
-        """Set the domain's base delay; a ``ROBOTS`` value never replaces an ``OVERRIDE``."""
+        """Set the domain's base delay; a ``ROBOTS`` value never replaces an ``OVERRIDE``.
+
+        ``CONFIG`` puts the domain back on the crawl-wide delay (``DomainPolicy.delay_s`` of
+        each later call): ``delay_s`` is not kept.
+        """
         ...
 
     async def set_concurrency(self, domain: str, max_in_flight: int) -> None:

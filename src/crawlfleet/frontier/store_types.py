@@ -51,24 +51,19 @@ class BlockRules:
     refusal_kinds: int = 3
 
 
-@dataclass(frozen=True, slots=True)
-class DomainPolicy:
-    """The crawl-wide default politeness: delay, in-flight cap and block rules.
+class DelaySource(StrEnum):
+    """Where a domain's base delay came from. An ``override`` is never replaced by robots.
 
-    ``max_crawl_delay_s``: the most a robots ``Crawl-delay`` is honoured up to (a larger one
-    is cut to it, with a warning and the source ``robots-capped``).
+    A store records ``config`` for a domain on the crawl-wide delay; a view shows it as the
+    settings layer that gave that delay (``DomainPolicy.delay_source``): ``default``,
+    ``file``, ``env`` or ``cli``.
     """
 
-    delay_s: float
-    max_in_flight: int
-    blocks: BlockRules = field(default_factory=BlockRules)
-    max_crawl_delay_s: float = DEFAULT_MAX_CRAWL_DELAY_S
-
-
-class DelaySource(StrEnum):
-    """Where a domain's base delay came from. An ``override`` is never replaced by robots."""
-
     CONFIG = "config"
+    DEFAULT = "default"
+    FILE = "file"
+    ENV = "env"
+    CLI = "cli"
     ROBOTS = "robots"
     ROBOTS_CAPPED = "robots-capped"
     """robots.txt asked for a longer Crawl-delay than ``max_crawl_delay_s``: the cap is used."""
@@ -77,6 +72,23 @@ class DelaySource(StrEnum):
     @property
     def from_robots(self) -> bool:
         return self in (DelaySource.ROBOTS, DelaySource.ROBOTS_CAPPED)
+
+
+@dataclass(frozen=True, slots=True)
+class DomainPolicy:
+    """The crawl-wide default politeness: delay, in-flight cap and block rules.
+
+    ``max_crawl_delay_s``: the most a robots ``Crawl-delay`` is honoured up to (a larger one
+    is cut to it, with a warning and the source ``robots-capped``). ``delay_source``: the
+    settings layer that gave ``delay_s`` (``default``, ``file``, ``env`` or ``cli``), what a
+    domain on this delay shows as its source.
+    """
+
+    delay_s: float
+    max_in_flight: int
+    blocks: BlockRules = field(default_factory=BlockRules)
+    max_crawl_delay_s: float = DEFAULT_MAX_CRAWL_DELAY_S
+    delay_source: DelaySource = DelaySource.DEFAULT
 
 
 class Signal(StrEnum):

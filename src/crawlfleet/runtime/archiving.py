@@ -19,9 +19,9 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from crawlfleet.archive.index import INDEX_FILE, SqliteCaptureIndex
-from crawlfleet.archive.protocols import S3_SCHEME, WARC_SUFFIX, CaptureIndex
+from crawlfleet.archive.protocols import S3_SCHEME, WARC_SUFFIX
 from crawlfleet.errors import ConfigError
+from crawlfleet.runtime.backends import open_capture_index
 from crawlfleet.settings import Settings
 
 if TYPE_CHECKING:
@@ -79,18 +79,6 @@ def open_archive(settings: Settings, stack: AsyncExitStack) -> Archive | None:
     archive = Archive(files, batch, crawl_id=settings.crawl_id)
     stack.push_async_callback(archive.close)  # before the uploads are waited for (LIFO)
     return archive
-
-
-def open_capture_index(settings: Settings) -> CaptureIndex:
-    """The crawl's capture index: SQLite in its state directory, or PostgreSQL with
-    ``redis_url`` (``ConfigError`` without ``postgres_dsn``)."""
-    if settings.redis_url is None:
-        return SqliteCaptureIndex(settings.state_dir / INDEX_FILE)
-    if settings.postgres_dsn is None:
-        raise ConfigError("a distributed crawl's archive index needs --postgres DSN")
-    from crawlfleet.archive.postgres_index import PostgresCaptureIndex  # psycopg
-
-    return PostgresCaptureIndex(settings.postgres_dsn, settings.crawl_id)
 
 
 def _spool(

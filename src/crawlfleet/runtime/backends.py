@@ -13,11 +13,15 @@ dispatcher        Redis                        none                        Postg
                                                                            attempts, reads)
 worker            Redis                        PostgreSQL (serialized)     none: attempts go to
                                                                            the store
-reader (status,   SQLite or Redis              none                        none
-dlq)
-dashboard         SQLite read-only (embedded)  read-only: SQLite or        read-only: the state
-                  or Redis (each crawl)        PostgreSQL (every crawl)    file or PostgreSQL
+operations        SQLite read-only (the store  read-only: SQLite or        read-only: the state
+(``ops/``:        for requeue and purge, once  PostgreSQL                  file or PostgreSQL
+status, dlq,      the crawl has stopped), or
+dashboard)        Redis (each crawl)
 ================  ===========================  ==========================  ===================
+
+It is also where a run decides embedded or distributed for what it opens beside: proxy
+states, crawl and login sessions, the archive's capture index, and which fetcher kinds its
+runners serve (``served_kinds``). ``ops/target.py`` is the same choice for operating a crawl.
 
 ``redis``, ``celery`` and ``psycopg`` are imported inside the functions that need them, so
 the embedded runtime runs without them. Every failure to open is a one-line ``StateError``
@@ -34,6 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from crawlfleet.archive.index import INDEX_FILE, SqliteCaptureIndex
+from crawlfleet.archive.protocols import CaptureIndex
 from crawlfleet.errors import ConfigError, StateError
 from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.monitoring.attempt_log import AttemptLog, AttemptReader
@@ -43,7 +49,7 @@ from crawlfleet.pipeline.protocols import Sink
 from crawlfleet.pipeline.rejects import RejectStore
 from crawlfleet.proxies.protocols import ProxyStateStore
 from crawlfleet.redact import redact
-from crawlfleet.sessions.protocols import CrawlSessionStore
+from crawlfleet.sessions.protocols import CrawlSessionStore, SessionStore
 from crawlfleet.settings import Settings
 
 if TYPE_CHECKING:
@@ -90,6 +96,16 @@ class Backends:
     attempt_log: AttemptLog | None = None
     items_file: Path | None = None
     quality: QualityWriter | None = None
+
+
+def served_kinds(settings: Settings) -> tuple[str, ...]:
+    """The fetcher kinds the crawl's runners serve: embedded, those this machine can run;
+    distributed, those a worker of this build serves."""
+    from crawlfleet.runtime.kinds import WORKER_KINDS, servable_kinds
+
+    if settings.redis_url is None:
+        return servable_kinds(settings.browser_executable)
+    return WORKER_KINDS
 
 
 def extra_missing(exc: ImportError) -> ConfigError:
@@ -277,3 +293,31 @@ async def open_proxy_stores(
     sqlite_sessions = await SqliteSessionStore.open(path)
     stack.push_async_callback(sqlite_sessions.close)
     return sqlite_states, sqlite_sessions
+
+
+async def open_session_store(settings: Settings, stack: AsyncExitStack) -> SessionStore:
+    """The crawl's login sessions (``runtime/login.py``): Redis when distributed, else the
+    state file's table."""
+    if settings.redis_url is not None:
+        from crawlfleet.sessions.redis import RedisSessionStore
+
+        redis_store = RedisSessionStore.open(settings.redis_url, frontier_prefix(settings.crawl_id))
+        stack.push_async_callback(redis_store.close)
+        return redis_store
+    from crawlfleet.sessions.sqlite import SqliteSessionStore
+
+    sqlite_store = await SqliteSessionStore.open(state_paths(settings.state_dir)[0])
+    stack.push_async_callback(sqlite_store.close)
+    return sqlite_store
+
+
+def open_capture_index(settings: Settings) -> CaptureIndex:
+    """The crawl's archive index (``runtime/archiving.py``): SQLite in its state directory,
+    or PostgreSQL with ``redis_url`` (``ConfigError`` without ``postgres_dsn``)."""
+    if settings.redis_url is None:
+        return SqliteCaptureIndex(settings.state_dir / INDEX_FILE)
+    if settings.postgres_dsn is None:
+        raise ConfigError("a distributed crawl's archive index needs --postgres DSN")
+    from crawlfleet.archive.postgres_index import PostgresCaptureIndex  # psycopg
+
+    return PostgresCaptureIndex(settings.postgres_dsn, settings.crawl_id)

@@ -38,8 +38,8 @@ from crawlfleet.parsing.login import load_logins
 from crawlfleet.proxies.endpoints import load_tiers
 from crawlfleet.proxies.pool import ProxyPool
 from crawlfleet.proxies.protocols import Cooldown, ProxyStateStore
-from crawlfleet.runtime.backends import open_proxy_stores
-from crawlfleet.runtime.login import LoginFetcher, check_logins, open_session_store
+from crawlfleet.runtime.backends import open_proxy_stores, open_session_store
+from crawlfleet.runtime.login import LoginFetcher, check_logins
 from crawlfleet.runtime.proxy_link import SessionFetcher
 from crawlfleet.runtime.session_pool import SessionPool
 from crawlfleet.secretsfile import SiteSecrets

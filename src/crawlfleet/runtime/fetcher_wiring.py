@@ -1,6 +1,7 @@
 """A crawl's fetchers: the crawl step's by kind, and the side fetch of robots.txt and sitemaps.
 
-The robots.txt cache is built here too, over the side fetch. ``runtime.wiring`` puts them
+Both HTTP fetchers go over one transport (``build_transport``: one connection pool for pages,
+robots.txt and sitemaps). The robots.txt cache is built here too, over the side fetch. ``runtime.wiring`` puts them
 in a crawl's object graph; the wrappers of the HTTP chain, in their order, are
 ``runtime.fetch_chain``'s.
 """
@@ -13,12 +14,14 @@ from contextlib import AsyncExitStack
 from crawlfleet.archive.protocols import ResponseKeeper
 from crawlfleet.clock import Clock
 from crawlfleet.errors import ConfigError
+from crawlfleet.fetchers.addresses import is_forbidden_address
 from crawlfleet.fetchers.cache import TruncatingFetcher
 from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.fetchers.files import FileFetcher
-from crawlfleet.fetchers.http import HttpFetcher
+from crawlfleet.fetchers.http import HttpFetcher, wire_for
 from crawlfleet.fetchers.protocols import Fetcher, ViaFetcher
 from crawlfleet.fetchers.target import target_of
+from crawlfleet.fetchers.transport import Transport
 from crawlfleet.frontier.robots import ROBOTS_MAX_BYTES, FetchFn, ReadFn, RobotsCache
 from crawlfleet.frontier.robots_txt import path_and_query
 from crawlfleet.models import CrawlRequest, FetchResult
@@ -29,6 +32,16 @@ from crawlfleet.settings import Settings
 from crawlfleet.urls import UrlRules, fingerprint
 
 
+def build_transport(settings: Settings, stack: AsyncExitStack) -> Transport:
+    """The crawl's one HTTP connection pool (pages, robots.txt, sitemaps; direct and through
+    proxies), guarded unless ``allow_private_addresses``; closed by ``stack`` (after the
+    fetchers over it, when they are pushed later)."""
+    forbidden = None if settings.allow_private_addresses else is_forbidden_address
+    transport = wire_for(settings, forbidden)
+    stack.push_async_callback(transport.close)
+    return transport
+
+
 def build_fetchers(
     settings: Settings,
     clock: Clock,
@@ -36,15 +49,22 @@ def build_fetchers(
     logged_in: Callable[[Fetcher], Fetcher] = lambda fetcher: fetcher,
     routed: Callable[[ViaFetcher], Fetcher] = lambda fetcher: fetcher,
     keeper: ResponseKeeper | None = None,
+    transport: Transport | None = None,
 ) -> dict[str, Fetcher]:
     """The crawl's fetchers by kind; redirects become queued links (``Crawler``).
 
     The HTTP chain, top to bottom: hooks, cache, ``logged_in``, ``routed`` (crawl sessions)
     (``runtime.fetch_chain``); the ``impersonate`` fetcher (when servable) sits in the same
-    chain. ``keeper`` (the archive) gets every response of the HTTP fetcher.
+    chain. ``keeper`` (the archive) gets every response of the HTTP fetcher. ``transport``
+    (``build_transport``; None: the HTTP fetcher's own) carries its requests.
     """
     http = HttpFetcher(
-        settings, clock=clock, follow_redirects=False, credentials=credentials, keeper=keeper
+        settings,
+        clock=clock,
+        follow_redirects=False,
+        credentials=credentials,
+        keeper=keeper,
+        transport=transport,
     )
     fetchers: dict[str, Fetcher] = {
         "http": hooked(cached(logged_in(routed(http)), settings, clock), settings),
@@ -101,16 +121,20 @@ def build_robots(
     link: SessionLink | None = None,
     on_read: ReadFn | None = None,
     keeper: ResponseKeeper | None = None,
+    transport: Transport | None = None,
 ) -> tuple[RobotsCache | None, FetchFn]:
     """The robots.txt cache (None when robots are not obeyed) and the side fetch it and the
     sitemap reader use (redirects followed, at least ``ROBOTS_MIN_REDIRECTS``; through a
     session of the URL's domain when the crawl has proxies: ``link``). ``on_read`` hears each
     robots.txt read (``Frontier.robots_delay``); the archive (``keeper``) gets their
-    responses. ``ConfigError`` when no product token can be told from ``user_agent`` and
+    responses; ``transport`` (the pages' pool, ``build_transport``; None: one of its own)
+    carries them. ``ConfigError`` when no product token can be told from ``user_agent`` and
     ``robots_token``."""
     hops = max(settings.max_redirects, ROBOTS_MIN_REDIRECTS)
     side_settings = settings.model_copy(update={"max_redirects": hops})
-    http = HttpFetcher(side_settings, clock=clock, credentials=credentials, keeper=keeper)
+    http = HttpFetcher(
+        side_settings, clock=clock, credentials=credentials, keeper=keeper, transport=transport
+    )
     side: TruncatingFetcher = http
     if link is not None:
         rules = UrlRules(settings.strip_query_params, settings.politeness_key)

@@ -19,7 +19,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from contextlib import AsyncExitStack
 from dataclasses import replace
 from typing import Any
 from urllib.parse import urlencode, urljoin, urlsplit
@@ -35,7 +34,6 @@ from crawlfleet.parsing.response import Response
 from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.sessions.cookies import CookieJar
 from crawlfleet.sessions.protocols import SessionStore, StoredSession
-from crawlfleet.settings import Settings
 from crawlfleet.urls import request_fingerprint
 
 log = logging.getLogger(__name__)
@@ -226,23 +224,6 @@ def with_cookies(request: CrawlRequest, session: StoredSession, owner: str) -> C
     if cookie is None:
         return request
     return replace(request, headers={**request.headers, "Cookie": cookie})
-
-
-async def open_session_store(settings: Settings, stack: AsyncExitStack) -> SessionStore:
-    """The crawl's session store: Redis when distributed, else the state file's table."""
-    if settings.redis_url is not None:
-        from crawlfleet.runtime.backends import frontier_prefix
-        from crawlfleet.sessions.redis import RedisSessionStore
-
-        redis_store = RedisSessionStore.open(settings.redis_url, frontier_prefix(settings.crawl_id))
-        stack.push_async_callback(redis_store.close)
-        return redis_store
-    from crawlfleet.runtime.backends import state_paths
-    from crawlfleet.sessions.sqlite import SqliteSessionStore
-
-    sqlite_store = await SqliteSessionStore.open(state_paths(settings.state_dir)[0])
-    stack.push_async_callback(sqlite_store.close)
-    return sqlite_store
 
 
 def check_logins(logins: Sequence[LoginSpec], secrets: SiteSecrets) -> None:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from crawlfleet.frontier.ladder import usable_rungs
-from crawlfleet.frontier.store_types import BlockRules, DomainPolicy
+from crawlfleet.frontier.store_types import BlockRules, DelaySource, DomainPolicy
 from crawlfleet.proxies.endpoints import load_tiers
 from crawlfleet.recrawl import RecrawlPolicy, RecrawlRule
-from crawlfleet.runtime.kinds import WORKER_KINDS, servable_kinds
+from crawlfleet.runtime.backends import served_kinds
 from crawlfleet.settings import Settings
 
 
@@ -17,9 +17,7 @@ def domain_policy(settings: Settings) -> DomainPolicy:
     tier past the first only with ``[crawl.proxies]``, a fetcher rung when its kind is served
     (embedded: on this machine; distributed: by some worker of this build).
     """
-    kinds = (
-        servable_kinds(settings.browser_executable) if settings.redis_url is None else WORKER_KINDS
-    )
+    kinds = served_kinds(settings)
     proxies = settings.proxies
     tiers = len(load_tiers(proxies.tiers, proxies.file)) if proxies is not None else 0
     rungs = usable_rungs(
@@ -29,6 +27,7 @@ def domain_policy(settings: Settings) -> DomainPolicy:
         delay_s=settings.delay_s,
         max_in_flight=settings.per_domain_concurrency,
         max_crawl_delay_s=settings.max_crawl_delay_s,
+        delay_source=DelaySource(settings.delay_source),
         blocks=BlockRules(
             window=settings.block_window,
             min_samples=settings.block_min_samples,

@@ -44,7 +44,7 @@ from crawlfleet.runtime.browser_lane import browser_lane, build_browser
 from crawlfleet.runtime.crawler import Crawler, CrawlerParts
 from crawlfleet.runtime.drift import DriftOptions, DriftWatch
 from crawlfleet.runtime.fetch_chain import login_link, session_link
-from crawlfleet.runtime.fetcher_wiring import build_fetchers, build_robots
+from crawlfleet.runtime.fetcher_wiring import build_fetchers, build_robots, build_transport
 from crawlfleet.runtime.freshness import Freshness
 from crawlfleet.runtime.kinds import check_kinds, named_kinds, needs_browser, servable_kinds
 from crawlfleet.runtime.policies import domain_policy, recrawl_policy
@@ -195,7 +195,10 @@ async def build_crawl(
     frontier = build_frontier(settings, store, seeds, router)
     link = await session_link(settings, clock, stack, frontier)
     archive = open_archive(settings, stack)  # closed after the fetchers (the stack is LIFO)
-    fetchers = build_fetchers(settings, clock, credentials, logged_in, link or _direct, archive)
+    transport = build_transport(settings, stack)  # pages, robots.txt, sitemaps: one pool
+    fetchers = build_fetchers(
+        settings, clock, credentials, logged_in, link or _direct, archive, transport
+    )
     for fetcher in fetchers.values():
         stack.push_async_callback(fetcher.close)
     pool_figures: PoolFigures | None = None
@@ -219,6 +222,7 @@ async def build_crawl(
         link,
         on_read=frontier.robots_delay,
         keeper=archive and archive.side,
+        transport=transport,
     )
     own_sinks = load_sinks(settings.sinks, settings)
     if own_sinks:

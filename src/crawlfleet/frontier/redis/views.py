@@ -10,7 +10,12 @@ import orjson
 from crawlfleet.counters import CrawlStats
 from crawlfleet.frontier.accounting import expired_attempt, expired_counters, report_counters
 from crawlfleet.frontier.drift import DriftTest
-from crawlfleet.frontier.policy import escalation_reason, refused_again, window_mark
+from crawlfleet.frontier.policy import (
+    delay_source,
+    escalation_reason,
+    refused_again,
+    window_mark,
+)
 from crawlfleet.frontier.store_types import (
     DelaySource,
     DomainPolicy,
@@ -34,7 +39,7 @@ def domain_view(
     return DomainView(
         domain=domain,
         base_delay_s=base,
-        delay_source=DelaySource(record.get("source", DelaySource.CONFIG.value)),
+        delay_source=delay_source(DelaySource(record.get("source", "config")), default),
         max_in_flight=int(record.get("max", default.max_in_flight)),
         level=level,
         effective_delay_s=base * 2**level,

@@ -24,10 +24,10 @@ from crawlfleet.runtime.celery.definition import (
     crawl_prefix,
     definition_key,
 )
+from crawlfleet.runtime.control import WORKER_SEEN_S
 from crawlfleet.runtime.wiring import open_frontier
 
 SCAN_COUNT = 1000
-WORKER_SEEN_S = 30.0  # a worker whose heartbeat is older than this is not counted as live
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,11 +45,11 @@ from crawlfleet.clock import Clock
 from crawlfleet.errors import FrontierLost, NoWorkers, StateError
 from crawlfleet.records import QueueCounts
 from crawlfleet.runtime.backends import one_line
-from crawlfleet.runtime.celery.crawls import WORKER_SEEN_S, no_worker_reason, worker_beats
+from crawlfleet.runtime.celery.crawls import no_worker_reason, worker_beats
 from crawlfleet.runtime.celery.definition import ACTIVE_CRAWLS, DISPATCHERS
 from crawlfleet.runtime.celery.dispatched import DispatchedCrawl
 from crawlfleet.runtime.celery.publisher import TaskPublisher
-from crawlfleet.runtime.control import RedisControl, RunState
+from crawlfleet.runtime.control import WORKER_SEEN_S, RedisControl, RunState
 from crawlfleet.runtime.kinds import QUEUE_KINDS
 from crawlfleet.runtime.local import RunResult
 

@@ -31,8 +31,9 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from crawlfleet.redact import redact
-from crawlfleet.runtime.celery.crawls import WORKER_SEEN_S, worker_beats
+from crawlfleet.runtime.celery.crawls import worker_beats
 from crawlfleet.runtime.celery.executor import WorkerRuntime
+from crawlfleet.runtime.control import WORKER_SEEN_S
 
 log = logging.getLogger(__name__)
 

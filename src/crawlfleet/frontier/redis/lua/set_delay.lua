@@ -1,5 +1,6 @@
--- Set a domain's base delay and its source; a robots value never replaces an override. A
--- parked domain is reconsidered when the delay was set.
+-- Set a domain's base delay and its source; a robots value never replaces an override. The
+-- source config puts the domain back on the crawl-wide delay (its delay field removed, so the
+-- default the callers pass applies). A parked domain is reconsidered when the delay was set.
 -- KEYS[1] epoch
 -- KEYS[2] parked
 -- KEYS[3] kinds
@@ -19,6 +20,11 @@ local from_robots = ARGV[4] == 'robots' or ARGV[4] == 'robots-capped'
 if from_robots and redis.call('HGET', key, 'source') == 'override' then
   return 0
 end
-redis.call('HSET', key, 'delay', ARGV[3], 'source', ARGV[4])
+if ARGV[4] == 'config' then
+  redis.call('HDEL', key, 'delay')
+  redis.call('HSET', key, 'source', 'config')
+else
+  redis.call('HSET', key, 'delay', ARGV[3], 'source', ARGV[4])
+end
 unpark(ARGV[2])
 return 1

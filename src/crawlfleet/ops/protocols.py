@@ -1,9 +1,11 @@
-"""What the dashboard reads and changes: the ``Source`` port and the rows it returns.
+"""Operating a crawl: the ``Operations`` port and the rows it returns.
 
-A ``Source`` lists crawls, reads each one (``CrawlReader``: counts, statistics, domains,
-dead letters), its attempt log, items and workers, and runs the operator's actions.
-``embedded.EmbeddedSource`` serves the crawl of one state directory, read-only but for
-actions; ``distributed.DistributedSource`` every crawl of a fleet's Redis and PostgreSQL.
+``Operations`` lists crawls, reads each one (``CrawlReader``: counts, statistics, domains,
+dead letters), its attempt log, items, workers and proxies, and runs the operator's actions
+(requeue and purge dead letters, pause, resume, cancel, add URLs, re-open a parser).
+``embedded.EmbeddedOperations`` serves the crawl of one state directory, read-only but for
+actions; ``distributed.DistributedOperations`` every crawl of a fleet's Redis and
+PostgreSQL. The dashboard, the operating commands and the Python API go through it.
 """
 
 from __future__ import annotations
@@ -13,19 +15,35 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from crawlfleet.clock import Clock
 from crawlfleet.counters import CrawlStats
-from crawlfleet.errors import CrawlfleetError
+from crawlfleet.errors import StateError
 from crawlfleet.frontier.store_types import DomainView
 from crawlfleet.monitoring.metric_snapshot import Beat
 from crawlfleet.monitoring.sqlite_reader import AttemptFilter
+from crawlfleet.proxies.protocols import ProxyState
 from crawlfleet.records import Attempt, DeadLetter, QueueCounts
+from crawlfleet.runtime.control import RunState
 
 ITEM_ROWS = 2000
 """Data quality and samples are computed over the latest this many items stored."""
 
 
-class ActionRefused(CrawlfleetError):
-    """An action that cannot run now (the crawl holds its state); the message says why."""
+class ActionRefused(StateError):
+    """An action that cannot run now (the crawl holds its state, or was cancelled); the
+    message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Added:
+    """What ``add_urls`` did: URLs queued, not admitted (seen before, or over the page
+    budget), and refused (bad URL, out of scope) with why."""
+
+    admitted: int
+    not_admitted: int
+    rejected: list[tuple[str, str]] = field(default_factory=list)
+    dispatching: bool = False
+    """Whether a dispatcher runs the crawl now (else the URLs wait for it to run again)."""
 
 
 class CrawlReader(Protocol):
@@ -96,19 +114,34 @@ def sample_items(rows: Sequence[tuple[str, Any]]) -> list[ItemSample]:
     return [found[name] for name in sorted(found)]
 
 
-class Source(Protocol):
-    """Everything the dashboard shows or does, for one runtime."""
+class Operations(Protocol):
+    """Everything an operator reads of, or does to, the crawls of one runtime.
+
+    Every ``crawl_id`` method raises ``StateError`` when there is no such crawl (or its
+    store cannot be read: one line, no password) and ``ConfigError`` for what the runtime
+    cannot do (``cancel`` and ``add_urls`` of an embedded crawl).
+    """
 
     mode: str
 
+    def describe(self, crawl_id: str) -> str:
+        """How a message names the crawl: ``crawl in DIR`` or ``crawl ID``."""
+        ...
+
     async def crawl_ids(self) -> list[str]: ...
 
-    async def reader(self, crawl_id: str) -> CrawlReader:
-        """``StateError`` when there is no such crawl."""
+    async def reader(self, crawl_id: str) -> CrawlReader: ...
+
+    async def asked(self, crawl_id: str) -> RunState:
+        """What the operator asked of the crawl: running, paused or cancelled."""
         ...
 
     async def run_state(self, crawl_id: str, counts: QueueCounts) -> str:
         """``running``, ``paused``, ``finished`` or ``stopped`` (or a runtime's own word)."""
+        ...
+
+    async def no_worker(self, crawl_id: str) -> str | None:
+        """Why no live worker serves the crawl; None when one does (or none is needed)."""
         ...
 
     async def attempts(self, crawl_id: str, where: AttemptFilter, limit: int) -> list[Attempt]: ...
@@ -124,11 +157,37 @@ class Source(Protocol):
         """The workers' heartbeats, for ``/metrics`` (none for an embedded crawl)."""
         ...
 
+    async def proxies(self, crawl_id: str) -> list[ProxyState]:
+        """The crawl's proxy records (none without ``[crawl.proxies]``)."""
+        ...
+
+    async def requeue_dead(self, crawl_id: str, prefixes: Sequence[str] | None) -> int:
+        """Put the dead letters whose fingerprints start with ``prefixes`` (None: all) back
+        in the queue; ``ConfigError`` for a prefix that names none or several."""
+        ...
+
+    async def purge_dead(self, crawl_id: str, prefixes: Sequence[str] | None) -> int:
+        """Forget dead letters (they stay seen), chosen as ``requeue_dead`` chooses them."""
+        ...
+
     async def requeue_class(self, crawl_id: str, name: str) -> int: ...
 
     async def purge_class(self, crawl_id: str, name: str) -> int: ...
 
-    async def set_paused(self, crawl_id: str, paused: bool) -> None: ...
+    async def set_paused(self, crawl_id: str, paused: bool) -> None:
+        """Pause or resume; ``StateError`` (``ActionRefused``) for a cancelled crawl."""
+        ...
+
+    async def cancel(self, crawl_id: str) -> None:
+        """Stop the crawl for good (its state stays)."""
+        ...
+
+    async def add_urls(
+        self, crawl_id: str, urls: Sequence[str], *, clock: Clock | None = None
+    ) -> Added:
+        """Offer ``urls`` to the crawl as seeds (depth 0), scoped and robots-prepared as its
+        dispatcher would; ``ConfigError`` for a URL the crawl cannot take."""
+        ...
 
     async def resume_parser(self, crawl_id: str, parser: str, domain: str) -> int: ...
 

@@ -1,10 +1,11 @@
-"""The dashboard's source for the embedded crawl of one state directory.
+"""The operations of the embedded crawl of one state directory.
 
-``EmbeddedSource`` never holds the crawl's locks: reads go through ``SqliteStateReader``
-and a read-only connection to ``items.sqlite``. Requeue and purge need the store itself:
-while the crawl runs it holds the state file, so they are refused (``ActionRefused``) with
-what to do instead; once it has stopped, the store is opened normally for the action and
-closed again. Its workers table has one row, the crawl process: named as its attempts name
+``EmbeddedOperations`` never holds the crawl's locks: reads go through ``SqliteStateReader``
+and a read-only connection to ``items.sqlite``. Requeue, purge and re-opening a parser need
+the store itself: while the crawl runs it holds the state file, so they are refused
+(``ActionRefused``) with what to do instead; once it has stopped, the store is opened
+normally for the action and closed again. Pause and resume are the file ``<state>/paused``
+(``runtime/control.py``); cancel and add are for distributed crawls (``ConfigError``). Its workers table has one row, the crawl process: named as its attempts name
 it, seen at its last attempt, its in-flight steps the requests leased, its pages/s the rate
 of attempts ended (every outcome, as a worker counts its steps).
 """
@@ -22,25 +23,31 @@ from urllib.parse import quote
 
 import orjson
 
-from crawlfleet.dashboard.sources import (
+from crawlfleet.clock import Clock
+from crawlfleet.errors import ConfigError, StateError
+from crawlfleet.frontier.frontier import Frontier
+from crawlfleet.monitoring.deadletters import purge_class, requeue_class, resolve_fingerprints
+from crawlfleet.monitoring.metric_snapshot import Beat
+from crawlfleet.monitoring.samples import DIRECTORY as SAMPLES
+from crawlfleet.monitoring.sqlite_reader import AttemptFilter, SqliteStateReader
+from crawlfleet.ops.protocols import (
     ITEM_ROWS,
     ActionRefused,
+    Added,
     ItemSample,
     WorkerRow,
     sample_items,
 )
-from crawlfleet.dashboard.workers import WorkerRates
-from crawlfleet.errors import StateError
-from crawlfleet.frontier.frontier import Frontier
-from crawlfleet.monitoring.metric_snapshot import Beat
-from crawlfleet.monitoring.samples import DIRECTORY as SAMPLES
-from crawlfleet.monitoring.sqlite_reader import AttemptFilter, SqliteStateReader
+from crawlfleet.ops.workers import WorkerRates
+from crawlfleet.proxies.protocols import ProxyState
 from crawlfleet.records import Attempt, Outcome, QueueCounts
-from crawlfleet.runtime.backends import state_paths
+from crawlfleet.runtime.backends import open_proxy_stores, state_paths
+from crawlfleet.runtime.control import FileControl, RunState
+from crawlfleet.runtime.drift import resume
 from crawlfleet.runtime.policies import domain_policy
 from crawlfleet.runtime.wiring import open_frontier
 from crawlfleet.settings import Settings
-from crawlfleet.statedir import IDENTITY_FILE, LOCK_NAME, recorded_politeness
+from crawlfleet.statedir import IDENTITY_FILE, LOCK_NAME, PAUSE_FILE, recorded_politeness
 
 PROCESS = "crawl process"
 """The workers table's name for the embedded crawl before its first attempt."""
@@ -69,7 +76,7 @@ def flock_held(path: Path) -> bool | None:
     return False
 
 
-class EmbeddedSource:
+class EmbeddedOperations:
     """The crawl of one state directory (``settings.state_dir``), read-only but for actions."""
 
     mode = "embedded"
@@ -80,7 +87,11 @@ class EmbeddedSource:
         self._reader: SqliteStateReader | None = None
         self._items: sqlite3.Connection | None = None
         self._rates = WorkerRates()
+        self._control = FileControl(settings.state_dir)
         self.crawl_id = _crawl_id(settings)
+
+    def describe(self, crawl_id: str) -> str:
+        return f"crawl in {self._settings.state_dir}"
 
     async def crawl_ids(self) -> list[str]:
         return [self.crawl_id] if self._state_file.exists() else []
@@ -98,12 +109,18 @@ class EmbeddedSource:
     def running(self) -> bool | None:
         return flock_held(self._settings.state_dir / f"{LOCK_NAME}.lock")
 
-    async def run_state(self, crawl_id: str, counts: QueueCounts) -> str:
-        from crawlfleet.runtime.control import is_paused
+    async def asked(self, crawl_id: str) -> RunState:
+        self._check(crawl_id)
+        return await self._control.state()
 
+    async def run_state(self, crawl_id: str, counts: QueueCounts) -> str:
         if self.running():
-            return "paused" if await is_paused(self._settings) else "running"
+            return "paused" if await self.asked(crawl_id) is RunState.PAUSED else "running"
         return "finished" if counts.pending == 0 else "stopped"
+
+    async def no_worker(self, crawl_id: str) -> str | None:
+        """None: the crawl process is its own worker."""
+        return None
 
     async def attempts(self, crawl_id: str, where: AttemptFilter, limit: int) -> list[Attempt]:
         return await (await self.reader(crawl_id)).attempts(where, limit)
@@ -152,21 +169,33 @@ class EmbeddedSource:
     async def beats(self) -> Sequence[Beat]:
         return ()
 
-    async def requeue_class(self, crawl_id: str, name: str) -> int:
-        from crawlfleet.monitoring.deadletters import requeue_class
+    async def proxies(self, crawl_id: str) -> list[ProxyState]:
+        self._check(crawl_id)
+        async with AsyncExitStack() as stack:
+            states, _ = await open_proxy_stores(self._settings, stack)
+            return await states.all()
 
+    async def requeue_dead(self, crawl_id: str, prefixes: Sequence[str] | None) -> int:
+        async with AsyncExitStack() as stack:
+            frontier = await self._store(crawl_id, stack)
+            chosen = None if prefixes is None else await resolve_fingerprints(frontier, prefixes)
+            return await frontier.requeue_dead(chosen)
+
+    async def purge_dead(self, crawl_id: str, prefixes: Sequence[str] | None) -> int:
+        async with AsyncExitStack() as stack:
+            frontier = await self._store(crawl_id, stack)
+            chosen = None if prefixes is None else await resolve_fingerprints(frontier, prefixes)
+            return await frontier.purge_dead(chosen)
+
+    async def requeue_class(self, crawl_id: str, name: str) -> int:
         async with AsyncExitStack() as stack:
             return await requeue_class(await self._store(crawl_id, stack), name)
 
     async def purge_class(self, crawl_id: str, name: str) -> int:
-        from crawlfleet.monitoring.deadletters import purge_class
-
         async with AsyncExitStack() as stack:
             return await purge_class(await self._store(crawl_id, stack), name)
 
     async def resume_parser(self, crawl_id: str, parser: str, domain: str) -> int:
-        from crawlfleet.runtime.drift import resume
-
         async with AsyncExitStack() as stack:
             return await resume(await self._store(crawl_id, stack), parser, domain)
 
@@ -180,8 +209,8 @@ class EmbeddedSource:
         await self.reader(crawl_id)
         if self.running():
             raise ActionRefused(
-                "the crawl is running and holds its state file: requeue or purge dead letters"
-                " once it has stopped (or with `crawlfleet dlq` then)"
+                "the crawl is running and holds its state file: requeue, purge or re-open a"
+                " parser once it has stopped"
             )
         try:
             return await open_frontier(self._settings, stack)
@@ -189,10 +218,32 @@ class EmbeddedSource:
             raise ActionRefused(f"cannot open the crawl's state now: {exc}") from None
 
     async def set_paused(self, crawl_id: str, paused: bool) -> None:
-        from crawlfleet.runtime.control import set_paused
+        self._check(crawl_id)
+        try:
+            await self._control.set_paused(paused)
+        except OSError as exc:
+            path = self._settings.state_dir / PAUSE_FILE
+            raise StateError(f"cannot change {path}: {exc}") from None
 
-        await self.reader(crawl_id)
-        await set_paused(self._settings, paused)
+    async def cancel(self, crawl_id: str) -> None:
+        raise ConfigError(
+            "cancel is for distributed crawls: give --redis URL --crawl-id ID (stop an embedded"
+            " one with Ctrl-C)"
+        )
+
+    async def add_urls(
+        self, crawl_id: str, urls: Sequence[str], *, clock: Clock | None = None
+    ) -> Added:
+        raise ConfigError("add is for distributed crawls: give --redis URL --crawl-id ID")
+
+    def _check(self, crawl_id: str) -> None:
+        """``StateError`` unless ``crawl_id`` is this directory's crawl and its state exists."""
+        if crawl_id != self.crawl_id:
+            raise StateError(f"no crawl {crawl_id!r} in {self._settings.state_dir}")
+        if not self._state_file.exists():
+            raise StateError(
+                f"no crawl state in {self._settings.state_dir} (expected {self._state_file})"
+            )
 
     async def close(self) -> None:
         if self._reader is not None:
