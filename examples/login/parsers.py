@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from crawlfleet.errors import LoginFailed
 from crawlfleet.parsing.login import login
 from crawlfleet.parsing.plugins import Follow, parser
 from crawlfleet.parsing.response import Response
-from crawlfleet.runtime.login import LoginFailed, LoginSession
+from crawlfleet.runtime.fetching.login import LoginSession
 
 
 @login("127.0.0.2", login_url="/members/login")

@@ -30,10 +30,10 @@ from crawlfleet.monitoring.summary import CrawlResult, RunContext, read_result
 from crawlfleet.ops.results import reject_reasons
 from crawlfleet.pipeline.export import export_items, export_postgres, format_of
 from crawlfleet.pipeline.reject_reasons import TOP_REASONS
-from crawlfleet.runtime import event_loop
 from crawlfleet.runtime.backends import extra_missing, open_embedded, open_proxy_stores
 from crawlfleet.runtime.control import Control, FileControl, RunState
 from crawlfleet.runtime.local import LocalRunner
+from crawlfleet.runtime.loop import event_loop
 from crawlfleet.runtime.wiring import build_crawl
 from crawlfleet.settings import Settings
 from crawlfleet.urls import UrlRules

@@ -9,15 +9,16 @@
     ├── FetchError             one fetch attempt failed; ``transient`` says if a retry may help
     │   ├── TooLarge           the body passed the size limit (declared, read or decompressed)
     │   ├── ForbiddenAddress   the host resolves to a private/loopback address we may not fetch
-    │   └── BrowserFault       the browser itself failed (crash, launch, pool closed): no
-    │                          fault of the site or of the proxy the page went through
+    │   ├── BrowserFault       the browser itself failed (crash, launch, pool closed): no
+    │   │                      fault of the site or of the proxy the page went through
+    │   └── LoginFailed        a login step failed, or a page stayed logged out after it
     ├── ParseError             a fetched page could not be parsed
     │   └── ParseBudgetExceeded  nested too deep, or parsing passed its deadline (parsing.budget)
     └── DropItem               a pipeline processor refuses an item; carries the reason
         └── InvalidItem        the item failed its schema (pipeline.processors); kept as a reject
 
 Responses are never exceptions: a 403, 429 or CAPTCHA page is a ``FetchResult`` that the
-crawl step judges (``frontier.politeness.classify`` and ``BlockDetector``).
+crawl step judges (``runtime.step.judge``: ``classify`` and ``judge``).
 """
 
 from __future__ import annotations
@@ -91,8 +92,15 @@ class ForbiddenAddress(FetchError):
 class BrowserFault(FetchError):
     """The browser failed on this side (a crash, a lost context, no launch, a closed pool).
 
-    Transient; not held against the crawl session's proxy (``runtime/proxy_link.py``).
+    Transient; not held against the crawl session's proxy (``runtime/fetching/proxy_link.py``).
     """
+
+
+class LoginFailed(FetchError):
+    """A login step failed, or a page stayed logged out after it; not retried
+    (``runtime/fetching/login.py``)."""
+
+    transient = False
 
 
 class ParseError(CrawlfleetError):

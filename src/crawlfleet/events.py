@@ -57,8 +57,8 @@ class DomainBlocked:
 
 @dataclass(frozen=True, slots=True)
 class ParserDrifted:
-    """The drift test of ``parser`` on ``domain`` fired after ``pages`` pages (``runtime/drift.py``);
-    ``paused``: its pages there are no longer fetched."""
+    """The drift test of ``parser`` on ``domain`` fired after ``pages`` pages
+    (``runtime/step/drift.py``); ``paused``: its pages there are no longer fetched."""
 
     parser: str
     domain: str

@@ -175,7 +175,7 @@ class FetchResult:
     (the request URL first). ``elapsed_s`` is wall time from start to the last body byte;
     ``fetched_at`` is when the response arrived (epoch seconds). ``request`` is the request
     fetched, when the fetcher had one: its ``data`` is the parser's ``Response.context``.
-    ``route``: the crawl session it went through (``runtime/proxy_link.py``), if any.
+    ``route``: the crawl session it went through (``runtime/fetching/proxy_link.py``), if any.
     """
 
     url: str

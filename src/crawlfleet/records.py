@@ -47,7 +47,7 @@ class Attempt:
     fetcher: str = "http"
     detail: str | None = None
     """A longer account of ``error`` (a parser's traceback), or of what limits dropped from
-    an ok page's links (``runtime.attempts.limits_note``), kept in the attempt log."""
+    an ok page's links (``runtime.step.attempts.limits_note``), kept in the attempt log."""
     session_id: str | None = None
     proxy_id: str | None = None
     tier: int | None = None

@@ -52,7 +52,7 @@ Rung = Literal["slow", "session", "tier", "impersonate", "browser"]
 """A rung of the strategy ladder (``frontier/ladder.py``)."""
 
 MAX_STEP_S = 300.0
-"""The default bound on one crawl step (the watchdog of ``runtime/loop.py``)."""
+"""The default bound on one crawl step (the watchdog of ``runtime/loop/claim.py``)."""
 DEFAULT_ATTEMPT_LOG_MAX_ROWS = 200_000
 """Attempts an embedded crawl's log keeps by default (~35 MB; ``frontier/sqlite_retention.py``)."""
 
@@ -217,10 +217,10 @@ class Settings(BaseSettings):
         default=64 * 1024 * 1024,
         ge=1024 * 1024,
         description="bodies a process's steps hold (fetched, not yet parsed and stored); "
-        "no step starts past it, one always may (runtime/body_bytes.py)",
+        "no step starts past it, one always may (runtime/step/body_bytes.py)",
     )
 
-    # Data quality (parsing/expect.py, runtime/drift.py; decision 0051)
+    # Data quality (parsing/expect.py, runtime/step/drift.py; decision 0051)
     on_drift: Literal["pause", "continue"] = Field(
         default="pause",
         description="when a parser's pages stop meeting its expectations on a domain: stop "
@@ -280,7 +280,7 @@ class Settings(BaseSettings):
         description="newest attempts an embedded crawl's attempt log keeps (None: all)",
     )
 
-    # Developer loop (fetchers/cache.py, runtime/fetch_chain.py, pipeline/custom.py)
+    # Developer loop (fetchers/cache.py, runtime/fetching/chain.py, pipeline/custom.py)
     http_cache_dir: Path | None = Field(
         default=None, description="store responses here and replay them (development)"
     )
@@ -303,7 +303,7 @@ class Settings(BaseSettings):
         default_factory=list, description="'module:object' request/response hooks, in order"
     )
     proxies: ProxySettings | None = Field(
-        default=None, description="proxy tiers and crawl sessions (runtime/proxy_link.py)"
+        default=None, description="proxy tiers and crawl sessions (runtime/fetching/proxy_link.py)"
     )
 
     # Distributed runtime
@@ -327,8 +327,8 @@ class Settings(BaseSettings):
     worker_wait_s: float = Field(
         default=60.0,
         ge=0,
-        description="the dispatcher stops (exit 2) when no live worker serves the crawl this"
-        " long; 0 waits for ever (--wait-for-workers)",
+        description="the dispatcher (and a distributed reparse) stops (exit 2) when no live"
+        " worker serves the crawl this long; 0 waits for ever (--wait-for-workers)",
     )
 
     @model_validator(mode="after")

@@ -1,7 +1,7 @@
 """``QueueStore.move``: a leased request handed to another fetcher kind's lane, atomically.
 
 The crawl step moves an HTTP-lane request of a domain whose strategy says ``browser`` to the
-browser lane when its process has no browser (``runtime/strategy.py``).
+browser lane when its process has no browser (``runtime/choice/strategy.py``).
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from warcio.archiveiterator import ArchiveIterator
 from crawlfleet.cli.main import app
 from crawlfleet.demosite import ThreadedDemoSite
 from crawlfleet.demosite.jsapp import JS_ITEMS, item_name
+from crawlfleet.demosite.picky import PICKY_PAGES
 
 runner = CliRunner(env={"COLUMNS": "300"})
 FAST = ["--allow-private-addresses", "--delay", "0", "--concurrency", "8"]
@@ -50,7 +51,7 @@ def records(archive: Path) -> list[tuple[str, dict[str, str], int | None, bytes]
     return found
 
 
-def sent_by(url: str) -> bytes:
+def sent_by(url: str, headers: dict[str, str] | None = None) -> bytes:
     """The body the server sends for ``url`` (no redirect followed, no decoding)."""
 
     class Keep(urllib.request.HTTPRedirectHandler):
@@ -59,7 +60,7 @@ def sent_by(url: str) -> bytes:
 
     opener = urllib.request.build_opener(Keep)
     try:
-        with opener.open(url) as response:
+        with opener.open(urllib.request.Request(url, headers=headers or {})) as response:
             return bytes(response.read())
     except urllib.error.HTTPError as exc:
         return bytes(exc.read())
@@ -360,3 +361,112 @@ def test_no_credential_goes_into_the_archive(site: ThreadedDemoSite, tmp_path: P
     assert b"Authorization: [redacted]" in raw
     statuses = [s for kind, _, s, _ in records(archive) if kind == "response"]
     assert 200 in statuses  # the page behind Basic auth was fetched with it
+
+
+PICKY = """\
+[crawl]
+allow = ["/picky/"]
+ladder = ["slow", "impersonate"]
+block_window = 4
+block_min_samples = 2
+block_threshold = 0.5
+block_cooldown_s = 0.1
+max_retries = 20
+backoff_base_s = 0.02
+backoff_max_s = 0.1
+"""
+
+
+def test_the_impersonate_fetchers_responses_are_archived_as_the_server_sent_them(
+    site: ThreadedDemoSite, tmp_path: Path
+) -> None:
+    """The picky pages answer only a browser's client hints: the domain climbs to the
+    impersonate fetcher (tests/e2e/test_strategy_ladder.py), whose responses are archived."""
+    config, archive = tmp_path / "crawl.toml", tmp_path / "warc"
+    config.write_text(PICKY)
+    crawl(
+        tmp_path / "state",
+        site.url("lab", "/picky/"),
+        "--config",
+        str(config),
+        "--archive",
+        str(archive),
+    )
+    served = {
+        r.path for r in site.log if r.role == "lab" and r.status == 200 and "/picky/" in r.path
+    }
+    assert len(served) == PICKY_PAGES + 1
+    pages = {
+        headers["WARC-Target-URI"]: body
+        for kind, headers, status, body in records(archive)
+        if kind == "response" and status == 200 and "/picky/" in headers["WARC-Target-URI"]
+    }
+    assert set(pages) == {site.url("lab", path) for path in served}
+    for url, body in pages.items():
+        assert body == sent_by(url, {"sec-ch-ua": '"Chromium";v="146"'}), url
+    [path] = archive.rglob("*.warc.gz")
+    with path.open("rb") as handle:
+        sent = [
+            r.http_headers
+            for r in ArchiveIterator(handle)
+            if r.rec_type == "request" and "/picky/page/" in r.rec_headers["WARC-Target-URI"]
+        ]
+    browser_like = [h for h in sent if h.get_header("sec-ch-ua")]
+    assert len(browser_like) == PICKY_PAGES
+    assert all("Chrome/" in h.get_header("User-Agent") for h in browser_like)
+
+
+BROKEN_ON_ONE_PAGE = """
+from crawlfleet.parsing.plugins import parser
+
+
+@parser(pattern="/page/*", item_type="page")
+def page(response):
+    if response.url.endswith("/page/2"):
+        raise ValueError("page 2 breaks this parser")
+    yield {"key": response.url, "title": response.css_first("title").text()}
+"""
+
+
+def test_reparse_in_parse_processes_gives_the_same_items_and_errors_in_order(
+    site: ThreadedDemoSite, tmp_path: Path
+) -> None:
+    parsers = tmp_path / "broken.py"
+    parsers.write_text(BROKEN_ON_ONE_PAGE)
+    archive = tmp_path / "warc"
+    crawl(tmp_path / "state", site.url("lab"), "--archive", str(archive))
+    outputs = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"jobs-{jobs}.jsonl"
+        result = runner.invoke(
+            app,
+            ["reparse", "--archive", str(archive), "--parsers", str(parsers), "--jobs", jobs,
+             "-o", str(out)],
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert "1 parse error" in result.output
+        assert "page 2 breaks this parser" in result.output  # the first error, named
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1]
+    assert outputs[0].count(b'"type":"page"') >= 3
+
+
+def test_a_parse_process_that_dies_stops_the_reparse_with_one_line(
+    site: ThreadedDemoSite, tmp_path: Path
+) -> None:
+    parsers = tmp_path / "exits.py"
+    parsers.write_text(
+        BROKEN_ON_ONE_PAGE.replace(
+            'raise ValueError("page 2 breaks this parser")', "import os; os._exit(3)"
+        )
+    )
+    archive = tmp_path / "warc"
+    crawl(tmp_path / "state", site.url("lab"), "--archive", str(archive))
+    result = runner.invoke(
+        app,
+        ["reparse", "--archive", str(archive), "--parsers", str(parsers), "--jobs", "2",
+         "-o", str(tmp_path / "out.jsonl")],
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "error: a parse process died while parsing" in " ".join(result.output.split())
+    assert "--jobs 1 parses in this process" in " ".join(result.output.split())

@@ -23,8 +23,8 @@ from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.fetchers.profiles import user_agent
 from crawlfleet.frontier.memory import MemoryQueueStore
 from crawlfleet.proxies.endpoints import build_tiers
-from crawlfleet.runtime.fetch_chain import session_link
 from crawlfleet.runtime.fetcher_wiring import build_robots
+from crawlfleet.runtime.fetching.chain import session_link
 from crawlfleet.runtime.wiring import build_frontier
 from crawlfleet.sessions.cookies import CookieJar
 from crawlfleet.settings import Settings

@@ -9,6 +9,7 @@ import contextlib
 import io
 import time
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -23,6 +24,7 @@ from crawlfleet.demosite import ThreadedDemoSite
 from tests.e2e.conftest import FAST, KillAt, Workers, crawl_done, dispatch, start_dispatch
 from tests.e2e.test_archive_s3 import BUCKET, objects, s3
 from tests.e2e.test_distributed_faults import SHORT_LEASE
+from tests.fixtures.redis_server import RedisServer
 
 __all__ = ["s3"]  # the fixture, used by name
 
@@ -163,3 +165,30 @@ def test_a_worker_killed_mid_crawl_loses_no_reported_capture_and_the_reparse_mat
     # The same items; a page captured twice (its lease had not ended when the worker died)
     # may keep the other capture's fetch time.
     assert set(items_of(postgres_dsn, "s3kill-re")) == set(crawled)
+
+
+def test_a_distributed_reparse_no_worker_takes_stops_with_the_reason(
+    start_redis: Callable[..., RedisServer], postgres_dsn: str, tmp_path: Path
+) -> None:
+    """No worker runs: after ``worker_wait_s`` the command says why in one line, exits 2 and
+    voids its tasks (their definition is gone)."""
+    redis_url = start_redis().url  # its own server: the tasks left queued go with it
+    archive = tmp_path / "warc"
+    archive.mkdir()
+    (archive / "a.warc.gz").write_bytes(b"never read")
+    started = time.monotonic()
+    result = CliRunner(env={"COLUMNS": "300", "CRAWLFLEET_WORKER_WAIT_S": "1.5"}).invoke(
+        app,
+        [
+            "reparse", "--archive", str(archive), "--redis", redis_url, "--postgres",
+            postgres_dsn, "--crawl-id", "nobody", "-o", str(tmp_path / "out.jsonl"),
+        ],
+    )  # fmt: skip
+    took_s = time.monotonic() - started
+    assert result.exit_code == 2, result.output
+    assert 1.5 <= took_s < 15
+    [line] = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert "no live worker has taken the reparse's tasks for 1.5 s" in line
+    assert "no worker sent a heartbeat" in line
+    assert "--wait-for-workers" in line
+    assert redis.Redis.from_url(redis_url).keys("*reparse*definition*") == []

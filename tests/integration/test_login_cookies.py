@@ -5,7 +5,7 @@ from __future__ import annotations
 from crawlfleet.fetchers.http import HttpFetcher
 from crawlfleet.parsing.login import LoginSpec
 from crawlfleet.parsing.response import Response
-from crawlfleet.runtime.login import LoginSession
+from crawlfleet.runtime.fetching.login import LoginSession
 from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.settings import Settings
 from tests.fixtures.scripted_server import ScriptedServer, serving

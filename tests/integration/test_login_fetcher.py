@@ -8,10 +8,11 @@ import pytest
 
 from crawlfleet.clock import FakeClock
 from crawlfleet.demosite import ThreadedDemoSite
+from crawlfleet.errors import LoginFailed
 from crawlfleet.fetchers.http import HttpFetcher
 from crawlfleet.models import CrawlRequest
 from crawlfleet.parsing.login import load_logins
-from crawlfleet.runtime.login import LoginFailed, LoginFetcher
+from crawlfleet.runtime.fetching.login import LoginFetcher
 from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.sessions.memory import MemorySessionStore
 from crawlfleet.settings import Settings

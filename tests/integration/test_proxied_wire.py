@@ -128,7 +128,7 @@ async def test_a_proxys_own_407_to_a_plain_http_request_is_the_response(
         )
     finally:
         await fetcher.close()
-    assert result.status == 407  # runtime.proxy_link judges it the proxy's refusal
+    assert result.status == 407  # runtime.fetching.proxy_link judges it the proxy's refusal
 
 
 async def test_a_refused_tunnel_is_a_one_line_transient_error_naming_the_status(

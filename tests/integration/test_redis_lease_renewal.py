@@ -8,7 +8,7 @@ import pytest
 
 from crawlfleet.clock import FakeClock
 from crawlfleet.frontier.redis import RedisQueueStore
-from crawlfleet.runtime.leases import LeaseRenewer
+from crawlfleet.runtime.loop.leases import LeaseRenewer
 from tests.unit.crawler_kit import T0, CannedFetcher, make_crawl, seed
 
 pytestmark = pytest.mark.redis

@@ -28,12 +28,12 @@ from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.pipeline.processors import default_processors
 from crawlfleet.pipeline.sinks.memory import MemorySink
 from crawlfleet.runtime.admission import Admitter
-from crawlfleet.runtime.crawler import Crawler, CrawlerParts
-from crawlfleet.runtime.drift import DriftWatch
-from crawlfleet.runtime.freshness import Freshness
-from crawlfleet.runtime.loop import ClaimLoop, LoopResult
+from crawlfleet.runtime.choice.strategy import Strategies
+from crawlfleet.runtime.loop.claim import ClaimLoop, LoopResult
 from crawlfleet.runtime.policies import recrawl_policy
-from crawlfleet.runtime.strategy import Strategies
+from crawlfleet.runtime.step.crawler import Crawler, CrawlerParts
+from crawlfleet.runtime.step.drift import DriftWatch
+from crawlfleet.runtime.step.freshness import Freshness
 from crawlfleet.runtime.wiring import build_frontier, drift_options, sitemap_limits
 from crawlfleet.settings import Settings
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crawlfleet.runtime.body_bytes import BodyBytes
+from crawlfleet.runtime.step.body_bytes import BodyBytes
 
 MIB = 1024 * 1024
 

@@ -16,10 +16,10 @@ from crawlfleet.models import Link
 from crawlfleet.parsing.loader import load_parsers
 from crawlfleet.parsing.plugins import marked, parser, spec_of
 from crawlfleet.parsing.registry import ParserRegistry
-from crawlfleet.runtime.kinds import check_kinds, named_kinds
-from crawlfleet.runtime.loop import ClaimLoop
-from crawlfleet.runtime.routing import Router
-from crawlfleet.runtime.strategy import Strategies
+from crawlfleet.runtime.choice.kinds import check_kinds, named_kinds
+from crawlfleet.runtime.choice.routing import Router
+from crawlfleet.runtime.choice.strategy import Strategies
+from crawlfleet.runtime.loop.claim import ClaimLoop
 from crawlfleet.settings_domains import DomainOverride
 from crawlfleet.urls import fingerprint
 from tests.unit.crawler_kit import T0, Canned, CannedFetcher, html, make_crawl, seed

@@ -20,7 +20,7 @@ from crawlfleet.parsing.plugins import PluginFunction, marked, parser, spec_of
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.parsing.response import Response
 from crawlfleet.records import Outcome
-from crawlfleet.runtime.drift import resume
+from crawlfleet.runtime.step.drift import resume
 from tests.unit.crawler_kit import T0, Canned, CannedFetcher, make_crawl, seed
 from tests.unit.test_metrics import scrape
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from crawlfleet.clock import FakeClock
+from crawlfleet.errors import LoginFailed
 from crawlfleet.events import RequestSkipped
 from crawlfleet.fetchers.hooks import Dropped
 from crawlfleet.records import Outcome
-from crawlfleet.runtime.login import LoginFailed
 from tests.unit.crawler_kit import T0, Canned, CannedFetcher, make_crawl, seed
 
 A = "http://a.test"

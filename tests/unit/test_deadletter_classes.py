@@ -20,8 +20,9 @@ from crawlfleet.monitoring.deadletters import (
 from crawlfleet.records import Attempt, Outcome
 from crawlfleet.settings import Settings
 
-# Texts as the crawler writes them (runtime/crawler.py, fetchers/http.py, fetchers/decoding.py,
-# frontier/robots.py, frontier/politeness.py), with the class each must fall in.
+# Texts as the crawler writes them (runtime/step/crawler.py, fetchers/http.py,
+# fetchers/decoding.py, frontier/robots.py, runtime/step/judge.py), with the class each must
+# fall in.
 REAL_ERRORS = [
     ("HTTP 500", "HTTP 500"),
     ("HTTP 503", "HTTP 503"),

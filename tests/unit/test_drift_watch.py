@@ -6,8 +6,8 @@ from __future__ import annotations
 from crawlfleet.clock import FakeClock
 from crawlfleet.frontier.drift import DriftPage
 from crawlfleet.frontier.memory import MemoryQueueStore
-from crawlfleet.runtime.drift import DriftOptions, DriftWatch
-from crawlfleet.runtime.strategy import Strategies
+from crawlfleet.runtime.choice.strategy import Strategies
+from crawlfleet.runtime.step.drift import DriftOptions, DriftWatch
 from crawlfleet.runtime.wiring import build_frontier
 from crawlfleet.settings import Settings
 

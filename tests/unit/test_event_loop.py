@@ -11,7 +11,7 @@ import uvloop
 from crawlfleet.errors import ParseBudgetExceeded
 from crawlfleet.models import FetchResult, ParseResult
 from crawlfleet.parsing.budget import ParseBudget, ParseLimits
-from crawlfleet.runtime import event_loop
+from crawlfleet.runtime.loop import event_loop
 
 
 def test_a_crawl_s_coroutine_runs_on_uvloop_and_the_loop_is_closed_after() -> None:

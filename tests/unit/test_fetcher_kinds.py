@@ -11,8 +11,7 @@ from crawlfleet.clock import SystemClock
 from crawlfleet.errors import ConfigError
 from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.parsing.loader import load_parsers
-from crawlfleet.runtime.fetcher_wiring import build_fetchers
-from crawlfleet.runtime.kinds import (
+from crawlfleet.runtime.choice.kinds import (
     BASE_KINDS,
     WORKER_KINDS,
     check_kinds,
@@ -20,6 +19,7 @@ from crawlfleet.runtime.kinds import (
     named_kinds,
     queue_kinds,
 )
+from crawlfleet.runtime.fetcher_wiring import build_fetchers
 from crawlfleet.settings import Settings
 
 BROWSER_RULE = {

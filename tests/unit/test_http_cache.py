@@ -9,7 +9,7 @@ import pytest
 from crawlfleet.clock import FakeClock
 from crawlfleet.fetchers.cache import CachingFetcher, ResponseCache, cache_policy
 from crawlfleet.models import CrawlRequest, FetchResult
-from crawlfleet.runtime.fetch_chain import retried
+from crawlfleet.runtime.fetching.chain import retried
 from crawlfleet.urls import fingerprint
 
 

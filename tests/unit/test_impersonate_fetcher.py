@@ -11,12 +11,13 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from crawlfleet.archive.protocols import Sent
 from crawlfleet.clock import FakeClock
 from crawlfleet.errors import FetchError, ForbiddenAddress, TooLarge
 from crawlfleet.fetchers.addresses import AddressPredicate
 from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.fetchers.impersonate import ImpersonateFetcher
-from crawlfleet.models import CrawlRequest
+from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.settings import Settings
 from tests.unit.test_http_fetcher import (  # the same test site
     PAGE,
@@ -238,3 +239,32 @@ async def test_concurrent_fetches_and_a_fetch_after_close(server: Site) -> None:
         await fetcher.close()
     assert {r.status for r in results} == {200}
     assert again.body == PAGE
+
+
+class Kept:
+    """A ``ResponseKeeper`` that remembers what it was given."""
+
+    def __init__(self) -> None:
+        self.kept: list[tuple[FetchResult, Sent]] = []
+
+    async def keep(self, result: FetchResult, sent: Sent) -> None:
+        self.kept.append((result, sent))
+
+
+async def test_the_archive_gets_each_response_with_the_headers_libcurl_sent(server: Site) -> None:
+    keeper = Kept()
+    fetcher = ImpersonateFetcher(_settings(), keeper=keeper)
+    try:
+        plain = await fetcher.fetch(_request(server.url("/page")))
+        coded = await fetcher.fetch(_request(server.url("/encoded/br,gzip")))
+    finally:
+        await fetcher.close()
+    [(result, sent), (coded_result, coded_sent)] = keeper.kept
+    assert result is plain
+    assert coded_result is coded
+    assert (sent.method, sent.body, sent.decoded, sent.address) == ("GET", PAGE, False, "127.0.0.1")
+    headers = {name.lower(): value for name, value in sent.request_headers.items()}
+    assert "Chrome/" in headers["user-agent"]
+    assert headers["sec-ch-ua"].startswith('"Chromium"')
+    assert headers["accept-encoding"] == "gzip, deflate, br, zstd"
+    assert (coded_sent.body, coded_sent.decoded) == (PAGE, True)  # libcurl decoded it: said so

@@ -14,7 +14,7 @@ from crawlfleet.frontier.memory import MemoryQueueStore
 from crawlfleet.frontier.policy import PolicyRecord
 from crawlfleet.frontier.store_types import BlockRules, DomainPolicy, PolicyChange, Report, Signal
 from crawlfleet.records import Attempt, Outcome
-from crawlfleet.runtime.strategy import Strategies, fetcher_kind
+from crawlfleet.runtime.choice.strategy import Strategies, fetcher_kind
 from crawlfleet.runtime.wiring import build_frontier
 from crawlfleet.settings import Rung, Settings
 

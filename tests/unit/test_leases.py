@@ -11,7 +11,7 @@ from crawlfleet.clock import FakeClock
 from crawlfleet.errors import ConfigError
 from crawlfleet.frontier.sqlite import SqliteQueueStore
 from crawlfleet.models import Lease
-from crawlfleet.runtime.leases import LeaseRenewer
+from crawlfleet.runtime.loop.leases import LeaseRenewer
 from crawlfleet.settings_loading import load_settings
 from tests.unit.crawler_kit import T0, CannedFetcher, Crawl, make_crawl, seed
 

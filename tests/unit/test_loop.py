@@ -12,8 +12,8 @@ from crawlfleet.clock import FakeClock, SystemClock
 from crawlfleet.errors import ConfigError, StateError
 from crawlfleet.models import CrawlRequest, FetchResult, Link, ParseResult
 from crawlfleet.parsing.registry import ParserRegistry
-from crawlfleet.runtime.crawler import Crawler
-from crawlfleet.runtime.loop import ClaimLoop
+from crawlfleet.runtime.loop.claim import ClaimLoop
+from crawlfleet.runtime.step.crawler import Crawler
 from tests.unit.crawler_kit import T0, Canned, CannedFetcher, Crawl, html, make_crawl, seed
 
 A = "http://a.test"

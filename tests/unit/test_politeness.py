@@ -8,18 +8,18 @@ from email.utils import format_datetime
 
 import pytest
 
-from crawlfleet.frontier.politeness import (
+from crawlfleet.frontier.backoff import backoff_s
+from crawlfleet.frontier.store_types import Signal
+from crawlfleet.models import FetchResult
+from crawlfleet.runtime.step.judge import (
     DAY_S,
     MAX_CHALLENGE_BYTES,
     StatusClass,
-    backoff_s,
     classify,
     judge,
     parse_retry_after,
     told_domain,
 )
-from crawlfleet.frontier.store_types import Signal
-from crawlfleet.models import FetchResult
 
 
 def result(status: int, body: bytes = b"", headers: dict[str, str] | None = None) -> FetchResult:

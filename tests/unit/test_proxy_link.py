@@ -18,8 +18,8 @@ from crawlfleet.proxies.endpoints import build_tiers
 from crawlfleet.proxies.memory import MemoryProxyStates
 from crawlfleet.proxies.pool import ProxyPool
 from crawlfleet.proxies.protocols import Cooldown
-from crawlfleet.runtime.proxy_link import SessionFetcher, proxy_refused
-from crawlfleet.runtime.session_pool import SessionPool
+from crawlfleet.runtime.fetching.proxy_link import SessionFetcher, proxy_refused
+from crawlfleet.runtime.fetching.session_pool import SessionPool
 from crawlfleet.sessions.memory import MemorySessionStore
 from crawlfleet.settings import Settings
 from crawlfleet.settings_proxies import ProxySettings

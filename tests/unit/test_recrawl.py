@@ -1,5 +1,5 @@
 """Revisits over the in-memory twin with the fake clock: conditional requests, unchanged pages,
-the change feed and the adaptive interval (``runtime/freshness.py``, ``recrawl.py``)."""
+the change feed and the adaptive interval (``runtime/step/freshness.py``, ``recrawl.py``)."""
 
 from __future__ import annotations
 

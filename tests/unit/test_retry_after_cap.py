@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from crawlfleet.errors import ConfigError
-from crawlfleet.frontier.politeness import retry_after_block
+from crawlfleet.runtime.step.judge import retry_after_block
 from crawlfleet.settings_loading import load_settings
 
 

@@ -7,21 +7,21 @@ import random
 import time
 from pathlib import Path
 
-from fastwarc.warc import WarcRecord, WarcRecordType
+import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from crawlfleet.archive.warc import WarcFiles, new_record
+from crawlfleet.archive.warc import WarcFiles, record_id, warc_date, warc_fields, warc_record
 
 
 def payload(n: int, size_bytes: int) -> bytes:
     return random.Random(n).randbytes(size_bytes)  # incompressible: the file grows by it
 
 
-def resource(n: int, size_bytes: int) -> WarcRecord:
-    record = new_record(WarcRecordType.resource, time.time())
-    record.headers["WARC-Target-URI"] = f"http://a.test/{n}"
-    record.set_bytes_content(payload(n, size_bytes))
-    return record
+def resource(n: int, size_bytes: int) -> bytes:
+    fields = warc_fields([("WARC-Target-URI", f"http://a.test/{n}")])
+    return warc_record(
+        "resource", record_id(), warc_date(time.time()), fields, payload(n, size_bytes)
+    )
 
 
 def test_files_roll_past_their_size_and_every_record_is_where_it_was_said(tmp_path: Path) -> None:
@@ -56,3 +56,22 @@ def test_two_writers_in_one_directory_never_share_a_file(tmp_path: Path) -> None
     a.close()
     b.close()
     assert pa.file != pb.file
+
+
+def test_a_record_built_here_reads_back_in_warcio_with_its_fields_and_block() -> None:
+    fields = warc_fields(
+        [("WARC-Target-URI", "http://a.test/é?q=1"), ("X-Crawlfleet-Fetch", "page")]
+    )
+    record = warc_record("resource", record_id(), warc_date(1_700_000_000.25), fields, b"AB", b"CD")
+    read = next(iter(ArchiveIterator(io.BytesIO(record))))
+    assert read.rec_type == "resource"
+    assert read.rec_headers["WARC-Target-URI"] == "http://a.test/é?q=1"
+    assert read.rec_headers["WARC-Date"] == "2023-11-14T22:13:20.250000Z"
+    assert read.rec_headers["WARC-Record-ID"].startswith("<urn:uuid:")
+    assert read.rec_headers["Content-Length"] == "4"
+    assert read.content_stream().read() == b"ABCD"
+
+
+def test_a_field_value_with_a_line_break_is_refused() -> None:
+    with pytest.raises(ValueError, match="line break"):
+        warc_fields([("WARC-Target-URI", "http://a.test/\r\nWARC-Type: resource")])

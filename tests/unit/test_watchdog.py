@@ -1,10 +1,10 @@
-"""The claim loop's watchdog: one timer bounds every step in flight (``runtime/watchdog.py``)."""
+"""The claim loop's watchdog (``runtime/loop/watchdog.py``): one timer for every step in flight."""
 
 from __future__ import annotations
 
 import asyncio
 
-from crawlfleet.runtime.watchdog import StepWatchdog
+from crawlfleet.runtime.loop.watchdog import StepWatchdog
 
 
 async def _step(watchdog: StepWatchdog, work_s: float, ended: list[str], name: str) -> bool:

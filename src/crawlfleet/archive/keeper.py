@@ -17,7 +17,6 @@ import time
 from urllib.parse import urlsplit
 
 import orjson
-from fastwarc.warc import WarcRecord, WarcRecordType
 
 from crawlfleet.archive.protocols import Capture, CaptureIndex, Sent
 from crawlfleet.archive.warc import (
@@ -25,9 +24,11 @@ from crawlfleet.archive.warc import (
     WarcFiles,
     http_request_head,
     http_response_head,
-    new_record,
     payload_digest,
+    record_id,
     warc_date,
+    warc_fields,
+    warc_record,
 )
 from crawlfleet.models import FetchResult
 
@@ -35,6 +36,10 @@ NOT_MODIFIED = 304
 RENDERED_HEADER = "X-Crawlfleet-Rendered"
 """``dom`` on a browser page's record: its payload is the rendered DOM (UTF-8 markup), not the
 bytes the server sent."""
+PAYLOAD_HEADER = "X-Crawlfleet-Payload"
+"""``decoded`` on a response whose payload is the body with its content codings undone (the
+impersonate fetcher's: libcurl decodes), not the bytes sent; its ``Content-Encoding`` and
+``Content-Length`` headers are renamed ``X-Crawlfleet-Was-...``."""
 FETCH_HEADER = "X-Crawlfleet-Fetch"
 """``page`` on a crawl step's records, ``side`` on robots.txt and sitemap reads (never parsed
 by a reparse)."""
@@ -154,14 +159,16 @@ class Archive:
         digest = payload_digest(sent.body)
         earlier = await self._index.latest(url) if status in (200, NOT_MODIFIED) else None
         revisit = earlier is not None and (status == NOT_MODIFIED or earlier.digest == digest)
-        request = self._request(result, sent)
+        date = warc_date(result.fetched_at)
+        common = self._common(result, sent)
+        response_id = record_id()
         if revisit:
             assert earlier is not None
-            response = self._revisit(result, sent, earlier)
             digest = earlier.digest
+            response = self._revisit(result, earlier, response_id, date, common)
         else:
-            response = self._response(result, sent, digest)
-        request.headers["WARC-Concurrent-To"] = response.headers["WARC-Record-ID"]
+            response = self._response(result, sent, digest, response_id, date, common)
+        request = self._request(result, sent, response_id, date, common)
         _, written = self._files.write([request, response])
         kind = "revisit" if revisit else "response"
         mime = result.content_type
@@ -189,56 +196,83 @@ class Archive:
         finally:
             await self._index.close()
 
-    def _common(self, record: WarcRecord, result: FetchResult, sent: Sent) -> None:
-        headers = record.headers
-        headers["WARC-Target-URI"] = result.final_url
+    def _common(self, result: FetchResult, sent: Sent) -> list[tuple[str, str]]:
+        """The fields a page's request and response records share."""
+        fields = [("WARC-Target-URI", result.final_url)]
         if sent.address is not None:
-            headers["WARC-IP-Address"] = sent.address
-        headers["X-Crawlfleet-Crawl-Id"] = self._crawl_id
-        headers[FETCH_HEADER] = self._fetch
+            fields.append(("WARC-IP-Address", sent.address))
+        fields.append(("X-Crawlfleet-Crawl-Id", self._crawl_id))
+        fields.append((FETCH_HEADER, self._fetch))
         if result.request is not None:
-            headers["X-Crawlfleet-Attempt"] = str(result.request.attempt + 1)
+            fields.append(("X-Crawlfleet-Attempt", str(result.request.attempt + 1)))
+        return fields
 
-    def _request(self, result: FetchResult, sent: Sent) -> WarcRecord:
+    def _request(
+        self,
+        result: FetchResult,
+        sent: Sent,
+        response_id: str,
+        date: str,
+        common: list[tuple[str, str]],
+    ) -> bytes:
         parts = urlsplit(result.final_url)
         target = parts.path or "/"
         if parts.query:
             target += "?" + parts.query
-        record = new_record(WarcRecordType.request, result.fetched_at)
-        self._common(record, result, sent)
-        record.headers["Content-Type"] = "application/http; msgtype=request"
+        fields = warc_fields(
+            [
+                *common,
+                ("Content-Type", "application/http; msgtype=request"),
+                ("WARC-Concurrent-To", response_id),
+            ]
+        )
         head = http_request_head(
             sent.method, target, parts.netloc, sent.request_headers, sent.request_body
         )
-        record.set_bytes_content(head)
-        return record
+        return warc_record("request", record_id(), date, fields, head)
 
-    def _response(self, result: FetchResult, sent: Sent, digest: str) -> WarcRecord:
-        record = new_record(WarcRecordType.response, result.fetched_at)
-        self._common(record, result, sent)
-        headers = record.headers
-        headers["Content-Type"] = "application/http; msgtype=response"
-        headers["WARC-Payload-Digest"] = digest
+    def _response(
+        self,
+        result: FetchResult,
+        sent: Sent,
+        digest: str,
+        rid: str,
+        date: str,
+        common: list[tuple[str, str]],
+    ) -> bytes:
+        fields = [
+            *common,
+            ("Content-Type", "application/http; msgtype=response"),
+            ("WARC-Payload-Digest", digest),
+        ]
         if sent.truncated:
-            headers["WARC-Truncated"] = "length"
+            fields.append(("WARC-Truncated", "length"))
         request = result.request
         if request is not None and request.data:
-            headers["X-Crawlfleet-Context"] = orjson.dumps(request.data).decode()
+            fields.append(("X-Crawlfleet-Context", orjson.dumps(request.data).decode()))
         rendered = result.fetcher == "browser"
         if rendered:
-            headers[RENDERED_HEADER] = "dom"
-        head = http_response_head(result.status, result.headers, rendered=rendered)
-        record.set_bytes_content(head + sent.body)
-        return record
+            fields.append((RENDERED_HEADER, "dom"))
+        elif sent.decoded:
+            fields.append((PAYLOAD_HEADER, "decoded"))
+        head = http_response_head(result.status, result.headers, recoded=rendered or sent.decoded)
+        return warc_record("response", rid, date, warc_fields(fields), head, sent.body)
 
-    def _revisit(self, result: FetchResult, sent: Sent, earlier: Capture) -> WarcRecord:
-        record = new_record(WarcRecordType.revisit, result.fetched_at)
-        self._common(record, result, sent)
-        headers = record.headers
-        headers["Content-Type"] = "application/http; msgtype=response"
-        headers["WARC-Profile"] = REVISIT_PROFILE
-        headers["WARC-Payload-Digest"] = earlier.digest
-        headers["WARC-Refers-To-Target-URI"] = earlier.url
-        headers["WARC-Refers-To-Date"] = warc_date(earlier.at)
-        record.set_bytes_content(http_response_head(result.status, result.headers))
-        return record
+    def _revisit(
+        self,
+        result: FetchResult,
+        earlier: Capture,
+        rid: str,
+        date: str,
+        common: list[tuple[str, str]],
+    ) -> bytes:
+        fields = [
+            *common,
+            ("Content-Type", "application/http; msgtype=response"),
+            ("WARC-Profile", REVISIT_PROFILE),
+            ("WARC-Payload-Digest", earlier.digest),
+            ("WARC-Refers-To-Target-URI", earlier.url),
+            ("WARC-Refers-To-Date", warc_date(earlier.at)),
+        ]
+        head = http_response_head(result.status, result.headers)
+        return warc_record("revisit", rid, date, warc_fields(fields), head)

@@ -21,7 +21,9 @@ class Sent:
     ``request_headers``: the headers sent with the request of the last hop, in their order;
     ``body``: the response body as the server sent it (content codings not undone; the
     transfer coding is); ``truncated``: the fetch kept only the first bytes of the body;
-    ``address``: the server's IP address (None: unknown, e.g. through a proxy).
+    ``address``: the server's IP address (None: unknown, e.g. through a proxy); ``decoded``:
+    ``body`` has its content codings undone already (a fetcher that cannot have the bytes as
+    sent: libcurl decodes), which the record says.
     """
 
     method: str
@@ -30,6 +32,7 @@ class Sent:
     body: bytes
     truncated: bool = False
     address: str | None = None
+    decoded: bool = False
 
 
 class ResponseKeeper(Protocol):

@@ -1,12 +1,14 @@
 """Writing WARC/1.1 files: one gzip member a record, a ``warcinfo`` first, rolled at a size.
 
-Records are serialized by ``fastwarc`` and each compressed into one gzip member by ISA-L
-(``isal``) at level 1: together 60 µs for a 21 KB page where warcio's own gzip takes 510 µs
-(decision 0049). Records carry a ``WARC-Payload-Digest`` (what revisits and replay tools
-use), no ``WARC-Block-Digest``. A file is named ``<crawl>-<UTC time>-<host>-<pid>-<sequence>.warc.gz``, so two
-processes (or one process's successive files) never write to one file. Each record is
-compressed into memory and then appended with one ``write``: a process killed mid-way leaves
-whole records plus at most one cut member at the end, which readers skip.
+Records are serialized here (``warc_record``: the WARC head is a few lines of text) and each
+compressed into one gzip member by ISA-L (``isal``) at level 0: 68 µs of CPU for a 21 KB
+page's two records, digest and index row where fastwarc's record objects took 127 µs and
+warcio's own gzip 510 µs (decision 0049); fastwarc reads them back (``archive/reading.py``), warcio in the tests.
+Records carry a ``WARC-Payload-Digest`` (what revisits and replay tools use), no
+``WARC-Block-Digest``. A file is named ``<crawl>-<UTC time>-<host>-<pid>-<sequence>.warc.gz``,
+so two processes (or one process's successive files) never write to one file. A call's
+records are compressed into memory and then appended with one ``write``: a process killed
+mid-way leaves whole records plus at most one cut member at the end, which readers skip.
 """
 
 from __future__ import annotations
@@ -14,29 +16,29 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
-import io
 import os
 import random
 import socket
 import time
-import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
 from typing import BinaryIO
 
-from fastwarc.warc import WarcRecord, WarcRecordType
 from isal import isal_zlib
 
 from crawlfleet.errors import StateError
 
 DEFAULT_FILE_BYTES = 1_000_000_000
-COMPRESSION_LEVEL = 1
-"""ISA-L's level 1: 39 µs for 21 KB of HTML, files 12 % larger than zlib's level 6 at a
-tenth of its CPU (decision 0049)."""
+COMPRESSION_LEVEL = 0
+"""ISA-L's fastest level: 27.5 µs for a 21 KB page (level 1: 34.5 µs, and 3 µs more for
+setting up its tables on a small record), members 21 % larger than level 1's on those pages
+and 7.5 % on 90 KB documentation pages (decision 0049)."""
 _GZIP_WBITS = 31
 _random = random.Random()
+_UUID4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
+_UUID4_SET = (0x4000 << 64) | (0x8000 << 48)
 REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 _HOP_HEADERS = frozenset({"transfer-encoding"})
 """Headers describing how the bytes travelled, which the payload no longer reflects."""
@@ -44,7 +46,8 @@ SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
 """Request headers whose values never go into the archive."""
 REDACTED = "[redacted]"
 _BODY_HEADERS = frozenset({"content-encoding", "content-length"})
-"""Headers describing the server's body, which a rendered DOM is not."""
+"""Headers describing the server's body, which a rendered DOM or a decoded body is not."""
+_END = b"\r\n\r\n"
 
 
 def payload_digest(body: bytes) -> str:
@@ -63,29 +66,59 @@ def warc_date(at: float) -> str:
     return f"{_second(whole_s)}.{int((at - whole_s) * 1_000_000):06d}Z"
 
 
-def _record_id() -> bytes:
-    """A random (version 4) UUID URN; ``random``, not ``os.urandom``: an id, not a secret."""
-    return f"uuid:{uuid.UUID(int=_random.getrandbits(128), version=4)}".encode()
+def record_id() -> str:
+    """A fresh ``WARC-Record-ID``: a random (version 4) UUID URN in angle brackets.
 
-
-def http_response_head(status: int, headers: Mapping[str, str], *, rendered: bool = False) -> bytes:
-    """The status line and headers of a response as a WARC block starts.
-
-    The payload is kept as sent but without its transfer coding (the wire undid it): the
-    ``Transfer-Encoding`` header is renamed ``X-Crawlfleet-Was-Transfer-Encoding`` so that a
-    reader does not undo it again. A ``rendered`` payload (the browser's DOM) has neither the
-    server's coding nor its length: those headers are renamed too.
+    ``random``, not ``os.urandom``: an id, not a secret (``uuid4`` was a syscall a record).
     """
+    h = f"{(_random.getrandbits(128) & _UUID4_CLEAR) | _UUID4_SET:032x}"
+    return f"<urn:uuid:{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}>"
+
+
+def warc_fields(fields: Sequence[tuple[str, str]]) -> str:
+    """``fields`` as the named-field lines of a WARC head; ``ValueError`` for a value that
+    holds a line break (it would end the head early)."""
+    text = "".join([f"{name}: {value}\r\n" for name, value in fields])
+    if text.count("\n") != len(fields) or text.count("\r") != len(fields):
+        raise ValueError(f"a WARC field value holds a line break: {fields!r}")
+    return text
+
+
+def warc_record(kind: str, rid: str, date: str, fields: str, *block: bytes) -> bytes:
+    """One WARC/1.1 record: ``kind`` (``WARC-Type``), its id, date and ``fields`` (from
+    ``warc_fields``), then its block, the concatenation of ``block``."""
+    length = sum(map(len, block))
+    head = (
+        f"WARC/1.1\r\nWARC-Type: {kind}\r\nWARC-Record-ID: {rid}\r\nWARC-Date: {date}\r\n"
+        f"{fields}Content-Length: {length}\r\n\r\n"
+    )
+    return b"".join((head.encode(), *block, _END))
+
+
+@functools.lru_cache(maxsize=128)
+def _status_line(status: int) -> str:
     try:
         reason = HTTPStatus(status).phrase
     except ValueError:
         reason = ""
-    lines = [f"HTTP/1.1 {status} {reason}".rstrip()]
+    return f"HTTP/1.1 {status} {reason}".rstrip()
+
+
+def http_response_head(status: int, headers: Mapping[str, str], *, recoded: bool = False) -> bytes:
+    """The status line and headers of a response as a WARC block starts.
+
+    The payload is kept as sent but without its transfer coding (the wire undid it): the
+    ``Transfer-Encoding`` header is renamed ``X-Crawlfleet-Was-Transfer-Encoding`` so that a
+    reader does not undo it again. A ``recoded`` payload (the browser's DOM, a body libcurl
+    decoded) has neither the server's coding nor its length: those headers are renamed too.
+    """
+    lines = [_status_line(status)]
     for name, value in headers.items():
-        if name in _HOP_HEADERS or (rendered and name in _BODY_HEADERS):
+        if name in _HOP_HEADERS or (recoded and name in _BODY_HEADERS):
             name = f"x-crawlfleet-was-{name}"
         lines.append(f"{name}: {value}")
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
+    lines.append("\r\n")
+    return "\r\n".join(lines).encode("latin-1", "replace")
 
 
 def http_request_head(
@@ -105,7 +138,8 @@ def http_request_head(
     if body:
         lines.append(f"Content-Length: {len(body)}")
         lines.append("X-Crawlfleet-Body: left out")
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
+    lines.append("\r\n")
+    return "\r\n".join(lines).encode("latin-1", "replace")
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,24 +182,26 @@ class WarcFiles:
         self.closed_files: list[Path] = []
         """Every file finished so far, oldest first."""
 
-    def write(self, records: Iterable[WarcRecord]) -> list[Written]:
-        """Append ``records`` (gzip member each) to the current file, in one ``write``."""
+    def write(self, records: Sequence[bytes]) -> list[Written]:
+        """Append ``records`` (from ``warc_record``; a gzip member each) to the current file,
+        in one ``write``, handed to the OS before this returns."""
         if self._file is None or self._size >= self._max_file_bytes:
             self._roll()
         assert self._file is not None  # _roll opened it
-        buffer = io.BytesIO()
-        places: list[Written] = []
-        for record in records:
-            start = buffer.tell()
-            _compress(record, buffer)
-            places.append(Written(self._name, self._size + start, buffer.tell() - start))
-        data = buffer.getvalue()
+        members = [isal_zlib.compress(r, COMPRESSION_LEVEL, _GZIP_WBITS) for r in records]
+        places = []
+        offset = self._size
+        for member in members:
+            places.append(Written(self._name, offset, len(member)))
+            offset += len(member)
+        data = members[0] if len(members) == 1 else b"".join(members)
         try:
-            self._file.write(data)
-            self._file.flush()  # to the OS: a killed process keeps what it reported
+            written = self._file.write(data)  # unbuffered: a killed process keeps it
         except OSError as exc:
             raise StateError(f"cannot write the archive file {self._name}: {exc}") from None
-        self._size += len(data)
+        if written != len(data):  # a full disk (a regular file's write is otherwise whole)
+            raise StateError(f"cannot write the archive file {self._name}: short write")
+        self._size = offset
         return places
 
     def close(self) -> None:
@@ -188,7 +224,7 @@ class WarcFiles:
             self._sequence += 1
             try:
                 self.directory.mkdir(parents=True, exist_ok=True)
-                self._file = (self.directory / name).open("xb")
+                self._file = (self.directory / name).open("xb", buffering=0)
                 break
             except FileExistsError:
                 continue
@@ -200,24 +236,5 @@ class WarcFiles:
             f"software: {self._software}\r\nformat: WARC File Format 1.1\r\n"
             f"hostname: {socket.gethostname()}\r\nx-crawlfleet-crawl-id: {self._crawl_id}\r\n"
         ).encode()
-        record = new_record(WarcRecordType.warcinfo, time.time())
-        record.headers["WARC-Filename"] = name
-        record.headers["Content-Type"] = "application/warc-fields"
-        record.set_bytes_content(info)
-        self.write([record])
-
-
-def new_record(kind: WarcRecordType, at: float) -> WarcRecord:
-    """A record of ``kind`` with a fresh id and ``at`` as its date."""
-    record = WarcRecord()
-    record.init_headers(kind, _record_id())
-    record.headers["WARC-Date"] = warc_date(at)
-    return record
-
-
-def _compress(record: WarcRecord, out: io.BytesIO) -> None:
-    plain = io.BytesIO()
-    record.write(plain, checksum_data=False)
-    gzip = isal_zlib.compressobj(COMPRESSION_LEVEL, isal_zlib.DEFLATED, _GZIP_WBITS)
-    out.write(gzip.compress(plain.getbuffer()))
-    out.write(gzip.flush())
+        fields = warc_fields([("WARC-Filename", name), ("Content-Type", "application/warc-fields")])
+        self.write([warc_record("warcinfo", record_id(), warc_date(time.time()), fields, info)])

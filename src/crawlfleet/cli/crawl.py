@@ -25,7 +25,7 @@ from crawlfleet.errors import ConfigError, CrawlfleetError
 from crawlfleet.monitoring.metric_snapshot import DEFAULT_BIND, DEFAULT_TOP_DOMAINS
 from crawlfleet.monitoring.outcome import SHORTFALL_EXIT
 from crawlfleet.monitoring.summary import CANCELLED_EXIT, PARSE_ERROR_EXIT, dropped_line
-from crawlfleet.runtime import event_loop
+from crawlfleet.runtime.loop import event_loop
 from crawlfleet.settings import Settings
 from crawlfleet.settings_loading import load_settings
 

@@ -10,7 +10,7 @@ import typer
 from crawlfleet.cli.console import fail, make_console, safe
 from crawlfleet.cli.crawl import run_crawl
 from crawlfleet.errors import CrawlfleetError
-from crawlfleet.runtime import event_loop
+from crawlfleet.runtime.loop import event_loop
 from crawlfleet.settings_loading import load_settings
 
 DEMO_ROLES = ("shop", "quotes", "lab")

@@ -1,7 +1,7 @@
 """``crawlfleet pause|resume|cancel|add|resume-parser``: operate a crawl while it runs.
 
 ``resume-parser PARSER DOMAIN`` re-opens a parser a drift paused on a domain
-(``runtime/drift.py``), on both runtimes; with ``--parsers`` (the fixed ones), a crawl with
+(``runtime/step/drift.py``), on both runtimes; with ``--parsers`` (the fixed ones), a crawl with
 an archive parses its mismatched pages from the archive instead of fetching them again
 (``runtime/reparse.py``; a distributed crawl's with ``--postgres``, ``reparse_jobs.py``).
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import tempfile
 from collections.abc import Iterator
 from functools import partial
@@ -32,6 +33,10 @@ from crawlfleet.settings import Settings
 from crawlfleet.settings_loading import load_settings
 
 err = Console(stderr=True)
+DEFAULT_JOBS = (
+    len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+)
+"""Parse processes of a reparse: one a CPU this process may run on (decision 0049)."""
 
 
 def _records(source: str) -> Iterator[Archived]:
@@ -40,27 +45,27 @@ def _records(source: str) -> Iterator[Archived]:
     return archive_records(source)
 
 
-async def _run(settings: Settings, root: str, items_file: Path) -> ReparseFigures:
+async def _run(settings: Settings, root: str, items_file: Path, jobs: int) -> ReparseFigures:
     from crawlfleet.pipeline.sinks.sqlite import SqliteSink
 
     sink = await SqliteSink.open(items_file, crawl_id=settings.crawl_id)
     sink.write_in_turns()  # one transaction an event-loop turn, as in a crawl (decision 0027)
     try:
-        return await reparse(settings, _records(root), sink, sink)
+        return await reparse(settings, _records(root), sink, sink, jobs=jobs)
     finally:
         await sink.close()
 
 
-async def _run_postgres(settings: Settings, root: str, dsn: str) -> ReparseFigures:
+async def _run_postgres(settings: Settings, root: str, dsn: str, jobs: int) -> ReparseFigures:
     """Into a distributed crawl's items (PostgreSQL, the crawl id's rows), as its workers write."""
     from crawlfleet.pipeline.sinks.postgres_schema import migrate
 
     await asyncio.to_thread(migrate, dsn)
-    return await reparse_to_postgres(settings, _records(root), dsn)
+    return await reparse_to_postgres(settings, _records(root), dsn, jobs=jobs)
 
 
 def _embedded(
-    settings: Settings, archive: str, output: Path | str, state: Path | None
+    settings: Settings, archive: str, output: Path | str, state: Path | None, jobs: int
 ) -> tuple[ReparseFigures, int]:
     """Into an items file (``state``'s, or a temporary one), exported to ``output``."""
     with contextlib.ExitStack() as stack:
@@ -72,7 +77,7 @@ def _embedded(
         items_file = where / ITEMS_FILE
         if state is None and Path(output).resolve() == items_file.resolve():
             raise ConfigError("give -o another file than the items file")
-        figures = asyncio.run(_run(settings, archive, items_file))
+        figures = asyncio.run(_run(settings, archive, items_file, jobs))
         written = export_to(output, partial(export_items, items_file, crawl_id=settings.crawl_id))
         return figures, written
 
@@ -144,11 +149,30 @@ def reparse_command(
     broker: Annotated[
         str | None, typer.Option("--broker", help="Celery broker URL (default: the Redis URL)")
     ] = None,
+    jobs: Annotated[
+        int,
+        typer.Option(
+            "--jobs",
+            min=1,
+            help="processes running the parsers (default: one a CPU); with --redis each"
+            " worker parses its files itself",
+        ),
+    ] = DEFAULT_JOBS,
+    wait_for_workers: Annotated[
+        bool | None,
+        typer.Option(
+            "--wait-for-workers",
+            help="with --redis: wait for ever for a worker that takes the tasks (else: stop"
+            " after worker_wait_s, 60 s, with exit 2 and the reason)",
+        ),
+    ] = None,
 ) -> None:
     """Parse the archived pages again, as if just fetched; no request is made."""
     target = output if is_object_url(output) else Path(output)
     try:
-        settings = load_settings(config, crawl_id=crawl_id)
+        settings = load_settings(
+            config, crawl_id=crawl_id, worker_wait_s=0.0 if wait_for_workers else None
+        )
         if parsers:
             settings.parsers = [*settings.parsers, *(p.strip() for p in parsers.split(",") if p)]
         if postgres is not None and state is not None:
@@ -159,12 +183,12 @@ def reparse_command(
             if redis is not None:
                 figures = _distributed(settings, archive, redis, broker or redis, postgres)
             else:
-                figures = asyncio.run(_run_postgres(settings, archive, postgres))
+                figures = asyncio.run(_run_postgres(settings, archive, postgres, jobs))
             written = export_to(
                 target, partial(export_postgres, postgres, crawl_id=settings.crawl_id)
             )
         else:
-            figures, written = _embedded(settings, archive, target, state)
+            figures, written = _embedded(settings, archive, target, state, jobs)
     except (CrawlfleetError, OSError) as exc:
         fail(exc, err)
     _report(figures)

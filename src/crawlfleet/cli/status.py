@@ -9,7 +9,7 @@ table per domain: queued, in flight, done, failed, dead, what limits dropped, de
 state and the fetch strategy slot (the ladder's ``rung``, ``fetcher``, ...; what the adaptive
 fetcher learned), then one line of what limits dropped, by limit; then, per (parser, domain)
 with expectations, its quality figures and drift mark, and a line per (parser, domain) whose
-drift test fired (``runtime/drift.py``).
+drift test fired (``runtime/step/drift.py``).
 
 ``--postgres DSN`` with ``--crawl-id``: also (or, without ``--redis``, only) the quality
 scores the crawl's dispatcher last wrote to PostgreSQL (``monitoring/postgres_quality.py``):

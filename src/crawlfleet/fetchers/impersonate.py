@@ -20,10 +20,16 @@ The guarantees of ``HttpFetcher``, kept here with its parts (the target's checks
 - **redirects** are returned as they are (the crawl queues the Location); no cookie is kept;
   ``credentials`` go as Basic auth to their own origin only;
 - every failure is a ``FetchError`` naming the URL, ``transient`` when a retry may help;
-- **crawl sessions** (``via``, from ``runtime/proxy_link.py``): the request goes through the
-  session's proxy; the session's header profile is not sent, the impersonated browser's own
-  headers are (a second browser's headers would contradict the TLS fingerprint). Through a
-  proxy the proxy resolves the host, so only a literal IP is checked, as in ``HttpFetcher``.
+- the **archive** (``keeper``) gets every response returned, before ``fetch`` returns it, with
+  the request headers libcurl sent (read from its debug stream, the impersonated browser's
+  included) and the server's address. libcurl undoes content codings itself (zstd included,
+  which ``fetchers.decoding`` cannot), so an encoded body is kept decoded and marked so
+  (``Sent.decoded``; decision 0049);
+- **crawl sessions** (``via``, from ``runtime/fetching/proxy_link.py``): the request goes
+  through the session's proxy; the session's header profile is not sent, the impersonated
+  browser's own headers are (a second browser's headers would contradict the TLS
+  fingerprint). Through a proxy the proxy resolves the host, so only a literal IP is
+  checked, as in ``HttpFetcher``.
 """
 
 from __future__ import annotations
@@ -35,8 +41,9 @@ from dataclasses import dataclass, field
 
 from curl_cffi.aio import AsyncCurl
 from curl_cffi.const import CurlECode, CurlHttpVersion, CurlInfo, CurlOpt
-from curl_cffi.curl import CURL_WRITEFUNC_ERROR, Curl, CurlError
+from curl_cffi.curl import CURL_WRITEFUNC_ERROR, CURLINFO_HEADER_OUT, Curl, CurlError
 
+from crawlfleet.archive.protocols import ResponseKeeper, Sent
 from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.errors import FetchError, ForbiddenAddress, TooLarge
 from crawlfleet.fetchers.addresses import (
@@ -73,6 +80,12 @@ class _Transfer:
     size: int = 0
     cap_bytes: int = 0
     too_large: bool = False
+    request_head: bytes = b""
+    """The last request head libcurl sent (its debug stream; only when archiving)."""
+
+    def debug(self, kind: int, data: bytes) -> None:
+        if kind == CURLINFO_HEADER_OUT:  # a whole head (a proxy's CONNECT, then the request)
+            self.request_head = data
 
     def header(self, line: bytes) -> int:
         if line.startswith(b"HTTP/"):  # a new response (after a 100 or a proxy's CONNECT)
@@ -100,13 +113,23 @@ class _Transfer:
             headers[key] = f"{headers[key]}, {value}" if key in headers else value
         return headers
 
+    def sent_headers(self) -> dict[str, str]:
+        """The headers of ``request_head`` in their order, names as sent."""
+        headers: dict[str, str] = {}
+        for raw in self.request_head.decode("latin-1").split("\r\n")[1:]:
+            name, sep, value = raw.partition(":")
+            if sep:
+                headers[name.strip()] = value.strip()
+        return headers
+
 
 class ImpersonateFetcher:
     """Fetches one http(s) URL per call as a browser would; a ``Fetcher``.
 
     ``forbidden`` decides which resolved addresses may not be connected to (default:
     ``is_forbidden_address``); not consulted when ``settings.allow_private_addresses``.
-    Create, use and close it in one event loop.
+    Create, use and close it in one event loop. ``keeper`` (the crawl's archive) gets every
+    response returned, before ``fetch`` returns it.
     """
 
     def __init__(
@@ -116,8 +139,10 @@ class ImpersonateFetcher:
         clock: Clock | None = None,
         forbidden: AddressPredicate | None = None,
         credentials: Credentials | None = None,
+        keeper: ResponseKeeper | None = None,
     ) -> None:
         self._settings = settings
+        self._keeper = keeper
         self._clock = clock or SystemClock()
         self._credentials = credentials if credentials is not None else Credentials()
         self._forbidden = (
@@ -137,14 +162,15 @@ class ImpersonateFetcher:
                 if proxied and self._forbidden is not None:
                     check_literal_host(target.host, self._forbidden)
                 pins = [] if proxied else await self._pins(target, url)
-                status, headers, body = await self._transfer(Hop.first(request), url, pins, via)
+                hop = Hop.first(request)
+                status, headers, body, wire = await self._transfer(hop, url, pins, via)
         except ForbiddenAddress as exc:
             raise ForbiddenAddress(f"{url}: {exc}") from None
         except FetchError:
             raise
         except (TimeoutError, ValueError) as exc:
             raise fetch_failure(exc, url, self._settings.total_timeout_s) from None
-        return FetchResult(
+        result = FetchResult(
             url=request.url,
             final_url=url,
             status=status,
@@ -155,6 +181,12 @@ class ImpersonateFetcher:
             fetched_at=self._clock.now(),
             request=request,
         )
+        if self._keeper is not None and wire is not None:
+            sent, address = wire
+            decoded = headers.get("content-encoding", "identity").lower() != "identity"
+            kept = Sent(hop.method, sent, hop.body, body, address=address, decoded=decoded)
+            await self._keeper.keep(result, kept)
+        return result
 
     async def _pins(self, target: Target, url: str) -> list[str]:
         """``CURLOPT_RESOLVE`` entries pinning ``target``'s host to allowed addresses."""
@@ -170,7 +202,9 @@ class ImpersonateFetcher:
 
     async def _transfer(
         self, hop: Hop, url: str, pins: list[str], via: Via | None
-    ) -> tuple[int, dict[str, str], bytes]:
+    ) -> tuple[int, dict[str, str], bytes, tuple[dict[str, str], str | None] | None]:
+        """Status, lower-case headers, the body (decoded) and, when archiving, the request
+        headers sent and the server's address (None through a proxy)."""
         multi = self._multi or self._open()
         curl = self._idle.pop() if self._idle else Curl()
         transfer = _Transfer(cap_bytes=self._settings.max_body_bytes)
@@ -183,12 +217,18 @@ class ImpersonateFetcher:
             status = curl.getinfo(CurlInfo.RESPONSE_CODE)
             if not isinstance(status, int):
                 raise FetchError(f"{url}: no status read", transient=True)
+            wire = None
+            if self._keeper is not None:
+                address = curl.getinfo(CurlInfo.PRIMARY_IP)
+                proxied = via is not None and via.proxy is not None
+                peer = address.decode() if isinstance(address, bytes) and not proxied else None
+                wire = (transfer.sent_headers(), peer or None)
         finally:
             curl.clean_handles_and_buffers()
             multi.remove_handle(curl)
             curl.reset()
             self._idle.append(curl)
-        return status, transfer.headers(), b"".join(transfer.chunks)
+        return status, transfer.headers(), b"".join(transfer.chunks), wire
 
     def _prepare(
         self,
@@ -230,6 +270,9 @@ class ImpersonateFetcher:
         curl.setopt(CurlOpt.LOW_SPEED_TIME, max(1, math.ceil(settings.read_timeout_s)))
         curl.setopt(CurlOpt.MAXFILESIZE_LARGE, settings.max_body_bytes)
         curl.setopt(CurlOpt.HEADERFUNCTION, transfer.header)
+        if self._keeper is not None:  # the request head as sent, for the archive
+            curl.setopt(CurlOpt.VERBOSE, 1)
+            curl.setopt(CurlOpt.DEBUGFUNCTION, transfer.debug)
         curl.setopt(CurlOpt.WRITEFUNCTION, lambda chunk: self._write(transfer, chunk))
 
     def _write(self, transfer: _Transfer, chunk: bytes) -> int:

@@ -26,7 +26,7 @@ class Fetcher(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Via:
-    """How one request is sent for a crawl session (``runtime/proxy_link.py``).
+    """How one request is sent for a crawl session (``runtime/fetching/proxy_link.py``).
 
     ``proxy`` is an ``http://host:port`` URL without userinfo (None: direct), ``proxy_auth``
     its Basic credentials; ``headers`` replace the fetcher's own profile, in their order.
@@ -46,7 +46,7 @@ class Via:
 
 
 class ViaFetcher(Protocol):
-    """A fetcher a crawl session can send through (``runtime/proxy_link.py``): the same
+    """A fetcher a crawl session can send through (``runtime/fetching/proxy_link.py``): the same
     contract as ``Fetcher``, with the session's proxy and headers in ``via`` (None: its own).
     """
 

@@ -11,7 +11,7 @@ Through a proxy, a plain-http request goes to the proxy in absolute form
 credentials), then TLS to the server inside it (``loop.start_tls``), then the request as it
 goes directly. A proxy that refuses the tunnel (any status but 2xx: a 407, a 502) fails the
 request with a ``FetchError`` naming the status; its answer to a plain-http request is the
-response, whatever its status (``runtime.proxy_link`` judges it).
+response, whatever its status (``runtime.fetching.proxy_link`` judges it).
 
 Connections are pooled by their target's origin, and through a proxy by the proxy (with its
 credentials) and the origin: a tunnel carries one origin, and the same proxy with other

@@ -14,10 +14,10 @@ from dataclasses import dataclass, replace
 
 from crawlfleet.counters import Counters, CrawlStats
 from crawlfleet.errors import ConfigError
+from crawlfleet.frontier.backoff import backoff_s
 from crawlfleet.frontier.drift import DriftPage, DriftRule, DriftTest
 from crawlfleet.frontier.learned import AUTO_PREFIX, lane_for
 from crawlfleet.frontier.offered import OfferedUrls
-from crawlfleet.frontier.politeness import backoff_s
 from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.frontier.requests import (
     LinkRules,

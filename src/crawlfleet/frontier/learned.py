@@ -1,7 +1,7 @@
 """What the adaptive fetcher learned, per domain and parser, in the domain's strategy slot.
 
 A request whose fetcher is ``auto`` is admitted with the kind ``auto:<parser>`` (the parser
-that will read its page: ``runtime/routing.py``). The frontier turns that into a lane from
+that will read its page: ``runtime/choice/routing.py``). The frontier turns that into a lane from
 the domain's strategy slot (``QueueStore.set_strategy``, shared by every process and kept
 across restarts):
 
@@ -10,7 +10,7 @@ across restarts):
 
 Learned ``http``: the HTTP lane, except one request in ``RECHECK_EVERY`` (by fingerprint)
 that goes to the browser lane to be checked again. Learned ``browser`` or still sampling:
-the browser lane, where ``runtime/adaptive.py`` fetches samples both ways and writes what
+the browser lane, where ``runtime/choice/adaptive.py`` fetches samples both ways and writes what
 it found.
 """
 

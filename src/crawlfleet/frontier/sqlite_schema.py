@@ -128,7 +128,7 @@ SCHEMA = (
     "CREATE INDEX IF NOT EXISTS attempts_url ON attempts (url, id)",
 )
 
-# Version 4 adds these columns: the crawl session, proxy id and tier of each attempt (runtime/proxy_link.py) and
+# Version 4 adds these columns: the crawl session, proxy id and tier of each attempt (runtime/fetching/proxy_link.py) and
 # the browser fetcher's screenshot of a failed page.
 ROUTE_COLUMNS = ("session_id TEXT", "proxy_id TEXT", "tier INTEGER")
 SCREENSHOT_COLUMN = "screenshot TEXT"

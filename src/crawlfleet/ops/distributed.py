@@ -70,6 +70,7 @@ from crawlfleet.runtime.celery.crawls import (
 )
 from crawlfleet.runtime.celery.definition import ACTIVE_CRAWLS, definition_key
 from crawlfleet.runtime.celery.dispatched import check_seeds
+from crawlfleet.runtime.choice.kinds import QUEUES
 from crawlfleet.runtime.control import (
     WORKER_SEEN_S,
     RedisControl,
@@ -77,8 +78,7 @@ from crawlfleet.runtime.control import (
     control_key,
     crawl_state,
 )
-from crawlfleet.runtime.drift import resume
-from crawlfleet.runtime.kinds import QUEUES
+from crawlfleet.runtime.step.drift import resume
 from crawlfleet.runtime.wiring import build_admitter, build_frontier
 from crawlfleet.settings import Settings
 

@@ -43,8 +43,8 @@ from crawlfleet.proxies.protocols import ProxyState
 from crawlfleet.records import Attempt, Outcome, QueueCounts
 from crawlfleet.runtime.backends import open_proxy_stores, state_paths
 from crawlfleet.runtime.control import FileControl, RunState
-from crawlfleet.runtime.drift import resume
 from crawlfleet.runtime.policies import domain_policy
+from crawlfleet.runtime.step.drift import resume
 from crawlfleet.runtime.wiring import open_frontier
 from crawlfleet.settings import Settings
 from crawlfleet.statedir import IDENTITY_FILE, LOCK_NAME, PAUSE_FILE, recorded_politeness

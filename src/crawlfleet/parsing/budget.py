@@ -201,6 +201,19 @@ class ParseBudget:
                 raise  # the parser's own
             raise self._late(result) from None
 
+    def parse_here(self, parser: Parser, result: FetchResult) -> tuple[ParseResult, int]:
+        """``parse`` on the calling thread whatever the page's size, the process's main thread
+        (a reparse's parse process, which holds one page at a time); ``RuntimeError`` on
+        another thread, where the deadline cannot be kept."""
+        if not MAIN_THREAD_DEADLINE.usable():
+            raise RuntimeError("parse_here needs the main thread and SIGALRM")
+        try:
+            return MAIN_THREAD_DEADLINE.run(
+                self.limits.max_parse_s, lambda: self._parse(parser, result)
+            )
+        except DeadlinePassed:
+            raise self._late(result) from None
+
     def _late(self, result: FetchResult) -> ParseBudgetExceeded:
         return ParseBudgetExceeded(
             f"{result.final_url}: parsing took more than {self.limits.max_parse_s:g} s"

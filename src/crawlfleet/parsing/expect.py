@@ -3,7 +3,7 @@
 A page that misses any part of its parser's ``Expect`` ends as ``mismatch`` (not ``ok``): its
 items are not stored, it is retried like a transient failure (a half-loaded page) and, past
 its retries, dead-lettered under the class ``mismatch: <parser>``. ``unmet`` names the
-missing parts, one short stable text each; the drift detector (``runtime/drift.py``) watches
+missing parts, one short stable text each; the drift detector (``runtime/step/drift.py``) watches
 how often pages mismatch.
 """
 

@@ -12,7 +12,7 @@
             "password": session.secret("password"),
         })
 
-The function is a coroutine function of a login session (``runtime.login.LoginSession``:
+The function is a coroutine function of a login session (``runtime.fetching.login.LoginSession``:
 ``get``, ``post``, ``cookies``, ``secret``); the cookies it leaves in the session are the
 domain's. It runs before the domain's first page and again when a page is logged out: a 3xx
 to ``login_url`` (its path), or when ``logged_out(response)`` says so (a ``Response``).

@@ -3,7 +3,7 @@
 A request's context and headers are stored with it in every frontier store as JSON, so a
 context that is not JSON (a set, a non-text key, a date) or is larger than
 ``max_context_bytes`` is the parser's error: its page ends as ``parse_error`` naming the
-parser (``runtime.crawler``), and no link of that page is queued.
+parser (``runtime.step.crawler``), and no link of that page is queued.
 """
 
 from __future__ import annotations

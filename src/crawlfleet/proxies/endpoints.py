@@ -2,7 +2,7 @@
 
 A tier is a list of proxy URLs (``http://host:port``, ``http://user:pass@host:port``) or the
 literal ``direct`` (no proxy). Tiers are tried in order: tier 0 first, the next one when every
-proxy of a tier is quarantined (see ``runtime/session_pool.py``).
+proxy of a tier is quarantined (see ``runtime/fetching/session_pool.py``).
 
 A proxy is named everywhere by its ``id``: ``px-`` and 10 hex digits of a SHA-256 over
 scheme, host, port and user name, so it is stable across runs and processes and shows no

@@ -101,7 +101,7 @@ class Backends:
 def served_kinds(settings: Settings) -> tuple[str, ...]:
     """The fetcher kinds the crawl's runners serve: embedded, those this machine can run;
     distributed, those a worker of this build serves."""
-    from crawlfleet.runtime.kinds import WORKER_KINDS, servable_kinds
+    from crawlfleet.runtime.choice.kinds import WORKER_KINDS, servable_kinds
 
     if settings.redis_url is None:
         return servable_kinds(settings.browser_executable)
@@ -296,7 +296,7 @@ async def open_proxy_stores(
 
 
 async def open_session_store(settings: Settings, stack: AsyncExitStack) -> SessionStore:
-    """The crawl's login sessions (``runtime/login.py``): Redis when distributed, else the
+    """The crawl's login sessions (``runtime/fetching/login.py``): Redis when distributed, else the
     state file's table."""
     if settings.redis_url is not None:
         from crawlfleet.sessions.redis import RedisSessionStore

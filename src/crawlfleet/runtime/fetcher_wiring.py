@@ -3,7 +3,7 @@
 Both HTTP fetchers go over one transport (``build_transport``: one connection pool for pages,
 robots.txt and sitemaps). The robots.txt cache is built here too, over the side fetch. ``runtime.wiring`` puts them
 in a crawl's object graph; the wrappers of the HTTP chain, in their order, are
-``runtime.fetch_chain``'s.
+``runtime.fetching.chain``'s.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from crawlfleet.fetchers.transport import Transport
 from crawlfleet.frontier.robots import ROBOTS_MAX_BYTES, FetchFn, ReadFn, RobotsCache
 from crawlfleet.frontier.robots_txt import path_and_query
 from crawlfleet.models import CrawlRequest, FetchResult
-from crawlfleet.runtime.fetch_chain import SessionLink, cached, hooked
-from crawlfleet.runtime.kinds import BASE_KINDS, IMPERSONATE
-from crawlfleet.runtime.side_fetch import SessionSideFetcher
+from crawlfleet.runtime.choice.kinds import BASE_KINDS, IMPERSONATE
+from crawlfleet.runtime.fetching.chain import SessionLink, cached, hooked
+from crawlfleet.runtime.fetching.side_fetch import SessionSideFetcher
 from crawlfleet.settings import Settings
 from crawlfleet.urls import UrlRules, fingerprint
 
@@ -54,9 +54,10 @@ def build_fetchers(
     """The crawl's fetchers by kind; redirects become queued links (``Crawler``).
 
     The HTTP chain, top to bottom: hooks, cache, ``logged_in``, ``routed`` (crawl sessions)
-    (``runtime.fetch_chain``); the ``impersonate`` fetcher (when servable) sits in the same
-    chain. ``keeper`` (the archive) gets every response of the HTTP fetcher. ``transport``
-    (``build_transport``; None: the HTTP fetcher's own) carries its requests.
+    (``runtime.fetching.chain``); the ``impersonate`` fetcher (when servable) sits in the same
+    chain. ``keeper`` (the archive) gets every response of the HTTP and impersonate fetchers.
+    ``transport`` (``build_transport``; None: the HTTP fetcher's own) carries the HTTP
+    fetcher's requests.
     """
     http = HttpFetcher(
         settings,
@@ -78,7 +79,9 @@ def build_fetchers(
                 f"the impersonate fetcher cannot be loaded ({exc}); "
                 "reinstall it: pip install 'crawlfleet[stealth]'"
             ) from None
-        browser_like = ImpersonateFetcher(settings, clock=clock, credentials=credentials)
+        browser_like = ImpersonateFetcher(
+            settings, clock=clock, credentials=credentials, keeper=keeper
+        )
         fetchers[IMPERSONATE] = hooked(
             cached(logged_in(routed(browser_like)), settings, clock), settings
         )

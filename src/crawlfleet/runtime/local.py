@@ -25,8 +25,8 @@ from crawlfleet.clock import Clock
 from crawlfleet.events import CrawlFinished, CrawlStarted, EventBus, QueueSampled
 from crawlfleet.records import QueueCounts
 from crawlfleet.runtime.control import Control, RunState
-from crawlfleet.runtime.crawler import Crawler
-from crawlfleet.runtime.loop import ClaimLoop
+from crawlfleet.runtime.loop.claim import ClaimLoop
+from crawlfleet.runtime.step.crawler import Crawler
 
 log = logging.getLogger(__name__)
 

@@ -8,6 +8,11 @@ goes through the crawl's parsers, within its parse budget, and its items through
 pipeline (processors, validation, dedupe) into ``sink``. Links found are counted, never
 crawled.
 
+With ``jobs`` above 1 the parsers run in that many processes (``_ParseProcesses``), pages
+handed over in batches and their items taken back in the archive's order, while this process
+reads the records and runs the pipeline: a reparse is bound by the parse, which one core
+runs at about the crawl's own pages/s (decision 0049).
+
 ``resume_reparsing`` is ``resume-parser --parsers``: after a drift, an embedded crawl's
 mismatched pages parsed again from its archive with the fixed parsers, through the crawl
 step's own wiring (pipeline, admission of links), instead of fetched again.
@@ -15,9 +20,13 @@ step's own wiring (pipeline, admission of links), instead of fetched again.
 
 from __future__ import annotations
 
+import asyncio
+import multiprocessing
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -30,10 +39,9 @@ from crawlfleet.events import EventBus
 from crawlfleet.fetchers.decoding import decode_body
 from crawlfleet.frontier.drift_marks import drifts
 from crawlfleet.frontier.frontier import Frontier
-from crawlfleet.frontier.politeness import StatusClass, classify, judge
 from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.frontier.store_types import Signal
-from crawlfleet.models import CrawlRequest, FetchResult
+from crawlfleet.models import CrawlRequest, FetchResult, Item
 from crawlfleet.monitoring.deadletters import letter_class
 from crawlfleet.parsing.budget import ParseBudget, ParseLimits
 from crawlfleet.parsing.registry import ParserRegistry
@@ -41,10 +49,11 @@ from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.pipeline.protocols import Sink
 from crawlfleet.pipeline.rejects import RejectStore
 from crawlfleet.records import DeadLetter
-from crawlfleet.runtime.attempts import item_counters
 from crawlfleet.runtime.backends import open_embedded
-from crawlfleet.runtime.drift import resume
-from crawlfleet.runtime.routing import Router
+from crawlfleet.runtime.choice.routing import Router
+from crawlfleet.runtime.step.attempts import item_counters
+from crawlfleet.runtime.step.drift import resume
+from crawlfleet.runtime.step.judge import StatusClass, classify, judge
 from crawlfleet.runtime.wiring import build_admitter, build_frontier, crawl_parsers, crawl_pipeline
 from crawlfleet.settings import Settings
 from crawlfleet.statedir import IDENTITY_SETTINGS, recorded_identity, recorded_politeness
@@ -133,10 +142,20 @@ def archived_result(archived: Archived, rules: UrlRules, *, cap_bytes: int) -> F
     )
 
 
+PARSE_BATCH_PAGES = 32
+"""Pages handed to a parse process at once: one pickling round trip for them all."""
+
+
 async def reparse(
-    settings: Settings, records: Iterable[Archived], sink: Sink, rejects: RejectStore | None
+    settings: Settings,
+    records: Iterable[Archived],
+    sink: Sink,
+    rejects: RejectStore | None,
+    *,
+    jobs: int = 1,
 ) -> ReparseFigures:
-    """Parse every page of ``records`` with ``settings``' parsers into ``sink``."""
+    """Parse every page of ``records`` with ``settings``' parsers into ``sink``, in ``jobs``
+    processes (1: in this one)."""
     started, started_cpu = time.perf_counter(), time.process_time()
     registry = crawl_parsers(settings)
     pipeline = crawl_pipeline(
@@ -145,23 +164,118 @@ async def reparse(
     budget = ParseBudget(ParseLimits.from_settings(settings))
     rules = UrlRules(settings.strip_query_params, settings.politeness_key)
     figures = ReparseFigures()
+    processes = _ParseProcesses(settings, jobs) if jobs > 1 else None
+    batch: list[FetchResult] = []
     try:
         for archived in records:
             figures.records += 1
-            why = _not_a_page(archived)
-            if why is None:
-                why = await _parse(archived, rules, settings, registry, budget, pipeline, figures)
-            if why is not None:
-                figures.skipped[why] += 1
+            result = _not_a_page(archived) or _page(archived, rules, settings, figures)
+            if isinstance(result, str):
+                figures.skipped[result] += 1
+            elif processes is None:
+                parsed = await _parse_here(result, registry, budget)
+                await _store(result, parsed, pipeline, figures)
+            else:
+                batch.append(result)
+                if len(batch) == PARSE_BATCH_PAGES:
+                    for page, parsed in await processes.parse(batch):
+                        await _store(page, parsed, pipeline, figures)
+                    batch = []
+        if processes is not None:
+            for page, parsed in await processes.parse(batch, last=True):
+                await _store(page, parsed, pipeline, figures)
     finally:
         budget.close()
+        if processes is not None:
+            processes.close()
     figures.elapsed_s = time.perf_counter() - started
-    figures.cpu_s = time.process_time() - started_cpu
+    figures.cpu_s = time.process_time() - started_cpu + (processes.cpu_s if processes else 0.0)
     return figures
 
 
+_Parsed = tuple[list[Item], int] | str
+"""A page's items and how many links it had, or why it was not parsed (a parser's error)."""
+
+
+class _ParseProcesses:
+    """``jobs`` processes running the crawl's parsers over batches of pages, in order.
+
+    Up to two batches a process are in flight; ``parse`` hands one over and returns the
+    pages of the oldest batch once more are waiting (``last``: every batch left); a process
+    that dies (a parser exiting the interpreter) is a ``StateError`` naming the batch. The
+    processes are forked from a fresh interpreter that imported this module (forkserver:
+    nothing of this process's threads, loop or open files) and load the parsers themselves.
+    """
+
+    def __init__(self, settings: Settings, jobs: int) -> None:
+        self._jobs = jobs
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload([__name__])  # imported once, by the server
+        self._pool = ProcessPoolExecutor(
+            jobs,
+            mp_context=context,
+            initializer=_start_parse_process,
+            initargs=(settings,),
+        )
+        self._pending: deque[tuple[list[FetchResult], Future[tuple[list[_Parsed], float]]]] = (
+            deque()
+        )
+        self.cpu_s = 0.0
+        """CPU seconds the processes spent on the batches returned so far."""
+
+    async def parse(
+        self, batch: list[FetchResult], *, last: bool = False
+    ) -> list[tuple[FetchResult, _Parsed]]:
+        if batch:
+            self._pending.append((batch, self._pool.submit(_parse_batch, batch)))
+        done: list[tuple[FetchResult, _Parsed]] = []
+        while self._pending and (last or len(self._pending) > 2 * self._jobs):
+            pages, future = self._pending.popleft()
+            try:
+                parsed, cpu_s = await asyncio.wrap_future(future)
+            except BrokenProcessPool:
+                raise StateError(
+                    f"a parse process died while parsing {pages[0].url} or one of the "
+                    f"{len(pages) - 1} pages after it (a parser that exits or crashes the "
+                    "interpreter); --jobs 1 parses in this process"
+                ) from None
+            self.cpu_s += cpu_s
+            done.extend(zip(pages, parsed, strict=True))
+        return done
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+_PROCESS_PARSERS: list[tuple[ParserRegistry, ParseBudget]] = []
+"""A parse process's registry and budget (``_start_parse_process``)."""
+
+
+def _start_parse_process(settings: Settings) -> None:
+    _PROCESS_PARSERS.append(
+        (crawl_parsers(settings), ParseBudget(ParseLimits.from_settings(settings), threads=1))
+    )
+
+
+def _parse_batch(pages: list[FetchResult]) -> tuple[list[_Parsed], float]:
+    """The pages parsed, and the CPU seconds it took."""
+    started = time.process_time()
+    registry, budget = _PROCESS_PARSERS[0]
+    parsed = [_parse_page(page, registry, budget) for page in pages]
+    return parsed, time.process_time() - started
+
+
+def _parse_page(result: FetchResult, registry: ParserRegistry, budget: ParseBudget) -> _Parsed:
+    name, parser = registry.select(result.final_url)
+    try:
+        parsed, _links_cut = budget.parse_here(parser, result)
+    except Exception as exc:  # a parser's bug: the page's own outcome, as in a crawl
+        return f"{result.url}: parser {name!r}: {exc}"
+    return parsed.items, len(parsed.links)
+
+
 async def reparse_to_postgres(
-    settings: Settings, records: Iterable[Archived], dsn: str
+    settings: Settings, records: Iterable[Archived], dsn: str, *, jobs: int = 1
 ) -> ReparseFigures:
     """``reparse`` into a distributed crawl's items (PostgreSQL, the crawl id's rows, upserted
     by item key), as its workers write them; the schema must be migrated."""
@@ -171,7 +285,7 @@ async def reparse_to_postgres(
     try:
         rejects = await PostgresRejects.open(dsn, crawl_id=settings.crawl_id)
         try:
-            return await reparse(settings, records, sink, rejects)
+            return await reparse(settings, records, sink, rejects, jobs=jobs)
         finally:
             await rejects.close()
     finally:
@@ -188,16 +302,10 @@ def _not_a_page(archived: Archived) -> str | None:
     return None
 
 
-async def _parse(
-    archived: Archived,
-    rules: UrlRules,
-    settings: Settings,
-    registry: ParserRegistry,
-    budget: ParseBudget,
-    pipeline: Pipeline,
-    figures: ReparseFigures,
-) -> str | None:
-    """Parse one page as the crawl step would; the reason it was not parsed, or None."""
+def _page(
+    archived: Archived, rules: UrlRules, settings: Settings, figures: ReparseFigures
+) -> FetchResult | str:
+    """The page the crawl step would parse, or why it would not."""
     try:
         result = archived_result(archived, rules, cap_bytes=settings.max_decompressed_bytes)
     except FetchError as exc:
@@ -207,18 +315,35 @@ async def _parse(
         return f"HTTP {result.status}"
     if judge(result)[0] is Signal.BLOCK:
         return "block page"
+    return result
+
+
+async def _parse_here(
+    result: FetchResult, registry: ParserRegistry, budget: ParseBudget
+) -> _Parsed:
     name, parser = registry.select(result.final_url)
     try:
         parsed, _links_cut = await budget.parse(parser, result)
     except Exception as exc:  # a parser's bug: the page's own outcome, as in a crawl
-        figures.first_error = figures.first_error or f"{result.url}: parser {name!r}: {exc}"
-        return "parse error"
+        return f"{result.url}: parser {name!r}: {exc}"
+    return parsed.items, len(parsed.links)
+
+
+async def _store(
+    result: FetchResult, parsed: _Parsed, pipeline: Pipeline, figures: ReparseFigures
+) -> None:
+    """The page's items through the pipeline, counted."""
+    if isinstance(parsed, str):
+        figures.first_error = figures.first_error or parsed
+        figures.skipped["parse error"] += 1
+        return
+    items, links = parsed
     assert result.request is not None
     outcome = await pipeline.process(
-        parsed.items, result.request.domain, fetched_at=result.fetched_at, page=result.url
+        items, result.request.domain, fetched_at=result.fetched_at, page=result.url
     )
     figures.pages += 1
-    figures.links += len(parsed.links)
+    figures.links += links
     figures.items["stored"] += outcome.stored
     figures.items["invalid"] += outcome.invalid
     figures.items["dropped"] += sum(outcome.dropped.values())

@@ -39,17 +39,17 @@ from crawlfleet.proxies.pool import ProxyPool
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.archiving import open_archive
 from crawlfleet.runtime.backends import Backends, open_store
-from crawlfleet.runtime.body_bytes import BodyBytes
-from crawlfleet.runtime.browser_lane import browser_lane, build_browser
-from crawlfleet.runtime.crawler import Crawler, CrawlerParts
-from crawlfleet.runtime.drift import DriftOptions, DriftWatch
-from crawlfleet.runtime.fetch_chain import login_link, session_link
+from crawlfleet.runtime.choice.browser_lane import browser_lane, build_browser
+from crawlfleet.runtime.choice.kinds import check_kinds, named_kinds, needs_browser, servable_kinds
+from crawlfleet.runtime.choice.routing import Router
+from crawlfleet.runtime.choice.strategy import Strategies
 from crawlfleet.runtime.fetcher_wiring import build_fetchers, build_robots, build_transport
-from crawlfleet.runtime.freshness import Freshness
-from crawlfleet.runtime.kinds import check_kinds, named_kinds, needs_browser, servable_kinds
+from crawlfleet.runtime.fetching.chain import login_link, session_link
 from crawlfleet.runtime.policies import domain_policy, recrawl_policy
-from crawlfleet.runtime.routing import Router
-from crawlfleet.runtime.strategy import Strategies
+from crawlfleet.runtime.step.body_bytes import BodyBytes
+from crawlfleet.runtime.step.crawler import Crawler, CrawlerParts
+from crawlfleet.runtime.step.drift import DriftOptions, DriftWatch
+from crawlfleet.runtime.step.freshness import Freshness
 from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.settings import Settings
 from crawlfleet.urls import UrlRules

@@ -2,7 +2,7 @@
 
 Two kinds of jar: one per login domain (``SessionStore``, the ``@login`` steps), and the
 crawl sessions of the proxy link (``CrawlSessionStore``: proxy + header profile + cookie
-jar, a pool per domain, ``runtime/session_pool.py``).
+jar, a pool per domain, ``runtime/fetching/session_pool.py``).
 
 Implementations: ``memory.MemorySessionStore`` (tests, one process), ``sqlite.SqliteSessionStore``
 (the embedded crawl: a table of its state file), ``redis.RedisSessionStore`` (distributed:

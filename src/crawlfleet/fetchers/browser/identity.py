@@ -1,7 +1,7 @@
 """What a browser context looks like for one crawl session: its proxy, User-Agent, jar.
 
 With ``[crawl.proxies]`` every browser fetch comes through a crawl session
-(``runtime/proxy_link.py``): the pool gives each session its own context
+(``runtime/fetching/proxy_link.py``): the pool gives each session its own context
 (``BrowserPool.page(identity)``) opened with the session's proxy (Playwright's per-context
 ``proxy``, credentials included: Debian's Chromium honours it on Linux, decision 0012), the
 User-Agent of its header profile and the profile's ``Accept-Language`` and client hints. The

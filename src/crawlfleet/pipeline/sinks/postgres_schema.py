@@ -103,8 +103,8 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE item_rejects ADD COLUMN item_key text;
     CREATE INDEX item_rejects_crawl ON item_rejects (crawl_id, item_type);
     """,
-    # 4: the crawl session, proxy id and tier each attempt went through (runtime/proxy_link.py)
-    # and the browser fetcher's screenshot of a failed page.
+    # 4: the crawl session, proxy id and tier each attempt went through
+    # (runtime/fetching/proxy_link.py) and the browser fetcher's screenshot of a failed page.
     """
     ALTER TABLE attempts ADD COLUMN session_id text;
     ALTER TABLE attempts ADD COLUMN proxy_id text;

@@ -35,8 +35,7 @@ from crawlfleet.runtime.celery.app import check_broker, make_app
 from crawlfleet.runtime.celery.crawls import WorkerBeat, connect, delete_crawl, worker_beats
 from crawlfleet.runtime.celery.definition import ACTIVE_CRAWLS, CrawlDefinition, definition_key
 from crawlfleet.runtime.celery.publisher import TaskPublisher
-from crawlfleet.runtime.control import RedisControl, RunState
-from crawlfleet.runtime.kinds import (
+from crawlfleet.runtime.choice.kinds import (
     AUTO,
     QUEUE_KINDS,
     QUEUES,
@@ -44,7 +43,8 @@ from crawlfleet.runtime.kinds import (
     check_kinds,
     named_kinds,
 )
-from crawlfleet.runtime.routing import Router
+from crawlfleet.runtime.choice.routing import Router
+from crawlfleet.runtime.control import RedisControl, RunState
 from crawlfleet.runtime.wiring import build_admitter, build_frontier
 from crawlfleet.settings import Settings
 

@@ -49,8 +49,8 @@ from crawlfleet.runtime.celery.crawls import no_worker_reason, worker_beats
 from crawlfleet.runtime.celery.definition import ACTIVE_CRAWLS, DISPATCHERS
 from crawlfleet.runtime.celery.dispatched import DispatchedCrawl
 from crawlfleet.runtime.celery.publisher import TaskPublisher
+from crawlfleet.runtime.choice.kinds import QUEUE_KINDS
 from crawlfleet.runtime.control import WORKER_SEEN_S, RedisControl, RunState
-from crawlfleet.runtime.kinds import QUEUE_KINDS
 from crawlfleet.runtime.local import RunResult
 
 log = logging.getLogger(__name__)

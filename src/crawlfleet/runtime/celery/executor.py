@@ -41,7 +41,6 @@ from crawlfleet.events import EventBus
 from crawlfleet.frontier.redis.connection import RedisClient, connect, store_retry
 from crawlfleet.monitoring.metrics import Metrics
 from crawlfleet.redact import redact
-from crawlfleet.runtime import event_loop
 from crawlfleet.runtime.backends import open_distributed
 from crawlfleet.runtime.celery.definition import (
     ACTIVE_CRAWLS,
@@ -52,9 +51,10 @@ from crawlfleet.runtime.celery.definition import (
 )
 from crawlfleet.runtime.celery.reparse_jobs import reparse_file
 from crawlfleet.runtime.celery.worker_config import WorkerConfig
+from crawlfleet.runtime.choice.kinds import queue_kinds
 from crawlfleet.runtime.control import RedisControl, RunState
-from crawlfleet.runtime.kinds import queue_kinds
-from crawlfleet.runtime.loop import ClaimLoop
+from crawlfleet.runtime.loop import event_loop
+from crawlfleet.runtime.loop.claim import ClaimLoop
 from crawlfleet.runtime.wiring import CrawlGraph, build_crawl, worker_name
 
 log = logging.getLogger(__name__)

@@ -11,6 +11,11 @@ key and a file's result is overwritten, so a task delivered twice (its worker di
 nothing. The command deletes both keys when every file is done; they expire after
 ``JOB_TTL_S`` otherwise (the command was stopped).
 
+When no live worker serves the ``http`` queue (none sent a heartbeat, none consumes it, or
+each refuses the crawl's parsers) for ``worker_wait_s`` while files are still waiting, the
+command gives up with ``NoWorkers``, as the dispatcher does, and deletes the definition: a
+worker that takes the tasks later finds none and does nothing.
+
 ``resume_reparsing_distributed`` (``resume-parser --parsers`` on a distributed crawl) parses a
 drift's mismatched pages from the archive in the command itself.
 """
@@ -29,12 +34,12 @@ from typing import Any
 import orjson
 from redis.exceptions import RedisError
 
-from crawlfleet.errors import CrawlfleetError, StateError
+from crawlfleet.errors import CrawlfleetError, NoWorkers, StateError
 from crawlfleet.frontier.redis.connection import RedisClient, connect
 from crawlfleet.redact import redact
 from crawlfleet.runtime.backends import open_store
 from crawlfleet.runtime.celery.app import DEFAULT_QUEUE, REPARSE_TASK_NAME, check_broker, make_app
-from crawlfleet.runtime.celery.crawls import read_definition
+from crawlfleet.runtime.celery.crawls import no_worker_reason, read_definition, worker_beats
 from crawlfleet.runtime.celery.definition import (
     CrawlDefinition,
     check_parsers,
@@ -96,7 +101,13 @@ async def fan_out(
         except RedisError as exc:
             raise StateError(f"Redis at {redact(redis_url)}: {exc}") from None
         await asyncio.to_thread(_publish, broker_url, crawl_id, job, source, names)
-        results = await _wait(client, files_key, len(names), on_progress)
+        try:
+            results = await _wait(
+                client, files_key, len(names), on_progress, _Watch(crawl_id, settings)
+            )
+        except NoWorkers:
+            await client.delete(definition_key)  # the tasks left queued: void
+            raise
         await client.delete(definition_key, files_key)
     finally:
         await client.aclose()
@@ -124,11 +135,37 @@ def _publish(broker_url: str, crawl_id: str, job: str, source: str, names: list[
             )
 
 
+@dataclass(slots=True)
+class _Watch:
+    """``NoWorkers`` once no live worker has served the ``http`` queue for the crawl for
+    ``worker_wait_s`` (0: never) with no file done meanwhile."""
+
+    crawl_id: str
+    settings: Settings
+    served_at: float = field(default_factory=time.monotonic)
+
+    async def check(self, client: RedisClient, progressed: bool) -> None:
+        wait_s = self.settings.worker_wait_s
+        if wait_s == 0:
+            return
+        beats = await worker_beats(client)
+        why = no_worker_reason(beats, self.crawl_id, [DEFAULT_QUEUE], time.time())
+        if why is None or progressed:
+            self.served_at = time.monotonic()
+        elif time.monotonic() - self.served_at >= wait_s:
+            raise NoWorkers(
+                f"no live worker has taken the reparse's tasks for {wait_s:g} s ({why}); "
+                "start one (crawlfleet worker --redis URL --postgres DSN --parsers ...), then "
+                "run the same command again (--wait-for-workers waits for ever)"
+            )
+
+
 async def _wait(
     client: RedisClient,
     files_key: str,
     files: int,
     on_progress: Callable[[int, int], None] | None,
+    watch: _Watch,
 ) -> dict[str, str]:
     done = -1
     while True:
@@ -137,6 +174,7 @@ async def _wait(
             if now >= files:
                 results = await client.hgetall(files_key)
                 return {_text(name): _text(raw) for name, raw in results.items()}
+            await watch.check(client, progressed=now != done)
         except RedisError as exc:
             raise StateError(f"Redis: {exc}") from None
         if now != done and on_progress is not None:

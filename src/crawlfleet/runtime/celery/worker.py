@@ -26,7 +26,7 @@ from crawlfleet.runtime.celery.executor import WorkerRuntime
 from crawlfleet.runtime.celery.health import add_idle_heartbeat
 from crawlfleet.runtime.celery.tasks import register as register_tasks
 from crawlfleet.runtime.celery.worker_config import WorkerConfig, check_backends
-from crawlfleet.runtime.kinds import check_queues
+from crawlfleet.runtime.choice.kinds import check_queues
 
 if TYPE_CHECKING:  # prometheus-client is imported only when metrics are served
     from crawlfleet.monitoring.metrics import Metrics

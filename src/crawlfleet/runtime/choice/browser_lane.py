@@ -16,8 +16,8 @@ from crawlfleet.fetchers.protocols import Fetcher
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.parsing.budget import ParseBudget
 from crawlfleet.parsing.registry import ParserRegistry
-from crawlfleet.runtime.adaptive import AdaptiveFetcher
-from crawlfleet.runtime.routing import Router
+from crawlfleet.runtime.choice.adaptive import AdaptiveFetcher
+from crawlfleet.runtime.choice.routing import Router
 from crawlfleet.settings import Settings
 
 if TYPE_CHECKING:

@@ -31,7 +31,6 @@ from crawlfleet.fetchers.hooks import HookedFetcher, load_hooks
 from crawlfleet.fetchers.profiles import profile
 from crawlfleet.fetchers.protocols import Fetcher, ViaFetcher
 from crawlfleet.frontier.frontier import Frontier
-from crawlfleet.frontier.politeness import RETRIED_REFUSALS, StatusClass, classify, judge
 from crawlfleet.frontier.store_types import Signal
 from crawlfleet.models import FetchResult
 from crawlfleet.parsing.login import load_logins
@@ -39,9 +38,10 @@ from crawlfleet.proxies.endpoints import load_tiers
 from crawlfleet.proxies.pool import ProxyPool
 from crawlfleet.proxies.protocols import Cooldown, ProxyStateStore
 from crawlfleet.runtime.backends import open_proxy_stores, open_session_store
-from crawlfleet.runtime.login import LoginFetcher, check_logins
-from crawlfleet.runtime.proxy_link import SessionFetcher
-from crawlfleet.runtime.session_pool import SessionPool
+from crawlfleet.runtime.fetching.login import LoginFetcher, check_logins
+from crawlfleet.runtime.fetching.proxy_link import SessionFetcher
+from crawlfleet.runtime.fetching.session_pool import SessionPool
+from crawlfleet.runtime.step.judge import RETRIED_REFUSALS, StatusClass, classify, judge
 from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.settings import Settings
 from crawlfleet.settings_proxies import ProxySettings

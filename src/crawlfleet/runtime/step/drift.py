@@ -28,9 +28,9 @@ from crawlfleet.frontier.drift import THRESHOLD, DriftPage, DriftRule, DriftTest
 from crawlfleet.frontier.drift_marks import PAUSED, SEEN, mark_key, paused
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.monitoring.deadletters import DeadLetterQueue, requeue_class
-from crawlfleet.runtime.strategy import Strategies
+from crawlfleet.runtime.choice.strategy import Strategies
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("crawlfleet.runtime.drift")  # its name before #36 (decision 0062)
 
 
 @dataclass(frozen=True, slots=True)

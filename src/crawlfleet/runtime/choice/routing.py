@@ -4,7 +4,7 @@ A request's fetcher, most specific first: the follow rule (or ``Link``) that fou
 the parser that will parse its page (``@parser(fetcher=...)``, a selector parser's
 ``fetcher``), then its host's ``[crawl.domains."HOST"] fetcher``, else ``http`` (``file``
 for ``file:`` URLs). ``auto`` becomes the lane name ``auto:<parser>``: the frontier sends it
-to the lane the domain's strategy slot learned for that parser (``runtime/adaptive.py``).
+to the lane the domain's strategy slot learned for that parser (``runtime/choice/adaptive.py``).
 """
 
 from __future__ import annotations

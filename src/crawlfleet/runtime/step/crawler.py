@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 
 from crawlfleet.clock import Clock
 from crawlfleet.counters import Counters, Limit, dropped_counter, merge
-from crawlfleet.errors import ConfigError, FetchError
+from crawlfleet.errors import ConfigError, FetchError, LoginFailed
 from crawlfleet.events import (
     DomainBlocked,
     EventBus,
@@ -32,14 +32,6 @@ from crawlfleet.fetchers.protocols import Fetcher
 from crawlfleet.frontier.drift import DriftPage
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.ladder import BROWSER
-from crawlfleet.frontier.politeness import (
-    RETRIED_REFUSALS,
-    StatusClass,
-    classify,
-    judge,
-    retry_after_block,
-    told_domain,
-)
 from crawlfleet.frontier.robots import RobotsCache
 from crawlfleet.frontier.scope import Refusal
 from crawlfleet.frontier.sitemap_format import BadSitemap, SitemapTooLarge
@@ -53,7 +45,8 @@ from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.records import Outcome
 from crawlfleet.runtime.admission import Admitter
-from crawlfleet.runtime.attempts import (
+from crawlfleet.runtime.choice.strategy import Strategies, fetcher_kind
+from crawlfleet.runtime.step.attempts import (
     Step,
     announce,
     attempt_of,
@@ -62,11 +55,17 @@ from crawlfleet.runtime.attempts import (
     limits_note,
     quality_counters,
 )
-from crawlfleet.runtime.body_bytes import BodyBytes, StepBody
-from crawlfleet.runtime.drift import DriftWatch
-from crawlfleet.runtime.freshness import GONE_STATUSES, NOT_MODIFIED, Freshness, conditional
-from crawlfleet.runtime.login import LoginFailed
-from crawlfleet.runtime.strategy import Strategies, fetcher_kind
+from crawlfleet.runtime.step.body_bytes import BodyBytes, StepBody
+from crawlfleet.runtime.step.drift import DriftWatch
+from crawlfleet.runtime.step.freshness import GONE_STATUSES, NOT_MODIFIED, Freshness, conditional
+from crawlfleet.runtime.step.judge import (
+    RETRIED_REFUSALS,
+    StatusClass,
+    classify,
+    judge,
+    retry_after_block,
+    told_domain,
+)
 from crawlfleet.settings import MAX_STEP_S
 from crawlfleet.urls import join
 
@@ -78,7 +77,7 @@ class CrawlerParts:
     ``fetchers`` holds one fetcher per kind this process serves; a request of another kind is
     a bug of the claim (``ClaimLoop`` claims only these kinds). ``max_step_s`` bounds one
     step (the ``ClaimLoop``'s watchdog). ``freshness`` sends a known URL's validators and
-    remembers each visit (``runtime/freshness.py``). ``strategies``: the domains' strategy
+    remembers each visit (``runtime/step/freshness.py``). ``strategies``: the domains' strategy
     slots, which may fetch an ``http`` request with the ``impersonate`` or the ``browser``
     fetcher (None: every request is fetched with its own kind). ``body_bytes``: the bodies
     this process's steps hold, which the claim loop keeps within its budget (0048).
@@ -122,7 +121,7 @@ class Crawler:
         A hook's ``Dropped`` skips the page and a ``LoginFailed`` fails it, both with their
         reason and at once (neither is retried nor dead-lettered). An HTTP-lane request of a
         domain whose strategy says ``browser`` is fetched by this process's browser, or
-        handed to the browser lane when it has none (``runtime/strategy.py``).
+        handed to the browser lane when it has none (``runtime/choice/strategy.py``).
 
         Raises ``ConfigError`` for a request whose fetcher kind this process has no fetcher
         for (the claim should never have handed it out here).
@@ -443,5 +442,5 @@ class Crawler:
 
 
 def told(step: Step) -> tuple[Signal, str]:
-    """The signal and reason a step's report gives its domain (``politeness.told_domain``)."""
+    """The signal and reason a step's report gives its domain (``judge.told_domain``)."""
     return told_domain(step.signal, step.reason, succeeded_before=step.visit is not None)

@@ -1,18 +1,20 @@
-"""What a response means for the request and its domain: status classes, backoff, blocks.
+"""What a response means for the request and its domain: status classes, Retry-After, blocks.
 
 The crawl step asks two questions of each ``FetchResult``: ``classify`` (what to do with the
 request: parse, retry, follow, give up) and ``judge`` (what it says about the domain: a
 block, a refusal of this URL, a clean success, or neither). The judge's signal goes to the
 store with the lease's end, and the store's block window decides whether the whole domain
-slows down; nothing here keeps state.
+slows down; nothing here keeps state. The fetch chain asks the same questions
+(``runtime/fetching/``: a crawl session retired on a block, the HTTP cache keeping no page
+the step would fetch again), and so does ``reparse`` (only a page the step would parse).
+How long a retried request waits is the frontier's (``frontier/backoff.py``).
 
-All of it is deterministic given the clock and the random generator passed in.
+Pure functions: the time, where one is needed, is passed in (``now``, epoch seconds).
 """
 
 from __future__ import annotations
 
 import math
-import random
 import re
 from email.utils import parsedate_to_datetime
 from enum import Enum
@@ -25,18 +27,6 @@ from crawlfleet.models import FetchResult
 DAY_S = 86_400.0
 _SECONDS = re.compile(r"-?\d+(\.\d+)?")
 _TRANSIENT_4XX = frozenset({408, 425, 429})
-
-
-def backoff_s(attempt: int, *, base_s: float, max_s: float, rng: random.Random) -> float:
-    """Exponential backoff with full jitter: uniform in [0, min(max_s, base_s * 2**attempt)].
-
-    ``attempt`` counts earlier failures (0 for the first retry).
-    """
-    if attempt < 0:
-        raise ValueError(f"attempt must be >= 0, got {attempt}")
-    # 2.0**1024 overflows a float; past 2**62 the cap has long been reached anyway.
-    ceiling_s = min(max_s, base_s * 2.0 ** min(attempt, 62))
-    return rng.uniform(0.0, max(0.0, ceiling_s))
 
 
 def parse_retry_after(value: str | None, now: float, *, max_s: float = DAY_S) -> float | None:

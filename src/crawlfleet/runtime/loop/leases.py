@@ -23,7 +23,7 @@ from crawlfleet.errors import StateError
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.models import Lease
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("crawlfleet.runtime.leases")  # its name before #36 (decision 0062)
 
 RENEWALS_PER_LEASE = 3
 """How often a lease is renewed within its length."""

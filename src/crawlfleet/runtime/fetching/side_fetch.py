@@ -17,8 +17,8 @@ from crawlfleet.errors import FetchError
 from crawlfleet.fetchers.http import HttpFetcher
 from crawlfleet.fetchers.protocols import Via
 from crawlfleet.models import CrawlRequest, FetchResult
-from crawlfleet.runtime.fetch_chain import SessionLink
-from crawlfleet.runtime.proxy_link import SessionFetcher
+from crawlfleet.runtime.fetching.chain import SessionLink
+from crawlfleet.runtime.fetching.proxy_link import SessionFetcher
 from crawlfleet.urls import UrlRules
 
 

@@ -1,6 +1,6 @@
 """Logging in: the session a login step drives, and the fetcher link that keeps domains logged in.
 
-``LoginFetcher`` sits in the fetch chain (``runtime.fetch_chain``) above the HTTP fetcher.
+``LoginFetcher`` sits in the fetch chain (``runtime.fetching.chain``) above the HTTP fetcher.
 For a request whose host a ``@login`` step claims, it sends the domain's cookies (from the
 ``SessionStore``, shared by every process of the crawl); before the domain's first request it
 logs in when the store has no session yet. A response the step's rule calls logged out makes
@@ -26,7 +26,7 @@ from urllib.parse import urlencode, urljoin, urlsplit
 import orjson
 
 from crawlfleet.clock import Clock
-from crawlfleet.errors import ConfigError, FetchError
+from crawlfleet.errors import ConfigError, LoginFailed
 from crawlfleet.fetchers.protocols import Fetcher
 from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.parsing.login import LoginSpec
@@ -36,18 +36,12 @@ from crawlfleet.sessions.cookies import CookieJar
 from crawlfleet.sessions.protocols import SessionStore, StoredSession
 from crawlfleet.urls import request_fingerprint
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("crawlfleet.runtime.login")  # its name before #36 (decision 0062)
 
 LOGIN_RETRY_S = 60.0
 """How long a failed login makes its domain's pages fail without trying again."""
 MAX_LOGIN_REDIRECTS = 10
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
-
-
-class LoginFailed(FetchError):
-    """A login step failed, or a page stayed logged out after it; not retried."""
-
-    transient = False
 
 
 class LoginSession:

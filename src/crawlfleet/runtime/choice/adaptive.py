@@ -1,6 +1,6 @@
 """The browser lane's fetcher: the browser, or what the adaptive fetcher learned instead.
 
-For a URL whose fetcher is ``auto`` (its parser's or its domain's: ``runtime/routing.py``)
+For a URL whose fetcher is ``auto`` (its parser's or its domain's: ``runtime/choice/routing.py``)
 this fetcher reads what the domain's strategy slot learned for the URL's parser
 (``frontier/learned.py``):
 
@@ -31,9 +31,9 @@ from crawlfleet.frontier.learned import SAMPLES, rechecked, samples_key
 from crawlfleet.models import CrawlRequest, FetchResult, ParseResult
 from crawlfleet.parsing.budget import ParseBudget
 from crawlfleet.parsing.registry import ParserRegistry
-from crawlfleet.runtime.routing import Router
+from crawlfleet.runtime.choice.routing import Router
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("crawlfleet.runtime.adaptive")  # its name before #36 (decision 0062)
 
 
 class AdaptiveFetcher:

@@ -30,7 +30,7 @@ from crawlfleet.proxies.pool import ProxyPool
 from crawlfleet.sessions.protocols import CrawlSession, CrawlSessionStore
 from crawlfleet.settings_proxies import ProxySettings
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("crawlfleet.runtime.session_pool")  # its name before #36 (decision 0062)
 
 TIER = "tier"
 SESSION_EPOCH = "session_epoch"

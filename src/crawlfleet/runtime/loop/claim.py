@@ -24,13 +24,13 @@ from typing import Any
 from crawlfleet.clock import Clock
 from crawlfleet.errors import ConfigError, StateError
 from crawlfleet.models import Lease
-from crawlfleet.runtime.crawler import Crawler
-from crawlfleet.runtime.leases import LeaseRenewer
-from crawlfleet.runtime.loop_drain import MAX_WAIT_S, MIN_WAIT_S, TICK_S, drain
-from crawlfleet.runtime.loop_lanes import lanes_for
-from crawlfleet.runtime.watchdog import StepWatchdog
+from crawlfleet.runtime.loop.drain import MAX_WAIT_S, MIN_WAIT_S, TICK_S, drain
+from crawlfleet.runtime.loop.lanes import lanes_for
+from crawlfleet.runtime.loop.leases import LeaseRenewer
+from crawlfleet.runtime.loop.watchdog import StepWatchdog
+from crawlfleet.runtime.step.crawler import Crawler
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("crawlfleet.runtime.loop")  # its name before #36 (decision 0062)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +54,8 @@ class ClaimLoop:
     """Claims due leases of ``kinds`` and runs ``crawler.process`` on each, concurrently.
 
     ``concurrency`` bounds the steps in flight of the kinds not in ``kind_limits``; each kind
-    in ``kind_limits`` has its own bound (``loop_lanes.py``); all of them together start no
-    more steps than the crawler's ``body_bytes`` has room for (``body_bytes.py``).
+    in ``kind_limits`` has its own bound (``lanes.py``); all of them together start no
+    more steps than the crawler's ``body_bytes`` has room for (``step/body_bytes.py``).
     """
 
     def __init__(

@@ -1,6 +1,6 @@
 """The claim loop's waits, and its end: letting the steps in flight finish.
 
-When the loop stops claiming (``loop.py``), ``drain`` waits for the steps still running, at
+When the loop stops claiming (``claim.py``), ``drain`` waits for the steps still running, at
 most ``grace_s`` when the loop was told to stop with one; meanwhile it renews their leases,
 as the loop does, and calls ``on_tick`` every ``TICK_S`` (a worker's heartbeat: a slow page
 ending a batch must not make the worker look dead). Steps past the grace are cancelled;
@@ -14,9 +14,9 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from crawlfleet.clock import Clock
-from crawlfleet.runtime.leases import LeaseRenewer
+from crawlfleet.runtime.loop.leases import LeaseRenewer
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("crawlfleet.runtime.loop_drain")  # its name before #36 (decision 0062)
 
 MIN_WAIT_S = 0.005
 MAX_WAIT_S = 0.5

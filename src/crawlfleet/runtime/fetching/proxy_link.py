@@ -1,12 +1,12 @@
 """The fetch-chain link that sends each request through a crawl session of its domain.
 
 Which session (proxy of the domain's tier + header profile + cookie jar) a request takes, and
-how tiers move and waits happen, is ``runtime/session_pool.py``'s; this link sends the request
+how tiers move and waits happen, is ``session_pool.py``'s; this link sends the request
 through it and judges what came back.
 
 What a fetch tells (all changes go to the shared ``ProxyPool`` state):
 
-- a block signal (``politeness.judge``: 429, a challenge page), or a 403 (through a proxy, a
+- a block signal (``runtime/step/judge.py``: 429, a challenge page), or a 403 (through a proxy, a
   refusal of the proxy's address as often as of the URL), retires the session; the
   proxy is quarantined when the block is its own: another proxy succeeded on the domain in
   the last ``ATTRIBUTION_WINDOW_S``, or ``ban_after`` blocks in a row came through it. Then the
@@ -39,19 +39,19 @@ from crawlfleet.errors import BrowserFault, FetchError, ForbiddenAddress, TooLar
 from crawlfleet.fetchers.http import REDIRECT_STATUSES
 from crawlfleet.fetchers.profiles import profile
 from crawlfleet.fetchers.protocols import Via, ViaFetcher
-from crawlfleet.frontier.politeness import RETRIED_REFUSALS, judge
 from crawlfleet.frontier.store_types import Signal
 from crawlfleet.models import CrawlRequest, FetchResult, Route
 from crawlfleet.proxies.endpoints import ProxyEndpoint
 from crawlfleet.proxies.pool import ProxyPool
 from crawlfleet.redact import redact
-from crawlfleet.runtime.session_pool import SessionPool
+from crawlfleet.runtime.fetching.session_pool import SessionPool
+from crawlfleet.runtime.step.judge import RETRIED_REFUSALS, judge
 from crawlfleet.sessions.cookies import CookieJar
 from crawlfleet.sessions.protocols import CrawlSession
 from crawlfleet.settings_proxies import ProxySettings
 from crawlfleet.urls import join
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("crawlfleet.runtime.proxy_link")  # its name before #36 (decision 0062)
 
 ATTRIBUTION_WINDOW_S = 60.0
 """A block is a proxy's own when another proxy succeeded on the domain this recently."""

@@ -2,7 +2,7 @@
 
 A request's fetcher kind comes from the follow rule (``Follow(fetcher=...)``) that found it,
 the parser of its page (``@parser(fetcher=...)``), its domain (``[crawl.domains."HOST"]
-fetcher``) or the URL (``file:``); the default is ``http`` (``runtime/routing.py``). A kind
+fetcher``) or the URL (``file:``); the default is ``http`` (``runtime/choice/routing.py``). A kind
 nothing in this build or on this machine can fetch is a configuration error at start, naming
 the parser, rule or domain and what is missing, never a silent fallback. ``browser`` is
 servable where Playwright is installed and a Chromium found (``browser_executable``);

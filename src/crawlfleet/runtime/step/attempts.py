@@ -1,6 +1,6 @@
 """What a crawl step ends with: its ``Attempt``, the events of its end, its item counters.
 
-The order of the step stays in ``runtime/crawler.py``; the records it ends with are built
+The order of the step stays in ``runtime/step/crawler.py``; the records it ends with are built
 here, by plain functions of the ``Step`` it carries.
 """
 
@@ -17,9 +17,9 @@ from crawlfleet.models import FetchResult, Lease, ParseResult, Route
 from crawlfleet.parsing.expect import Expect, filled
 from crawlfleet.pipeline.pipeline import PipelineOutcome
 from crawlfleet.records import Attempt, Outcome
-from crawlfleet.runtime.strategy import Strategies
+from crawlfleet.runtime.choice.strategy import Strategies
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("crawlfleet.runtime.attempts")  # its name before #36 (decision 0062)
 
 ITEM_FATES = ("stored", "invalid", "duplicate")
 """The item fates counted in the statistics (``items.<fate>.<type>``)."""
