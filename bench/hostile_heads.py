@@ -65,17 +65,17 @@ def _rss_bytes() -> int:
 async def attack(port: int, connections: int, total_s: float) -> None:
     from crawlfleet.errors import FetchError
     from crawlfleet.fetchers import HttpFetcher
+    from crawlfleet.fetchers.options import FetchOptions
     from crawlfleet.models import CrawlRequest
-    from crawlfleet.settings import Settings
 
-    settings = Settings(
+    options = FetchOptions(
         allow_private_addresses=True,
         connect_timeout_s=min(10.0, total_s),
         read_timeout_s=min(10.0, total_s),
         total_timeout_s=total_s,
-        concurrency=connections,
+        max_idle_per_origin=connections,
     )
-    fetcher = HttpFetcher(settings)
+    fetcher = HttpFetcher(options)
     loop = asyncio.get_running_loop()
     start_rss = peak_rss = _rss_bytes()
     lag_s = 0.0

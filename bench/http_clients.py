@@ -151,12 +151,12 @@ async def run_curl_cffi(urls: list[str], concurrency: int, proxy: str | None) ->
 
 async def run_crawlfleet(urls: list[str], concurrency: int, proxy: str | None) -> int:
     from crawlfleet.fetchers.http import HttpFetcher
+    from crawlfleet.fetchers.options import FetchOptions
     from crawlfleet.fetchers.protocols import Via
     from crawlfleet.models import CrawlRequest
-    from crawlfleet.settings import Settings
 
-    settings = Settings(concurrency=concurrency, allow_private_addresses=True)
-    fetcher = HttpFetcher(settings)
+    options = FetchOptions(max_idle_per_origin=concurrency, allow_private_addresses=True)
+    fetcher = HttpFetcher(options)
     via = Via(proxy) if proxy is not None else None
     try:
 
@@ -171,11 +171,12 @@ async def run_crawlfleet(urls: list[str], concurrency: int, proxy: str | None) -
 
 async def run_impersonate(urls: list[str], concurrency: int, proxy: str | None) -> int:
     from crawlfleet.fetchers.impersonate import ImpersonateFetcher
+    from crawlfleet.fetchers.options import FetchOptions
     from crawlfleet.fetchers.protocols import Via
     from crawlfleet.models import CrawlRequest
-    from crawlfleet.settings import Settings
 
-    fetcher = ImpersonateFetcher(Settings(concurrency=concurrency, allow_private_addresses=True))
+    options = FetchOptions(max_idle_per_origin=concurrency, allow_private_addresses=True)
+    fetcher = ImpersonateFetcher(options)
     via = Via(proxy) if proxy is not None else None
     try:
 

@@ -33,8 +33,9 @@ from parse_bench import bench_registry, page_arguments, sample_pages
 from results import write_section
 
 from crawlfleet.models import FetchResult, Item, ParseResult, found_link
-from crawlfleet.parsing.budget import ParseBudget, ParseLimits
+from crawlfleet.parsing.budget import ParseBudget
 from crawlfleet.parsing.registry import ParserRegistry
+from crawlfleet.runtime.options import parse_limits
 from crawlfleet.settings import Settings
 
 HEADERS = {"content-type": "text/html; charset=utf-8", "server": "nginx", "etag": '"5f2a-1c"'}
@@ -128,7 +129,7 @@ def hand_off(
 
 def measure(pages: list[Page], parsers: Path, repeat: int) -> dict[str, float]:
     registry = bench_registry(parsers)
-    budget = ParseBudget(ParseLimits.from_settings(Settings()))
+    budget = ParseBudget(parse_limits(Settings()))
     inline, crawl_side, parse_side = [], [], []
     for _ in range(repeat):
         started = time.thread_time()

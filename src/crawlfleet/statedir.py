@@ -29,7 +29,6 @@ import orjson
 from crawlfleet.errors import StateError
 from crawlfleet.frontier.sqlite_schema import FileLock
 from crawlfleet.redact import redact
-from crawlfleet.settings import Settings
 
 LOCK_NAME = "crawl"
 """``FileLock`` locks ``<name>.lock``: the directory's lock is ``crawl.lock``."""
@@ -61,9 +60,10 @@ POLITENESS_SETTINGS = ("delay_s", "delay_source", "per_domain_concurrency", "max
 """The settings of a domain's default politeness that the run in a directory records."""
 
 
-def politeness(settings: Settings) -> dict[str, Any]:
-    """The ``POLITENESS_SETTINGS`` of ``settings``."""
-    return {name: getattr(settings, name) for name in POLITENESS_SETTINGS}
+def politeness(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``POLITENESS_SETTINGS`` of ``settings``, the crawl's settings by name
+    (``dict(Settings)``)."""
+    return {name: settings[name] for name in POLITENESS_SETTINGS}
 
 
 def recorded_identity(path: Path) -> dict[str, Any]:
@@ -94,11 +94,12 @@ def recorded_politeness(path: Path) -> dict[str, Any]:
     return {name: found[name] for name in POLITENESS_SETTINGS if name in found}
 
 
-def crawl_identity(settings: Settings, seeds: Sequence[str]) -> dict[str, Any]:
-    """The seeds (sorted, once each, credentials redacted) and the ``IDENTITY_SETTINGS``."""
+def crawl_identity(settings: Mapping[str, Any], seeds: Sequence[str]) -> dict[str, Any]:
+    """The seeds (sorted, once each, credentials redacted) and the ``IDENTITY_SETTINGS`` of
+    ``settings``, the crawl's settings by name (``dict(Settings)``)."""
     identity: dict[str, Any] = {"seeds": sorted({redact(seed) for seed in seeds})}
     for name in IDENTITY_SETTINGS:
-        identity[name] = getattr(settings, name)
+        identity[name] = settings[name]
     return identity
 
 

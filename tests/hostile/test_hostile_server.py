@@ -17,10 +17,12 @@ from aiohttp import web
 from crawlfleet.clock import FakeClock
 from crawlfleet.errors import FetchError, ParseBudgetExceeded
 from crawlfleet.fetchers import HttpFetcher
+from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.frontier.robots import ROBOTS_MAX_BYTES, RobotsCache
 from crawlfleet.models import CrawlRequest, FetchResult
-from crawlfleet.parsing.budget import ParseBudget, ParseLimits
+from crawlfleet.parsing.budget import ParseBudget
 from crawlfleet.parsing.default import default_parser
+from crawlfleet.runtime.options import parse_limits
 from crawlfleet.settings import Settings
 
 HUGE_ROBOTS_BYTES = 20 * 1024 * 1024
@@ -92,7 +94,7 @@ async def hostile() -> AsyncIterator[str]:
 
 @pytest.fixture
 async def fetcher() -> AsyncIterator[HttpFetcher]:
-    http = HttpFetcher(Settings(allow_private_addresses=True, read_timeout_s=0.3))
+    http = HttpFetcher(FetchOptions(allow_private_addresses=True, read_timeout_s=0.3))
     yield http
     await http.close()
 
@@ -132,7 +134,7 @@ async def test_a_small_gzip_page_of_deep_html_fails_its_parse_budget(
     hostile: str, fetcher: HttpFetcher
 ) -> None:
     result = await fetcher.fetch(request(f"{hostile}/nested"))
-    budget = ParseBudget(ParseLimits.from_settings(Settings()))
+    budget = ParseBudget(parse_limits(Settings()))
     try:
         with pytest.raises(ParseBudgetExceeded, match="/nested: HTML nested deeper than 2000"):
             await budget.parse(default_parser, result)
@@ -146,7 +148,7 @@ async def test_junk_bytes_parse_to_an_item_without_error(
     hostile: str, fetcher: HttpFetcher
 ) -> None:
     result = await fetcher.fetch(request(f"{hostile}/junk"))
-    budget = ParseBudget(ParseLimits.from_settings(Settings()))
+    budget = ParseBudget(parse_limits(Settings()))
     try:
         parsed, _ = await budget.parse(default_parser, result)
     finally:

@@ -16,7 +16,7 @@ from crawlfleet.demosite import ThreadedDemoSite
 from crawlfleet.errors import StateError
 from crawlfleet.frontier.sqlite_schema import FileLock
 from crawlfleet.settings import Settings
-from crawlfleet.statedir import StateDir, crawl_identity
+from crawlfleet.statedir import StateDir, crawl_identity, identity_hash
 
 FAST = ["--allow-private-addresses", "--delay", "0", "--max-pages", "4"]
 
@@ -127,7 +127,18 @@ def test_fresh_while_a_crawl_runs_is_refused_and_deletes_nothing(
 
 
 def identity(seeds: list[str], **settings: object) -> dict[str, object]:
-    return crawl_identity(Settings(**settings), seeds)  # type: ignore[arg-type]
+    return crawl_identity(dict(Settings(**settings)), seeds)  # type: ignore[arg-type]
+
+
+def test_an_identity_hashes_as_crawl_json_recorded_it_before_options() -> None:
+    # The hash a crawl.json of the tree before decision 0061 holds: the state directory of
+    # a crawl started then is resumed, not refused as another crawl's.
+    found = identity(
+        ["http://u:p@a.test/", "http://b.test/"], allow=["/a/"], strip_query_params=["x"]
+    )
+    assert (
+        identity_hash(found) == "218030d9aa8a65db71eb3b0bc8182d8bd3cb05bc25db3290ff7659b41a38d702"
+    )
 
 
 def test_identity_ignores_seed_order_and_budgets() -> None:

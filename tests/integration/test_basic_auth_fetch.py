@@ -8,8 +8,8 @@ from aiohttp import web
 
 from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.fetchers.http import HttpFetcher
+from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.models import CrawlRequest
-from crawlfleet.settings import Settings
 from crawlfleet.urls import UrlRules, fingerprint
 from tests.fixtures.loopback import serve
 
@@ -40,14 +40,14 @@ async def test_basic_auth_goes_to_the_seed_origin_and_not_past_a_redirect() -> N
     token = "Basic " + base64.b64encode(f"user:{CANARY}".encode()).decode()
     seen_a: list[str | None] = []
     seen_b: list[str | None] = []
-    settings = Settings(allow_private_addresses=True)
+    options = FetchOptions(allow_private_addresses=True)
     async with (
         serve(_app(seen_b, token), "127.0.0.3") as other,
         serve(_app(seen_a, token, redirect_to=f"{other}/landed"), "127.0.0.2") as home,
     ):
         seed = home.replace("http://", f"http://user:{CANARY}@") + "/"
-        fetcher = HttpFetcher(settings, credentials=Credentials.from_urls([seed]))
-        without = HttpFetcher(settings)
+        fetcher = HttpFetcher(options, credentials=Credentials.from_urls([seed]))
+        without = HttpFetcher(options)
         try:
             page = await fetcher.fetch(_request(seed))
             hop = await fetcher.fetch(_request(f"{home}/hop"))

@@ -24,9 +24,9 @@ from crawlfleet.fetchers.browser.guard import RequestGuard
 from crawlfleet.fetchers.browser.pool import BrowserPool
 from crawlfleet.fetchers.browser.slots import PoolLimits
 from crawlfleet.fetchers.http import HttpFetcher
+from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.parsing.response import Response
-from crawlfleet.settings import Settings
 from crawlfleet.urls import fingerprint
 
 pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="module")]
@@ -108,7 +108,7 @@ async def test_a_js_page_is_rendered_and_its_injected_links_and_text_are_read(
 
 
 async def test_plain_http_sees_no_content_on_a_js_page(jsapp: ThreadedDemoSite) -> None:
-    http = HttpFetcher(Settings(allow_private_addresses=True))
+    http = HttpFetcher(FetchOptions(allow_private_addresses=True))
     try:
         result = await http.fetch(request(jsapp.url("jsapp", "/items/7")))
     finally:
@@ -120,7 +120,7 @@ async def test_the_js_challenge_is_passed_by_the_browser_and_not_by_http(
     jsapp: ThreadedDemoSite, pool: BrowserPool
 ) -> None:
     url = jsapp.url("jsapp", "/challenge/q/3")
-    http = HttpFetcher(Settings(allow_private_addresses=True))
+    http = HttpFetcher(FetchOptions(allow_private_addresses=True))
     try:
         plain = await http.fetch(request(url))
     finally:

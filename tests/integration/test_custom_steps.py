@@ -12,7 +12,7 @@ from crawlfleet.api import Crawl
 from crawlfleet.demosite import ThreadedDemoSite
 from crawlfleet.errors import ConfigError
 from crawlfleet.fetchers.hooks import load_hooks
-from crawlfleet.pipeline.custom import load_processors, load_sinks
+from crawlfleet.pipeline.custom import SinkOptions, load_processors, load_sinks
 from crawlfleet.settings import Settings
 
 STEPS = """
@@ -66,8 +66,8 @@ class FileSink:
             handle.write("closed\\n")
 
 
-def make_sink(settings):
-    return FileSink(settings.state_dir / "extra.txt")
+def make_sink(options):
+    return FileSink(options.state_dir / "extra.txt")
 """
 
 
@@ -141,7 +141,7 @@ def test_bad_references_are_config_errors_naming_them(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"hooks: 'mysteps:shout' has no async request"):
         load_hooks(["mysteps:shout"])
     with pytest.raises(ConfigError, match=r"sinks: no 'crawlfleet.sinks' entry point 'nope'"):
-        load_sinks(["nope"], settings(tmp_path))
+        load_sinks(["nope"], SinkOptions("default", tmp_path / "state"))
 
 
 def test_a_processor_file_path_reference(tmp_path: Path) -> None:

@@ -8,9 +8,9 @@ import pytest
 from aiohttp import web
 
 from crawlfleet.fetchers.http import HttpFetcher
+from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.models import CrawlRequest
 from crawlfleet.parsing.response import Response
-from crawlfleet.settings import Settings
 from crawlfleet.urls import fingerprint
 from tests.fixtures.loopback import serve
 
@@ -57,7 +57,7 @@ def _app() -> web.Application:
 
 @pytest.mark.parametrize("path", sorted(PAGES))
 async def test_page_decoded_in_its_declared_encoding(path: str) -> None:
-    fetcher = HttpFetcher(Settings(allow_private_addresses=True))
+    fetcher = HttpFetcher(FetchOptions(allow_private_addresses=True))
     try:
         async with serve(_app()) as base:
             url = base + path

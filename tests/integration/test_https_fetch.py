@@ -12,8 +12,8 @@ import pytest
 
 from crawlfleet.errors import FetchError
 from crawlfleet.fetchers import HttpFetcher
+from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.models import CrawlRequest
-from crawlfleet.settings import Settings
 from tests.fixtures.scripted_server import ScriptedServer
 
 PAGE = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
@@ -28,7 +28,7 @@ async def test_a_page_over_https_on_one_kept_alive_connection(
 ) -> None:
     monkeypatch.setenv("SSL_CERT_FILE", str(certificates / "ca.pem"))
     tls_server.replies = [PAGE, PAGE]
-    fetcher = HttpFetcher(Settings(allow_private_addresses=True))
+    fetcher = HttpFetcher(FetchOptions(allow_private_addresses=True))
     try:
         for path in ("/a", "/b"):
             result = await fetcher.fetch(_request(f"https://127.0.0.1:{tls_server.port}{path}"))
@@ -45,7 +45,7 @@ async def test_a_certificate_no_trusted_ca_signed_is_refused_for_good(
     empty.write_text("")
     monkeypatch.setenv("SSL_CERT_FILE", str(empty))
     monkeypatch.setenv("SSL_CERT_DIR", str(tmp_path))
-    fetcher = HttpFetcher(Settings(allow_private_addresses=True))
+    fetcher = HttpFetcher(FetchOptions(allow_private_addresses=True))
     try:
         with pytest.raises(FetchError, match=r"TLS certificate of 127\.0\.0\.1 refused") as caught:
             await fetcher.fetch(_request(f"https://127.0.0.1:{tls_server.port}/"))

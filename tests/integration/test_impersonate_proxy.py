@@ -10,9 +10,9 @@ from aiohttp import web
 
 from crawlfleet.errors import ForbiddenAddress
 from crawlfleet.fetchers.impersonate import ImpersonateFetcher
+from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.fetchers.protocols import Via
 from crawlfleet.models import CrawlRequest
-from crawlfleet.settings import Settings
 from tests.fixtures.tinyproxy import ProxyFarm
 
 
@@ -45,7 +45,7 @@ async def test_a_session_proxy_with_credentials_carries_the_impersonated_request
 ) -> None:
     url, seen = origin
     proxy = proxies.start(bind="127.0.1.31", auth=("crawler", "s3cret"))
-    fetcher = ImpersonateFetcher(Settings(allow_private_addresses=True))
+    fetcher = ImpersonateFetcher(FetchOptions(allow_private_addresses=True))
     try:
         via = Via(f"http://127.0.0.1:{proxy.port}", ("crawler", "s3cret"), {"X-Profile": "no"})
         result = await fetcher.fetch(_request(url), via=via)
@@ -61,7 +61,7 @@ async def test_through_a_proxy_a_literal_private_address_is_still_refused(
     proxies: ProxyFarm,
 ) -> None:
     proxy = proxies.start(bind="127.0.1.32")
-    fetcher = ImpersonateFetcher(Settings())
+    fetcher = ImpersonateFetcher(FetchOptions())
     try:
         with pytest.raises(ForbiddenAddress, match=r"127\.0\.0\.1"):
             await fetcher.fetch(

@@ -13,9 +13,9 @@ import pytest
 
 from crawlfleet.errors import FetchError
 from crawlfleet.fetchers import HttpFetcher
+from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.fetchers.protocols import Via
 from crawlfleet.models import CrawlRequest
-from crawlfleet.settings import Settings
 from tests.fixtures.scripted_server import ScriptedServer, serving
 
 TARGET = "http://127.0.0.1:9/from"  # never reached: the proxy answers
@@ -34,7 +34,7 @@ async def proxy() -> AsyncIterator[ScriptedServer]:
 
 async def _headers(proxy: ScriptedServer) -> dict[str, str]:
     fetcher = HttpFetcher(
-        Settings(allow_private_addresses=True, read_timeout_s=5), follow_redirects=False
+        FetchOptions(allow_private_addresses=True, read_timeout_s=5), follow_redirects=False
     )
     try:
         request = CrawlRequest(url=TARGET, fingerprint="f", domain="d")

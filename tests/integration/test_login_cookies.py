@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from crawlfleet.fetchers.http import HttpFetcher
+from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.parsing.login import LoginSpec
 from crawlfleet.parsing.response import Response
 from crawlfleet.runtime.fetching.login import LoginSession
 from crawlfleet.secretsfile import SiteSecrets
-from crawlfleet.settings import Settings
 from tests.fixtures.scripted_server import ScriptedServer, serving
 
 
@@ -39,7 +39,7 @@ async def test_a_login_redirect_to_another_host_sends_it_no_cookie_of_the_first(
         other.replies = [reply("200 OK", "Set-Cookie: theirs=1")]
         base = f"http://127.0.0.2:{site.port}/"
         spec = LoginSpec("127.0.0.2", f"{base}login", _no_login)
-        fetcher = HttpFetcher(Settings(allow_private_addresses=True), follow_redirects=False)
+        fetcher = HttpFetcher(FetchOptions(allow_private_addresses=True), follow_redirects=False)
         session = LoginSession(fetcher, spec, base, SiteSecrets({}, {}))
         try:
             page: Response = await session.post("/login", form={"user": "alice"})

@@ -10,12 +10,12 @@ from crawlfleet.clock import FakeClock
 from crawlfleet.demosite import ThreadedDemoSite
 from crawlfleet.errors import LoginFailed
 from crawlfleet.fetchers.http import HttpFetcher
+from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.models import CrawlRequest
 from crawlfleet.parsing.login import load_logins
 from crawlfleet.runtime.fetching.login import LoginFetcher
 from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.sessions.memory import MemorySessionStore
-from crawlfleet.settings import Settings
 from crawlfleet.urls import fingerprint
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "login"
@@ -26,7 +26,7 @@ def request(url: str) -> CrawlRequest:
 
 
 def fetcher(store: MemorySessionStore, password: str = "wonderland-42") -> LoginFetcher:
-    http = HttpFetcher(Settings(allow_private_addresses=True), follow_redirects=False)
+    http = HttpFetcher(FetchOptions(allow_private_addresses=True), follow_redirects=False)
     secrets = SiteSecrets({"127.0.0.2": {"username": "alice", "password": password}}, {})
     logins = load_logins([str(EXAMPLE / "parsers.py")])
     return LoginFetcher(http, logins, store, secrets, FakeClock())

@@ -17,14 +17,14 @@ from crawlfleet.archive.protocols import Sent
 from crawlfleet.errors import FetchError
 from crawlfleet.fetchers import HttpFetcher
 from crawlfleet.fetchers.credentials import basic_auth
+from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.fetchers.protocols import Via
 from crawlfleet.models import CrawlRequest, FetchResult
-from crawlfleet.settings import Settings
 from tests.fixtures.scripted_server import ScriptedServer, serving
 from tests.fixtures.tinyproxy import ProxyFarm
 
 PAGE = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
-SETTINGS = Settings(allow_private_addresses=True, read_timeout_s=5, connect_timeout_s=5)
+SETTINGS = FetchOptions(allow_private_addresses=True, read_timeout_s=5, connect_timeout_s=5)
 
 
 def _request(url: str) -> CrawlRequest:
@@ -90,7 +90,7 @@ async def test_a_proxy_named_by_a_private_name_is_the_operators_choice(
     fake_proxy: ScriptedServer,
 ) -> None:
     fake_proxy.replies = [PAGE]
-    fetcher = HttpFetcher(Settings(allow_private_addresses=False))
+    fetcher = HttpFetcher(FetchOptions(allow_private_addresses=False))
     try:
         result = await fetcher.fetch(
             _request("http://site.example/"), via=Via(f"http://localhost:{fake_proxy.port}")
@@ -167,7 +167,7 @@ async def test_a_proxy_nobody_listens_on_cannot_be_connected_to(proxies: ProxyFa
 
 async def test_a_hanging_proxy_times_out_reading(proxies: ProxyFarm) -> None:
     hanging = proxies.hanging()
-    fetcher = HttpFetcher(Settings(allow_private_addresses=True, read_timeout_s=0.3))
+    fetcher = HttpFetcher(FetchOptions(allow_private_addresses=True, read_timeout_s=0.3))
     try:
         with pytest.raises(FetchError, match=r"timeout reading http://x\.example/: no data"):
             await fetcher.fetch(_request("http://x.example/"), via=Via(hanging))

@@ -22,7 +22,7 @@ from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.frontier.robots import FetchFn, RobotsCache
 from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.monitoring.samples import MismatchSamples
-from crawlfleet.parsing.budget import ParseBudget, ParseLimits
+from crawlfleet.parsing.budget import ParseBudget
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.pipeline.processors import default_processors
@@ -30,6 +30,7 @@ from crawlfleet.pipeline.sinks.memory import MemorySink
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.choice.strategy import Strategies
 from crawlfleet.runtime.loop.claim import ClaimLoop, LoopResult
+from crawlfleet.runtime.options import parse_limits
 from crawlfleet.runtime.policies import recrawl_policy
 from crawlfleet.runtime.step.crawler import Crawler, CrawlerParts
 from crawlfleet.runtime.step.drift import DriftWatch
@@ -170,7 +171,7 @@ def make_crawl(
         **{"delay_s": 0.0, "backoff_base_s": 0.0, **settings},
     )
     frontier = build_frontier(config, store or MemoryQueueStore(), seeds)
-    parse_budget = ParseBudget(ParseLimits.from_settings(config), threads=1)
+    parse_budget = ParseBudget(parse_limits(config), threads=1)
     events = EventBus()
     side_fetch = robots_fetch or any_fetcher.fetch_url
     robots = (
@@ -208,6 +209,7 @@ def make_crawl(
         clock=clock,
         worker="test",
         max_retry_after_s=3600.0,
+        max_step_s=config.max_step_s,
         parse_budget=parse_budget,
         strategies=strategies,
         freshness=Freshness(frontier, recrawl_policy(config), clock),

@@ -10,11 +10,11 @@ import pytest
 
 from crawlfleet.clock import FakeClock, SystemClock
 from crawlfleet.fetchers.http import HttpFetcher
+from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.models import FetchResult, Link, ParseResult
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.fetcher_wiring import robots_fetch
-from crawlfleet.settings import Settings
 from tests.unit.crawler_kit import T0, Canned, CannedFetcher, html, make_crawl, seed
 
 TIMEOUT_S = 0.4
@@ -72,13 +72,13 @@ async def hanging() -> AsyncIterator[HangingHosts]:
 
 
 def http_fetcher() -> HttpFetcher:
-    settings = Settings(
+    options = FetchOptions(
         allow_private_addresses=True,
         connect_timeout_s=TIMEOUT_S,
         read_timeout_s=TIMEOUT_S,
         total_timeout_s=TIMEOUT_S,
     )
-    return HttpFetcher(settings, clock=SystemClock())
+    return HttpFetcher(options, clock=SystemClock())
 
 
 async def test_a_page_linking_hanging_hosts_holds_its_step_for_one_robots_timeout(

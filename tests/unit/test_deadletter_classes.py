@@ -8,6 +8,7 @@ import pytest
 
 from crawlfleet.errors import FetchError
 from crawlfleet.fetchers import HttpFetcher
+from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.frontier.memory import MemoryQueueStore
 from crawlfleet.frontier.store_types import LEASE_EXPIRED, Budget, DomainPolicy, Report
 from crawlfleet.models import CrawlRequest
@@ -18,7 +19,6 @@ from crawlfleet.monitoring.deadletters import (
     requeue_class,
 )
 from crawlfleet.records import Attempt, Outcome
-from crawlfleet.settings import Settings
 
 # Texts as the crawler writes them (runtime/step/crawler.py, fetchers/http.py,
 # fetchers/decoding.py, frontier/robots.py, runtime/step/judge.py), with the class each must
@@ -96,7 +96,7 @@ def _closed_port() -> int:
     ],
 )
 async def test_errors_of_a_real_fetch_are_classed(url: str, expected: str) -> None:
-    fetcher = HttpFetcher(Settings(allow_private_addresses=True, connect_timeout_s=2))
+    fetcher = HttpFetcher(FetchOptions(allow_private_addresses=True, connect_timeout_s=2))
     try:
         with pytest.raises(FetchError) as caught:
             await fetcher.fetch(CrawlRequest(url, "f", "d"))

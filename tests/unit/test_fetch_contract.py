@@ -22,17 +22,17 @@ from crawlfleet.clock import FakeClock
 from crawlfleet.errors import FetchError, ForbiddenAddress, TooLarge
 from crawlfleet.fetchers import FileFetcher, HttpFetcher
 from crawlfleet.fetchers.impersonate import ImpersonateFetcher
+from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.fetchers.protocols import Fetcher, Via
 from crawlfleet.models import CrawlRequest, FetchResult
-from crawlfleet.settings import Settings
 from tests.fixtures.tinyproxy import ProxyFarm
 
 PAGE = b"<html><body>contract</body></html>"
-SETTINGS = Settings(allow_private_addresses=True, max_body_bytes=4096)
-DEADLINE = Settings(
+SETTINGS = FetchOptions(allow_private_addresses=True, max_body_bytes=4096)
+DEADLINE = FetchOptions(
     allow_private_addresses=True, total_timeout_s=0.6, connect_timeout_s=0.5, read_timeout_s=5.0
 )
-GUARDED = Settings(allow_private_addresses=False)
+GUARDED = FetchOptions(allow_private_addresses=False)
 NETWORK = ["http", "proxied", "impersonate"]
 
 
@@ -57,7 +57,7 @@ class Subject:
 
     fetcher: Fetcher
     url_for: Callable[[str], str]
-    make: Callable[[Settings], Fetcher]
+    make: Callable[[FetchOptions], Fetcher]
 
 
 @pytest.fixture
@@ -110,9 +110,9 @@ async def made() -> AsyncIterator[list[Fetcher]]:
 
 
 def _maker(
-    build: Callable[[Settings], Fetcher], made: list[Fetcher]
-) -> Callable[[Settings], Fetcher]:
-    def make(settings: Settings) -> Fetcher:
+    build: Callable[[FetchOptions], Fetcher], made: list[Fetcher]
+) -> Callable[[FetchOptions], Fetcher]:
+    def make(settings: FetchOptions) -> Fetcher:
         fetcher = build(settings)
         made.append(fetcher)
         return fetcher
@@ -251,6 +251,7 @@ async def test_a_url_that_is_not_http_with_a_host_is_a_permanent_error(
 
 def test_public_api() -> None:
     assert sorted(crawlfleet.fetchers.__all__) == [
+        "FetchOptions",
         "Fetcher",
         "FileFetcher",
         "HttpFetcher",

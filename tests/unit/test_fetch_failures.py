@@ -8,8 +8,8 @@ import pytest
 
 from crawlfleet.errors import FetchError, ForbiddenAddress
 from crawlfleet.fetchers import HttpFetcher
+from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.models import CrawlRequest
-from crawlfleet.settings import Settings
 from tests.fixtures.scripted_server import ScriptedServer, serving
 
 
@@ -22,14 +22,14 @@ async def raw_server() -> AsyncIterator[ScriptedServer]:
 
 @pytest.fixture
 async def fetcher() -> AsyncIterator[HttpFetcher]:
-    fetcher = HttpFetcher(Settings(allow_private_addresses=True))
+    fetcher = HttpFetcher(FetchOptions(allow_private_addresses=True))
     yield fetcher
     await fetcher.close()
 
 
 @pytest.fixture
 async def guarded() -> AsyncIterator[HttpFetcher]:
-    fetcher = HttpFetcher(Settings(allow_private_addresses=False))
+    fetcher = HttpFetcher(FetchOptions(allow_private_addresses=False))
     yield fetcher
     await fetcher.close()
 

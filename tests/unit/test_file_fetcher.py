@@ -9,8 +9,8 @@ import pytest
 from crawlfleet.clock import FakeClock
 from crawlfleet.errors import FetchError, TooLarge
 from crawlfleet.fetchers import FileFetcher
+from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.models import CrawlRequest
-from crawlfleet.settings import Settings
 
 
 def _request(url: str) -> CrawlRequest:
@@ -19,7 +19,7 @@ def _request(url: str) -> CrawlRequest:
 
 @pytest.fixture
 def fetcher() -> FileFetcher:
-    return FileFetcher(Settings(max_body_bytes=4096), clock=FakeClock(start=42.0))
+    return FileFetcher(FetchOptions(max_body_bytes=4096), clock=FakeClock(start=42.0))
 
 
 async def test_html_file_is_a_200_with_guessed_type(fetcher: FileFetcher, tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from crawlfleet.clock import FakeClock
 from crawlfleet.errors import FetchError, ForbiddenAddress, TooLarge
 from crawlfleet.fetchers import HttpFetcher
 from crawlfleet.fetchers.addresses import AddressPredicate
+from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.models import CrawlRequest
 from crawlfleet.settings import Settings
 from tests.loop_lag import max_loop_lag_s
@@ -217,15 +218,15 @@ def server(servers: dict[str, Site]) -> Site:
     return servers["127.0.0.1"]
 
 
-def _settings(**overrides: object) -> Settings:
-    values: dict[str, object] = {"allow_private_addresses": True, "concurrency": 8}
+def _options(**overrides: object) -> FetchOptions:
+    values: dict[str, object] = {"allow_private_addresses": True, "max_idle_per_origin": 8}
     values.update(overrides)
-    return Settings(**values)  # type: ignore[arg-type]
+    return FetchOptions(**values)  # type: ignore[arg-type]
 
 
 @pytest.fixture
 async def fetcher() -> AsyncIterator[HttpFetcher]:
-    fetcher = HttpFetcher(_settings(), clock=FakeClock(start=1234.5))
+    fetcher = HttpFetcher(_options(), clock=FakeClock(start=1234.5))
     yield fetcher
     await fetcher.close()
 
@@ -316,7 +317,7 @@ async def test_redirect_loop_is_refused(fetcher: HttpFetcher, server: Site) -> N
 
 
 async def test_too_many_redirects_are_refused(server: Site) -> None:
-    fetcher = HttpFetcher(_settings(max_redirects=2))
+    fetcher = HttpFetcher(_options(max_redirects=2))
     try:
         assert (await fetcher.fetch(_request(server.url("/chain/2")))).status == 200
         with pytest.raises(FetchError, match="more than 2 redirects") as caught:
@@ -347,7 +348,7 @@ async def test_connection_refused_is_transient() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    fetcher = HttpFetcher(_settings())
+    fetcher = HttpFetcher(_options())
     try:
         with pytest.raises(FetchError, match=f"cannot connect to 127.0.0.1:{port}") as caught:
             await fetcher.fetch(_request(f"http://127.0.0.1:{port}/"))
@@ -359,7 +360,7 @@ async def test_connection_refused_is_transient() -> None:
 
 @pytest.mark.parametrize("allow_private", [True, False])
 async def test_dns_failure_is_transient(allow_private: bool) -> None:
-    fetcher = HttpFetcher(_settings(allow_private_addresses=allow_private))
+    fetcher = HttpFetcher(_options(allow_private_addresses=allow_private))
     try:
         with pytest.raises(FetchError, match=r"DNS lookup failed for nothing\.invalid") as caught:
             await fetcher.fetch(_request("http://nothing.invalid/page"))
@@ -385,7 +386,7 @@ def unaccepting_port() -> Iterator[int]:
 
 
 async def test_connect_timeout(unaccepting_port: int) -> None:
-    fetcher = HttpFetcher(_settings(connect_timeout_s=0.2, total_timeout_s=5))
+    fetcher = HttpFetcher(_options(connect_timeout_s=0.2, total_timeout_s=5))
     try:
         with pytest.raises(FetchError, match=r"timeout connecting to .* after 0.2s") as caught:
             await fetcher.fetch(_request(f"http://127.0.0.1:{unaccepting_port}/"))
@@ -398,7 +399,7 @@ async def test_total_timeout_while_connecting_after_a_redirect(
     server: Site, unaccepting_port: int
 ) -> None:
     # The second hop's connect (0.4 s) would end after the fetch's deadline (0.5 s).
-    fetcher = HttpFetcher(_settings(connect_timeout_s=0.4, total_timeout_s=0.5))
+    fetcher = HttpFetcher(_options(connect_timeout_s=0.4, total_timeout_s=0.5))
     target = f"http://127.0.0.1:{unaccepting_port}/"
     try:
         with pytest.raises(FetchError, match=r"timeout fetching .* after 0.5s total"):
@@ -409,7 +410,7 @@ async def test_total_timeout_while_connecting_after_a_redirect(
 
 @pytest.mark.parametrize("path", ["/hang", "/slow-read"])
 async def test_read_timeout(server: Site, path: str) -> None:
-    fetcher = HttpFetcher(_settings(connect_timeout_s=1, read_timeout_s=0.2, total_timeout_s=5))
+    fetcher = HttpFetcher(_options(connect_timeout_s=1, read_timeout_s=0.2, total_timeout_s=5))
     try:
         with pytest.raises(FetchError, match=r"timeout reading .*: no data for 0.2s") as caught:
             await fetcher.fetch(_request(server.url(path)))
@@ -419,7 +420,7 @@ async def test_read_timeout(server: Site, path: str) -> None:
 
 
 async def test_total_timeout(server: Site) -> None:
-    fetcher = HttpFetcher(_settings(connect_timeout_s=0.1, read_timeout_s=0.5, total_timeout_s=0.3))
+    fetcher = HttpFetcher(_options(connect_timeout_s=0.1, read_timeout_s=0.5, total_timeout_s=0.3))
     loop = asyncio.get_running_loop()
     started = loop.time()
     try:
@@ -434,7 +435,7 @@ async def test_total_timeout(server: Site) -> None:
 
 
 async def test_declared_too_large_is_refused_before_reading(server: Site) -> None:
-    fetcher = HttpFetcher(_settings(max_body_bytes=1024))
+    fetcher = HttpFetcher(_options(max_body_bytes=1024))
     try:
         with pytest.raises(TooLarge, match="Content-Length 5000 exceeds 1024") as caught:
             await fetcher.fetch(_request(server.url("/declared-large")))
@@ -444,7 +445,7 @@ async def test_declared_too_large_is_refused_before_reading(server: Site) -> Non
 
 
 async def test_streamed_too_large_is_refused(server: Site) -> None:
-    fetcher = HttpFetcher(_settings(max_body_bytes=2048))
+    fetcher = HttpFetcher(_options(max_body_bytes=2048))
     try:
         with pytest.raises(TooLarge, match="body exceeds 2048"):
             await fetcher.fetch(_request(server.url("/streamed-large")))
@@ -473,7 +474,7 @@ async def test_corrupt_gzip_is_a_permanent_error(fetcher: HttpFetcher, server: S
 @pytest.mark.parametrize("coding", ["gzip", "br"])
 async def test_bombs_are_refused_without_inflating(server: Site, coding: str) -> None:
     cap = 1024 * 1024
-    fetcher = HttpFetcher(_settings(max_decompressed_bytes=cap))
+    fetcher = HttpFetcher(_options(max_decompressed_bytes=cap))
     tracemalloc.start()
     try:
         with pytest.raises(TooLarge, match=f"{coding} body decompresses to more than {cap}"):
@@ -490,7 +491,7 @@ def test_default_decompressed_cap_is_10_mib() -> None:
 
 
 async def test_decoding_a_bomb_does_not_stall_the_event_loop(server: Site) -> None:
-    fetcher = HttpFetcher(_settings())
+    fetcher = HttpFetcher(_options())
 
     async def fetch_bombs() -> None:
         for coding in ("gzip", "br", "gzip", "br"):
@@ -512,7 +513,7 @@ async def test_decoding_a_bomb_does_not_stall_the_event_loop(server: Site) -> No
 async def test_truncate_returns_the_first_bytes_instead_of_failing(
     server: Site, path: str, truncate_at: int, expected: int
 ) -> None:
-    fetcher = HttpFetcher(_settings(max_body_bytes=1024))
+    fetcher = HttpFetcher(_options(max_body_bytes=1024))
     try:
         result = await fetcher.fetch(_request(server.url(path)), truncate_at_bytes=truncate_at)
     finally:
@@ -522,7 +523,7 @@ async def test_truncate_returns_the_first_bytes_instead_of_failing(
 
 @pytest.mark.parametrize("coding", ["gzip", "br"])
 async def test_truncate_cuts_a_decoded_bomb(server: Site, coding: str) -> None:
-    fetcher = HttpFetcher(_settings())
+    fetcher = HttpFetcher(_options())
     try:
         result = await fetcher.fetch(
             _request(server.url(f"/bomb/{coding}")), truncate_at_bytes=1000
@@ -536,7 +537,7 @@ async def test_truncate_cuts_a_decoded_bomb(server: Site, coding: str) -> None:
 
 
 async def test_loopback_literal_is_refused_before_connecting(server: Site) -> None:
-    fetcher = HttpFetcher(_settings(allow_private_addresses=False))
+    fetcher = HttpFetcher(_options(allow_private_addresses=False))
     try:
         with pytest.raises(ForbiddenAddress, match=r"127\.0\.0\.1") as caught:
             await fetcher.fetch(_request(server.url("/page")))
@@ -548,7 +549,7 @@ async def test_loopback_literal_is_refused_before_connecting(server: Site) -> No
 
 async def test_name_resolving_to_loopback_is_refused(server: Site) -> None:
     port = server.base.rsplit(":", 1)[1]
-    fetcher = HttpFetcher(_settings(allow_private_addresses=False))
+    fetcher = HttpFetcher(_options(allow_private_addresses=False))
     try:
         with pytest.raises(ForbiddenAddress, match=r"localhost resolves to 127\.0\.0\.1"):
             await fetcher.fetch(_request(f"http://localhost:{port}/page"))
@@ -567,7 +568,7 @@ async def test_redirect_to_forbidden_literal_is_refused_at_the_hop(
 ) -> None:
     allowed, private = servers["127.0.0.2"], servers["127.0.0.3"]
     fetcher = HttpFetcher(
-        _settings(allow_private_addresses=False),
+        _options(allow_private_addresses=False),
         forbidden=_forbid("127.0.0.3"),
     )
     try:
@@ -586,7 +587,7 @@ async def test_redirect_to_name_resolving_to_forbidden_is_refused(
     allowed, private = servers["127.0.0.2"], servers["127.0.0.1"]
     target = f"http://localhost:{private.base.rsplit(':', 1)[1]}/page"
     fetcher = HttpFetcher(
-        _settings(allow_private_addresses=False),
+        _options(allow_private_addresses=False),
         forbidden=_forbid("127.0.0.1", "::1"),
     )
     try:
@@ -598,7 +599,7 @@ async def test_redirect_to_name_resolving_to_forbidden_is_refused(
 
 
 async def test_allow_private_addresses_ignores_the_predicate(server: Site) -> None:
-    fetcher = HttpFetcher(_settings(), forbidden=lambda address: True)
+    fetcher = HttpFetcher(_options(), forbidden=lambda address: True)
     try:
         assert (await fetcher.fetch(_request(server.url("/page")))).status == 200
     finally:
@@ -616,7 +617,7 @@ async def test_concurrent_fetches_share_the_pool(fetcher: HttpFetcher, server: S
 
 
 async def test_close_then_fetch_opens_a_new_pool(server: Site) -> None:
-    fetcher = HttpFetcher(_settings())
+    fetcher = HttpFetcher(_options())
     await fetcher.close()
     assert (await fetcher.fetch(_request(server.url("/page")))).status == 200
     await fetcher.close()

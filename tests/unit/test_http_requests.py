@@ -10,8 +10,8 @@ import pytest
 from aiohttp import web
 
 from crawlfleet.fetchers import HttpFetcher
+from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.models import CrawlRequest, Link
-from crawlfleet.settings import Settings
 
 
 async def echo(request: web.Request) -> web.Response:
@@ -65,8 +65,8 @@ def request_of(link: Link) -> CrawlRequest:
 
 
 async def fetch(link: Link, *, follow: bool = True) -> dict[str, object]:
-    settings = Settings(allow_private_addresses=True)
-    fetcher = HttpFetcher(settings, follow_redirects=follow)
+    options = FetchOptions(allow_private_addresses=True)
+    fetcher = HttpFetcher(options, follow_redirects=follow)
     try:
         result = await fetcher.fetch(request_of(link))
     finally:
@@ -128,8 +128,8 @@ async def test_request_headers_stay_with_their_origin(servers: tuple[str, str]) 
 
 async def test_without_following_a_post_gets_its_redirect(servers: tuple[str, str]) -> None:
     base, _ = servers
-    settings = Settings(allow_private_addresses=True)
-    fetcher = HttpFetcher(settings, follow_redirects=False)
+    options = FetchOptions(allow_private_addresses=True)
+    fetcher = HttpFetcher(options, follow_redirects=False)
     try:
         link = Link.post(f"{base}/redirect/303", form={"a": "1"})
         result = await fetcher.fetch(request_of(link))

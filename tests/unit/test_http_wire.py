@@ -9,8 +9,8 @@ import pytest
 
 from crawlfleet.errors import FetchError
 from crawlfleet.fetchers import HttpFetcher, wire
+from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.models import CrawlRequest
-from crawlfleet.settings import Settings
 from tests.fixtures.scripted_server import DROP, ScriptedServer, serving
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
@@ -24,7 +24,7 @@ async def scripted() -> AsyncIterator[ScriptedServer]:
 
 @pytest.fixture
 async def fetcher() -> AsyncIterator[HttpFetcher]:
-    fetcher = HttpFetcher(Settings(allow_private_addresses=True, read_timeout_s=2))
+    fetcher = HttpFetcher(FetchOptions(allow_private_addresses=True, read_timeout_s=2))
     yield fetcher
     await fetcher.close()
 
@@ -145,7 +145,7 @@ async def test_idle_connections_are_closed_after_the_keepalive(
     scripted: ScriptedServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(wire, "KEEPALIVE_S", 0.2)
-    fetcher = HttpFetcher(Settings(allow_private_addresses=True))
+    fetcher = HttpFetcher(FetchOptions(allow_private_addresses=True))
     try:
         scripted.replies = [OK]
         await fetcher.fetch(_request(f"http://127.0.0.1:{scripted.port}/"))

@@ -17,12 +17,12 @@ from crawlfleet.errors import FetchError, ForbiddenAddress, TooLarge
 from crawlfleet.fetchers.addresses import AddressPredicate
 from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.fetchers.impersonate import ImpersonateFetcher
+from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.models import CrawlRequest, FetchResult
-from crawlfleet.settings import Settings
 from tests.unit.test_http_fetcher import (  # the same test site
     PAGE,
     Site,
-    _settings,
+    _options,
     bombs,
     server,
     servers,
@@ -34,7 +34,7 @@ __all__ = ["bombs", "server", "servers", "unaccepting_port"]  # fixtures used he
 
 @pytest.fixture
 async def fetcher() -> AsyncIterator[ImpersonateFetcher]:
-    fetcher = ImpersonateFetcher(_settings(), clock=FakeClock(start=1234.5))
+    fetcher = ImpersonateFetcher(_options(), clock=FakeClock(start=1234.5))
     yield fetcher
     await fetcher.close()
 
@@ -69,7 +69,7 @@ async def test_sends_a_browsers_headers_and_the_requests_own(
 
 async def test_basic_auth_goes_to_its_own_origin(servers: dict[str, Site]) -> None:
     mine = servers["127.0.0.1"]
-    fetcher = ImpersonateFetcher(_settings(), credentials=Credentials.from_urls(
+    fetcher = ImpersonateFetcher(_options(), credentials=Credentials.from_urls(
         [mine.url("/").replace("http://", "http://u:p@")]
     ))  # fmt: skip
     try:
@@ -117,7 +117,7 @@ async def test_chunked_body_is_read_whole(fetcher: ImpersonateFetcher, server: S
 
 @pytest.mark.parametrize("path", ["/declared-large", "/streamed-large"])
 async def test_a_body_over_the_cap_is_refused(server: Site, path: str) -> None:
-    fetcher = ImpersonateFetcher(_settings(max_body_bytes=2048))
+    fetcher = ImpersonateFetcher(_options(max_body_bytes=2048))
     try:
         with pytest.raises(TooLarge, match="body exceeds 2048 bytes") as caught:
             await fetcher.fetch(_request(server.url(path)))
@@ -128,7 +128,7 @@ async def test_a_body_over_the_cap_is_refused(server: Site, path: str) -> None:
 
 async def test_a_bomb_is_refused_without_inflating(server: Site) -> None:
     cap = 1024 * 1024
-    fetcher = ImpersonateFetcher(_settings(max_decompressed_bytes=cap))
+    fetcher = ImpersonateFetcher(_options(max_decompressed_bytes=cap))
     tracemalloc.start()
     try:
         with pytest.raises(TooLarge, match=f"body exceeds {cap} bytes \\(decoded\\)"):
@@ -144,7 +144,7 @@ async def test_connection_refused_is_transient() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    fetcher = ImpersonateFetcher(_settings())
+    fetcher = ImpersonateFetcher(_options())
     try:
         with pytest.raises(FetchError, match="cannot connect") as caught:
             await fetcher.fetch(_request(f"http://127.0.0.1:{port}/"))
@@ -154,7 +154,7 @@ async def test_connection_refused_is_transient() -> None:
 
 
 async def test_connect_timeout(unaccepting_port: int) -> None:
-    fetcher = ImpersonateFetcher(_settings(connect_timeout_s=0.2, total_timeout_s=5))
+    fetcher = ImpersonateFetcher(_options(connect_timeout_s=0.2, total_timeout_s=5))
     try:
         with pytest.raises(FetchError, match="timeout fetching") as caught:
             await fetcher.fetch(_request(f"http://127.0.0.1:{unaccepting_port}/"))
@@ -165,7 +165,7 @@ async def test_connect_timeout(unaccepting_port: int) -> None:
 
 async def test_read_timeout(server: Site) -> None:
     fetcher = ImpersonateFetcher(
-        _settings(connect_timeout_s=1, read_timeout_s=0.2, total_timeout_s=5)
+        _options(connect_timeout_s=1, read_timeout_s=0.2, total_timeout_s=5)
     )
     loop = asyncio.get_running_loop()
     started = loop.time()
@@ -178,7 +178,7 @@ async def test_read_timeout(server: Site) -> None:
 
 
 async def test_total_timeout(server: Site) -> None:
-    fetcher = ImpersonateFetcher(_settings(connect_timeout_s=0.1, total_timeout_s=0.3))
+    fetcher = ImpersonateFetcher(_options(connect_timeout_s=0.1, total_timeout_s=0.3))
     loop = asyncio.get_running_loop()
     started = loop.time()
     try:
@@ -196,7 +196,7 @@ def _forbid(*addresses: str) -> AddressPredicate:
 
 async def test_private_addresses_are_refused_before_connecting(server: Site) -> None:
     port = server.base.rsplit(":", 1)[1]
-    fetcher = ImpersonateFetcher(_settings(allow_private_addresses=False))
+    fetcher = ImpersonateFetcher(_options(allow_private_addresses=False))
     try:
         with pytest.raises(ForbiddenAddress, match=r"127\.0\.0\.1") as caught:
             await fetcher.fetch(_request(server.url("/page")))
@@ -211,7 +211,7 @@ async def test_private_addresses_are_refused_before_connecting(server: Site) -> 
 async def test_a_name_is_pinned_to_the_addresses_that_passed(server: Site) -> None:
     port = server.base.rsplit(":", 1)[1]
     fetcher = ImpersonateFetcher(
-        Settings(allow_private_addresses=False), forbidden=_forbid("::1", "127.0.0.2")
+        FetchOptions(allow_private_addresses=False), forbidden=_forbid("::1", "127.0.0.2")
     )
     try:
         result = await fetcher.fetch(_request(f"http://localhost:{port}/page"))
@@ -228,7 +228,7 @@ async def test_non_http_urls_are_refused(fetcher: ImpersonateFetcher, url: str) 
 
 
 async def test_concurrent_fetches_and_a_fetch_after_close(server: Site) -> None:
-    fetcher = ImpersonateFetcher(_settings())
+    fetcher = ImpersonateFetcher(_options())
     try:
         results = await asyncio.gather(
             *(fetcher.fetch(_request(server.url(f"/page?n={i}"))) for i in range(20))
@@ -253,7 +253,7 @@ class Kept:
 
 async def test_the_archive_gets_each_response_with_the_headers_libcurl_sent(server: Site) -> None:
     keeper = Kept()
-    fetcher = ImpersonateFetcher(_settings(), keeper=keeper)
+    fetcher = ImpersonateFetcher(_options(), keeper=keeper)
     try:
         plain = await fetcher.fetch(_request(server.url("/page")))
         coded = await fetcher.fetch(_request(server.url("/encoded/br,gzip")))

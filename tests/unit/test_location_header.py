@@ -8,8 +8,8 @@ import pytest
 
 from crawlfleet.errors import FetchError
 from crawlfleet.fetchers import HttpFetcher
+from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.models import CrawlRequest
-from crawlfleet.settings import Settings
 from crawlfleet.urls import join
 from tests.fixtures.scripted_server import ScriptedServer, serving
 
@@ -29,7 +29,7 @@ async def scripted() -> AsyncIterator[ScriptedServer]:
 
 async def _fetch(url: str, *, follow: bool) -> tuple[int, dict[str, str], str]:
     fetcher = HttpFetcher(
-        Settings(allow_private_addresses=True, read_timeout_s=2), follow_redirects=follow
+        FetchOptions(allow_private_addresses=True, read_timeout_s=2), follow_redirects=follow
     )
     try:
         result = await fetcher.fetch(CrawlRequest(url=url, fingerprint="f", domain="d"))

@@ -21,6 +21,7 @@ from crawlfleet.parsing.budget import (
     nested_deeper_than,
 )
 from crawlfleet.parsing.default import default_parser
+from crawlfleet.runtime.options import parse_limits
 from crawlfleet.settings import Settings
 from tests.loop_lag import max_loop_lag_s
 
@@ -233,4 +234,4 @@ def test_nesting_scan(html: bytes, deep: bool) -> None:
 
 
 def test_limits_from_settings() -> None:
-    assert ParseLimits.from_settings(Settings()) == ParseLimits(2000, 10.0, 100_000)
+    assert parse_limits(Settings()) == ParseLimits(2000, 10.0, 100_000)

@@ -11,6 +11,7 @@ from aiohttp import web
 from crawlfleet.clock import FakeClock
 from crawlfleet.errors import BrowserFault, FetchError
 from crawlfleet.fetchers.http import HttpFetcher
+from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.fetchers.profiles import PROFILES
 from crawlfleet.fetchers.protocols import Via
 from crawlfleet.models import CrawlRequest, FetchResult
@@ -19,10 +20,8 @@ from crawlfleet.proxies.memory import MemoryProxyStates
 from crawlfleet.proxies.pool import ProxyPool
 from crawlfleet.proxies.protocols import Cooldown
 from crawlfleet.runtime.fetching.proxy_link import SessionFetcher, proxy_refused
-from crawlfleet.runtime.fetching.session_pool import SessionPool
+from crawlfleet.runtime.fetching.session_pool import SessionOptions, SessionPool
 from crawlfleet.sessions.memory import MemorySessionStore
-from crawlfleet.settings import Settings
-from crawlfleet.settings_proxies import ProxySettings
 from tests.fixtures.loopback import serve
 
 T0 = 1_000_000.0
@@ -43,9 +42,9 @@ class Slot:
 
 
 def link(tiers: list[list[str]], slot: Slot, clock: FakeClock) -> SessionFetcher:
-    config = ProxySettings(tiers=tiers, sessions_per_domain=2)
+    config = SessionOptions(sessions_per_domain=2)
     pool = ProxyPool(build_tiers(tiers), MemoryProxyStates(), clock, cooldown=Cooldown(30, 60))
-    http = HttpFetcher(Settings(), clock=clock)
+    http = HttpFetcher(FetchOptions(), clock=clock)
     sessions = SessionPool(pool, MemorySessionStore(), slot, clock, config)
     return SessionFetcher(http, pool, sessions, clock, config)
 
@@ -103,10 +102,12 @@ async def test_a_session_retired_while_a_fetch_is_in_flight_is_not_stored_again(
     app = web.Application()
     app.add_routes([web.get("/slow", slow), web.get("/blocked", blocked)])
     clock, slot = FakeClock(T0), Slot()
-    config = ProxySettings(tiers=[["direct"]], sessions_per_domain=1)
+    config = SessionOptions(sessions_per_domain=1)
     pool = ProxyPool(build_tiers([["direct"]]), MemoryProxyStates(), clock, cooldown=Cooldown(1, 1))
     store = MemorySessionStore()
-    http = HttpFetcher(Settings(allow_private_addresses=True), clock=clock, follow_redirects=False)
+    http = HttpFetcher(
+        FetchOptions(allow_private_addresses=True), clock=clock, follow_redirects=False
+    )
     fetcher = SessionFetcher(
         http, pool, SessionPool(pool, store, slot, clock, config), clock, config
     )
@@ -167,7 +168,7 @@ class BrowserTwin:
 
 
 def browser_link(twin: BrowserTwin, tiers: list[list[str]]) -> tuple[SessionFetcher, ProxyPool]:
-    clock, config = FakeClock(T0), ProxySettings(tiers=tiers, sessions_per_domain=1)
+    clock, config = FakeClock(T0), SessionOptions(sessions_per_domain=1)
     pool = ProxyPool(build_tiers(tiers), MemoryProxyStates(), clock, cooldown=Cooldown(30, 60))
     sessions = SessionPool(pool, MemorySessionStore(), Slot(), clock, config)
     return SessionFetcher(twin, pool, sessions, clock, config, own_jar=True), pool

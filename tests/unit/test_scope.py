@@ -8,6 +8,7 @@ import pytest
 
 from crawlfleet.counters import Limit
 from crawlfleet.frontier.scope import Scope, TrapLimits
+from crawlfleet.runtime.options import trap_limits
 from crawlfleet.settings import Settings
 
 SEED = "http://example.com/"
@@ -57,9 +58,9 @@ def test_raised_limits_lift_the_rules() -> None:
 
 
 def test_the_trap_defaults_are_the_settings_defaults() -> None:
-    assert TrapLimits.from_settings(Settings()) == TrapLimits()
+    assert trap_limits(Settings()) == TrapLimits()
     custom = Settings(max_url_chars=100, max_path_segment_repeats=9, max_query_params=2)
-    assert TrapLimits.from_settings(custom) == TrapLimits(100, 9, 2)
+    assert trap_limits(custom) == TrapLimits(100, 9, 2)
 
 
 def test_depth_is_limited_by_default() -> None:

@@ -28,7 +28,6 @@ def test_the_cli_loads_without_prometheus_client_or_the_dashboard() -> None:
 
 def test_the_http_fetcher_imports_aiohttp_only_for_a_proxy() -> None:
     statement = (
-        "from crawlfleet.fetchers import HttpFetcher; from crawlfleet.settings import Settings; "
-        "HttpFetcher(Settings())"
+        "from crawlfleet.fetchers import FetchOptions, HttpFetcher; HttpFetcher(FetchOptions())"
     )
     assert _imported_by(statement, ["aiohttp"]) == []

@@ -18,8 +18,8 @@ import pytest
 from crawlfleet.errors import FetchError
 from crawlfleet.fetchers import HttpFetcher
 from crawlfleet.fetchers.connection import MAX_HEAD_BYTES, MAX_LINE_BYTES
+from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.models import CrawlRequest
-from crawlfleet.settings import Settings
 from tests.fixtures.scripted_server import Forever, ScriptedServer, serving
 from tests.loop_lag import max_loop_lag_s
 
@@ -36,7 +36,7 @@ async def scripted() -> AsyncIterator[ScriptedServer]:
 @pytest.fixture
 async def fetcher() -> AsyncIterator[HttpFetcher]:
     fetcher = HttpFetcher(
-        Settings(
+        FetchOptions(
             allow_private_addresses=True, connect_timeout_s=2, read_timeout_s=2, total_timeout_s=8
         )
     )
@@ -321,7 +321,7 @@ CUTS = {
 async def test_a_cut_is_named_by_where_it_falls(reply: bytes, message: str) -> None:
     async with serving(ScriptedServer(close_after_reply=True)) as script:
         script.replies = [reply]
-        fetcher = HttpFetcher(Settings(allow_private_addresses=True))
+        fetcher = HttpFetcher(FetchOptions(allow_private_addresses=True))
         try:
             with pytest.raises(FetchError, match=message) as caught:
                 await fetcher.fetch(_request(f"http://127.0.0.1:{script.port}/"))

@@ -27,6 +27,7 @@ from crawlfleet.models import CrawlRequest, FetchResult, ParseResult
 from crawlfleet.parsing.contracts import Fetch, check_contracts
 from crawlfleet.parsing.loader import load_parsers
 from crawlfleet.parsing.registry import ParserRegistry
+from crawlfleet.runtime.options import fetch_options
 from crawlfleet.settings import Settings
 from crawlfleet.settings_loading import load_settings
 from crawlfleet.urls import UrlRules, fingerprint
@@ -65,7 +66,8 @@ async def fetching(settings: Settings) -> AsyncIterator[Fetch]:
     """
     rules = UrlRules(settings.strip_query_params, settings.politeness_key)
     credentials = Credentials()
-    http, files = HttpFetcher(settings, credentials=credentials), FileFetcher(settings)
+    options = fetch_options(settings)
+    http, files = HttpFetcher(options, credentials=credentials), FileFetcher(options)
 
     async def fetch(url: str) -> FetchResult:
         credentials.add_from_url(url)

@@ -13,8 +13,8 @@ from urllib.request import url2pathname
 
 from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.errors import FetchError, TooLarge
+from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.models import CrawlRequest, FetchResult
-from crawlfleet.settings import Settings
 
 _LOCAL_HOSTS = frozenset({"", "localhost"})
 
@@ -28,8 +28,8 @@ class FileFetcher:
     non-transient ``FetchError``.
     """
 
-    def __init__(self, settings: Settings, *, clock: Clock | None = None) -> None:
-        self._max_body_bytes = settings.max_body_bytes
+    def __init__(self, options: FetchOptions, *, clock: Clock | None = None) -> None:
+        self._max_body_bytes = options.max_body_bytes
         self._clock = clock or SystemClock()
 
     async def fetch(self, request: CrawlRequest) -> FetchResult:

@@ -25,12 +25,12 @@ from crawlfleet.fetchers.credentials import Credentials, basic_auth
 from crawlfleet.fetchers.decoding import decode_body
 from crawlfleet.fetchers.headers import default_headers
 from crawlfleet.fetchers.hops import Hop
+from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.fetchers.protocols import Via
 from crawlfleet.fetchers.target import http_target, url_of
 from crawlfleet.fetchers.transport import Transport, fetch_failure, proxy_of
 from crawlfleet.fetchers.wire import Wire
 from crawlfleet.models import CrawlRequest, FetchResult
-from crawlfleet.settings import Settings
 from crawlfleet.urls import join
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
@@ -41,7 +41,7 @@ class HttpFetcher:
     """Fetches http(s) URLs; a ``Fetcher``.
 
     ``forbidden`` decides which resolved addresses may not be connected to (default:
-    ``is_forbidden_address``); it is not consulted when ``settings.allow_private_addresses``.
+    ``is_forbidden_address``); it is not consulted when ``options.allow_private_addresses``.
     With ``follow_redirects=False`` a 3xx response is returned as it is (the crawl loop
     queues its Location, so a page reached by a redirect and by a link is fetched once).
     Cookies are not kept between fetches. ``credentials`` are sent as Basic auth to their
@@ -57,7 +57,7 @@ class HttpFetcher:
 
     def __init__(
         self,
-        settings: Settings,
+        options: FetchOptions,
         *,
         clock: Clock | None = None,
         forbidden: AddressPredicate | None = None,
@@ -66,17 +66,17 @@ class HttpFetcher:
         keeper: ResponseKeeper | None = None,
         transport: Transport | None = None,
     ) -> None:
-        self._settings = settings
+        self._options = options
         self._keeper = keeper
         self._credentials = credentials if credentials is not None else Credentials()
         self._follow = follow_redirects
         self._clock = clock or SystemClock()
         self._forbidden = (
-            None if settings.allow_private_addresses else (forbidden or is_forbidden_address)
+            None if options.allow_private_addresses else (forbidden or is_forbidden_address)
         )
-        self._headers = default_headers(settings.user_agent)
+        self._headers = default_headers(options.user_agent)
         self._owns_transport = transport is None
-        self._transport = transport or wire_for(settings, self._forbidden)
+        self._transport = transport or wire_for(options, self._forbidden)
 
     async def fetch(
         self,
@@ -97,7 +97,7 @@ class HttpFetcher:
         url = request.url
         redirects: list[str] = []
         # The total deadline: kept by the transport, by a timeout around decoding.
-        deadline = asyncio.get_running_loop().time() + self._settings.total_timeout_s
+        deadline = asyncio.get_running_loop().time() + self._options.total_timeout_s
         try:
             proxy = (
                 proxy_of(via.proxy, via.proxy_auth)
@@ -121,7 +121,7 @@ class HttpFetcher:
                     headers_sent,
                     hop.body,
                     proxy=proxy,
-                    limit=self._settings.max_body_bytes,
+                    limit=self._options.max_body_bytes,
                     cut_at=truncate_at_bytes,
                     deadline=deadline,
                 )
@@ -147,7 +147,7 @@ class HttpFetcher:
         except FetchError:
             raise
         except Exception as exc:
-            raise fetch_failure(exc, url, self._settings.total_timeout_s) from exc
+            raise fetch_failure(exc, url, self._options.total_timeout_s) from exc
         result = FetchResult(
             url=request.url,
             final_url=url,
@@ -170,7 +170,7 @@ class HttpFetcher:
         self, body: bytes, encoding: str, url: str, truncate_at_bytes: int | None
     ) -> bytes:
         """``body`` with its content codings undone, within the decompressed cap."""
-        cap_bytes = self._settings.max_decompressed_bytes
+        cap_bytes = self._options.max_decompressed_bytes
         if truncate_at_bytes is not None:
             cap_bytes = min(cap_bytes, truncate_at_bytes)
         # Off the loop: up to 90 ms of CPU per 10 MiB (see fetchers.decoding).
@@ -197,9 +197,9 @@ class HttpFetcher:
         next_url = f"{scheme}://{authority.rpartition('@')[2]}{slash}{path.partition('#')[0]}"
         if next_url in chain:
             raise FetchError(f"redirect loop: {' -> '.join([*chain, next_url])}", transient=False)
-        if len(chain) > self._settings.max_redirects:
+        if len(chain) > self._options.max_redirects:
             raise FetchError(
-                f"{chain[0]}: more than {self._settings.max_redirects} redirects",
+                f"{chain[0]}: more than {self._options.max_redirects} redirects",
                 transient=False,
             )
         return next_url
@@ -210,14 +210,14 @@ class HttpFetcher:
             await self._transport.close()
 
 
-def wire_for(settings: Settings, forbidden: AddressPredicate | None) -> Wire:
+def wire_for(options: FetchOptions, forbidden: AddressPredicate | None) -> Wire:
     """The transport of the crawl's HTTP fetchers: its timeouts and idle pool from
-    ``settings``, the address guard ``forbidden`` (None: none)."""
+    ``options``, the address guard ``forbidden`` (None: none)."""
     return Wire(
-        connect_timeout_s=settings.connect_timeout_s,
-        read_timeout_s=settings.read_timeout_s,
+        connect_timeout_s=options.connect_timeout_s,
+        read_timeout_s=options.read_timeout_s,
         forbidden=forbidden,
-        max_idle_per_origin=settings.concurrency,
+        max_idle_per_origin=options.max_idle_per_origin,
     )
 
 

@@ -2,7 +2,7 @@
 
 For sites that refuse a client by its TLS or HTTP/2 fingerprint or by headers a browser sends
 (``sec-ch-ua``, ``Sec-Fetch-*``): the whole request looks like Chrome's (``TARGET``), User-Agent
-included, so ``settings.user_agent`` is not sent (robots.txt rules are still read for it).
+included, so ``FetchOptions.user_agent`` is not sent (robots.txt rules are still read for it).
 Why and at what cost: docs/decisions/0018-strategy-ladder.md.
 
 The guarantees of ``HttpFetcher``, kept here with its parts (the target's checks of
@@ -56,11 +56,11 @@ from crawlfleet.fetchers.addresses import (
 from crawlfleet.fetchers.credentials import Credentials, basic_auth
 from crawlfleet.fetchers.decoding import body_too_large
 from crawlfleet.fetchers.hops import Hop
+from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.fetchers.protocols import Via
 from crawlfleet.fetchers.target import Target, http_target, url_of
 from crawlfleet.fetchers.transport import fetch_failure
 from crawlfleet.models import CrawlRequest, FetchResult
-from crawlfleet.settings import Settings
 
 TARGET = "chrome146"
 """The browser build impersonated (a curl_cffi target name)."""
@@ -127,26 +127,26 @@ class ImpersonateFetcher:
     """Fetches one http(s) URL per call as a browser would; a ``Fetcher``.
 
     ``forbidden`` decides which resolved addresses may not be connected to (default:
-    ``is_forbidden_address``); not consulted when ``settings.allow_private_addresses``.
+    ``is_forbidden_address``); not consulted when ``options.allow_private_addresses``.
     Create, use and close it in one event loop. ``keeper`` (the crawl's archive) gets every
     response returned, before ``fetch`` returns it.
     """
 
     def __init__(
         self,
-        settings: Settings,
+        options: FetchOptions,
         *,
         clock: Clock | None = None,
         forbidden: AddressPredicate | None = None,
         credentials: Credentials | None = None,
         keeper: ResponseKeeper | None = None,
     ) -> None:
-        self._settings = settings
+        self._options = options
         self._keeper = keeper
         self._clock = clock or SystemClock()
         self._credentials = credentials if credentials is not None else Credentials()
         self._forbidden = (
-            None if settings.allow_private_addresses else (forbidden or is_forbidden_address)
+            None if options.allow_private_addresses else (forbidden or is_forbidden_address)
         )
         self._multi: AsyncCurl | None = None
         self._idle: list[Curl] = []
@@ -156,7 +156,7 @@ class ImpersonateFetcher:
         started = time.perf_counter()
         url = request.url
         try:
-            async with asyncio.timeout(self._settings.total_timeout_s):
+            async with asyncio.timeout(self._options.total_timeout_s):
                 target = http_target(url)
                 proxied = via is not None and via.proxy is not None
                 if proxied and self._forbidden is not None:
@@ -169,7 +169,7 @@ class ImpersonateFetcher:
         except FetchError:
             raise
         except (TimeoutError, ValueError) as exc:
-            raise fetch_failure(exc, url, self._settings.total_timeout_s) from None
+            raise fetch_failure(exc, url, self._options.total_timeout_s) from None
         result = FetchResult(
             url=request.url,
             final_url=url,
@@ -207,7 +207,7 @@ class ImpersonateFetcher:
         headers sent and the server's address (None through a proxy)."""
         multi = self._multi or self._open()
         curl = self._idle.pop() if self._idle else Curl()
-        transfer = _Transfer(cap_bytes=self._settings.max_body_bytes)
+        transfer = _Transfer(cap_bytes=self._options.max_body_bytes)
         try:
             self._prepare(curl, hop, url, pins, transfer, via)
             try:
@@ -239,7 +239,7 @@ class ImpersonateFetcher:
         transfer: _Transfer,
         via: Via | None,
     ) -> None:
-        settings = self._settings
+        options = self._options
         target = url_of(url)  # as HttpFetcher sends it, without userinfo
         curl.impersonate(TARGET, default_headers=True)
         curl.setopt(CurlOpt.URL, str(target).encode())
@@ -264,11 +264,11 @@ class ImpersonateFetcher:
             curl.setopt(CurlOpt.PROXY, via.proxy.encode())
             if via.proxy_auth is not None:
                 curl.setopt(CurlOpt.PROXYUSERPWD, ":".join(via.proxy_auth).encode())
-        curl.setopt(CurlOpt.CONNECTTIMEOUT_MS, int(settings.connect_timeout_s * 1000))
-        curl.setopt(CurlOpt.TIMEOUT_MS, int(settings.total_timeout_s * 1000))
+        curl.setopt(CurlOpt.CONNECTTIMEOUT_MS, int(options.connect_timeout_s * 1000))
+        curl.setopt(CurlOpt.TIMEOUT_MS, int(options.total_timeout_s * 1000))
         curl.setopt(CurlOpt.LOW_SPEED_LIMIT, 1)
-        curl.setopt(CurlOpt.LOW_SPEED_TIME, max(1, math.ceil(settings.read_timeout_s)))
-        curl.setopt(CurlOpt.MAXFILESIZE_LARGE, settings.max_body_bytes)
+        curl.setopt(CurlOpt.LOW_SPEED_TIME, max(1, math.ceil(options.read_timeout_s)))
+        curl.setopt(CurlOpt.MAXFILESIZE_LARGE, options.max_body_bytes)
         curl.setopt(CurlOpt.HEADERFUNCTION, transfer.header)
         if self._keeper is not None:  # the request head as sent, for the archive
             curl.setopt(CurlOpt.VERBOSE, 1)
@@ -278,17 +278,17 @@ class ImpersonateFetcher:
     def _write(self, transfer: _Transfer, chunk: bytes) -> int:
         """Body bytes as decoded: the cap is the decompressed one when the body was encoded."""
         if transfer.size == 0 and _encoded(transfer.header_lines):
-            transfer.cap_bytes = self._settings.max_decompressed_bytes
+            transfer.cap_bytes = self._options.max_decompressed_bytes
         return transfer.write(chunk)
 
     def _describe(self, exc: CurlError, url: str, transfer: _Transfer) -> FetchError:
-        settings = self._settings
+        options = self._options
         code = exc.code
         detail = str(exc).partition(") ")[2].split(". See ")[0] or str(exc)
         if transfer.too_large:
             return TooLarge(f"{url}: body exceeds {transfer.cap_bytes} bytes (decoded)")
         if code == CurlECode.FILESIZE_EXCEEDED:
-            return body_too_large(url, settings.max_body_bytes)
+            return body_too_large(url, options.max_body_bytes)
         if code == CurlECode.OPERATION_TIMEDOUT:
             return FetchError(f"timeout fetching {url}: {detail}")
         if code == CurlECode.COULDNT_RESOLVE_HOST:

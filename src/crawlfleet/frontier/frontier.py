@@ -11,6 +11,7 @@ import logging
 import random
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from crawlfleet.counters import Counters, CrawlStats
 from crawlfleet.errors import ConfigError
@@ -40,7 +41,6 @@ from crawlfleet.frontier.store_types import (
 )
 from crawlfleet.models import CrawlRequest, Lease, Link
 from crawlfleet.records import Attempt, DeadLetter, Outcome, QueueCounts
-from crawlfleet.settings_domains import DomainOverride
 from crawlfleet.urls import UrlRules
 
 logger = logging.getLogger(__name__)
@@ -58,6 +58,17 @@ class RetryPolicy:
     max_s: float
 
 
+class PolitenessOverride(Protocol):
+    """A domain's politeness from the config (``[crawl.domains."HOST"]``): its delay and
+    concurrency cap; None keeps the crawl's."""
+
+    @property
+    def delay_s(self) -> float | None: ...
+
+    @property
+    def concurrency(self) -> int | None: ...
+
+
 class Frontier:
     """URL manager and scheduler for one crawl, over any ``QueueStore``."""
 
@@ -72,7 +83,7 @@ class Frontier:
         retry: RetryPolicy,
         lease_s: float,
         max_redirects: int = 10,
-        overrides: Mapping[str, DomainOverride] | None = None,
+        overrides: Mapping[str, PolitenessOverride] | None = None,
         rng: random.Random | None = None,
         route: Route | None = None,
     ) -> None:
@@ -84,7 +95,7 @@ class Frontier:
         self.retry_policy = retry
         self.lease_s = lease_s
         self.max_redirects = max_redirects
-        self.overrides: Mapping[str, DomainOverride] = overrides or {}
+        self.overrides: Mapping[str, PolitenessOverride] = overrides or {}
         self._rng = rng or random.Random()
         self._rules_of_links = LinkRules(rules, scope, route or default_route)
         unlimited = budget.max_total is None and budget.max_per_domain is None
@@ -241,7 +252,7 @@ class Frontier:
         delay_s = max(default.delay_s, min(crawl_delay_s, default.max_crawl_delay_s))
         await self._store.set_delay(domain, delay_s, source)
 
-    async def apply_overrides(self, overrides: Mapping[str, DomainOverride]) -> None:
+    async def apply_overrides(self, overrides: Mapping[str, PolitenessOverride]) -> None:
         """Write per-domain delays and concurrency caps from the config into the store.
 
         Keys are hosts; with the ``domain`` politeness key two hosts of one registrable

@@ -18,7 +18,6 @@ from urllib.parse import urlsplit
 
 from crawlfleet.counters import Filtered, Limit
 from crawlfleet.patterns import compile_any as _compile
-from crawlfleet.settings import Settings
 from crawlfleet.urls import host_of, registrable_domain
 
 
@@ -41,19 +40,11 @@ _NOT_ALLOWED = Refusal(Filtered.ALLOW, "not allowed by pattern")
 
 @dataclass(frozen=True, slots=True)
 class TrapLimits:
-    """Spider-trap rules; the defaults are those of ``Settings``."""
+    """Spider-trap rules; the defaults are those of ``Settings`` (``runtime.options.trap_limits``)."""
 
     max_url_chars: int = 2083
     max_path_segment_repeats: int = 3
     max_query_params: int = 16
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> TrapLimits:
-        return cls(
-            max_url_chars=settings.max_url_chars,
-            max_path_segment_repeats=settings.max_path_segment_repeats,
-            max_query_params=settings.max_query_params,
-        )
 
     def reason_to_skip(self, url: str) -> Refusal | None:
         """None when ``url`` passes every rule, else which one it breaks."""

@@ -37,7 +37,6 @@ from crawlfleet.parsing.deadline import MAIN_THREAD_DEADLINE, DeadlinePassed
 from crawlfleet.parsing.payloads import check_payloads
 from crawlfleet.parsing.protocols import Parser
 from crawlfleet.parsing.tree_memory import TRIM_AFTER_BYTES, ParseBytes, return_free_heap
-from crawlfleet.settings import Settings
 
 # Pages up to this size are parsed on the loop's thread. lexbor builds a 20 KB page's tree in
 # ~35 µs and a flat 128 KB one with 2,500 links (and selects them) in ~2.5 ms; above that,
@@ -75,21 +74,13 @@ _BYTES_PER_TAG = 32
 @dataclass(frozen=True, slots=True)
 class ParseLimits:
     """What one page's parse may cost; ``max_links`` caps the links kept from any parser,
-    ``max_context_bytes`` the context of each (``parsing.payloads``)."""
+    ``max_context_bytes`` the context of each (``parsing.payloads``). Built from the settings
+    by ``runtime.options.parse_limits``."""
 
     max_nesting_depth: int
     max_parse_s: float
     max_links: int
     max_context_bytes: int = DEFAULT_MAX_CONTEXT_BYTES
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> ParseLimits:
-        return cls(
-            max_nesting_depth=settings.max_html_nesting_depth,
-            max_parse_s=settings.max_parse_s,
-            max_links=settings.max_links_per_page,
-            max_context_bytes=settings.max_context_bytes,
-        )
 
 
 def nested_deeper_than(html: bytes, max_depth: int) -> bool:

@@ -5,22 +5,37 @@ raise ``DropItem`` (or ``InvalidItem`` to keep the item as a reject); they run i
 given, after the built-in cleaning and validation and before deduplication.
 
 ``sinks = ["name", ...]``: each names an entry point of the ``crawlfleet.sinks`` group whose
-object is a factory ``(Settings) -> Sink``; a crawl writes every stored batch to its own sink
-first, then to each of these in order (``FanOutSink``).
+object is a factory ``(SinkOptions) -> Sink``; a crawl writes every stored batch to its own
+sink first, then to each of these in order (``FanOutSink``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from importlib.metadata import entry_points
+from pathlib import Path
 
 from crawlfleet.errors import ConfigError
 from crawlfleet.models import Item
 from crawlfleet.pipeline.protocols import Processor, Sink
 from crawlfleet.references import resolve
-from crawlfleet.settings import Settings
 
 SINK_GROUP = "crawlfleet.sinks"
+
+
+@dataclass(frozen=True, slots=True)
+class SinkOptions:
+    """What a sink factory of the ``crawlfleet.sinks`` group is given (public API).
+
+    ``crawl_id`` names the crawl (tag rows with it); ``state_dir`` is the crawl's state
+    directory (a place for the sink's own files); ``postgres_dsn`` is the distributed crawl's
+    database, None for an embedded crawl. A sink that needs more reads its own configuration.
+    """
+
+    crawl_id: str
+    state_dir: Path
+    postgres_dsn: str | None = None
 
 
 def load_processors(references: Sequence[str]) -> list[Processor]:
@@ -34,8 +49,9 @@ def load_processors(references: Sequence[str]) -> list[Processor]:
     return processors
 
 
-def load_sinks(names: Sequence[str], settings: Settings) -> list[Sink]:
-    """The sinks the ``crawlfleet.sinks`` entry points called ``names`` build, in that order."""
+def load_sinks(names: Sequence[str], options: SinkOptions) -> list[Sink]:
+    """The sinks the ``crawlfleet.sinks`` entry points called ``names`` build from ``options``,
+    in that order."""
     available = {entry.name: entry for entry in entry_points(group=SINK_GROUP)}
     sinks: list[Sink] = []
     for name in names:
@@ -45,7 +61,7 @@ def load_sinks(names: Sequence[str], settings: Settings) -> list[Sink]:
             raise ConfigError(f"sinks: no {SINK_GROUP!r} entry point {name!r} (known: {known})")
         try:
             factory = entry.load()
-            sink = factory(settings)
+            sink = factory(options)
         except ConfigError:
             raise
         except Exception as exc:

@@ -132,8 +132,9 @@ async def open_embedded(
     from crawlfleet.pipeline.sinks.sqlite import SqliteSink
     from crawlfleet.statedir import StateDir, crawl_identity, politeness
 
-    identity = crawl_identity(settings, seeds)
-    held = StateDir.open(settings.state_dir, identity, fresh=fresh, politeness=politeness(settings))
+    values = dict(settings)
+    identity = crawl_identity(values, seeds)
+    held = StateDir.open(settings.state_dir, identity, fresh=fresh, politeness=politeness(values))
     stack.callback(held.release)
     state_file, items_file = state_paths(settings.state_dir)
     store = await SqliteQueueStore.open(state_file, keep_attempts=settings.attempt_log_max_rows)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
+from dataclasses import replace
 
 from crawlfleet.archive.protocols import ResponseKeeper
 from crawlfleet.clock import Clock
@@ -28,6 +29,7 @@ from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.runtime.choice.kinds import BASE_KINDS, IMPERSONATE
 from crawlfleet.runtime.fetching.chain import SessionLink, cached, hooked
 from crawlfleet.runtime.fetching.side_fetch import SessionSideFetcher
+from crawlfleet.runtime.options import fetch_options
 from crawlfleet.settings import Settings
 from crawlfleet.urls import UrlRules, fingerprint
 
@@ -37,7 +39,7 @@ def build_transport(settings: Settings, stack: AsyncExitStack) -> Transport:
     proxies), guarded unless ``allow_private_addresses``; closed by ``stack`` (after the
     fetchers over it, when they are pushed later)."""
     forbidden = None if settings.allow_private_addresses else is_forbidden_address
-    transport = wire_for(settings, forbidden)
+    transport = wire_for(fetch_options(settings), forbidden)
     stack.push_async_callback(transport.close)
     return transport
 
@@ -59,8 +61,9 @@ def build_fetchers(
     ``transport`` (``build_transport``; None: the HTTP fetcher's own) carries the HTTP
     fetcher's requests.
     """
+    options = fetch_options(settings)
     http = HttpFetcher(
-        settings,
+        options,
         clock=clock,
         follow_redirects=False,
         credentials=credentials,
@@ -69,7 +72,7 @@ def build_fetchers(
     )
     fetchers: dict[str, Fetcher] = {
         "http": hooked(cached(logged_in(routed(http)), settings, clock), settings),
-        "file": FileFetcher(settings, clock=clock),
+        "file": FileFetcher(options, clock=clock),
     }
     if IMPERSONATE in BASE_KINDS:
         try:
@@ -80,7 +83,7 @@ def build_fetchers(
                 "reinstall it: pip install 'crawlfleet[stealth]'"
             ) from None
         browser_like = ImpersonateFetcher(
-            settings, clock=clock, credentials=credentials, keeper=keeper
+            options, clock=clock, credentials=credentials, keeper=keeper
         )
         fetchers[IMPERSONATE] = hooked(
             cached(logged_in(routed(browser_like)), settings, clock), settings
@@ -134,9 +137,9 @@ def build_robots(
     carries them. ``ConfigError`` when no product token can be told from ``user_agent`` and
     ``robots_token``."""
     hops = max(settings.max_redirects, ROBOTS_MIN_REDIRECTS)
-    side_settings = settings.model_copy(update={"max_redirects": hops})
+    side_options = replace(fetch_options(settings), max_redirects=hops)
     http = HttpFetcher(
-        side_settings, clock=clock, credentials=credentials, keeper=keeper, transport=transport
+        side_options, clock=clock, credentials=credentials, keeper=keeper, transport=transport
     )
     side: TruncatingFetcher = http
     if link is not None:

@@ -43,7 +43,7 @@ from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.frontier.store_types import Signal
 from crawlfleet.models import CrawlRequest, FetchResult, Item
 from crawlfleet.monitoring.deadletters import letter_class
-from crawlfleet.parsing.budget import ParseBudget, ParseLimits
+from crawlfleet.parsing.budget import ParseBudget
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.pipeline.protocols import Sink
@@ -51,6 +51,7 @@ from crawlfleet.pipeline.rejects import RejectStore
 from crawlfleet.records import DeadLetter
 from crawlfleet.runtime.backends import open_embedded
 from crawlfleet.runtime.choice.routing import Router
+from crawlfleet.runtime.options import parse_limits
 from crawlfleet.runtime.step.attempts import item_counters
 from crawlfleet.runtime.step.drift import resume
 from crawlfleet.runtime.step.judge import StatusClass, classify, judge
@@ -161,7 +162,7 @@ async def reparse(
     pipeline = crawl_pipeline(
         settings, registry, sink, events=EventBus(), clock=SystemClock(), rejects=rejects
     )
-    budget = ParseBudget(ParseLimits.from_settings(settings))
+    budget = ParseBudget(parse_limits(settings))
     rules = UrlRules(settings.strip_query_params, settings.politeness_key)
     figures = ReparseFigures()
     processes = _ParseProcesses(settings, jobs) if jobs > 1 else None
@@ -253,7 +254,7 @@ _PROCESS_PARSERS: list[tuple[ParserRegistry, ParseBudget]] = []
 
 def _start_parse_process(settings: Settings) -> None:
     _PROCESS_PARSERS.append(
-        (crawl_parsers(settings), ParseBudget(ParseLimits.from_settings(settings), threads=1))
+        (crawl_parsers(settings), ParseBudget(parse_limits(settings), threads=1))
     )
 
 
@@ -417,7 +418,7 @@ async def reparse_mismatched(
         raise StateError("the crawl's archive index names no archive (no page was kept)")
     clock, events = SystemClock(), EventBus()
     registry = crawl_parsers(settings)
-    router = Router.for_settings(registry, settings)
+    router = Router(registry, settings.domains, settings.browser_wait)
     frontier = build_frontier(settings, target.store, target.seeds, router)
     marks = drifts(await frontier.strategy(domain))
     if parser not in marks:
@@ -427,7 +428,7 @@ async def reparse_mismatched(
     pipeline = crawl_pipeline(
         settings, registry, target.sink, events=events, clock=clock, rejects=target.rejects
     )
-    budget = ParseBudget(ParseLimits.from_settings(settings))
+    budget = ParseBudget(parse_limits(settings))
     stack.callback(budget.close)
     rules = UrlRules(settings.strip_query_params, settings.politeness_key)
     reparsed: list[str] = []

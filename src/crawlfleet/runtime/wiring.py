@@ -21,12 +21,12 @@ from crawlfleet.fetchers.protocols import Fetcher, ViaFetcher
 from crawlfleet.frontier.frontier import Frontier, RetryPolicy
 from crawlfleet.frontier.ladder import BROWSER
 from crawlfleet.frontier.protocols import QueueStore
-from crawlfleet.frontier.scope import Scope, TrapLimits
+from crawlfleet.frontier.scope import Scope
 from crawlfleet.frontier.sitemaps import SitemapLimits
 from crawlfleet.frontier.store_types import Budget
 from crawlfleet.monitoring.samples import DIRECTORY as SAMPLES_DIR
 from crawlfleet.monitoring.samples import MismatchSamples
-from crawlfleet.parsing.budget import ParseBudget, ParseLimits
+from crawlfleet.parsing.budget import ParseBudget
 from crawlfleet.parsing.default import default_parser
 from crawlfleet.parsing.loader import load_parsers
 from crawlfleet.parsing.registry import ParserRegistry
@@ -45,6 +45,7 @@ from crawlfleet.runtime.choice.routing import Router
 from crawlfleet.runtime.choice.strategy import Strategies
 from crawlfleet.runtime.fetcher_wiring import build_fetchers, build_robots, build_transport
 from crawlfleet.runtime.fetching.chain import login_link, session_link
+from crawlfleet.runtime.options import parse_limits, sink_options, trap_limits
 from crawlfleet.runtime.policies import domain_policy, recrawl_policy
 from crawlfleet.runtime.step.body_bytes import BodyBytes
 from crawlfleet.runtime.step.crawler import Crawler, CrawlerParts
@@ -76,7 +77,7 @@ def build_frontier(
         allow=settings.allow,
         deny=settings.deny,
         max_depth=settings.max_depth,
-        traps=TrapLimits.from_settings(settings),
+        traps=trap_limits(settings),
     )
     return Frontier(
         store,
@@ -184,9 +185,9 @@ async def build_crawl(
         raise StateError("a crawl step needs an item sink; these backends opened none")
     store, sink, rejects = backends.store, backends.sink, backends.rejects
     registry = crawl_parsers(settings)
-    budget = ParseBudget(ParseLimits.from_settings(settings))
+    budget = ParseBudget(parse_limits(settings))
     stack.callback(budget.close)
-    router = Router.for_settings(registry, settings)
+    router = Router(registry, settings.domains, settings.browser_wait)
     wants_browser = browser_wanted(settings, registry, kinds)
     credentials = Credentials.from_urls(seeds)  # userinfo of the seeds, per origin
     secrets = SiteSecrets.load(settings.secrets_file)
@@ -224,7 +225,7 @@ async def build_crawl(
         keeper=archive and archive.side,
         transport=transport,
     )
-    own_sinks = load_sinks(settings.sinks, settings)
+    own_sinks = load_sinks(settings.sinks, sink_options(settings))
     if own_sinks:
         sink = FanOutSink(sink, own_sinks)
         stack.push_async_callback(sink.close)

@@ -135,7 +135,7 @@ async def open_crawl(
         raise StateError(one_line(f"Redis at {redact(redis_url)}: {exc}")) from None
     registry = load_parsers(settings.parsers, settings.selector_parsers)
     frontier = build_frontier(
-        settings, backends.store, seeds, Router.for_settings(registry, settings)
+        settings, backends.store, seeds, Router(registry, settings.domains, settings.browser_wait)
     )
     admitter = await build_admitter(settings, frontier, events=EventBus(), clock=clock, stack=stack)
     app = make_app(broker)

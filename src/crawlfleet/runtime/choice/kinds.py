@@ -24,7 +24,7 @@ from crawlfleet.errors import ConfigError
 from crawlfleet.fetchers.browser.launch import browser_missing
 from crawlfleet.parsing.plugins import Follow
 from crawlfleet.parsing.registry import ParserRegistry
-from crawlfleet.settings_domains import DomainOverride
+from crawlfleet.runtime.choice.routing import FetcherOverride
 
 IMPERSONATE = "impersonate"
 _IMPERSONATION = (IMPERSONATE,) if find_spec("curl_cffi") is not None else ()
@@ -51,7 +51,7 @@ def queue_kinds(queues: Collection[str]) -> frozenset[str]:
 
 
 def named_kinds(
-    registry: ParserRegistry, overrides: Mapping[str, DomainOverride] | None = None
+    registry: ParserRegistry, overrides: Mapping[str, FetcherOverride] | None = None
 ) -> Iterator[tuple[str, str]]:
     """``(kind, where)`` for every fetcher kind a follow rule, parser or domain names.
 

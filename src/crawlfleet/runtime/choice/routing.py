@@ -10,17 +10,23 @@ to the lane the domain's strategy slot learned for that parser (``runtime/choice
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Protocol
 from urllib.parse import urlsplit
 
 from crawlfleet.errors import ConfigError
+from crawlfleet.fetchers.browser.wait import WaitRule
 from crawlfleet.parsing.registry import DEFAULT_NAME, ParserRegistry
-from crawlfleet.settings import Settings
-from crawlfleet.settings_browser import wait_rule_problem
-from crawlfleet.settings_domains import DomainOverride
 
 AUTO = "auto"
 AUTO_PREFIX = "auto:"
 """The kind ``auto`` of a URL whose parser is P becomes ``auto:P``; its strategy key too."""
+
+
+class FetcherOverride(Protocol):
+    """A domain's fetcher from the config (``[crawl.domains."HOST"] fetcher``); None: none."""
+
+    @property
+    def fetcher(self) -> str | None: ...
 
 
 class Router:
@@ -29,7 +35,7 @@ class Router:
     def __init__(
         self,
         registry: ParserRegistry,
-        overrides: Mapping[str, DomainOverride],
+        overrides: Mapping[str, FetcherOverride],
         default_wait: str,
     ) -> None:
         self._registry = registry
@@ -41,13 +47,11 @@ class Router:
             override.fetcher is not None for override in overrides.values()
         )
         for spec in registry.specs:
-            problem = wait_rule_problem(spec.wait) if spec.wait is not None else None
-            if problem is not None:
-                raise ConfigError(f"parser {spec.name!r} ({spec.source}): {problem}")
-
-    @classmethod
-    def for_settings(cls, registry: ParserRegistry, settings: Settings) -> Router:
-        return cls(registry, settings.domains, settings.browser_wait)
+            if spec.wait is not None:
+                try:
+                    WaitRule.parse(spec.wait)
+                except ConfigError as exc:
+                    raise ConfigError(f"parser {spec.name!r} ({spec.source}): {exc}") from None
 
     def kind(self, url: str, named: str | None) -> str:
         """The lane of a new request for ``url`` found by a rule naming ``named`` (or None)."""

@@ -40,7 +40,7 @@ from crawlfleet.proxies.protocols import Cooldown, ProxyStateStore
 from crawlfleet.runtime.backends import open_proxy_stores, open_session_store
 from crawlfleet.runtime.fetching.login import LoginFetcher, check_logins
 from crawlfleet.runtime.fetching.proxy_link import SessionFetcher
-from crawlfleet.runtime.fetching.session_pool import SessionPool
+from crawlfleet.runtime.fetching.session_pool import SessionOptions, SessionPool
 from crawlfleet.runtime.step.judge import RETRIED_REFUSALS, StatusClass, classify, judge
 from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.settings import Settings
@@ -127,22 +127,32 @@ def proxy_pool(settings: Settings, clock: Clock, states: ProxyStateStore) -> Pro
     )
 
 
+def session_options(proxies: ProxySettings) -> SessionOptions:
+    """The crawl sessions' rules from ``[crawl.proxies]``."""
+    return SessionOptions(
+        sessions_per_domain=proxies.sessions_per_domain,
+        profiles=tuple(proxies.profiles),
+        max_wait_s=proxies.max_wait_s,
+        ban_after=proxies.ban_after,
+    )
+
+
 class SessionLink:
     """Puts a ``ViaFetcher`` behind the crawl's sessions; every fetcher it wraps (HTTP,
     impersonate, browser) shares one proxy pool and one session pool."""
 
     def __init__(
-        self, pool: ProxyPool, sessions: SessionPool, clock: Clock, settings: ProxySettings
+        self, pool: ProxyPool, sessions: SessionPool, clock: Clock, options: SessionOptions
     ) -> None:
         self.pool = pool
         self._sessions = sessions
         self._clock = clock
-        self._settings = settings
+        self._options = options
 
     def __call__(self, fetcher: ViaFetcher, *, own_jar: bool = False) -> SessionFetcher:
         """``fetcher`` through the sessions; ``own_jar``: it keeps the jar itself (browser)."""
         return SessionFetcher(
-            fetcher, self.pool, self._sessions, self._clock, self._settings, own_jar=own_jar
+            fetcher, self.pool, self._sessions, self._clock, self._options, own_jar=own_jar
         )
 
 
@@ -164,5 +174,6 @@ async def session_link(
     assert pool is not None  # config is set
     await pool.register()
     stack.push_async_callback(pool.flush)  # before the stores close (the stack runs LIFO)
-    taken = SessionPool(pool, sessions, FrontierStrategy(frontier), clock, config)
-    return SessionLink(pool, taken, clock, config)
+    options = session_options(config)
+    taken = SessionPool(pool, sessions, FrontierStrategy(frontier), clock, options)
+    return SessionLink(pool, taken, clock, options)

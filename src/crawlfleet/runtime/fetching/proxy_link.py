@@ -44,11 +44,10 @@ from crawlfleet.models import CrawlRequest, FetchResult, Route
 from crawlfleet.proxies.endpoints import ProxyEndpoint
 from crawlfleet.proxies.pool import ProxyPool
 from crawlfleet.redact import redact
-from crawlfleet.runtime.fetching.session_pool import SessionPool
+from crawlfleet.runtime.fetching.session_pool import SessionOptions, SessionPool
 from crawlfleet.runtime.step.judge import RETRIED_REFUSALS, judge
 from crawlfleet.sessions.cookies import CookieJar
 from crawlfleet.sessions.protocols import CrawlSession
-from crawlfleet.settings_proxies import ProxySettings
 from crawlfleet.urls import join
 
 log = logging.getLogger("crawlfleet.runtime.proxy_link")  # its name before #36 (decision 0062)
@@ -88,7 +87,7 @@ class SessionFetcher:
         pool: ProxyPool,
         sessions: SessionPool,
         clock: Clock,
-        settings: ProxySettings,
+        options: SessionOptions,
         *,
         own_jar: bool = False,
     ) -> None:
@@ -97,7 +96,7 @@ class SessionFetcher:
         self._pool = pool
         self._sessions = sessions
         self._clock = clock
-        self._settings = settings
+        self._options = options
         self._last_success: dict[str, dict[str, float]] = {}
         self._streaks: dict[tuple[str, str], int] = {}
 
@@ -216,7 +215,7 @@ class SessionFetcher:
             proxy != endpoint.id and now - at <= ATTRIBUTION_WINDOW_S
             for proxy, at in self._last_success.get(domain, {}).items()
         )
-        own = others or streak >= self._settings.ban_after
+        own = others or streak >= self._options.ban_after
         state, began = await self._pool.penalize(endpoint, error=False, quarantine=own)
         await self._sessions.retire(session)
         own = own or state.quarantined(now)  # quarantined by another process already

@@ -20,6 +20,7 @@ import logging
 import random
 import secrets
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Protocol
 
 from crawlfleet.clock import Clock
@@ -28,7 +29,6 @@ from crawlfleet.fetchers.profiles import pick_profile
 from crawlfleet.proxies.endpoints import ProxyEndpoint
 from crawlfleet.proxies.pool import ProxyPool
 from crawlfleet.sessions.protocols import CrawlSession, CrawlSessionStore
-from crawlfleet.settings_proxies import ProxySettings
 
 log = logging.getLogger("crawlfleet.runtime.session_pool")  # its name before #36 (decision 0062)
 
@@ -36,6 +36,23 @@ TIER = "tier"
 SESSION_EPOCH = "session_epoch"
 STRATEGY_TTL_S = 1.0
 """How long a read of a domain's strategy slot is used before it is read again."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionOptions:
+    """The crawl sessions' rules, from ``[crawl.proxies]`` (``fetching.chain.session_options``;
+    the defaults are ``ProxySettings``').
+
+    ``sessions_per_domain`` live sessions a domain uses in turn; ``profiles``: header profile
+    names to draw from (empty: all); ``max_wait_s``: longest a request waits for a quarantined
+    last tier; ``ban_after`` blocks in a row through one proxy quarantine it even when no other
+    proxy succeeded on the domain (``SessionFetcher``).
+    """
+
+    sessions_per_domain: int = 4
+    profiles: tuple[str, ...] = ()
+    max_wait_s: float = 60.0
+    ban_after: int = 2
 
 
 class StrategySlot(Protocol):
@@ -74,7 +91,7 @@ class SessionPool:
         sessions: CrawlSessionStore,
         strategy: StrategySlot,
         clock: Clock,
-        settings: ProxySettings,
+        options: SessionOptions,
         *,
         rng: random.Random | None = None,
     ) -> None:
@@ -82,7 +99,7 @@ class SessionPool:
         self._store = sessions
         self._strategy = strategy
         self._clock = clock
-        self._settings = settings
+        self._options = options
         self._rng = rng or random.Random()
         self._live: dict[str, list[CrawlSession]] = {}
         self._turn: dict[str, int] = {}
@@ -97,7 +114,7 @@ class SessionPool:
                 strategy = await self._read_strategy(domain)
                 tier = min(tier_of(strategy), len(self._pool.tiers) - 1)
                 live = await self._live_sessions(domain, tier, epoch_of(strategy))
-                if len(live) < self._settings.sessions_per_domain:
+                if len(live) < self._options.sessions_per_domain:
                     made = await self._new_session(domain, tier, epoch_of(strategy))
                     if made is not None:
                         live.append(made)
@@ -150,7 +167,7 @@ class SessionPool:
         endpoint = await self._pool.choose(tier)
         if endpoint is None:
             return None
-        chosen = pick_profile(self._rng, tuple(self._settings.profiles))
+        chosen = pick_profile(self._rng, self._options.profiles)
         session = CrawlSession(secrets.token_hex(6), domain, endpoint.id, tier, chosen.name, epoch)
         self._live.setdefault(domain, []).append(session)
         await self._store.put(session)
@@ -179,7 +196,7 @@ class SessionPool:
 
     async def _wait(self, domain: str, tier: int) -> None:
         until = await self._pool.earliest_release(tier)
-        wait_s = max(0.0, min(until - self._clock.now(), self._settings.max_wait_s))
+        wait_s = max(0.0, min(until - self._clock.now(), self._options.max_wait_s))
         log.warning(
             "%s: every proxy of the last tier (%d) is quarantined; waiting %.1f s for the"
             " earliest release",

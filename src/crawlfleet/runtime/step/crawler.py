@@ -66,7 +66,6 @@ from crawlfleet.runtime.step.judge import (
     retry_after_block,
     told_domain,
 )
-from crawlfleet.settings import MAX_STEP_S
 from crawlfleet.urls import join
 
 
@@ -97,7 +96,7 @@ class CrawlerParts:
     max_retry_after_s: float
     parse_budget: ParseBudget
     freshness: Freshness
-    max_step_s: float = MAX_STEP_S
+    max_step_s: float
     strategies: Strategies | None = None
     body_bytes: BodyBytes = field(default_factory=BodyBytes)
     drift: DriftWatch | None = None
