@@ -43,7 +43,7 @@ from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.frontier.redis.crawl_store import open_crawl_store
 from crawlfleet.frontier.redis.keys import FAMILIES, FIXED_KEYS
 from crawlfleet.frontier.redis.partitioned import PartitionedQueueStore
-from crawlfleet.frontier.redis.queue import RedisQueueStore
+from crawlfleet.frontier.redis.store import RedisQueueStore
 from crawlfleet.frontier.store_types import Budget, DomainPolicy, Report, Signal
 from crawlfleet.models import CrawlRequest, Lease
 from crawlfleet.records import Attempt, Outcome

@@ -22,7 +22,7 @@ from crawlfleet.monitoring.stats import Sample
 from crawlfleet.monitoring.summary import CrawlResult
 from crawlfleet.parsing import Contract, Expect, Follow, Response, parser
 from crawlfleet.settings import Settings
-from crawlfleet.settings_loading import load_settings
+from crawlfleet.settings.loading import load_settings
 
 __version__ = "0.1.0"
 

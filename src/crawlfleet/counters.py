@@ -44,7 +44,7 @@ Names (all plain increments; ``<t>`` is an item type):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -227,10 +227,3 @@ class CrawlStats:
             if seen >= q * total:
                 return bound
         return LATENCY_BUCKETS_S[-1]
-
-
-def summed(parts: Iterable[Mapping[str, float]]) -> Counters:
-    total: Counters = {}
-    for part in parts:
-        merge(total, part)
-    return total

@@ -7,6 +7,7 @@ Plain dataclasses, like ``models``: the attempt log (SQLite, Redis, PostgreSQL) 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
@@ -87,3 +88,44 @@ class QueueCounts:
     @property
     def pending(self) -> int:
         return self.queued + self.leased
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptFilter:
+    """Which attempts to list: any of the fields left None matches every attempt."""
+
+    domain: str | None = None
+    outcome: str | None = None
+    status: int | None = None
+
+
+ATTEMPT_COLUMNS = (
+    "url, fingerprint, domain, worker, outcome, status, bytes, latency_s, retry, at, error, "
+    "fetcher, detail, session_id, proxy_id, tier, screenshot"
+)
+"""The columns of an attempt log table (SQLite or PostgreSQL), in ``attempt_of``'s order."""
+
+
+def attempt_of(row: Sequence[object]) -> Attempt:
+    """An ``Attempt`` from a row of ``ATTEMPT_COLUMNS`` (``at`` in epoch seconds)."""
+    url, fp, domain, worker, outcome, status, size, latency_s, retry, at, error = row[:11]
+    fetcher, detail, session_id, proxy_id, tier, screenshot = row[11:]
+    return Attempt(
+        url=str(url),
+        fingerprint=str(fp),
+        domain=str(domain),
+        worker=str(worker),
+        outcome=Outcome(str(outcome)),
+        status=None if status is None else int(str(status)),
+        bytes=int(str(size)),
+        latency_s=float(str(latency_s)),
+        retry=int(str(retry)),
+        at=float(str(at)),
+        error=None if error is None else str(error),
+        fetcher=str(fetcher),
+        detail=None if detail is None else str(detail),
+        session_id=None if session_id is None else str(session_id),
+        proxy_id=None if proxy_id is None else str(proxy_id),
+        tier=None if tier is None else int(str(tier)),
+        screenshot=None if screenshot is None else str(screenshot),
+    )

@@ -2,7 +2,7 @@
 
 ``redis://``, ``rediss://`` and ``unix://`` name one server; ``redis+cluster://`` and
 ``rediss+cluster://`` name a Redis Cluster by one or more of its nodes,
-``redis+cluster://[user:password@]host:port,host:port`` (``frontier/redis/connection.py``
+``redis+cluster://[user:password@]host:port,host:port`` (``redisdb.py``
 opens both kinds).
 """
 

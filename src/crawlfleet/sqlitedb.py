@@ -2,13 +2,16 @@
 
 The queue store, the attempt log and the item sink each keep their own tables and connection,
 but open them and run write transactions the same way, with errors turned into ``StateError``
-naming the file.
+naming the file. ``FileLock`` keeps a file to one process (a crawl's state file, its state
+directory).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
+import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -112,3 +115,23 @@ class ThreadedConnection:
 
     async def close(self) -> None:
         await self.run(sqlite3.Connection.close)
+
+
+class FileLock:
+    """An exclusive ``flock`` on ``<path>.lock``, held until ``release``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path.with_name(path.name + ".lock")
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._fd)
+            raise StateError(
+                f"state file {path} is in use by another crawl (lock {self.path} is held)"
+            ) from None
+
+    def release(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1

@@ -27,8 +27,8 @@ from typing import Any
 import orjson
 
 from crawlfleet.errors import StateError
-from crawlfleet.frontier.sqlite_schema import FileLock
 from crawlfleet.redact import redact
+from crawlfleet.sqlitedb import FileLock
 
 LOCK_NAME = "crawl"
 """``FileLock`` locks ``<name>.lock``: the directory's lock is ``crawl.lock``."""

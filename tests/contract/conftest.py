@@ -14,7 +14,7 @@ from crawlfleet.frontier.sqlite import SqliteQueueStore
 
 
 async def _redis_store(request: pytest.FixtureRequest) -> QueueStore:
-    module = pytest.importorskip("crawlfleet.frontier.redis.queue", exc_type=ImportError)
+    module = pytest.importorskip("crawlfleet.frontier.redis.store", exc_type=ImportError)
     try:
         redis_url = request.getfixturevalue("redis_url")
     except pytest.FixtureLookupError:

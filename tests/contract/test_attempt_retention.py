@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 
 from crawlfleet.frontier.sqlite import SqliteQueueStore
-from crawlfleet.frontier.sqlite_retention import PRUNE_EVERY
+from crawlfleet.frontier.sqlite.retention import PRUNE_EVERY
 from crawlfleet.frontier.store_types import Report
 from crawlfleet.records import Attempt, Outcome
 from tests.contract.test_queue_store import FREE, LEASE_S, NO_BUDGET, T0, req

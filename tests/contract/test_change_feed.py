@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.models import Item
 from crawlfleet.pipeline.changes import CHANGED, GONE, NEW, Change, sqlite_changes
 from crawlfleet.pipeline.sinks.memory import MemorySink
 from crawlfleet.pipeline.sinks.sqlite import SqliteSink
 from tests.contract.test_sinks import CRAWL, Harness, memory_harness, postgres_harness, sqlite_rows
+from tests.fixtures.clock import FakeClock
 
 PAGE = "https://shop.test/p/1"
 

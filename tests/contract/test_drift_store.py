@@ -10,7 +10,7 @@ from pathlib import Path
 from crawlfleet.frontier.drift import DriftPage, DriftRule, DriftTest
 from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.frontier.sqlite import SqliteQueueStore
-from crawlfleet.frontier.sqlite_schema import SCHEMA, SCHEMA_VERSION
+from crawlfleet.frontier.sqlite.schema import SCHEMA, SCHEMA_VERSION
 from tests.contract.test_queue_store import FREE
 
 PAUSE = DriftRule("paused")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.frontier.sqlite import SqliteQueueStore
-from crawlfleet.frontier.sqlite_schema import SCHEMA_VERSION
+from crawlfleet.frontier.sqlite.schema import SCHEMA_VERSION
 from crawlfleet.frontier.store_types import Budget, Visit
 from crawlfleet.records import QueueCounts
 from tests.contract.test_queue_store import NO_BUDGET, T0, claim, complete, names, req

@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from crawlfleet.frontier.sqlite import SqliteQueueStore
-from crawlfleet.frontier.sqlite_schema import SCHEMA, SCHEMA_VERSION
+from crawlfleet.frontier.sqlite.schema import SCHEMA, SCHEMA_VERSION
 from tests.contract.test_queue_store import NO_BUDGET, T0, claim, req
 
 # The requests table of schema version 2, as the previous release wrote it; its other

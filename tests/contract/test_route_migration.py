@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 
 from crawlfleet.frontier.sqlite import SqliteQueueStore
-from crawlfleet.frontier.sqlite_schema import ROUTE_COLUMNS
+from crawlfleet.frontier.sqlite.schema import ROUTE_COLUMNS
 from crawlfleet.frontier.store_types import Report
 from crawlfleet.monitoring.attempt_log import SqliteAttemptLog
 from tests.contract.test_queue_store import FREE, NO_BUDGET, attempt, claim, req

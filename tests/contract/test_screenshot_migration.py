@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 
 from crawlfleet.frontier.sqlite import SqliteQueueStore
-from crawlfleet.frontier.sqlite_schema import SCHEMA, SCHEMA_VERSION
+from crawlfleet.frontier.sqlite.schema import SCHEMA, SCHEMA_VERSION
 from crawlfleet.frontier.store_types import Report, Signal
 from crawlfleet.monitoring.attempt_log import SqliteAttemptLog
 from crawlfleet.records import Outcome

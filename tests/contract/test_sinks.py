@@ -20,7 +20,6 @@ from typing import Any
 import orjson
 import pytest
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.errors import StateError
 from crawlfleet.models import Item
 from crawlfleet.pipeline.hashing import content_hash
@@ -30,6 +29,7 @@ from crawlfleet.pipeline.sinks.jsonl import JsonlSink
 from crawlfleet.pipeline.sinks.memory import MemorySink
 from crawlfleet.pipeline.sinks.sqlite import SqliteSink
 from crawlfleet.pipeline.sinks.stored import StoredItem
+from tests.fixtures.clock import FakeClock
 
 StoredRow = tuple[str, str, dict[str, Any], float, float, float]
 """(type, key, data, first_seen, last_seen, last_changed)"""

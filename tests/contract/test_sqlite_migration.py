@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 
 from crawlfleet.frontier.sqlite import SqliteQueueStore
-from crawlfleet.frontier.sqlite_schema import SCHEMA_VERSION
+from crawlfleet.frontier.sqlite.schema import SCHEMA_VERSION
 from crawlfleet.frontier.store_types import DelaySource, Report
 from crawlfleet.models import Lease
 from crawlfleet.records import QueueCounts

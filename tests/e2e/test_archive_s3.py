@@ -29,7 +29,7 @@ from crawlfleet.archive.s3 import PART_BYTES, S3Archive, S3Location
 from crawlfleet.cli.main import app
 from crawlfleet.demosite import ThreadedDemoSite
 from crawlfleet.runtime.archiving import open_archive
-from crawlfleet.settings_loading import load_settings
+from crawlfleet.settings.loading import load_settings
 from tests.e2e.test_archive import EXAMPLES, sent_by
 from tests.fixtures.redis_server import free_port
 

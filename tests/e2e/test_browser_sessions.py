@@ -28,7 +28,7 @@ from crawlfleet.runtime.fetching.chain import session_link
 from crawlfleet.runtime.wiring import build_frontier
 from crawlfleet.sessions.cookies import CookieJar
 from crawlfleet.settings import Settings
-from crawlfleet.settings_proxies import ProxySettings
+from crawlfleet.settings.proxies import ProxySettings
 from tests.fixtures.tinyproxy import ProxyFarm
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -25,7 +25,7 @@ from crawlfleet.cli.main import app
 from crawlfleet.demosite import AUTHORS, PRODUCTS, QUOTES, ThreadedDemoSite
 from crawlfleet.models import FetchResult
 from crawlfleet.parsing import check_contracts, load_parsers
-from crawlfleet.settings_loading import load_settings
+from crawlfleet.settings.loading import load_settings
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SHOP = EXAMPLES / "shop"

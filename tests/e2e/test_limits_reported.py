@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from crawlfleet.cli.main import app
 from crawlfleet.demosite import ThreadedDemoSite
-from crawlfleet.demosite.docindex import DOC_FUNCTIONS, GUIDES, doc_paths
+from crawlfleet.demosite.docindex import DOC_FUNCTIONS, GUIDES, function_names
 from tests.e2e.conftest import FAST as DIST_FAST
 from tests.e2e.conftest import Workers, dispatch
 from tests.fixtures.cli import CRAWLFLEET, SRC
@@ -40,6 +40,12 @@ def crawl(site: ThreadedDemoSite, tmp_path: Path, config: str = "") -> str:
     )
     assert result.exit_code == 0, result.output
     return result.output
+
+
+def doc_paths() -> list[str]:
+    """Every page of the documentation, the index and the guides first."""
+    pages = ["/docs/genindex.html", *(f"/docs/guide/{g}.html" for g in GUIDES)]
+    return pages + [f"/docs/api/{name}.html" for name in function_names()]
 
 
 def fetched(site: ThreadedDemoSite) -> list[str]:

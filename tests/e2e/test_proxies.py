@@ -25,7 +25,7 @@ from crawlfleet.runtime.backends import Backends
 from crawlfleet.runtime.local import LocalRunner
 from crawlfleet.runtime.wiring import build_crawl
 from crawlfleet.settings import Settings
-from crawlfleet.settings_proxies import ProxySettings
+from crawlfleet.settings.proxies import ProxySettings
 from tests.fixtures.cli import run_cli
 from tests.fixtures.tinyproxy import ProxyFarm
 

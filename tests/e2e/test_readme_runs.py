@@ -37,7 +37,7 @@ import pytest
 from crawlfleet.demosite import PRODUCTS, ThreadedDemoSite
 from crawlfleet.demosite.jsapp import JS_ITEMS as JSAPP_ITEMS
 from crawlfleet.parsing.loader import load_parsers
-from crawlfleet.settings_loading import load_settings
+from crawlfleet.settings.loading import load_settings
 from tests.fixtures.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp import web
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.errors import FetchError, ParseBudgetExceeded
 from crawlfleet.fetchers import HttpFetcher
 from crawlfleet.fetchers.options import FetchOptions
@@ -24,6 +23,7 @@ from crawlfleet.parsing.budget import ParseBudget
 from crawlfleet.parsing.default import default_parser
 from crawlfleet.runtime.options import parse_limits
 from crawlfleet.settings import Settings
+from tests.fixtures.clock import FakeClock
 
 HUGE_ROBOTS_BYTES = 20 * 1024 * 1024
 ROBOTS_HEAD = b"User-agent: *\nDisallow: /early/\n"

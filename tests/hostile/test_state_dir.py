@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 from crawlfleet.cli.main import app
 from crawlfleet.demosite import ThreadedDemoSite
 from crawlfleet.errors import StateError
-from crawlfleet.frontier.sqlite_schema import FileLock
 from crawlfleet.settings import Settings
+from crawlfleet.sqlitedb import FileLock
 from crawlfleet.statedir import StateDir, crawl_identity, identity_hash
 
 FAST = ["--allow-private-addresses", "--delay", "0", "--max-pages", "4"]

@@ -20,13 +20,12 @@ from crawlfleet.frontier.redis import RedisQueueStore
 from crawlfleet.frontier.store_types import Budget, DomainPolicy, Report, Signal
 from crawlfleet.models import CrawlRequest, Item, Lease
 from crawlfleet.monitoring.postgres_attempt_log import PostgresAttemptLog
-from crawlfleet.monitoring.sqlite_reader import AttemptFilter
 from crawlfleet.ops.distributed import DistributedOperations
 from crawlfleet.ops.protocols import ActionRefused
 from crawlfleet.ops.target import cancel
 from crawlfleet.pipeline.sinks.postgres import PostgresSink
 from crawlfleet.pipeline.sinks.postgres_schema import migrate
-from crawlfleet.records import Attempt, Outcome
+from crawlfleet.records import Attempt, AttemptFilter, Outcome
 from crawlfleet.runtime.backends import frontier_prefix
 from crawlfleet.runtime.celery.crawls import delete_crawl
 from crawlfleet.runtime.celery.definition import (

@@ -13,12 +13,12 @@ import pytest
 from typer.testing import CliRunner
 
 from crawlfleet.cli.main import app
-from crawlfleet.clock import FakeClock
 from crawlfleet.errors import ConfigError
 from crawlfleet.models import Item
 from crawlfleet.pipeline.export import export_postgres, since_epoch
 from crawlfleet.pipeline.sinks.postgres import PostgresSink
 from crawlfleet.pipeline.sinks.postgres_schema import migrate
+from tests.fixtures.clock import FakeClock
 
 pytestmark = pytest.mark.postgres
 

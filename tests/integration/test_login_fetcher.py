@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.demosite import ThreadedDemoSite
 from crawlfleet.errors import LoginFailed
 from crawlfleet.fetchers.http import HttpFetcher
@@ -17,6 +16,7 @@ from crawlfleet.runtime.fetching.login import LoginFetcher
 from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.sessions.memory import MemorySessionStore
 from crawlfleet.urls import fingerprint
+from tests.fixtures.clock import FakeClock
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "login"
 

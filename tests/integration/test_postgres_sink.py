@@ -11,7 +11,6 @@ import psycopg
 import pydantic
 import pytest
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.errors import StateError
 from crawlfleet.events import EventBus
 from crawlfleet.models import Item
@@ -22,6 +21,7 @@ from crawlfleet.pipeline.sinks.postgres import PostgresRejects, PostgresSink
 from crawlfleet.pipeline.sinks.postgres_schema import MIGRATIONS, migrate
 from crawlfleet.pipeline.sinks.postgres_writes import WRITE_BATCH, PageWrite, batch_arguments
 from crawlfleet.pipeline.sinks.stored import batch_rows
+from tests.fixtures.clock import FakeClock
 
 pytestmark = pytest.mark.postgres
 

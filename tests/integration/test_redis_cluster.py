@@ -15,14 +15,14 @@ from redis.asyncio.cluster import RedisCluster
 from redis.crc import key_slot
 
 from crawlfleet.errors import ConfigError, StateError
-from crawlfleet.frontier.redis.connection import connect
 from crawlfleet.frontier.redis.crawl_store import open_crawl_store
 from crawlfleet.frontier.redis.keys import FAMILIES, FIXED_KEYS, hash_tag
 from crawlfleet.frontier.redis.partitioned import PartitionedQueueStore
-from crawlfleet.frontier.redis.queue import RedisQueueStore
 from crawlfleet.frontier.redis.routing import crawl_prefix, partition_of, partition_prefix
+from crawlfleet.frontier.redis.store import RedisQueueStore
 from crawlfleet.frontier.store_types import Budget, DomainPolicy
 from crawlfleet.models import CrawlRequest
+from crawlfleet.redisdb import connect
 from crawlfleet.redisurl import check_redis_url
 from crawlfleet.runtime.backends import check_redis, frontier_prefix, partition_pattern
 from crawlfleet.runtime.celery.app import check_broker

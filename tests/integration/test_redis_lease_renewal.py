@@ -6,9 +6,9 @@ import logging
 
 import pytest
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.frontier.redis import RedisQueueStore
 from crawlfleet.runtime.loop.leases import LeaseRenewer
+from tests.fixtures.clock import FakeClock
 from tests.unit.crawler_kit import T0, CannedFetcher, make_crawl, seed
 
 pytestmark = pytest.mark.redis

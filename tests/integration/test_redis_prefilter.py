@@ -9,8 +9,8 @@ import pytest
 from redis.asyncio import Redis
 
 from crawlfleet.frontier.redis import RedisQueueStore
-from crawlfleet.frontier.redis.connection import open_client
 from crawlfleet.frontier.store_types import Budget
+from crawlfleet.redisdb import open_client
 from tests.contract.test_queue_store import NO_BUDGET, req
 
 pytestmark = pytest.mark.redis

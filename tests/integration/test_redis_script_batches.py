@@ -251,7 +251,7 @@ async def test_lease_ends_on_another_epoch_are_not_joined_to_the_current_ones(
         return [lease.token, "complete", 0.0, "", "", *report_args(report(lease), WIDE)]
 
     epochs = [store.epoch] * 3 + ["an earlier epoch"] + [store.epoch] * 2
-    scripts = store._scripts  # the calls below join one batch, in this order
+    scripts = store._crawl.scripts  # the calls below join one batch, in this order
     calls = [scripts.run("finish", e, *end(x)) for e, x in zip(epochs, leases, strict=True)]
     answers = await asyncio.gather(*calls, return_exceptions=True)
     assert [isinstance(a, Exception) for a in answers] == [False] * 3 + [True] + [False] * 2

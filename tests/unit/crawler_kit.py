@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.errors import FetchError
 from crawlfleet.events import EventBus
 from crawlfleet.frontier.frontier import Frontier
@@ -37,6 +36,7 @@ from crawlfleet.runtime.step.drift import DriftWatch
 from crawlfleet.runtime.step.freshness import Freshness
 from crawlfleet.runtime.wiring import build_frontier, drift_options, sitemap_limits
 from crawlfleet.settings import Settings
+from tests.fixtures.clock import FakeClock
 
 T0 = 1_000_000.0
 HTML = {"content-type": "text/html; charset=utf-8"}

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.errors import ConfigError
 from crawlfleet.frontier.learned import RECHECK_EVERY, lane_for, rechecked
 from crawlfleet.models import Link
@@ -20,8 +19,9 @@ from crawlfleet.runtime.choice.kinds import check_kinds, named_kinds
 from crawlfleet.runtime.choice.routing import Router
 from crawlfleet.runtime.choice.strategy import Strategies
 from crawlfleet.runtime.loop.claim import ClaimLoop
-from crawlfleet.settings_domains import DomainOverride
+from crawlfleet.settings.domains import DomainOverride
 from crawlfleet.urls import fingerprint
+from tests.fixtures.clock import FakeClock
 from tests.unit.crawler_kit import T0, Canned, CannedFetcher, html, make_crawl, seed
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -8,9 +8,9 @@ from itertools import pairwise
 
 import pytest
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.frontier.store_types import DelaySource
-from crawlfleet.settings_domains import DomainOverride
+from crawlfleet.settings.domains import DomainOverride
+from tests.fixtures.clock import FakeClock
 from tests.unit.crawler_kit import T0, Canned, CannedFetcher, make_crawl, seed
 
 A = "http://a.test"

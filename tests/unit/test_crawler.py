@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from itertools import pairwise
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.events import (
     DomainBlocked,
     DomainEscalated,
@@ -17,7 +16,8 @@ from crawlfleet.frontier.store_types import DelaySource
 from crawlfleet.models import FetchResult, Item, Link, ParseResult
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.records import Outcome
-from crawlfleet.settings_domains import DomainOverride
+from crawlfleet.settings.domains import DomainOverride
+from tests.fixtures.clock import FakeClock
 from tests.unit.crawler_kit import (
     T0,
     Canned,

@@ -8,13 +8,14 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from crawlfleet.clock import FakeClock, SystemClock
+from crawlfleet.clock import SystemClock
 from crawlfleet.fetchers.http import HttpFetcher
 from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.models import FetchResult, Link, ParseResult
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.fetcher_wiring import robots_fetch
+from tests.fixtures.clock import FakeClock
 from tests.unit.crawler_kit import T0, Canned, CannedFetcher, html, make_crawl, seed
 
 TIMEOUT_S = 0.4

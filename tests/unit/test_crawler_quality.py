@@ -7,7 +7,6 @@ from typing import Any
 
 import orjson
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.counters import CrawlStats
 from crawlfleet.dashboard.pages import parsers_html
 from crawlfleet.events import FetchAttempted, ParserDrifted
@@ -21,6 +20,7 @@ from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.parsing.response import Response
 from crawlfleet.records import Outcome
 from crawlfleet.runtime.step.drift import resume
+from tests.fixtures.clock import FakeClock
 from tests.unit.crawler_kit import T0, Canned, CannedFetcher, make_crawl, seed
 from tests.unit.test_metrics import scrape
 

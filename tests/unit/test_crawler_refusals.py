@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.errors import LoginFailed
 from crawlfleet.events import RequestSkipped
 from crawlfleet.fetchers.hooks import Dropped
 from crawlfleet.records import Outcome
+from tests.fixtures.clock import FakeClock
 from tests.unit.crawler_kit import T0, Canned, CannedFetcher, make_crawl, seed
 
 A = "http://a.test"

@@ -9,8 +9,8 @@ import pytest
 from crawlfleet.errors import ConfigError
 from crawlfleet.frontier.store_types import BlockRules, DelaySource, DomainPolicy
 from crawlfleet.runtime.policies import domain_policy
-from crawlfleet.settings_domains import DomainOverride
-from crawlfleet.settings_loading import load_settings
+from crawlfleet.settings.domains import DomainOverride
+from crawlfleet.settings.loading import load_settings
 
 
 def config(tmp_path: Path, text: str) -> Path:

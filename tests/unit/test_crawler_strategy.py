@@ -3,8 +3,8 @@ move a domain to the ``impersonate`` rung and its http requests go to that fetch
 
 from __future__ import annotations
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.events import DomainEscalated, FetchAttempted
+from tests.fixtures.clock import FakeClock
 from tests.unit.crawler_kit import Canned, CannedFetcher, make_crawl, seed
 
 A = "http://a.test"

@@ -3,13 +3,13 @@ one test for both, and the other process learns of the firing at its next page."
 
 from __future__ import annotations
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.frontier.drift import DriftPage
 from crawlfleet.frontier.memory import MemoryQueueStore
 from crawlfleet.runtime.choice.strategy import Strategies
 from crawlfleet.runtime.step.drift import DriftOptions, DriftWatch
 from crawlfleet.runtime.wiring import build_frontier
 from crawlfleet.settings import Settings
+from tests.fixtures.clock import FakeClock
 
 GOOD, BROKEN = DriftPage(False, 1, {"name": 1}), DriftPage(True, 1, {"name": 0})
 

@@ -3,11 +3,11 @@ seeds, the sitemaps; and every view reads it from the store (decision 0043)."""
 
 from __future__ import annotations
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.counters import LIMIT_UNITS, CrawlStats, Filtered, Limit, dropped_counter
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.monitoring.metrics import Metrics
 from crawlfleet.monitoring.summary import dropped_line
+from tests.fixtures.clock import FakeClock
 from tests.unit.crawler_kit import T0, Canned, CannedFetcher, html, make_crawl, seed
 from tests.unit.test_metrics import scrape
 

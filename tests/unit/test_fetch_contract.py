@@ -18,13 +18,13 @@ import pytest
 from aiohttp import web
 
 import crawlfleet.fetchers
-from crawlfleet.clock import FakeClock
 from crawlfleet.errors import FetchError, ForbiddenAddress, TooLarge
 from crawlfleet.fetchers import FileFetcher, HttpFetcher
 from crawlfleet.fetchers.impersonate import ImpersonateFetcher
 from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.fetchers.protocols import Fetcher, Via
 from crawlfleet.models import CrawlRequest, FetchResult
+from tests.fixtures.clock import FakeClock
 from tests.fixtures.tinyproxy import ProxyFarm
 
 PAGE = b"<html><body>contract</body></html>"

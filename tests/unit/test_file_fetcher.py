@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.errors import FetchError, TooLarge
 from crawlfleet.fetchers import FileFetcher
 from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.models import CrawlRequest
+from tests.fixtures.clock import FakeClock
 
 
 def _request(url: str) -> CrawlRequest:

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.fetchers.cache import CachingFetcher, ResponseCache, cache_policy
 from crawlfleet.models import CrawlRequest, FetchResult
 from crawlfleet.runtime.fetching.chain import retried
 from crawlfleet.urls import fingerprint
+from tests.fixtures.clock import FakeClock
 
 
 class Origin:

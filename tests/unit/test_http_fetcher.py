@@ -16,13 +16,13 @@ import brotli
 import pytest
 from aiohttp import web
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.errors import FetchError, ForbiddenAddress, TooLarge
 from crawlfleet.fetchers import HttpFetcher
 from crawlfleet.fetchers.addresses import AddressPredicate
 from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.models import CrawlRequest
 from crawlfleet.settings import Settings
+from tests.fixtures.clock import FakeClock
 from tests.loop_lag import max_loop_lag_s
 
 PAGE = b"<!doctype html><html><body><p>hello</p></body></html>"

@@ -12,13 +12,13 @@ from collections.abc import AsyncIterator
 import pytest
 
 from crawlfleet.archive.protocols import Sent
-from crawlfleet.clock import FakeClock
 from crawlfleet.errors import FetchError, ForbiddenAddress, TooLarge
 from crawlfleet.fetchers.addresses import AddressPredicate
 from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.fetchers.impersonate import ImpersonateFetcher
 from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.models import CrawlRequest, FetchResult
+from tests.fixtures.clock import FakeClock
 from tests.unit.test_http_fetcher import (  # the same test site
     PAGE,
     Site,

@@ -7,7 +7,6 @@ from typing import get_args
 
 import pytest
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.errors import ConfigError
 from crawlfleet.frontier import ladder, policy
 from crawlfleet.frontier.memory import MemoryQueueStore
@@ -17,6 +16,7 @@ from crawlfleet.records import Attempt, Outcome
 from crawlfleet.runtime.choice.strategy import Strategies, fetcher_kind
 from crawlfleet.runtime.wiring import build_frontier
 from crawlfleet.settings import Rung, Settings
+from tests.fixtures.clock import FakeClock
 
 FULL = ("slow", "session", "tier", "impersonate", "browser")
 

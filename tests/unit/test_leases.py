@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.errors import ConfigError
 from crawlfleet.frontier.sqlite import SqliteQueueStore
 from crawlfleet.models import Lease
 from crawlfleet.runtime.loop.leases import LeaseRenewer
-from crawlfleet.settings_loading import load_settings
+from crawlfleet.settings.loading import load_settings
+from tests.fixtures.clock import FakeClock
 from tests.unit.crawler_kit import T0, CannedFetcher, Crawl, make_crawl, seed
 
 A = "http://a.test"

@@ -8,12 +8,13 @@ from dataclasses import replace
 
 import pytest
 
-from crawlfleet.clock import FakeClock, SystemClock
+from crawlfleet.clock import SystemClock
 from crawlfleet.errors import ConfigError, StateError
 from crawlfleet.models import CrawlRequest, FetchResult, Link, ParseResult
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.runtime.loop.claim import ClaimLoop
 from crawlfleet.runtime.step.crawler import Crawler
+from tests.fixtures.clock import FakeClock
 from tests.unit.crawler_kit import T0, Canned, CannedFetcher, Crawl, html, make_crawl, seed
 
 A = "http://a.test"

@@ -13,7 +13,6 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.counters import LATENCY_BUCKETS_S, bucket_name
 from crawlfleet.errors import StateError
 from crawlfleet.frontier.frontier import Frontier
@@ -28,6 +27,7 @@ from crawlfleet.proxies.protocols import Cooldown
 from crawlfleet.records import Attempt, Outcome
 from crawlfleet.runtime.wiring import build_frontier
 from crawlfleet.settings import Settings
+from tests.fixtures.clock import FakeClock
 from tests.unit.crawler_kit import T0, Canned, CannedFetcher, html, make_crawl, seed
 
 FREE = DomainPolicy(delay_s=0.0, max_in_flight=100)

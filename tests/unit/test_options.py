@@ -11,7 +11,7 @@ from crawlfleet.runtime.fetching.chain import session_options
 from crawlfleet.runtime.fetching.session_pool import SessionOptions
 from crawlfleet.runtime.options import fetch_options, sink_options
 from crawlfleet.settings import Settings
-from crawlfleet.settings_proxies import ProxySettings
+from crawlfleet.settings.proxies import ProxySettings
 
 
 def test_fetch_options_defaults_are_the_settings() -> None:

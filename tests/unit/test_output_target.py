@@ -9,7 +9,7 @@ import pytest
 
 from crawlfleet.archive.exports import export_to, is_object_url
 from crawlfleet.errors import ConfigError
-from crawlfleet.settings_loading import load_settings
+from crawlfleet.settings.loading import load_settings
 
 
 def test_an_object_url_stays_text_and_a_file_name_becomes_a_path() -> None:

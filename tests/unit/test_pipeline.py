@@ -9,7 +9,6 @@ from pathlib import Path
 import pydantic
 import pytest
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.errors import DropItem, StateError
 from crawlfleet.events import EventBus, ItemDropped, ItemInvalid, ItemsStored
 from crawlfleet.models import Item
@@ -18,6 +17,7 @@ from crawlfleet.pipeline.processors import clean_text, dedupe, normalize_price, 
 from crawlfleet.pipeline.rejects import MemoryRejects, Reject
 from crawlfleet.pipeline.sinks.memory import MemorySink
 from crawlfleet.pipeline.sinks.sqlite import SqliteSink
+from tests.fixtures.clock import FakeClock
 
 
 class Product(pydantic.BaseModel):

@@ -8,7 +8,7 @@ import pytest
 
 from crawlfleet.errors import ConfigError
 from crawlfleet.proxies.endpoints import DIRECT, build_tiers, load_tiers, proxy_id
-from crawlfleet.settings_loading import load_settings
+from crawlfleet.settings.loading import load_settings
 
 
 def test_tiers_keep_order_and_split_credentials_from_the_url() -> None:

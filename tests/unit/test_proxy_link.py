@@ -8,7 +8,6 @@ from collections.abc import Mapping
 import pytest
 from aiohttp import web
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.errors import BrowserFault, FetchError
 from crawlfleet.fetchers.http import HttpFetcher
 from crawlfleet.fetchers.options import FetchOptions
@@ -22,6 +21,7 @@ from crawlfleet.proxies.protocols import Cooldown
 from crawlfleet.runtime.fetching.proxy_link import SessionFetcher, proxy_refused
 from crawlfleet.runtime.fetching.session_pool import SessionOptions, SessionPool
 from crawlfleet.sessions.memory import MemorySessionStore
+from tests.fixtures.clock import FakeClock
 from tests.fixtures.loopback import serve
 
 T0 = 1_000_000.0

@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.errors import ConfigError
 from crawlfleet.frontier.sitemaps import SitemapEntry, SitemapTally, read_sitemap
 from crawlfleet.models import CrawlRequest, FetchResult
@@ -15,7 +14,8 @@ from crawlfleet.parsing.plugins import Revisit, marked, parser, spec_of
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.changes import CHANGED, GONE, NEW
 from crawlfleet.recrawl import RecrawlPolicy, RecrawlRule, adapt, duration_s
-from crawlfleet.settings_loading import load_settings
+from crawlfleet.settings.loading import load_settings
+from tests.fixtures.clock import FakeClock
 from tests.unit.crawler_kit import HTML, T0, Canned, CannedFetcher, make_crawl, seed
 
 SITE = "https://shop.test/"

@@ -8,7 +8,7 @@ import pytest
 from redis.asyncio.connection import Connection
 from redis.exceptions import DataError
 
-from crawlfleet.frontier.redis.connection import connect
+from crawlfleet.redisdb import connect
 
 ARGS = [0.1, 1e20, -2.5, 1e-7, 1_234_567_890.1234567, float("inf"), 3, -7, 2**63, "é", b"\x00"]
 

@@ -7,7 +7,6 @@ from itertools import pairwise
 
 import pytest
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.events import DomainEscalated
 from crawlfleet.frontier.policy import (
     BLOCKED,
@@ -21,6 +20,7 @@ from crawlfleet.frontier.policy import (
 )
 from crawlfleet.frontier.store_types import BlockRules, Report, Signal
 from crawlfleet.records import Attempt, Outcome
+from tests.fixtures.clock import FakeClock
 from tests.unit.crawler_kit import T0, Canned, CannedFetcher, html, make_crawl, seed
 
 A = "http://a.test"

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.models import FetchResult
 from crawlfleet.parsing.plugins import Follow, Link, parser, spec_of
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.parsing.response import Response
 from crawlfleet.records import Outcome
+from tests.fixtures.clock import FakeClock
 from tests.unit.crawler_kit import T0, CannedFetcher, html, make_crawl, seed
 
 A = "https://a.test"

@@ -6,7 +6,7 @@ import pytest
 
 from crawlfleet.errors import ConfigError
 from crawlfleet.runtime.step.judge import retry_after_block
-from crawlfleet.settings_loading import load_settings
+from crawlfleet.settings.loading import load_settings
 
 
 def test_a_delay_within_the_cap_is_honoured() -> None:

@@ -11,10 +11,10 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.errors import BadUrl, ConfigError, FetchError
 from crawlfleet.frontier.robots import FetchFn, RobotsCache, origin_of, product_token
 from crawlfleet.models import FetchResult
+from tests.fixtures.clock import FakeClock
 
 UA = "crawlfleet/0.1 (+https://github.com/crawlfleet/crawlfleet)"
 

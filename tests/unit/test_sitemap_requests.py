@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.errors import FetchError
 from crawlfleet.events import FetchAttempted, RequestSkipped
 from crawlfleet.records import Outcome
+from tests.fixtures.clock import FakeClock
 from tests.unit.crawler_kit import T0, Canned, CannedFetcher, Crawl, html, make_crawl, seed
 from tests.unit.test_dropped_counts import dropped_of
 

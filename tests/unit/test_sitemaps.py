@@ -17,12 +17,12 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from crawlfleet.clock import FakeClock
 from crawlfleet.errors import FetchError
 from crawlfleet.frontier.robots import FetchFn, RobotsCache
 from crawlfleet.frontier.sitemap_format import BadSitemap, SitemapTooLarge
 from crawlfleet.frontier.sitemaps import SitemapEntry, SitemapTally, default_sitemaps, read_sitemap
 from crawlfleet.models import FetchResult
+from tests.fixtures.clock import FakeClock
 
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 IMAGE_NS = 'xmlns:image="http://www.google.com/schemas/sitemap-image/1.1"'

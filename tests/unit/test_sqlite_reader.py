@@ -10,10 +10,10 @@ import pytest
 
 from crawlfleet.errors import StateError
 from crawlfleet.frontier.sqlite import SqliteQueueStore
+from crawlfleet.frontier.sqlite.reader import SqliteStateReader
 from crawlfleet.frontier.store_types import Budget, DelaySource, DomainPolicy, Report
 from crawlfleet.models import CrawlRequest, Lease
-from crawlfleet.monitoring.sqlite_reader import AttemptFilter, SqliteStateReader
-from crawlfleet.records import Attempt, Outcome
+from crawlfleet.records import Attempt, AttemptFilter, Outcome
 
 T0 = 1_000_000.0
 POLICY = DomainPolicy(delay_s=0.0, max_in_flight=3)

@@ -27,7 +27,7 @@ from crawlfleet.monitoring.outcome import SHORTFALL_EXIT
 from crawlfleet.monitoring.summary import CANCELLED_EXIT, PARSE_ERROR_EXIT, dropped_line
 from crawlfleet.runtime.loop import event_loop
 from crawlfleet.settings import Settings
-from crawlfleet.settings_loading import load_settings
+from crawlfleet.settings.loading import load_settings
 
 if TYPE_CHECKING:
     from crawlfleet.monitoring.metrics import Metrics

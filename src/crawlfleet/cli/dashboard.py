@@ -22,7 +22,7 @@ import typer
 from crawlfleet.cli.console import fail, make_console, safe
 from crawlfleet.errors import ConfigError, CrawlfleetError
 from crawlfleet.redisurl import check_redis_url
-from crawlfleet.settings_loading import load_settings
+from crawlfleet.settings.loading import load_settings
 
 if TYPE_CHECKING:  # the dashboard's modules load with the command, not with every command
     from crawlfleet.ops.protocols import Operations

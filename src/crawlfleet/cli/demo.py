@@ -11,7 +11,7 @@ from crawlfleet.cli.console import fail, make_console, safe
 from crawlfleet.cli.crawl import run_crawl
 from crawlfleet.errors import CrawlfleetError
 from crawlfleet.runtime.loop import event_loop
-from crawlfleet.settings_loading import load_settings
+from crawlfleet.settings.loading import load_settings
 
 DEMO_ROLES = ("shop", "quotes", "lab")
 

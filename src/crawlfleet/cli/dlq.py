@@ -19,7 +19,8 @@ from rich.table import Table
 from crawlfleet.cli.console import fail, make_console, safe
 from crawlfleet.cli.target import CrawlIdOpt, RedisOpt, StateOpt, target_settings
 from crawlfleet.errors import ConfigError, CrawlfleetError
-from crawlfleet.monitoring.deadletters import DeadLetterQueue, by_class, letter_class
+from crawlfleet.frontier.protocols import DeadLetters
+from crawlfleet.monitoring.deadletters import by_class, letter_class
 from crawlfleet.ops.target import open_operations
 
 dlq_app = typer.Typer(help="Inspect, requeue and purge dead-lettered URLs.", no_args_is_help=True)
@@ -95,7 +96,7 @@ def classes(
     async def main() -> None:
         async with open_operations(target_settings(state, redis, crawl_id)) as (ops, crawl):
             # by_class only reads (dead_letters)
-            groups = await by_class(cast(DeadLetterQueue, await ops.reader(crawl)), limit)
+            groups = await by_class(cast(DeadLetters, await ops.reader(crawl)), limit)
             table = Table(title=f"dead letters by error class ({sum(g.count for g in groups)})")
             for column in ("class", "count", "sample URLs"):
                 table.add_column(column, justify="right" if column == "count" else "left")

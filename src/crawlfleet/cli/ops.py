@@ -27,7 +27,7 @@ from crawlfleet.frontier.drift_marks import drifts
 from crawlfleet.monitoring.summary import CANCELLED_EXIT
 from crawlfleet.ops.target import open_operations
 from crawlfleet.settings import Settings
-from crawlfleet.settings_loading import load_settings
+from crawlfleet.settings.loading import load_settings
 
 if TYPE_CHECKING:
     from crawlfleet.ops.protocols import Operations

@@ -29,7 +29,7 @@ from crawlfleet.parsing.loader import load_parsers
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.runtime.options import fetch_options
 from crawlfleet.settings import Settings
-from crawlfleet.settings_loading import load_settings
+from crawlfleet.settings.loading import load_settings
 from crawlfleet.urls import UrlRules, fingerprint
 
 ParsersOpt = Annotated[

@@ -30,7 +30,7 @@ from crawlfleet.pipeline.export import ITEMS_FILE, export_items, export_postgres
 from crawlfleet.runtime.backends import extra_missing
 from crawlfleet.runtime.reparse import ReparseFigures, reparse, reparse_to_postgres
 from crawlfleet.settings import Settings
-from crawlfleet.settings_loading import load_settings
+from crawlfleet.settings.loading import load_settings
 
 err = Console(stderr=True)
 DEFAULT_JOBS = (

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from crawlfleet.errors import ConfigError
 from crawlfleet.redisurl import check_redis_url
 from crawlfleet.settings import Settings
-from crawlfleet.settings_loading import describe_validation_error
+from crawlfleet.settings.loading import describe_validation_error
 
 DEFAULT_STATE = Path(".crawlfleet")
 

@@ -3,7 +3,7 @@
 Keeps the newest attempts of the attempt log (``--keep-attempts``, default the
 ``attempt_log_max_rows`` setting), gives free pages back to the file system and prints the
 bytes before and after and what each table and index of the state file now takes
-(``frontier/sqlite_retention.py``).
+(``frontier/sqlite/retention.py``).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import typer
 
 from crawlfleet.cli.console import fail, make_console, safe
 from crawlfleet.errors import CrawlfleetError
-from crawlfleet.frontier.sqlite_retention import table_bytes, vacuum
+from crawlfleet.frontier.sqlite.retention import table_bytes, vacuum
 from crawlfleet.runtime.backends import state_paths
-from crawlfleet.settings_loading import load_settings
+from crawlfleet.settings.loading import load_settings
 
 out = make_console()
 MB = 1_000_000

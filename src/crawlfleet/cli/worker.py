@@ -19,7 +19,7 @@ from crawlfleet.cli.console import fail, make_console, safe
 from crawlfleet.errors import ConfigError, CrawlfleetError
 from crawlfleet.monitoring.metric_snapshot import DEFAULT_BIND
 from crawlfleet.redisurl import check_redis_url
-from crawlfleet.settings_loading import load_settings
+from crawlfleet.settings.loading import load_settings
 
 err = make_console(stderr=True)
 

@@ -56,11 +56,12 @@ from crawlfleet.dashboard import pages
 from crawlfleet.dashboard.figures import domain_row, sample_dict
 from crawlfleet.dashboard.sampler import CrawlHistory, Sampler
 from crawlfleet.errors import StateError
-from crawlfleet.monitoring.deadletters import ClassGroup, DeadLetterQueue, by_class
+from crawlfleet.frontier.protocols import DeadLetters
+from crawlfleet.monitoring.deadletters import ClassGroup, by_class
 from crawlfleet.monitoring.metrics import Metrics
 from crawlfleet.monitoring.samples import KeptSample, kept_samples, sample_body
-from crawlfleet.monitoring.sqlite_reader import AttemptFilter
 from crawlfleet.ops.protocols import ActionRefused, CrawlReader, Operations
+from crawlfleet.records import AttemptFilter
 
 DOMAIN_ROWS = 200
 DEAD_LETTERS_READ = 10_000
@@ -285,7 +286,7 @@ class Dashboard:
 
 async def classes(reader: CrawlReader) -> list[ClassGroup]:
     """The dead letters' error classes; ``by_class`` only reads (``dead_letters``)."""
-    return await by_class(cast(DeadLetterQueue, reader), DEAD_LETTERS_READ)
+    return await by_class(cast(DeadLetters, reader), DEAD_LETTERS_READ)
 
 
 async def _form(request: Request) -> dict[str, str]:

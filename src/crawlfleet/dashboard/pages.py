@@ -17,10 +17,9 @@ from crawlfleet.dashboard.sampler import CrawlHistory
 from crawlfleet.monitoring.deadletters import ClassGroup
 from crawlfleet.monitoring.quality_scores import scores
 from crawlfleet.monitoring.samples import KeptSample
-from crawlfleet.monitoring.sqlite_reader import AttemptFilter
 from crawlfleet.monitoring.summary import dropped_line
 from crawlfleet.ops.protocols import ItemSample, WorkerRow
-from crawlfleet.records import Attempt, Outcome
+from crawlfleet.records import Attempt, AttemptFilter, Outcome
 from crawlfleet.redact import redact
 
 STYLE = """

@@ -24,12 +24,6 @@ def function_names() -> list[str]:
     return [f"mod_{i % DOC_MODULES}.func_{i}" for i in range(DOC_FUNCTIONS)]
 
 
-def doc_paths() -> list[str]:
-    """Every page of the documentation, the index and the guides first."""
-    pages = ["/docs/genindex.html", *(f"/docs/guide/{g}.html" for g in GUIDES)]
-    return pages + [f"/docs/api/{name}.html" for name in function_names()]
-
-
 def _sidebar() -> str:
     guides = "".join(
         f'<li class="toctree-l1"><a class="reference internal" href="/docs/guide/{g}.html">'

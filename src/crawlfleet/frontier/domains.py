@@ -208,6 +208,16 @@ class DomainSchedule:
                 self.wake(state, kind, self._eligible(state, kind, lane))
         return taken
 
+    def view(self, domain: str, default: DomainPolicy) -> DomainView:
+        """The domain's ``DomainView``; a default one for a domain not known yet."""
+        state = self.domains.get(domain)
+        return view(DomainState(domain) if state is None else state, default)
+
+    def views(self, default: DomainPolicy, limit: int) -> list[DomainView]:
+        """The ``limit`` domains with the most admissions, most first (then by name)."""
+        busiest = sorted(self.domains.values(), key=lambda s: (-s.admitted, s.name))[:limit]
+        return [view(state, default) for state in busiest]
+
     def _eligible(self, state: DomainState, kind: str, lane: Lane) -> float:
         """When the lane's queued work may be served: ``ready_at``, or a later not-before."""
         if lane.queued > lane.delayed:
@@ -235,8 +245,3 @@ def view(state: DomainState, default: DomainPolicy) -> DomainView:
         stats=CrawlStats(dict(state.counters)),
         drift={parser: test.copy() for parser, test in record.drift.items()},
     )
-
-
-def busiest(schedule: DomainSchedule, limit: int) -> list[DomainState]:
-    """The ``limit`` domains with the most admissions, most first (then by name)."""
-    return sorted(schedule.domains.values(), key=lambda s: (-s.admitted, s.name))[:limit]

@@ -38,6 +38,11 @@ every fingerprint is always in exactly one of: queued, leased, done, dead.
 The in-memory, SQLite and Redis implementations pass the same contract tests
 (``tests/contract/test_queue_store.py``).
 
+``QueueStore`` is the union of five role protocols: ``RequestQueue`` (lanes and leases),
+``DomainPolicies``, ``CrawlRecords`` (records and statistics), ``KnownUrls`` and
+``DeadLetters``; what reads or acts on one role (the dead letters by class, for instance)
+depends on that role alone.
+
 The effective delay of a domain is ``base_delay_s * 2 ** block_level``; every lease end that
 fetched something (any outcome but ``skipped``) also keeps the domain quiet for that delay
 after ``attempt.at``, so gaps between responses and the next request are never shorter.
@@ -63,8 +68,9 @@ from crawlfleet.models import CrawlRequest, Lease
 from crawlfleet.records import Attempt, DeadLetter, QueueCounts
 
 
-class QueueStore(Protocol):
-    """Request queue, seen filter, leases, retries, DLQ, domain policy and statistics."""
+class RequestQueue(Protocol):
+    """Lanes and leases: admission through the seen filter and budgets, claims, lease ends,
+    moves, renewals and reaping (the role of the crawl step and the claim loop)."""
 
     async def add(self, requests: Sequence[CrawlRequest], budget: Budget) -> int:
         """Admit the requests whose fingerprint was never seen, within the budget.
@@ -146,6 +152,21 @@ class QueueStore(Protocol):
         """
         ...
 
+    async def next_ready_at(self, now: float, kinds: Collection[str]) -> float | None:
+        """Earliest time a queued request of ``kinds`` may become claimable, never before ``now``.
+
+        The later of a domain's ``ready_at`` and its request's not-before time counts. Domains
+        whose in-flight slots are full (as a claim found or left them) are left out until one
+        of their leases ends or their policy changes, so None means nothing can become
+        claimable before a lease ends, or nothing is queued: see ``counts().pending``.
+        """
+        ...
+
+
+class DomainPolicies(Protocol):
+    """The domain policy of every domain: base delay, in-flight cap, fetch strategy, and the
+    view of a domain with its queue and statistics."""
+
     async def set_delay(self, domain: str, delay_s: float, source: DelaySource) -> None:
         """Set the domain's base delay; a ``ROBOTS`` value never replaces an ``OVERRIDE``.
 
@@ -185,15 +206,10 @@ class QueueStore(Protocol):
         """The ``limit`` domains with admissions, a policy or statistics; most admitted first."""
         ...
 
-    async def next_ready_at(self, now: float, kinds: Collection[str]) -> float | None:
-        """Earliest time a queued request of ``kinds`` may become claimable, never before ``now``.
 
-        The later of a domain's ``ready_at`` and its request's not-before time counts. Domains
-        whose in-flight slots are full (as a claim found or left them) are left out until one
-        of their leases ends or their policy changes, so None means nothing can become
-        claimable before a lease ends, or nothing is queued: see ``counts().pending``.
-        """
-        ...
+class CrawlRecords(Protocol):
+    """Records and statistics: the state counts, the crawl's counters and start time, and the
+    attempts waiting to be copied to an external attempt log."""
 
     async def counts(self) -> QueueCounts: ...
 
@@ -222,6 +238,10 @@ class QueueStore(Protocol):
         """Forget the ``count`` oldest pending attempts (copied)."""
         ...
 
+
+class KnownUrls(Protocol):
+    """Known URLs: what the last visit of each fetched URL found, and revisits when due."""
+
     async def remember(self, request: CrawlRequest, visit: Visit) -> None:
         """Keep ``visit`` as what is known of ``request``'s URL (replacing the last one).
 
@@ -248,6 +268,10 @@ class QueueStore(Protocol):
         """The earliest due time among known URLs (maybe past), or None when none is due ever."""
         ...
 
+
+class DeadLetters(Protocol):
+    """The dead-letter queue: read a page of it, requeue or forget dead letters."""
+
     async def dead_letters(self, limit: int = 100, offset: int = 0) -> list[DeadLetter]:
         """A page of dead letters, oldest ``died_at`` first (admission order among equals)."""
         ...
@@ -263,5 +287,12 @@ class QueueStore(Protocol):
     async def purge_dead(self, fingerprints: Sequence[str] | None = None) -> int:
         """Forget dead letters (all when None); they stay seen. Returns how many."""
         ...
+
+
+class QueueStore(RequestQueue, DomainPolicies, CrawlRecords, KnownUrls, DeadLetters, Protocol):
+    """Every role of one crawl's request queue (module doc): what ``Frontier`` owns.
+
+    A caller that needs one role takes that role's protocol, not this one.
+    """
 
     async def close(self) -> None: ...

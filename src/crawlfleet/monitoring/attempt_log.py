@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Protocol
 
 from crawlfleet import sqlitedb
-from crawlfleet.records import Attempt, Outcome
+from crawlfleet.records import ATTEMPT_COLUMNS as COLUMNS
+from crawlfleet.records import Attempt, Outcome, attempt_of
 
 
 class AttemptReader(Protocol):
@@ -83,41 +84,12 @@ class MemoryAttemptLog:
         """Nothing to release."""
 
 
-COLUMNS = (
-    "url, fingerprint, domain, worker, outcome, status, bytes, latency_s, retry, at, error, "
-    "fetcher, detail, session_id, proxy_id, tier, screenshot"
-)
 RECENT = f"SELECT {COLUMNS} FROM attempts ORDER BY id DESC LIMIT ?"
 RECENT_FOR_URL = f"SELECT {COLUMNS} FROM attempts WHERE url = ? ORDER BY id DESC LIMIT ?"
 TOP_ERRORS = (
     "SELECT coalesce(error, ''), count(*) FROM attempts WHERE outcome = ? "
     "GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ?"
 )
-
-
-def attempt_of(row: Sequence[object]) -> Attempt:
-    """An ``Attempt`` from a row of ``COLUMNS`` (``at`` in epoch seconds)."""
-    url, fp, domain, worker, outcome, status, size, latency_s, retry, at, error = row[:11]
-    fetcher, detail, session_id, proxy_id, tier, screenshot = row[11:]
-    return Attempt(
-        url=str(url),
-        fingerprint=str(fp),
-        domain=str(domain),
-        worker=str(worker),
-        outcome=Outcome(str(outcome)),
-        status=None if status is None else int(str(status)),
-        bytes=int(str(size)),
-        latency_s=float(str(latency_s)),
-        retry=int(str(retry)),
-        at=float(str(at)),
-        error=None if error is None else str(error),
-        fetcher=str(fetcher),
-        detail=None if detail is None else str(detail),
-        session_id=None if session_id is None else str(session_id),
-        proxy_id=None if proxy_id is None else str(proxy_id),
-        tier=None if tier is None else int(str(tier)),
-        screenshot=None if screenshot is None else str(screenshot),
-    )
 
 
 class SqliteAttemptLog:

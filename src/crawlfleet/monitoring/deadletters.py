@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from crawlfleet.errors import ConfigError
+from crawlfleet.frontier.protocols import DeadLetters
 from crawlfleet.records import DeadLetter
 
 PAGE = 1000
@@ -95,16 +95,6 @@ def letter_class(letter: DeadLetter) -> str:
     return error_class(letter.errors[-1]) if letter.errors else "unknown"
 
 
-class DeadLetterQueue(Protocol):
-    """What this module needs of a crawl: the DLQ methods of ``Frontier`` (or a store)."""
-
-    async def dead_letters(self, limit: int = 100, offset: int = 0) -> list[DeadLetter]: ...
-
-    async def requeue_dead(self, fingerprints: Sequence[str] | None = None) -> int: ...
-
-    async def purge_dead(self, fingerprints: Sequence[str] | None = None) -> int: ...
-
-
 @dataclass(slots=True)
 class ClassGroup:
     """One error class of the dead letters: how many, and a few of their URLs."""
@@ -114,7 +104,7 @@ class ClassGroup:
     sample_urls: list[str] = field(default_factory=list)
 
 
-async def by_class(frontier: DeadLetterQueue, limit: int = 10_000) -> list[ClassGroup]:
+async def by_class(frontier: DeadLetters, limit: int = 10_000) -> list[ClassGroup]:
     """The classes of the oldest ``limit`` dead letters, most frequent first (ties by name)."""
     groups: dict[str, ClassGroup] = {}
     offset = 0
@@ -132,9 +122,7 @@ async def by_class(frontier: DeadLetterQueue, limit: int = 10_000) -> list[Class
     return sorted(groups.values(), key=lambda g: (-g.count, g.name))
 
 
-async def fingerprints_of(
-    frontier: DeadLetterQueue, name: str, domain: str | None = None
-) -> list[str]:
+async def fingerprints_of(frontier: DeadLetters, name: str, domain: str | None = None) -> list[str]:
     """The fingerprints of every dead letter of class ``name`` (of ``domain`` when given),
     read before anything moves."""
     found: list[str] = []
@@ -151,7 +139,7 @@ async def fingerprints_of(
         offset += len(page)
 
 
-async def resolve_fingerprints(frontier: DeadLetterQueue, prefixes: Sequence[str]) -> list[str]:
+async def resolve_fingerprints(frontier: DeadLetters, prefixes: Sequence[str]) -> list[str]:
     """The full fingerprint of the dead letter each of ``prefixes`` starts (as ``dlq list``
     prints them, cut to 12 characters); ``ConfigError`` for a prefix naming none or several."""
     known: list[str] = []
@@ -175,7 +163,7 @@ async def resolve_fingerprints(frontier: DeadLetterQueue, prefixes: Sequence[str
     return found
 
 
-async def requeue_class(frontier: DeadLetterQueue, name: str, domain: str | None = None) -> int:
+async def requeue_class(frontier: DeadLetters, name: str, domain: str | None = None) -> int:
     """Put every dead letter of class ``name`` (of ``domain`` when given) back in its queue;
     how many moved."""
     fingerprints = await fingerprints_of(frontier, name, domain)
@@ -185,7 +173,7 @@ async def requeue_class(frontier: DeadLetterQueue, name: str, domain: str | None
     return moved
 
 
-async def purge_class(frontier: DeadLetterQueue, name: str) -> int:
+async def purge_class(frontier: DeadLetters, name: str) -> int:
     """Forget every dead letter of class ``name`` (they stay seen); how many."""
     fingerprints = await fingerprints_of(frontier, name)
     purged = 0

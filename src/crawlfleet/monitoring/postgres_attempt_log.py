@@ -15,9 +15,9 @@ from collections.abc import Sequence
 import psycopg
 
 from crawlfleet.errors import StateError
-from crawlfleet.monitoring.attempt_log import COLUMNS, attempt_of
 from crawlfleet.pipeline.text import strip_nul
-from crawlfleet.records import Attempt, Outcome
+from crawlfleet.records import ATTEMPT_COLUMNS as COLUMNS
+from crawlfleet.records import Attempt, Outcome, attempt_of
 from crawlfleet.redact import redact
 
 INSERT = f"""

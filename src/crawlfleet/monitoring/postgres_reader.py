@@ -15,11 +15,10 @@ import psycopg
 from psycopg import sql
 
 from crawlfleet.errors import StateError
-from crawlfleet.monitoring.attempt_log import COLUMNS
 from crawlfleet.monitoring.postgres_attempt_log import attempt_from_row
 from crawlfleet.monitoring.postgres_quality import SELECT_SCORES, SELECT_TYPES, quality_of
-from crawlfleet.monitoring.sqlite_reader import AttemptFilter
-from crawlfleet.records import Attempt
+from crawlfleet.records import ATTEMPT_COLUMNS as COLUMNS
+from crawlfleet.records import Attempt, AttemptFilter
 from crawlfleet.redact import redact
 
 LATEST_ITEMS = (

@@ -35,10 +35,8 @@ from crawlfleet.clock import Clock, SystemClock
 from crawlfleet.errors import ConfigError, StateError
 from crawlfleet.events import EventBus
 from crawlfleet.frontier.frontier import Frontier
-from crawlfleet.frontier.redis.connection import RedisClient
 from crawlfleet.monitoring.deadletters import purge_class, requeue_class, resolve_fingerprints
 from crawlfleet.monitoring.postgres_reader import PostgresReader
-from crawlfleet.monitoring.sqlite_reader import AttemptFilter
 from crawlfleet.ops.crawl_frontier import CrawlFrontier
 from crawlfleet.ops.protocols import (
     ITEM_ROWS,
@@ -50,8 +48,9 @@ from crawlfleet.ops.protocols import (
 )
 from crawlfleet.ops.workers import WorkerRates
 from crawlfleet.proxies.protocols import ProxyState
-from crawlfleet.records import Attempt, QueueCounts
+from crawlfleet.records import Attempt, AttemptFilter, QueueCounts
 from crawlfleet.redact import redact
+from crawlfleet.redisdb import RedisClient
 from crawlfleet.runtime.backends import (
     one_line,
     open_postgres_reader,

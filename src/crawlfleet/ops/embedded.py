@@ -26,10 +26,10 @@ import orjson
 from crawlfleet.clock import Clock
 from crawlfleet.errors import ConfigError, StateError
 from crawlfleet.frontier.frontier import Frontier
+from crawlfleet.frontier.sqlite.reader import SqliteStateReader
 from crawlfleet.monitoring.deadletters import purge_class, requeue_class, resolve_fingerprints
 from crawlfleet.monitoring.metric_snapshot import Beat
 from crawlfleet.monitoring.samples import DIRECTORY as SAMPLES
-from crawlfleet.monitoring.sqlite_reader import AttemptFilter, SqliteStateReader
 from crawlfleet.ops.protocols import (
     ITEM_ROWS,
     ActionRefused,
@@ -40,7 +40,7 @@ from crawlfleet.ops.protocols import (
 )
 from crawlfleet.ops.workers import WorkerRates
 from crawlfleet.proxies.protocols import ProxyState
-from crawlfleet.records import Attempt, Outcome, QueueCounts
+from crawlfleet.records import Attempt, AttemptFilter, Outcome, QueueCounts
 from crawlfleet.runtime.backends import open_proxy_stores, state_paths
 from crawlfleet.runtime.control import FileControl, RunState
 from crawlfleet.runtime.policies import domain_policy

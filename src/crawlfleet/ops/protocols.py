@@ -20,9 +20,8 @@ from crawlfleet.counters import CrawlStats
 from crawlfleet.errors import StateError
 from crawlfleet.frontier.store_types import DomainView
 from crawlfleet.monitoring.metric_snapshot import Beat
-from crawlfleet.monitoring.sqlite_reader import AttemptFilter
 from crawlfleet.proxies.protocols import ProxyState
-from crawlfleet.records import Attempt, DeadLetter, QueueCounts
+from crawlfleet.records import Attempt, AttemptFilter, DeadLetter, QueueCounts
 from crawlfleet.runtime.control import RunState
 
 ITEM_ROWS = 2000

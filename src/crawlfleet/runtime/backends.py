@@ -220,8 +220,8 @@ async def check_redis(redis_url: str, *, accept_unsafe: bool) -> None:
     from redis.asyncio import Redis
     from redis.exceptions import RedisError
 
-    from crawlfleet.frontier.redis.connection import connect, node_clients
     from crawlfleet.frontier.redis.safety import check_redis_safety
+    from crawlfleet.redisdb import connect, node_clients
 
     try:
         client = connect(redis_url, socket_connect_timeout=5)

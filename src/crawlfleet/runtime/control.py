@@ -26,7 +26,7 @@ from crawlfleet.errors import StateError
 from crawlfleet.statedir import PAUSE_FILE
 
 if TYPE_CHECKING:
-    from crawlfleet.frontier.redis.connection import RedisClient
+    from crawlfleet.redisdb import RedisClient
 
 
 class RunState(StrEnum):

@@ -13,9 +13,9 @@ import orjson
 from redis.exceptions import RedisError
 
 from crawlfleet.errors import StateError
-from crawlfleet.frontier.redis.connection import RedisClient, connect
 from crawlfleet.frontier.redis.keys import CrawlKeys
 from crawlfleet.redact import redact
+from crawlfleet.redisdb import RedisClient, connect
 from crawlfleet.sessions.protocols import CrawlSession, StoredSession
 
 

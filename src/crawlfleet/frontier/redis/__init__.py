@@ -2,6 +2,6 @@
 
 from crawlfleet.frontier.redis.bloom import BloomGeometry
 from crawlfleet.frontier.redis.keys import CrawlKeys
-from crawlfleet.frontier.redis.queue import RedisQueueStore
+from crawlfleet.frontier.redis.store import RedisQueueStore
 
 __all__ = ["BloomGeometry", "CrawlKeys", "RedisQueueStore"]

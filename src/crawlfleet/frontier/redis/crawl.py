@@ -1,37 +1,32 @@
-"""One crawl's frontier in Redis, opened: the base of ``RedisQueueStore``.
+"""One crawl's frontier in Redis, opened: what ``RedisQueueStore`` runs its scripts through.
 
-``RedisCrawl`` connects, creates the crawl or checks its stored settings (dedup, Bloom
-geometry), and runs the crawl's scripts and reads. Connection errors are retried for about a
+``RedisCrawl`` creates the crawl or checks its stored settings (dedup, Bloom geometry,
+``begin``) and runs the crawl's scripts and reads. Connection errors are retried for about a
 second (a restarted Redis is reconnected to by itself); a script whose reply was lost may
 therefore run twice, which at worst hands out a lease that later expires, or answers False
 to a ``complete`` that took effect. Every script that writes, ``claim`` and ``counts`` check
 the crawl's epoch first: a frontier that vanished while the crawl was open (FLUSHALL, a
 restart without persistence) raises ``FrontierLost`` instead of looking like a finished
-crawl; an ``add`` of requests that this store already saw seen sends nothing (the seen
+crawl; an ``add`` of requests that the store already saw seen sends nothing (the seen
 prefilter, ``RedisQueueStore.add``) and so writes nothing either: the store's next call meets
 the loss. Any other Redis failure raises ``StateError``.
 """
 
 from __future__ import annotations
 
-import logging
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Literal, Self
+from typing import Any
 
 from redis.exceptions import RedisError, ResponseError
 
 from crawlfleet.errors import FrontierLost, StateError
-from crawlfleet.frontier.recent import SEEN_PREFILTER_CAPACITY, RecentSet
 from crawlfleet.frontier.redis.bloom import SHARD_BYTES, BloomGeometry
-from crawlfleet.frontier.redis.connection import RedisClient, open_client
 from crawlfleet.frontier.redis.keys import CrawlKeys
 from crawlfleet.frontier.redis.scripts import Scripts
 from crawlfleet.frontier.redis.views import Arg
-from crawlfleet.redact import redact
-
-log = logging.getLogger(__name__)
+from crawlfleet.redisdb import RedisClient
 
 BATCH = 1000  # requests or fingerprints per script call, so no call blocks Redis for long
 LOST_MARK = "FRONTIER_LOST"  # how the scripts' error reply starts when the epoch is gone
@@ -48,109 +43,25 @@ class RedisCrawl:
         where: str,
         *,
         owns_client: bool = True,
-        prefilter_capacity: int = SEEN_PREFILTER_CAPACITY,
     ) -> None:
-        """Use ``open`` or ``attach``; this binds an already checked client."""
-        self._client = client
-        self._keys = keys
-        self._bloom = bloom
+        """Binds a client (``open_client``) to the crawl under ``keys``; ``begin`` opens it."""
+        self.client = client
+        self.keys = keys
+        self.bloom = bloom
         self._where = where
         self._owns_client = owns_client
-        self._scripts = Scripts(client, keys)
+        self.scripts = Scripts(client, keys)
         self._epoch = uuid.uuid4().hex
-        self._known = RecentSet(prefilter_capacity)
-        """Fingerprints Redis answered seen (or admitted) to this store: the crawl's seen
-        filter never forgets one, and a store serves one epoch of one crawl, so ``add`` need
-        not send them again (~90 % of a page's links, once a crawl is under way)."""
-
-    @classmethod
-    async def open(
-        cls,
-        url: str,
-        prefix: str,
-        *,
-        dedup: Literal["exact", "bloom"] = "exact",
-        bloom_capacity: int = 10_000_000,
-        bloom_error_rate: float = 0.01,
-    ) -> Self:
-        """Connect, create the crawl or check its stored settings, and size the Bloom bitmap.
-
-        ``url`` names one server or a Redis Cluster (``connection.py``). ``prefix`` should
-        carry a hash tag (``crawlfleet:{<crawl_id>}``, see ``keys.py``). Raises
-        ``StateError`` when Redis is unreachable (the message shows the URL without its
-        password) or when ``prefix`` was created with other dedup settings, and
-        ``FrontierLost`` when the crawl exists without its epoch or counts.
-        """
-        client = await open_client(url)
-        try:
-            return await cls.attach(
-                client,
-                prefix,
-                redact(url),
-                dedup=dedup,
-                bloom_capacity=bloom_capacity,
-                bloom_error_rate=bloom_error_rate,
-            )
-        except BaseException:
-            await client.aclose()
-            raise
-
-    @classmethod
-    async def attach(
-        cls,
-        client: RedisClient,
-        prefix: str,
-        where: str,
-        *,
-        dedup: Literal["exact", "bloom"] = "exact",
-        bloom_capacity: int = 10_000_000,
-        bloom_error_rate: float = 0.01,
-        owns_client: bool = True,
-        prefilter_capacity: int = SEEN_PREFILTER_CAPACITY,
-    ) -> Self:
-        """``open`` on a client from ``open_client``; ``close`` closes it if ``owns_client``.
-
-        ``prefilter_capacity``: how many fingerprints known to be seen ``add`` keeps in memory.
-        """
-        if not prefix or any(ch.isspace() for ch in prefix):
-            raise ValueError(f"bad Redis key prefix {prefix!r}")
-        bloom = (
-            BloomGeometry.for_capacity(bloom_capacity, bloom_error_rate)
-            if dedup == "bloom"
-            else None
-        )
-        store = cls(
-            client,
-            CrawlKeys(prefix),
-            bloom,
-            where,
-            owns_client=owns_client,
-            prefilter_capacity=prefilter_capacity,
-        )
-        with store._guard():
-            await store._open_crawl(dedup)
-        if bloom is not None:
-            log.info(
-                "Bloom seen filter for %r: %d bits in %d shards, %d hashes, %.1f MB in Redis",
-                prefix,
-                bloom.bits,
-                bloom.shards,
-                bloom.hashes,
-                bloom.size_bytes / 1e6,
-            )
-        return store
 
     @property
     def epoch(self) -> str:
         """The token the crawl's first open wrote; another value means another crawl."""
         return self._epoch
 
-    @property
-    def keys(self) -> CrawlKeys:
-        return self._keys
-
-    async def _open_crawl(self, dedup: str) -> None:
-        bloom = self._bloom
+    async def begin(self, dedup: str) -> None:
+        """Create the crawl, or check that its stored dedup settings are these; size the Bloom
+        bitmap. Call once, inside ``guard``."""
+        bloom = self.bloom
         wanted = {
             "dedup": dedup,
             "bloom_bits": str(bloom.bits if bloom else 0),
@@ -158,45 +69,48 @@ class RedisCrawl:
             "bloom_shard_bytes": str(SHARD_BYTES if bloom else 0),
         }
         flat = [item for pair in wanted.items() for item in pair]
-        epoch, *stored_flat = await self._scripts.run("open", self._epoch, *flat)
+        epoch, *stored_flat = await self.scripts.run("open", self._epoch, *flat)
         if not epoch:
-            raise FrontierLost(self._lost())
+            raise FrontierLost(self.lost())
         self._epoch = epoch
         stored = dict(zip(stored_flat[::2], stored_flat[1::2], strict=True))
         if stored != wanted:
             raise StateError(
-                f"crawl {self._keys.prefix!r} in Redis at {self._where} was created with "
+                f"crawl {self.keys.prefix!r} in Redis at {self._where} was created with "
                 f"{stored}, not {wanted}: use another prefix (crawl id) or the same settings"
             )
         if bloom is not None:
             zeros = b"\0" * SHARD_BYTES
-            async with self._client.pipeline(transaction=False) as pipe:
+            async with self.client.pipeline(transaction=False) as pipe:
                 for index in range(bloom.shards):
-                    pipe.set(self._keys.bloom_shard(index), zeros, nx=True)
+                    pipe.set(self.keys.bloom_shard(index), zeros, nx=True)
                 await pipe.execute()
 
-    def _lost(self) -> str:
+    def lost(self) -> str:
+        """Why ``FrontierLost`` is raised: the crawl's frontier is gone."""
         return (
-            f"the frontier of crawl {self._keys.prefix!r} in Redis at {self._where} is gone "
+            f"the frontier of crawl {self.keys.prefix!r} in Redis at {self._where} is gone "
             "(flushed, evicted, or Redis restarted without persistence): what was queued "
             "and done is unknown, so the crawl cannot go on or be reported complete"
         )
 
     @contextmanager
-    def _guard(self) -> Iterator[None]:
+    def guard(self) -> Iterator[None]:
+        """Redis failures inside as ``StateError``, a lost epoch as ``FrontierLost``."""
         try:
             yield
         except ResponseError as exc:
             if str(exc).startswith(LOST_MARK):
-                raise FrontierLost(self._lost()) from None
+                raise FrontierLost(self.lost()) from None
             raise StateError(f"Redis at {self._where} failed: {exc}") from exc
         except RedisError as exc:
             raise StateError(f"Redis at {self._where} failed: {exc}") from exc
 
-    async def _run(self, name: str, *args: Arg) -> Any:
-        with self._guard():
-            return await self._scripts.run(name, self._epoch, *args)
+    async def run(self, name: str, *args: Arg) -> Any:
+        """Run the script ``name`` under the crawl's epoch (``guard``: its failures)."""
+        with self.guard():
+            return await self.scripts.run(name, self._epoch, *args)
 
     async def close(self) -> None:
         if self._owns_client:
-            await self._client.aclose()
+            await self.client.aclose()

@@ -16,9 +16,9 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from crawlfleet.errors import FrontierLost, StateError
-from crawlfleet.frontier.redis.connection import RedisClient
 from crawlfleet.frontier.redis.keys import CrawlKeys
 from crawlfleet.frontier.redis.scripts import Scripts
+from crawlfleet.redisdb import RedisClient
 
 
 class CrawlSlot:

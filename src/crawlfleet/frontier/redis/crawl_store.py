@@ -8,12 +8,12 @@ from redis.exceptions import RedisError
 
 from crawlfleet.errors import StateError
 from crawlfleet.frontier.recent import SEEN_PREFILTER_CAPACITY
-from crawlfleet.frontier.redis.connection import RedisClient, open_client
 from crawlfleet.frontier.redis.keys import CrawlKeys
 from crawlfleet.frontier.redis.partitioned import PartitionedQueueStore
-from crawlfleet.frontier.redis.queue import RedisQueueStore
 from crawlfleet.frontier.redis.routing import crawl_prefix, partition_prefix
+from crawlfleet.frontier.redis.store import RedisQueueStore
 from crawlfleet.redact import redact
+from crawlfleet.redisdb import RedisClient, open_client
 
 
 async def open_crawl_store(

@@ -37,11 +37,10 @@ from collections.abc import Collection, Mapping, Sequence
 
 from crawlfleet.counters import CrawlStats
 from crawlfleet.frontier.drift import DriftPage, DriftRule, DriftTest
-from crawlfleet.frontier.redis.connection import RedisClient
 from crawlfleet.frontier.redis.crawl_slot import CrawlSlot
 from crawlfleet.frontier.redis.keys import CrawlKeys
-from crawlfleet.frontier.redis.queue import RedisQueueStore
 from crawlfleet.frontier.redis.routing import partition_of
+from crawlfleet.frontier.redis.store import RedisQueueStore
 from crawlfleet.frontier.store_types import (
     Budget,
     DelaySource,
@@ -53,6 +52,7 @@ from crawlfleet.frontier.store_types import (
 )
 from crawlfleet.models import CrawlRequest, Lease
 from crawlfleet.records import Attempt, DeadLetter, QueueCounts
+from crawlfleet.redisdb import RedisClient
 
 
 class PartitionedQueueStore:

@@ -25,8 +25,8 @@ from typing import Any
 from redis.commands.core import AsyncScript
 from redis.exceptions import NoScriptError
 
-from crawlfleet.frontier.redis.connection import RedisClient
 from crawlfleet.frontier.redis.keys import NAMES, CrawlKeys
+from crawlfleet.redisdb import RedisClient
 
 _KEY_LINE = re.compile(r"^-- KEYS\[(\d+)\] (\w+)\s*$", re.MULTILINE)
 _FUNCTION = re.compile(r"^local function (\w+)", re.MULTILINE)

@@ -187,7 +187,7 @@ class SqliteSink:
 
     def write_in_turns(self) -> TurnWriter:
         """From now on, write one transaction an event-loop turn (``sqlite_turns``); returns
-        the writer, for the state file to commit after it (``SqliteStateFile.commit_after``).
+        the writer, for the state file to commit after it (``SqliteQueueStore.commit_after``).
 
         For a sink that is its file's only writer and whose first failure stops the crawl
         (the embedded crawl's): a failed write then rolls back the turn and fails every later

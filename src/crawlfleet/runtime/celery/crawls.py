@@ -11,9 +11,9 @@ from redis.exceptions import RedisError
 
 from crawlfleet.errors import StateError
 from crawlfleet.frontier.frontier import Frontier
-from crawlfleet.frontier.redis.connection import RedisClient
-from crawlfleet.frontier.redis.connection import connect as connect_url
 from crawlfleet.redact import redact
+from crawlfleet.redisdb import RedisClient
+from crawlfleet.redisdb import connect as connect_url
 from crawlfleet.runtime.backends import frontier_prefix, one_line, partition_pattern
 from crawlfleet.runtime.celery.definition import (
     ACTIVE_CRAWLS,
@@ -148,11 +148,6 @@ async def worker_beats(client: RedisClient) -> list[WorkerBeat]:
             continue
         beats.append(beat)
     return sorted(beats, key=lambda b: -b.seen_at)
-
-
-async def live_workers(client: RedisClient, now: float) -> int:
-    """Workers whose heartbeat is recent."""
-    return sum(now - beat.seen_at < WORKER_SEEN_S for beat in await worker_beats(client))
 
 
 def no_worker_reason(

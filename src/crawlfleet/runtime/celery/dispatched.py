@@ -22,13 +22,13 @@ from crawlfleet.errors import ConfigError, StateError
 from crawlfleet.events import EventBus
 from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.frontier.frontier import Frontier
-from crawlfleet.frontier.redis.connection import RedisClient
 from crawlfleet.monitoring.attempt_copier import AttemptCopier
 from crawlfleet.monitoring.attempt_log import AttemptReader
 from crawlfleet.monitoring.postgres_quality import DOMAINS, WRITE_EVERY_S
 from crawlfleet.monitoring.quality_copier import QualityCopier
 from crawlfleet.parsing.loader import load_parsers
 from crawlfleet.redact import redact
+from crawlfleet.redisdb import RedisClient
 from crawlfleet.runtime.admission import Admitter
 from crawlfleet.runtime.backends import one_line, open_distributed
 from crawlfleet.runtime.celery.app import check_broker, make_app

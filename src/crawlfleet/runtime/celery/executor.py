@@ -38,9 +38,9 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from crawlfleet.clock import SystemClock
 from crawlfleet.errors import ConfigError, FrontierLost, StateError
 from crawlfleet.events import EventBus
-from crawlfleet.frontier.redis.connection import RedisClient, connect, store_retry
 from crawlfleet.monitoring.metrics import Metrics
 from crawlfleet.redact import redact
+from crawlfleet.redisdb import RedisClient, connect, store_retry
 from crawlfleet.runtime.backends import open_distributed
 from crawlfleet.runtime.celery.definition import (
     ACTIVE_CRAWLS,

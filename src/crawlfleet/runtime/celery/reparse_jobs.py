@@ -35,8 +35,8 @@ import orjson
 from redis.exceptions import RedisError
 
 from crawlfleet.errors import CrawlfleetError, NoWorkers, StateError
-from crawlfleet.frontier.redis.connection import RedisClient, connect
 from crawlfleet.redact import redact
+from crawlfleet.redisdb import RedisClient, connect
 from crawlfleet.runtime.backends import open_store
 from crawlfleet.runtime.celery.app import DEFAULT_QUEUE, REPARSE_TASK_NAME, check_broker, make_app
 from crawlfleet.runtime.celery.crawls import no_worker_reason, read_definition, worker_beats

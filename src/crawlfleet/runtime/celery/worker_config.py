@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from redis.exceptions import RedisError
 
 from crawlfleet.errors import StateError
-from crawlfleet.frontier.redis.connection import connect
 from crawlfleet.pipeline.sinks.postgres_schema import migrate
 from crawlfleet.redact import redact
+from crawlfleet.redisdb import connect
 from crawlfleet.runtime.backends import check_redis, one_line
 
 

@@ -44,7 +44,7 @@ from crawlfleet.runtime.fetching.session_pool import SessionOptions, SessionPool
 from crawlfleet.runtime.step.judge import RETRIED_REFUSALS, StatusClass, classify, judge
 from crawlfleet.secretsfile import SiteSecrets
 from crawlfleet.settings import Settings
-from crawlfleet.settings_proxies import ProxySettings
+from crawlfleet.settings.proxies import ProxySettings
 
 F = TypeVar("F", bound=Fetcher)
 

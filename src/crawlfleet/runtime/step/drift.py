@@ -27,7 +27,8 @@ from typing import Protocol
 from crawlfleet.frontier.drift import THRESHOLD, DriftPage, DriftRule, DriftTest
 from crawlfleet.frontier.drift_marks import PAUSED, SEEN, mark_key, paused
 from crawlfleet.frontier.frontier import Frontier
-from crawlfleet.monitoring.deadletters import DeadLetterQueue, requeue_class
+from crawlfleet.frontier.protocols import DeadLetters
+from crawlfleet.monitoring.deadletters import requeue_class
 from crawlfleet.runtime.choice.strategy import Strategies
 
 log = logging.getLogger("crawlfleet.runtime.drift")  # its name before #36 (decision 0062)
@@ -81,7 +82,7 @@ class DriftWatch:
         return test
 
 
-class DriftTarget(DeadLetterQueue, Protocol):
+class DriftTarget(DeadLetters, Protocol):
     """What ``resume`` needs of a crawl: its strategy slots and its DLQ (``Frontier``)."""
 
     async def strategy(self, domain: str) -> dict[str, str]: ...

@@ -1,23 +1,26 @@
 """The in-memory ``QueueStore``: for tests, and the reference model of the contract.
 
-Every method moves entries between states and keeps the counts, the domain schedule and the
-statistics in step. ``MemoryQueueStore`` holds the queue's moves (admission, claims, lease
-ends, reaping) and the domain policy (this module) over its base ``MemoryRecords``
-(``memory_records.py``: the entries and their states, counts, statistics, attempts, known
-URLs and revisits, dead letters). Queued entries wait in their lane (``memory_lanes.py``) and
+Each request is an ``Entry`` in one ``EntryState`` (queued, leased, done, dead), counted per
+state; every method moves entries between states and keeps the counts, the domain schedule
+and the statistics in step. Queued entries wait in their lane (``lanes.py``) and
 ``DomainSchedule`` picks the lanes; current leases and their expiries are in ``Leases``
-(``memory_leases.py``), known URLs and their due times in ``KnownUrls`` (``memory_known.py``).
-Lease tokens are ``"{fingerprint}:{n}"`` where ``n`` counts the hand-outs of that
-fingerprint, so a token from an earlier hand-out is recognisably stale. Nothing survives the
-process.
+(``leases.py``), known URLs and their due times in ``Visits`` (``known.py``); attempts wait
+in a list for ``pending_attempts``. Lease tokens are ``"{fingerprint}:{n}"`` where ``n``
+counts the hand-outs of that fingerprint, so a token from an earlier hand-out is
+recognisably stale. Nothing survives the process.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from itertools import islice
 
-from crawlfleet.frontier import domains, policy
+from crawlfleet import counters
+from crawlfleet.counters import Counters, CrawlStats
+from crawlfleet.frontier import policy
 from crawlfleet.frontier.accounting import (
     OVER_DOMAIN,
     OVER_TOTAL,
@@ -25,9 +28,11 @@ from crawlfleet.frontier.accounting import (
     expired_counters,
     report_counters,
 )
-from crawlfleet.frontier.domains import DomainState
+from crawlfleet.frontier.domains import DomainSchedule, DomainState
 from crawlfleet.frontier.drift import DriftPage, DriftRule, DriftTest, observe_in
-from crawlfleet.frontier.memory_records import Entry, EntryState, MemoryRecords
+from crawlfleet.frontier.memory.known import Visits
+from crawlfleet.frontier.memory.lanes import Lanes
+from crawlfleet.frontier.memory.leases import Leases
 from crawlfleet.frontier.store_types import (
     LEASE_EXPIRED,
     Budget,
@@ -36,12 +41,62 @@ from crawlfleet.frontier.store_types import (
     DomainView,
     Ended,
     Report,
+    Visit,
 )
 from crawlfleet.models import CrawlRequest, Lease
+from crawlfleet.records import Attempt, DeadLetter, QueueCounts
 
 
-class MemoryQueueStore(MemoryRecords):
+class EntryState(Enum):
+    QUEUED = 0
+    LEASED = 1
+    DONE = 2
+    DEAD = 3
+
+
+@dataclass(slots=True)
+class Entry:
+    request: CrawlRequest
+    seq: int
+    state: EntryState = EntryState.QUEUED
+    not_before: float = 0.0
+    hand_outs: int = 0
+    token: str | None = None
+    errors: list[str] = field(default_factory=list)
+    died_at: float = 0.0
+
+
+class MemoryQueueStore:
     """``QueueStore`` in plain Python structures; every method is atomic (no awaits inside)."""
+
+    def __init__(self) -> None:
+        self._lanes = Lanes()
+        self._schedule = DomainSchedule(self._lanes.earliest)
+        self._seen: set[str] = set()
+        self._entries: dict[str, Entry] = {}
+        self._leases = Leases()
+        self._dead: set[str] = set()
+        self._counts = dict.fromkeys(EntryState, 0)
+        self._admitted = 0
+        self._seq = 0
+        self._crawl_counters: Counters = {}
+        self._started_at: float | None = None
+        self._attempts: deque[Attempt] = deque()
+        self._known = Visits()
+
+    def _push(self, entry: Entry, not_before: float) -> None:
+        """Queue an entry (already counted nowhere) in its lane, due from ``not_before``."""
+        request = entry.request
+        entry.not_before = not_before
+        self._lanes.push(request, entry.seq, not_before)
+        entry.state = EntryState.QUEUED
+        self._counts[EntryState.QUEUED] += 1
+        domain = self._schedule.get(request.domain)
+        self._schedule.enqueued(domain, request.fetcher, 1, not_before)
+
+    def _count(self, domain: str, added: Mapping[str, float]) -> None:
+        counters.merge(self._crawl_counters, added)
+        counters.merge(self._schedule.get(domain).counters, added)
 
     async def add(self, requests: Sequence[CrawlRequest], budget: Budget) -> int:
         admitted = 0
@@ -200,6 +255,9 @@ class MemoryQueueStore(MemoryRecords):
             reaped += 1
         return reaped
 
+    async def next_ready_at(self, now: float, kinds: Collection[str]) -> float | None:
+        return self._schedule.next_ready_at(now, kinds)
+
     async def set_delay(self, domain: str, delay_s: float, source: DelaySource) -> None:
         state = self._schedule.get(domain)
         if policy.set_delay(state.record, delay_s, source):
@@ -220,16 +278,88 @@ class MemoryQueueStore(MemoryRecords):
         return observe_in(record.drift, record.strategy, parser, page, rule)
 
     async def domain(self, domain: str, default: DomainPolicy) -> DomainView:
-        state = self._schedule.domains.get(domain)
-        if state is None:
-            state = DomainState(domain)
-        return domains.view(state, default)
+        return self._schedule.view(domain, default)
 
     async def domains(self, default: DomainPolicy, limit: int = 100) -> list[DomainView]:
-        return [domains.view(state, default) for state in domains.busiest(self._schedule, limit)]
+        return self._schedule.views(default, limit)
 
-    async def next_ready_at(self, now: float, kinds: Collection[str]) -> float | None:
-        return self._schedule.next_ready_at(now, kinds)
+    async def counts(self) -> QueueCounts:
+        c = self._counts
+        return QueueCounts(
+            queued=c[EntryState.QUEUED],
+            leased=c[EntryState.LEASED],
+            done=c[EntryState.DONE],
+            dead=c[EntryState.DEAD],
+            seen=len(self._seen),
+        )
+
+    async def start(self, now: float) -> None:
+        if self._started_at is None:
+            self._started_at = now
+
+    async def stats(self) -> CrawlStats:
+        return CrawlStats(dict(self._crawl_counters), self._started_at)
+
+    async def add_counters(self, domain: str, counters: Mapping[str, float]) -> None:
+        if counters:
+            self._count(domain, counters)
+
+    async def pending_attempts(self, limit: int) -> list[Attempt]:
+        return list(islice(self._attempts, limit))
+
+    async def ack_attempts(self, count: int) -> None:
+        for _ in range(min(count, len(self._attempts))):
+            self._attempts.popleft()
+
+    async def remember(self, request: CrawlRequest, visit: Visit) -> None:
+        self._known.remember(request.fingerprint, visit)
+
+    async def visit(self, fingerprint: str) -> Visit | None:
+        return self._known.get(fingerprint)
+
+    async def revisit(self, now: float, limit: int) -> int:
+        moved = 0
+        while moved < limit and (due := self._known.pop_due(now)) is not None:
+            fp, visit = due
+            entry = self._entries.get(fp)
+            if entry is None or entry.state is not EntryState.DONE:
+                continue
+            self._counts[EntryState.DONE] -= 1
+            entry.request = replace(entry.request, attempt=0, priority=visit.priority)
+            self._push(entry, 0.0)
+            moved += 1
+        return moved
+
+    async def next_visit_at(self) -> float | None:
+        return self._known.next_at()
+
+    def _dead_entries(self, fingerprints: Sequence[str] | None) -> list[Entry]:
+        chosen = self._dead if fingerprints is None else self._dead.intersection(fingerprints)
+        return sorted((self._entries[fp] for fp in chosen), key=lambda e: (e.died_at, e.seq))
+
+    async def dead_letters(self, limit: int = 100, offset: int = 0) -> list[DeadLetter]:
+        return [
+            DeadLetter(e.request, tuple(e.errors), e.died_at)
+            for e in self._dead_entries(None)[offset : offset + limit]
+        ]
+
+    async def requeue_dead(self, fingerprints: Sequence[str] | None = None) -> int:
+        entries = self._dead_entries(fingerprints)
+        for entry in entries:
+            self._dead.discard(entry.request.fingerprint)
+            self._counts[EntryState.DEAD] -= 1
+            entry.errors.clear()
+            entry.request = replace(entry.request, attempt=0)
+            self._push(entry, 0.0)
+        return len(entries)
+
+    async def purge_dead(self, fingerprints: Sequence[str] | None = None) -> int:
+        entries = self._dead_entries(fingerprints)
+        for entry in entries:
+            self._dead.discard(entry.request.fingerprint)
+            del self._entries[entry.request.fingerprint]
+        self._counts[EntryState.DEAD] -= len(entries)
+        return len(entries)
 
     async def close(self) -> None:
         """Nothing to release; the state is dropped with the object."""

@@ -43,15 +43,13 @@ requests stored before version 3 read as GETs without context, body or headers; 
 had no attempt columns session_id, proxy_id, tier (``ROUTE_COLUMNS``) and screenshot (NULL
 in older rows); version 4 had no ``domains.drift`` (the drift tests lived in each process).
 
-The file is guarded by an ``fcntl`` lock on a sibling ``<name>.lock`` file, so two crawls
-cannot share one state file; other connections of the same process (the attempt log's
-readers) are fine. The statements the store runs are in ``sqlite_statements``.
+The file is guarded by an ``fcntl`` lock on a sibling ``<name>.lock`` file
+(``sqlitedb.FileLock``), so two crawls cannot share one state file; other connections of the
+same process (the attempt log's readers) are fine. The statements the store runs are in ``statements.py``.
 """
 
 from __future__ import annotations
 
-import fcntl
-import os
 import sqlite3
 from pathlib import Path
 
@@ -179,26 +177,6 @@ ADDED_COLUMNS = {
 DROPPED_INDEXES = ("requests_queued",)
 
 
-class FileLock:
-    """An exclusive ``flock`` on ``<path>.lock``, held until ``release``."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path.with_name(path.name + ".lock")
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(self._fd)
-            raise StateError(
-                f"state file {path} is in use by another crawl (lock {self.path} is held)"
-            ) from None
-
-    def release(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-
-
 def _columns(db: sqlite3.Connection, table: str) -> set[str]:
     return {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
 
@@ -226,10 +204,10 @@ def _create(db: sqlite3.Connection, version: int) -> None:
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
-def open_queue_db(path: Path) -> tuple[sqlite3.Connection, FileLock]:
+def open_queue_db(path: Path) -> tuple[sqlite3.Connection, sqlitedb.FileLock]:
     """The locked queue connection; StateError if the file is locked, corrupt or foreign."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(path)
+    lock = sqlitedb.FileLock(path)
     try:
         db = sqlitedb.connect(path, "", what="state file", cache_mib=sqlitedb.STATE_CACHE_MIB)
         try:

@@ -1,4 +1,4 @@
-"""How the values of a crawl map to the rows of its SQLite state file (``sqlite_schema``)."""
+"""How the values of a crawl map to the rows of its SQLite state file (``schema.py``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from crawlfleet.frontier.drift import DriftTest
 from crawlfleet.frontier.policy import PolicyRecord
-from crawlfleet.frontier.sqlite_statements import REQUEST_COLUMN_COUNT
+from crawlfleet.frontier.sqlite.statements import REQUEST_COLUMN_COUNT
 from crawlfleet.frontier.store_types import DelaySource, Visit
 from crawlfleet.models import CrawlRequest
 from crawlfleet.records import Attempt, DeadLetter

@@ -7,24 +7,27 @@ row (ready time, policy record, counters) together; the writes of one event-loop
 committed together when it ends (decision 0027), so a killed process loses at most that
 turn's writes, as if it had died a turn earlier.
 
-``SqliteQueueStore`` holds the lanes, leases and domain policy (this module) over its two
-bases: ``SqliteRecords`` (``sqlite_records.py``: counts, statistics, attempts, known URLs
-and revisits, dead letters) and ``SqliteStateFile`` (``sqlite_file.py``: ``open``, the
-file's lock and transactions, the in-memory schedule and counts rebuilt from the tables).
+The store writes through its ``StateFile`` (``file.py``: the connection, its lock and the
+turns) and keeps what the file's lock lets it keep in memory: the per-domain schedule
+(``DomainSchedule``: ready times, in-flight and queued counts per lane, policy records,
+statistics counters), the state counts and a prefilter of seen fingerprints, rebuilt from
+the tables (``schema.py``) by ``open``. ``revisit`` and ``requeue_dead`` put requests back
+into their lanes: the rows in one transaction, then the schedule and counts.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import orjson
 
-from crawlfleet.counters import Counters, merge
-from crawlfleet.frontier import domains, policy
-from crawlfleet.frontier import sqlite_rows as rows
-from crawlfleet.frontier import sqlite_statements as q
+from crawlfleet.counters import Counters, CrawlStats, merge
+from crawlfleet.errors import StateError
+from crawlfleet.frontier import policy
 from crawlfleet.frontier.accounting import (
     OVER_DOMAIN,
     OVER_TOTAL,
@@ -32,12 +35,15 @@ from crawlfleet.frontier.accounting import (
     expired_counters,
     report_counters,
 )
-from crawlfleet.frontier.domains import DomainState
+from crawlfleet.frontier.domains import DomainSchedule, DomainState
 from crawlfleet.frontier.drift import DriftPage, DriftRule, DriftTest, observe_in
 from crawlfleet.frontier.policy import PolicyRecord
-from crawlfleet.frontier.sqlite_records import SqliteRecords
-from crawlfleet.frontier.sqlite_retention import NEWEST
-from crawlfleet.frontier.sqlite_schema import DEAD, DONE, LEASED, QUEUED
+from crawlfleet.frontier.recent import SEEN_PREFILTER_CAPACITY, RecentSet
+from crawlfleet.frontier.sqlite import rows
+from crawlfleet.frontier.sqlite import statements as q
+from crawlfleet.frontier.sqlite.file import StateFile
+from crawlfleet.frontier.sqlite.retention import NEWEST, AttemptRetention
+from crawlfleet.frontier.sqlite.schema import DEAD, DONE, LEASED, QUEUED, SEEN, open_queue_db
 from crawlfleet.frontier.store_types import (
     LEASE_EXPIRED,
     Budget,
@@ -46,19 +52,73 @@ from crawlfleet.frontier.store_types import (
     DomainView,
     Ended,
     Report,
+    Visit,
 )
 from crawlfleet.models import CrawlRequest, Lease
+from crawlfleet.records import Attempt, DeadLetter, QueueCounts
+from crawlfleet.sqlite_turns import TurnWriter
 
 
-class SqliteQueueStore(SqliteRecords):
-    """``QueueStore`` in one SQLite file; use ``await SqliteQueueStore.open(path)``."""
+class SqliteQueueStore:
+    """``QueueStore`` in one SQLite file; use ``await SqliteQueueStore.open(path)``.
+
+    ``keep_attempts``: the attempt log keeps its newest rows, this many (``retention.py``;
+    None keeps every row).
+    """
+
+    def __init__(self, file: StateFile, *, keep_attempts: int | None = None) -> None:
+        self.path = file.path
+        self._file = file
+        self._db = file.db
+        self._retention = AttemptRetention(keep_attempts)
+        self._known = RecentSet(SEEN_PREFILTER_CAPACITY)
+        self._schedule = DomainSchedule(file.earliest)
+        self._counts = dict.fromkeys((QUEUED, LEASED, DONE, DEAD, SEEN), 0)
+        self._admitted = 0
+        self._crawl_counters: Counters = {}
+        self._load()
+
+    @classmethod
+    async def open(cls, path: Path, *, keep_attempts: int | None = None) -> SqliteQueueStore:
+        """Open (creating or migrating if needed) the state file.
+
+        StateError if the file is corrupt, foreign, of a newer schema or locked.
+        """
+        db, lock = open_queue_db(path)
+        try:
+            return cls(StateFile(path, db, lock), keep_attempts=keep_attempts)
+        except sqlite3.Error as exc:
+            db.close()
+            lock.release()
+            raise StateError(f"state file {path} cannot be read: {exc}") from None
+
+    def _load(self) -> None:
+        db, schedule = self._db, self._schedule
+        for state, count in db.execute(q.COUNT_BY_STATE):
+            self._counts[state] = count
+        for name, ready_at, admitted, found, *record in db.execute(q.LOAD_DOMAINS):
+            domain = schedule.get(name)
+            domain.ready_at = ready_at
+            domain.admitted = admitted
+            domain.record = rows.record(record)
+            domain.counters = orjson.loads(found)
+            merge(self._crawl_counters, domain.counters)
+            self._admitted += admitted
+        for name, count in db.execute(q.LOAD_LEASED):
+            schedule.get(name).in_flight = count
+        for name, kind, count, delayed, not_before in db.execute(q.LOAD_QUEUED):
+            domain = schedule.get(name)
+            if count > delayed:
+                schedule.enqueued(domain, kind, count - delayed)
+            if delayed:
+                schedule.enqueued(domain, kind, delayed, not_before)
 
     async def add(self, requests: Sequence[CrawlRequest], budget: Budget) -> int:
         if not requests:
             return 0
         schedule = self._schedule
         prefilter = self._known
-        with self._transaction() as db:
+        with self._file.transaction() as db:
             taken = {r.fingerprint for r in requests if prefilter.seen(r.fingerprint)}
             unknown = [r.fingerprint for r in requests if r.fingerprint not in taken]
             if unknown:
@@ -99,7 +159,7 @@ class SqliteQueueStore(SqliteRecords):
                 if name in over:
                     counted[name] = dict(state.counters)
                     merge(counted[name], over[name])
-                self._domain_changed(
+                self._file.domain_changed(
                     state, admitted=per_domain.get(name), counters=counted.get(name)
                 )
         for name, sums in counted.items():
@@ -136,10 +196,10 @@ class SqliteQueueStore(SqliteRecords):
             token = f"{request.fingerprint}:{hand_outs}"
             return Lease(request, token, expires_at), row[1]
 
-        with self._transaction() as db:
+        with self._file.transaction() as db:
             picked = self._schedule.claim(limit, now, default, kinds, take)
             for state, _ in picked:
-                self._domain_changed(state)  # its ready_at moved
+                self._file.domain_changed(state)  # its ready_at moved
         leases = [lease for _, lease in picked]
         self._counts[QUEUED] -= len(leases)
         self._counts[LEASED] += len(leases)
@@ -163,14 +223,14 @@ class SqliteQueueStore(SqliteRecords):
         added = report_counters(report)
         counted = dict(state.counters)
         merge(counted, added)
-        with self._transaction() as db:
+        with self._file.transaction() as db:
             if db.execute(sql, (*params, *parsed)).rowcount != 1:
                 return Ended(False), state
             if report.visit is not None and sql == q.COMPLETE:
                 db.execute(q.REMEMBER, (parsed[0], *rows.visit_row(report.visit)))
             written = db.execute(q.INSERT_ATTEMPT, rows.attempt_row(report.attempt))
             self._retention.written(db, written.lastrowid)
-            self._domain_changed(state, ready_at=ready_at, counters=counted, record=record)
+            self._file.domain_changed(state, ready_at=ready_at, counters=counted, record=record)
         state.record = record
         state.counters = counted
         merge(self._crawl_counters, added)
@@ -206,7 +266,7 @@ class SqliteQueueStore(SqliteRecords):
         parsed = rows.parse_token(lease.token)
         if parsed is None:
             return False
-        with self._transaction() as db:
+        with self._file.transaction() as db:
             if db.execute(q.MOVE, (kind, *parsed)).rowcount != 1:
                 return False
         state = self._schedule.get(lease.request.domain)
@@ -220,11 +280,11 @@ class SqliteQueueStore(SqliteRecords):
         parsed = rows.parse_token(lease.token)
         if parsed is None:
             return False
-        return self._execute(q.RENEW, (expires_at, *parsed)) == 1
+        return self._file.execute(q.RENEW, (expires_at, *parsed)) == 1
 
     async def reap(self, now: float, max_retries: int) -> int:
         params = (now, max_retries, LEASE_EXPIRED)
-        with self._transaction() as db:
+        with self._file.transaction() as db:
             expired = [
                 (rows.request(row), row[q.REQUEST_COLUMN_COUNT])
                 for row in db.execute(q.EXPIRED, params[:1])
@@ -244,7 +304,7 @@ class SqliteQueueStore(SqliteRecords):
                     counted[attempt.domain] = found
                 merge(found, expired_counters(attempt))
             for name, found in counted.items():
-                self._domain_changed(self._schedule.get(name), counters=found)
+                self._file.domain_changed(self._schedule.get(name), counters=found)
         for attempt in attempts:
             merge(self._crawl_counters, expired_counters(attempt))
         for name, found in counted.items():
@@ -262,8 +322,8 @@ class SqliteQueueStore(SqliteRecords):
         return len(expired)
 
     def _save_policy(self, state: DomainState, record: PolicyRecord) -> None:
-        with self._transaction():
-            self._domain_changed(state, record=record)
+        with self._file.transaction():
+            self._file.domain_changed(state, record=record)
         state.record = record
         self._schedule.unpark(state)
 
@@ -288,19 +348,113 @@ class SqliteQueueStore(SqliteRecords):
         tests = {name: test.copy() for name, test in state.record.drift.items()}
         record = replace(state.record, strategy=dict(state.record.strategy), drift=tests)
         test = observe_in(record.drift, record.strategy, parser, page, rule)
-        with self._transaction():
-            self._domain_changed(state, record=record)
+        with self._file.transaction():
+            self._file.domain_changed(state, record=record)
         state.record = record
         return test
 
     async def domain(self, domain: str, default: DomainPolicy) -> DomainView:
-        state = self._schedule.domains.get(domain)
-        if state is None:
-            state = DomainState(domain)
-        return domains.view(state, default)
+        return self._schedule.view(domain, default)
 
     async def domains(self, default: DomainPolicy, limit: int = 100) -> list[DomainView]:
-        return [domains.view(state, default) for state in domains.busiest(self._schedule, limit)]
+        return self._schedule.views(default, limit)
 
     async def next_ready_at(self, now: float, kinds: Collection[str]) -> float | None:
         return self._schedule.next_ready_at(now, kinds)
+
+    async def counts(self) -> QueueCounts:
+        c = self._counts
+        return QueueCounts(
+            queued=c[QUEUED],
+            leased=c[LEASED],
+            done=c[DONE],
+            dead=c[DEAD],
+            seen=sum(c.values()),
+        )
+
+    async def start(self, now: float) -> None:
+        self._file.execute(q.START, (now,))
+
+    async def stats(self) -> CrawlStats:
+        started = self._db.execute(q.STARTED_AT).fetchone()
+        return CrawlStats(dict(self._crawl_counters), None if started is None else started[0])
+
+    async def add_counters(self, domain: str, counters: Mapping[str, float]) -> None:
+        if not counters:
+            return
+        state = self._schedule.get(domain)
+        counted = dict(state.counters)
+        merge(counted, counters)
+        with self._file.transaction():
+            self._file.domain_changed(state, counters=counted)
+        state.counters = counted
+        merge(self._crawl_counters, counters)
+
+    async def pending_attempts(self, limit: int) -> list[Attempt]:
+        """Nothing: the attempts are already in the state file's ``attempts`` table."""
+        return []
+
+    async def ack_attempts(self, count: int) -> None:
+        """Nothing to forget: no attempt is ever pending (``pending_attempts``)."""
+
+    async def remember(self, request: CrawlRequest, visit: Visit) -> None:
+        self._file.execute(q.REMEMBER, (request.fingerprint, *rows.visit_row(visit)))
+
+    async def visit(self, fingerprint: str) -> Visit | None:
+        row = self._db.execute(q.VISIT, (fingerprint,)).fetchone()
+        return None if row is None else rows.visit(row)
+
+    async def revisit(self, now: float, limit: int) -> int:
+        if limit <= 0:
+            return 0
+        per_lane: dict[tuple[str, str], int] = {}
+        with self._file.transaction() as db:
+            for fp, priority, state, domain, kind in db.execute(q.DUE, (now, limit)).fetchall():
+                db.execute(q.CLEAR_DUE, (fp,))
+                if state == DONE and db.execute(q.REQUEUE_DONE, (priority, fp)).rowcount:
+                    per_lane[(domain, kind)] = per_lane.get((domain, kind), 0) + 1
+        for (name, kind), count in per_lane.items():
+            self._schedule.enqueued(self._schedule.get(name), kind, count)
+        moved = sum(per_lane.values())
+        self._counts[DONE] -= moved
+        self._counts[QUEUED] += moved
+        return moved
+
+    async def next_visit_at(self) -> float | None:
+        value: float | None = self._db.execute(q.NEXT_VISIT).fetchone()[0]
+        return value
+
+    async def dead_letters(self, limit: int = 100, offset: int = 0) -> list[DeadLetter]:
+        found = self._db.execute(q.DEAD_LETTERS, (limit, offset)).fetchall()
+        return [rows.dead_letter(row) for row in found]
+
+    async def requeue_dead(self, fingerprints: Sequence[str] | None = None) -> int:
+        selection = (rows.json_or_null(fingerprints),)
+        with self._file.transaction() as db:
+            by_lane = db.execute(q.DEAD_BY_LANE, selection).fetchall()
+            if by_lane:
+                db.execute(q.REQUEUE_DEAD, selection)
+        for name, kind, count in by_lane:
+            self._schedule.enqueued(self._schedule.get(name), kind, count)
+        moved: int = sum(row[2] for row in by_lane)
+        self._counts[DEAD] -= moved
+        self._counts[QUEUED] += moved
+        return moved
+
+    async def purge_dead(self, fingerprints: Sequence[str] | None = None) -> int:
+        purged = self._file.execute(q.PURGE_DEAD, (rows.json_or_null(fingerprints),))
+        self._counts[DEAD] -= purged
+        self._counts[SEEN] += purged
+        return purged
+
+    def commit_after(self, first: TurnWriter) -> None:
+        """Commit each turn only after ``first``'s, and not at all if ``first`` failed (the
+        items file's: a lease end is in the file only once its page's items are)."""
+        self._file.commit_after(first)
+
+    async def close(self) -> None:
+        """Commit, close the file and release its lock; the store is unusable afterwards.
+
+        StateError if that last commit fails.
+        """
+        self._file.close()

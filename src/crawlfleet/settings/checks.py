@@ -3,7 +3,7 @@
 Two keys checked on their own (``output``'s format, ``redis_url``), then the rules between
 keys, in this order: timeouts, block window, proxy wait and ladder; recrawl tuning; the
 bound on one crawl step; a distributed archive's index. Each failure is a
-``ValueError`` whose text ``settings_loading`` turns into one line.
+``ValueError`` whose text ``loading.py`` turns into one line.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from crawlfleet.recrawl import RecrawlRule
 from crawlfleet.redisurl import url_problem
 
 if TYPE_CHECKING:
-    from crawlfleet.settings import Settings
+    from crawlfleet.settings.model import Settings
 
 STEP_TIMEOUTS = 3
 """Fetch timeouts one step may spend in turn: its robots.txt, its page, its links' robots."""

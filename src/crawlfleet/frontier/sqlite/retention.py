@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from crawlfleet.errors import StateError
-from crawlfleet.frontier.sqlite_schema import open_queue_db
+from crawlfleet.frontier.sqlite.schema import open_queue_db
 
 PRUNE_EVERY = 1000
 """Attempts written between two prunes of the attempt log."""

@@ -12,7 +12,7 @@ from dataclasses import replace
 from crawlfleet.frontier.store_types import Visit
 
 
-class KnownUrls:
+class Visits:
     """The ``Visit`` of every fetched URL, by fingerprint, and their due times."""
 
     def __init__(self) -> None:

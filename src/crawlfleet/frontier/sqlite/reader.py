@@ -3,8 +3,8 @@
 The crawl's ``SqliteQueueStore`` holds the file's lock and keeps its domain schedule in
 memory, so this reader takes no lock and asks the store nothing: it opens
 ``state.sqlite`` read-only (a ``mode=ro`` URI; WAL lets it read while the crawl writes) and
-reads the tables themselves (``frontier.sqlite_schema``; some of the store's statements,
-``frontier.sqlite_statements``): requests counted by state and, per domain, by lane; the
+reads the tables themselves (``schema.py``; some of the store's statements,
+``statements.py``): requests counted by state and, per domain, by lane; the
 ``domains`` rows with their policy record and ``counters`` JSON column; ``meta`` for the
 start time; ``attempts`` for the log, with filters. Each read is one short read
 transaction, so it sees one committed state and never holds back the crawl's checkpoints
@@ -20,7 +20,6 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -30,27 +29,24 @@ import orjson
 from crawlfleet.counters import CrawlStats, merge
 from crawlfleet.errors import StateError
 from crawlfleet.frontier import domains as schedule
-from crawlfleet.frontier import sqlite_rows as rows
-from crawlfleet.frontier import sqlite_statements as q
 from crawlfleet.frontier.domains import DomainState, Lane
-from crawlfleet.frontier.sqlite_schema import DEAD, DONE, LEASED, QUEUED, SCHEMA_VERSION
+from crawlfleet.frontier.sqlite import rows
+from crawlfleet.frontier.sqlite import statements as q
+from crawlfleet.frontier.sqlite.schema import DEAD, DONE, LEASED, QUEUED, SCHEMA_VERSION
 from crawlfleet.frontier.store_types import DomainPolicy, DomainView
-from crawlfleet.monitoring.attempt_log import COLUMNS, attempt_of
-from crawlfleet.records import Attempt, DeadLetter, QueueCounts
+from crawlfleet.records import (
+    ATTEMPT_COLUMNS,
+    Attempt,
+    AttemptFilter,
+    DeadLetter,
+    QueueCounts,
+    attempt_of,
+)
 
 BUSY_TIMEOUT_S = 2.0
 
 DOMAIN_ROWS = f"SELECT domain, ready_at, admitted, counters, {q.POLICY_COLUMNS} FROM domains"
 QUEUED_BY_LANE = "SELECT domain, fetcher, count(*) FROM requests WHERE state = 0 GROUP BY 1, 2"
-
-
-@dataclass(frozen=True, slots=True)
-class AttemptFilter:
-    """Which attempts to list: any of the fields left None matches every attempt."""
-
-    domain: str | None = None
-    outcome: str | None = None
-    status: int | None = None
 
 
 class SqliteStateReader:
@@ -160,7 +156,7 @@ class SqliteStateReader:
             if value is not None:
                 clauses.append(f"{column} = ?")
                 params.append(value)
-        sql = f"SELECT {COLUMNS} FROM attempts"
+        sql = f"SELECT {ATTEMPT_COLUMNS} FROM attempts"
         if clauses:
             sql += " WHERE " + " AND ".join(clauses)
         with self._read() as db:

@@ -1,12 +1,14 @@
-"""The SQL the embedded crawl's store runs on its state file (``sqlite_schema``: the tables).
+"""The SQL the embedded crawl's store runs on its state file (``schema.py``: the tables).
 
-``SqliteQueueStore`` (``sqlite.py`` and its bases) runs them all; the read-only
-``SqliteStateReader`` (``monitoring/sqlite_reader.py``) shares some of its reads. A
-``state = N`` in a statement is a request state of ``sqlite_schema`` (0 queued, 1 leased,
+``SqliteQueueStore`` (``store.py``) and its ``StateFile`` (``file.py``) run them all; the read-only
+``SqliteStateReader`` (``reader.py``) shares some of its reads. A
+``state = N`` in a statement is a request state of ``schema.py`` (0 queued, 1 leased,
 2 done, 3 dead, 4 seen only).
 """
 
 from __future__ import annotations
+
+from crawlfleet.records import ATTEMPT_COLUMNS
 
 REQUEST_COLUMNS = (
     "fp, url, domain, depth, priority, attempt, fetcher, parent, data, method, body, headers"
@@ -16,14 +18,10 @@ POLICY_COLUMNS = (
     "delay_s, delay_source, max_in_flight, level, block_window, streak, cooldown_until,"
     " block_reason, retry_after_until, strategy, drift"
 )
-ATTEMPT_COLUMNS = (
-    "url, fingerprint, domain, worker, outcome, status, bytes, latency_s, retry, at, error,"
-    " fetcher, detail, session_id, proxy_id, tier, screenshot"
-)
 
 FIND_SEEN = "SELECT fp FROM requests WHERE fp IN (SELECT value FROM json_each(?))"
 INSERT_QUEUED = f"INSERT INTO requests ({REQUEST_COLUMNS}, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)"
-# A domain's whole row, as the store's memory has it (written once a turn: sqlite_file.py).
+# A domain's whole row, as the store's memory has it (written once a turn: file.py).
 WRITE_DOMAIN = (
     f"INSERT INTO domains (domain, {POLICY_COLUMNS}, ready_at, admitted, counters)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"

@@ -3,14 +3,14 @@
 Sources, lowest priority first: defaults < TOML file (``--config``) < ``CRAWLFLEET_*``
 environment variables < CLI flags. Which of them gave ``delay_s`` is kept as
 ``delay_source`` (``default``, ``file``, ``env``, ``cli``): ``status`` and the dashboard show
-it beside each domain's delay. ``settings_loading.load_settings`` turns every validation
+it beside each domain's delay. ``loading.load_settings`` turns every validation
 failure into a one-line ``ConfigError`` naming the key (a value is never echoed: it may be a
 secret). Every float must be finite (``--delay inf`` is refused).
 
 Here: the keys, their types, defaults and bounds. Elsewhere: the checks beyond a key's
-bounds and the rules between keys (``settings_checks.py``), the nested tables
-(``settings_domains.py``: ``[crawl.domains]``, ``settings_proxies.py``: ``[crawl.proxies]``),
-the browser's types (``settings_browser.py``) and the recrawl rules (``recrawl.py``).
+bounds and the rules between keys (``checks.py``), the nested tables
+(``domains.py``: ``[crawl.domains]``, ``proxies.py``: ``[crawl.proxies]``),
+the browser's types (``browser.py``) and the recrawl rules (``recrawl.py``).
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ from pydantic_settings import (
 from crawlfleet.errors import ConfigError
 from crawlfleet.models import DEFAULT_MAX_CONTEXT_BYTES
 from crawlfleet.recrawl import Duration, RecrawlRule
-from crawlfleet.settings_browser import DEFAULT_BLOCKED, ResourceType, WaitRuleText
-from crawlfleet.settings_checks import OutputPath, RedisUrlText, check_agreement
-from crawlfleet.settings_domains import DomainOverrides
-from crawlfleet.settings_proxies import ProxySettings
+from crawlfleet.settings.browser import DEFAULT_BLOCKED, ResourceType, WaitRuleText
+from crawlfleet.settings.checks import OutputPath, RedisUrlText, check_agreement
+from crawlfleet.settings.domains import DomainOverrides
+from crawlfleet.settings.proxies import ProxySettings
 
 DEFAULT_USER_AGENT = "crawlfleet/0.1 (+https://github.com/crawlfleet/crawlfleet)"
 DEFAULT_STRIP_PARAMS = (
@@ -54,7 +54,7 @@ Rung = Literal["slow", "session", "tier", "impersonate", "browser"]
 MAX_STEP_S = 300.0
 """The default bound on one crawl step (the watchdog of ``runtime/loop/claim.py``)."""
 DEFAULT_ATTEMPT_LOG_MAX_ROWS = 200_000
-"""Attempts an embedded crawl's log keeps by default (~35 MB; ``frontier/sqlite_retention.py``)."""
+"""Attempts an embedded crawl's log keeps by default (~35 MB; ``frontier/sqlite/retention.py``)."""
 
 DelayLayer = Literal["default", "file", "env", "cli"]
 """The layer that gave ``delay_s``: none (the default), the TOML file, a ``CRAWLFLEET_*``

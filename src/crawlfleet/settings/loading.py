@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from pydantic_settings.exceptions import SettingsError
 
 from crawlfleet.errors import ConfigError
-from crawlfleet.settings import Settings
+from crawlfleet.settings.model import Settings
 
 
 def read_toml(path: Path) -> dict[str, Any]:
