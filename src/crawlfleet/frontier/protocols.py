@@ -164,8 +164,8 @@ class RequestQueue(Protocol):
 
 
 class DomainPolicies(Protocol):
-    """The domain policy of every domain: base delay, in-flight cap, fetch strategy, and the
-    view of a domain with its queue and statistics."""
+    """The domain policy of every domain: base delay, in-flight cap, fetch strategy, the
+    drift tests of its parsers, and the view of a domain with its queue and statistics."""
 
     async def set_delay(self, domain: str, delay_s: float, source: DelaySource) -> None:
         """Set the domain's base delay; a ``ROBOTS`` value never replaces an ``OVERRIDE``.
