@@ -1,6 +1,6 @@
 """Drift test figures: false alarms on a steady site and detection delay after a redesign.
 
-Runs ``runtime.step.drift.DriftTest`` over simulated page sequences (each page mismatches with
+Runs ``frontier.drift.DriftTest`` over simulated page sequences (each page mismatches with
 some share, independently, seeded):
 
 - steady: ``--pages`` pages at an odd-page share ``q`` (a product without a price, a page
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from results import write_section
 
-from crawlfleet.runtime.step.drift import DriftTest
+from crawlfleet.frontier.drift import DriftTest
 
 THRESHOLDS = (8.0, 10.0, 12.0, 15.0, 20.0)
 STEADY_SHARES = (0.0, 0.02, 0.05, 0.10)

@@ -66,6 +66,19 @@ def politeness(settings: Mapping[str, Any]) -> dict[str, Any]:
     return {name: settings[name] for name in POLITENESS_SETTINGS}
 
 
+def recorded_identity(path: Path) -> dict[str, Any]:
+    """The identity (seeds and ``IDENTITY_SETTINGS``) the crawl in the state directory
+    ``path`` recorded; ``StateError`` when there is none."""
+    try:
+        stored = orjson.loads((path / IDENTITY_FILE).read_bytes())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise StateError(f"no crawl recorded in {path} ({IDENTITY_FILE}: {exc})") from None
+    found = stored.get("identity") if isinstance(stored, dict) else None
+    if not isinstance(found, dict) or not isinstance(found.get("seeds"), list):
+        raise StateError(f"no crawl recorded in {path} ({IDENTITY_FILE} holds no identity)")
+    return found
+
+
 def recorded_politeness(path: Path) -> dict[str, Any]:
     """The ``POLITENESS_SETTINGS`` the last run in the state directory ``path`` recorded.
 

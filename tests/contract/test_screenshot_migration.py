@@ -36,7 +36,7 @@ async def test_a_version_3_file_records_screenshots_after_its_step(tmp_path: Pat
     finally:
         await store.close()
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (4,)
+        assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (5,)
     log = await SqliteAttemptLog.open(path)
     try:
         (logged,) = await log.recent()

@@ -8,9 +8,11 @@ changes its templates after 30 item pages. One parser with expectations reads bo
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import subprocess
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -162,6 +164,78 @@ def test_a_redesign_pauses_its_parser_there_and_a_fixed_parser_completes_the_cra
     assert f"no drift of parser 'item' on '{catalog_host}'" in output
 
 
+def test_with_an_archive_resume_parser_parses_the_mismatched_pages_again_unfetched(
+    site: ThreadedDemoSite, tmp_path: Path
+) -> None:
+    state, archive = tmp_path / "state", tmp_path / "warc"
+    seeds = [site.url("catalog"), site.url("redesign")]
+    redesign_host = urlsplit(site.url("redesign")).hostname or ""
+    broken = write_parser(tmp_path / "broken.py", fixed=False)
+    fixed = write_parser(tmp_path / "fixed.py", fixed=True)
+    run = ["--state", str(state), "--archive", str(archive), *FAST]
+    code, output = cli("crawl", *seeds, *run, "--parsers", str(broken))
+    assert code == 5, output
+    mismatched = {
+        r.path for r in site.log if r.role == "redesign" and r.path.startswith("/item/")
+    } - {f"/item/{n}" for n in range(1, CATALOG_ITEMS + 1)
+         if site.url("redesign", f"/item/{n}") in items(state)}  # fmt: skip
+    assert len(mismatched) == DETECTION_BOUND  # fetched, archived, dead-lettered
+
+    site.clear_log()
+    code, output = cli(
+        "resume-parser", "item", redesign_host, "--state", str(state), "--parsers", str(fixed)
+    )
+    assert code == 0, output
+    assert f"{DETECTION_BOUND} pages parsed from the archive" in output
+    assert site.log == []  # no request made
+    reparsed = {k: v for k, v in items(state).items() if redesign_host in k}
+    assert len(reparsed) == REDESIGN_AFTER + DETECTION_BOUND
+
+    code, output = cli("crawl", *seeds, *run, "--parsers", str(fixed))
+    assert code == 0, output
+    fetched = {r.path for r in site.log if r.role == "redesign"}
+    assert not fetched & mismatched  # parsed from the archive, never fetched again
+    stored = items(state)
+    assert len(stored) == 2 * CATALOG_ITEMS
+    for role in ("catalog", "redesign"):
+        for number in range(1, CATALOG_ITEMS + 1):
+            item = stored[site.url(role, f"/item/{number}")]
+            assert (item["name"], item["price"]) == (item_name(number), item_price(number))
+    code, output = cli("dlq", "classes", "--state", str(state))
+    assert "mismatch" not in output
+
+
+RECRAWL_BOUND = 5
+"""Redesigned pages a recrawl parses until the drift fires, its baseline kept from the first
+run's 120 good pages (at the 0.02 floor: 5 x log(0.5/0.02) = 16.1 >= 15); a baseline
+learned afresh by the recrawl's process would take 17."""
+
+
+def test_a_recrawl_keeps_the_baseline_of_the_first_run_and_catches_a_redesign_at_once(
+    site: ThreadedDemoSite, tmp_path: Path
+) -> None:
+    state = tmp_path / "state"
+    config = tmp_path / "crawl.toml"
+    config.write_text('[crawl]\nrecrawl_after = "0s"\n')  # every page due again at once
+    broken = write_parser(tmp_path / "broken.py", fixed=False)
+    host = urlsplit(site.url("redesign")).hostname or ""
+    args = [site.url("redesign"), "--state", str(state), "--config", str(config)]
+    args += ["--parsers", str(broken), *FAST]
+    site.redesign.set(None)
+    code, output = cli("crawl", *args)
+    assert code == 0, output
+
+    site.redesign.set(0)  # every page from now on in the new design
+    site.clear_log()
+    code, output = cli("crawl", *args, "--recrawl")
+    assert code == 5, output  # the paused pages are dead-lettered
+    assert f"fix the parser, then crawlfleet resume-parser item {host} --state" in output
+    stats = orjson.loads((state / "stats.json").read_bytes())
+    assert stats["domains"][host]["mismatch.item"] == RECRAWL_BOUND
+    served = {r.path for r in site.log if r.path.startswith("/item/")}
+    assert len(served) == RECRAWL_BOUND  # none fetched after the breaker opened
+
+
 @pytest.mark.redis
 @pytest.mark.postgres
 @pytest.mark.slow
@@ -171,6 +245,7 @@ def test_the_breaker_pauses_the_fleet_and_resume_parser_reopens_it_distributed(
     broken = write_parser(tmp_path / "broken.py", fixed=False)
     fixed = write_parser(tmp_path / "fixed.py", fixed=True)
     redesign_host = urlsplit(site.url("redesign")).hostname or ""
+    catalog_host = urlsplit(site.url("catalog")).hostname or ""
     seeds = [site.url("catalog"), site.url("redesign")]
     target = ["--redis", redis_url, "--crawl-id", "drift"]
     crawl = [*seeds, *target, "--postgres", postgres_dsn, *DISTRIBUTED_FAST]
@@ -178,25 +253,109 @@ def test_the_breaker_pauses_the_fleet_and_resume_parser_reopens_it_distributed(
     # workers keep their mismatch samples in the crawl's state directory, on their machine
     samples = tmp_path / "state"
     crawl += ["--state", str(samples)]
-    worker = workers.start(redis_url, postgres_dsn, extra=("--parsers", str(broken)))
+    # two workers share the redesigned domain, and one drift test in the store
+    fleet = [
+        workers.start(redis_url, postgres_dsn, extra=("--parsers", str(broken))) for _ in range(2)
+    ]
     first = dispatch(*crawl, "--parsers", str(broken))
-    assert first.returncode == 5, first.stdout + worker.log()  # a shortfall: dead letters
-    assert "parser item drifted on " + redesign_host in worker.log()
+    logs = "".join(worker.log() for worker in fleet)
+    assert first.returncode == 5, first.stdout + logs  # a shortfall: dead letters
+    assert "parser item drifted on " + redesign_host in logs
+    # caught within the embedded bound: the fleet's 7th redesigned page fires it
+    pages = REDESIGN_AFTER + DETECTION_BOUND
+    assert f"after {pages} pages ({DETECTION_BOUND} mismatched" in logs, logs
+    assert logs.count("parser item drifted on") == 1
     assert list((samples / "mismatch").glob("item-*/*.html"))
     code, output = cli("status", *target)
     assert f"drift: parser item on {redesign_host} (paused" in output, output
     stored = postgres_item_data(postgres_dsn)
     assert len(stored) == CATALOG_ITEMS + REDESIGN_AFTER
+    # the dispatcher wrote the quality scores to PostgreSQL, exact on the catalog host
+    code, output = cli("status", "--postgres", postgres_dsn, "--crawl-id", "drift")
+    assert code == 0, output
+    assert "quality scores of drift in PostgreSQL" in output
+    (row,) = [line for line in output.splitlines() if catalog_host in line]
+    assert [c.strip() for c in row.strip("│ ").split("│")] == [
+        "item", catalog_host, str(CATALOG_ITEMS), "100%", "1.0", "name:100% price:100%",
+    ]  # fmt: skip
+    (row,) = [line for line in output.splitlines() if redesign_host in line]
+    cells = [c.strip() for c in row.strip("│ ").split("│")]
+    # the other worker learns of the pause at its next page there: one more at most
+    assert pages <= int(cells[2]) <= pages + 1, cells
+    assert cells[3] == f"{REDESIGN_AFTER / int(cells[2]):.0%}"
+    # the distributed dashboard shows them too
+    port = free_port()
+    board = subprocess.Popen(
+        [CRAWLFLEET, "dashboard", "--redis", redis_url, "--postgres", postgres_dsn,
+         "--port", str(port)],
+        env={**os.environ, "PYTHONPATH": SRC}, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        page = read_when_up(f"http://127.0.0.1:{port}/crawl/drift")
+    finally:
+        board.terminate()
+        board.wait(timeout=10)
+    shown = page[page.index('<div id="stored-quality">') :]
+    assert (
+        f'<td>item</td><td>{catalog_host}</td><td class="n">{CATALOG_ITEMS}</td>'
+        '<td class="n">100.0 %</td><td class="n">1.0</td><td class="n">name:100% price:100%</td>'
+    ) in shown
 
     # the fixed parser is deployed first: a worker still running the broken one would
     # claim the requeued pages
-    worker.terminate()
+    for worker in fleet:
+        worker.terminate()
     workers.start(redis_url, postgres_dsn, extra=("--parsers", str(fixed)))
     code, output = cli("resume-parser", "item", redesign_host, *target)
     assert code == 0, output
     second = dispatch(*crawl, "--parsers", str(fixed))
     assert second.returncode == 0, second.stdout
 
+    stored = postgres_item_data(postgres_dsn)
+    assert len(stored) == 2 * CATALOG_ITEMS
+    for role in ("catalog", "redesign"):
+        for number in range(1, CATALOG_ITEMS + 1):
+            item = stored[site.url(role, f"/item/{number}")]
+            assert (item["name"], item["price"]) == (item_name(number), item_price(number))
+
+
+@pytest.mark.redis
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_with_an_archive_a_distributed_resume_parser_parses_the_pages_again_unfetched(
+    site: ThreadedDemoSite, redis_url: str, postgres_dsn: str, workers: Workers, tmp_path: Path
+) -> None:
+    broken = write_parser(tmp_path / "broken.py", fixed=False)
+    fixed = write_parser(tmp_path / "fixed.py", fixed=True)
+    redesign_host = urlsplit(site.url("redesign")).hostname or ""
+    seeds = [site.url("catalog"), site.url("redesign")]
+    target = ["--redis", redis_url, "--crawl-id", "drift-archive"]
+    crawl = [*seeds, *target, "--postgres", postgres_dsn, *DISTRIBUTED_FAST]
+    crawl += ["--state", str(tmp_path / "state"), "--archive", str(tmp_path / "warc")]
+    worker = workers.start(redis_url, postgres_dsn, extra=("--parsers", str(broken)))
+    first = dispatch(*crawl, "--parsers", str(broken))
+    assert first.returncode == 5, first.stdout + worker.log()
+    stored = postgres_item_data(postgres_dsn)
+    mismatched = {
+        r.path for r in site.log if r.role == "redesign" and r.path.startswith("/item/")
+    } - {urlsplit(key).path for key in stored if redesign_host in key}
+    assert len(mismatched) == DETECTION_BOUND
+
+    worker.terminate()
+    workers.start(redis_url, postgres_dsn, extra=("--parsers", str(fixed)))
+    site.clear_log()
+    code, output = cli(
+        "resume-parser", "item", redesign_host, *target, "--postgres", postgres_dsn,
+        "--parsers", str(fixed),
+    )  # fmt: skip
+    assert code == 0, output
+    assert f"{DETECTION_BOUND} pages parsed from the archive" in output
+    assert [r.path for r in site.log if r.path != "/robots.txt"] == []  # no page fetched
+    second = dispatch(*crawl, "--parsers", str(fixed))
+    assert second.returncode == 0, second.stdout
+    fetched = {r.path for r in site.log if r.role == "redesign"}
+    assert not fetched & mismatched  # parsed from the archive, never fetched again
     stored = postgres_item_data(postgres_dsn)
     assert len(stored) == 2 * CATALOG_ITEMS
     for role in ("catalog", "redesign"):
@@ -235,6 +394,21 @@ def test_the_dashboard_lists_the_drift_and_its_action_resumes_the_parser(
         page = read_when_up(f"{base}/crawl/default")
         assert '<div id="drifts">' in page
         assert '<div id="parsers">' in page
+        # the drift's row: each expected field at rest against the run that fired it, and
+        # the parser's sample pages, served sandboxed
+        drifts = page[page.index('<div id="drifts">') :]
+        assert "<strong>name 100.0 % → 0.0 %</strong>" in drifts
+        assert "<strong>price 100.0 % → 0.0 %</strong>" in drifts
+        links = re.findall(r'href="(/crawl/default/mismatch/[^"]+)"', drifts)
+        assert links
+        with urllib.request.urlopen(base + links[0], timeout=5) as reply:
+            assert "sandbox" in reply.headers.get_all("content-security-policy")
+            assert b'class="cost"' in reply.read()
+        missing = f"{base}/crawl/default/mismatch/../state.sqlite"  # no way out of it
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(missing, timeout=5)
+        refused.value.close()
+        assert refused.value.code == 404
         form = urllib.parse.urlencode(
             {"token": TOKEN, "parser": "item", "domain": redesign_host}
         ).encode()

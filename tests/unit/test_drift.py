@@ -6,8 +6,8 @@ import random
 
 import pytest
 
+from crawlfleet.frontier.drift import BASELINE_CAP, BASELINE_FLOOR, THRESHOLD, DriftTest
 from crawlfleet.frontier.drift_marks import drifts
-from crawlfleet.runtime.step.drift import BASELINE_CAP, BASELINE_FLOOR, THRESHOLD, DriftTest
 
 
 def run(test: DriftTest, pages: str) -> int | None:

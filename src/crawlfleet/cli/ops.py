@@ -1,7 +1,9 @@
 """``crawlfleet pause|resume|cancel|add|resume-parser``: operate a crawl while it runs.
 
 ``resume-parser PARSER DOMAIN`` re-opens a parser a drift paused on a domain
-(``runtime/step/drift.py``), on both runtimes.
+(``runtime/step/drift.py``), on both runtimes; with ``--parsers`` (the fixed ones), a crawl with
+an archive parses its mismatched pages from the archive instead of fetching them again
+(``runtime/reparse.py``; a distributed crawl's with ``--postgres``, ``reparse_jobs.py``).
 
 ``pause`` and ``resume`` work on both runtimes (``--state DIR`` or ``--redis URL --crawl-id
 ID``); ``cancel`` and ``add`` on distributed crawls. Each opens the crawl's operations
@@ -13,16 +15,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from crawlfleet.cli.console import fail, make_console, safe
-from crawlfleet.cli.target import CrawlIdOpt, RedisOpt, StateOpt, target_settings
+from crawlfleet.cli.target import CrawlIdOpt, PostgresOpt, RedisOpt, StateOpt, target_settings
 from crawlfleet.errors import ConfigError, CrawlfleetError
 from crawlfleet.frontier.drift_marks import drifts
 from crawlfleet.monitoring.summary import CANCELLED_EXIT
 from crawlfleet.ops.target import open_operations
+from crawlfleet.settings import Settings
+from crawlfleet.settings.loading import load_settings
 
 if TYPE_CHECKING:
     from crawlfleet.ops.protocols import Operations
@@ -112,10 +117,23 @@ def resume_parser(
     state: StateOpt = None,
     redis: RedisOpt = None,
     crawl_id: CrawlIdOpt = None,
+    parsers: Annotated[
+        str | None,
+        typer.Option(
+            help="the fixed parsers (modules or .py files, comma-separated): a crawl with"
+            " --archive parses its mismatched pages from the archive with them instead of"
+            " fetching them again (a distributed one needs --postgres)"
+        ),
+    ] = None,
+    config: Annotated[Path | None, typer.Option("--config", help="TOML settings file")] = None,
+    postgres: PostgresOpt = None,
 ) -> None:
     """Re-open a parser a drift paused on a domain, and requeue its mismatched pages there."""
 
     async def main() -> None:
+        if parsers is not None:
+            await _reparse(target_settings(state, redis, crawl_id))
+            return
         async with open_operations(target_settings(state, redis, crawl_id)) as (ops, crawl):
             view = await (await ops.reader(crawl)).domain(domain)
             marks = drifts(view.strategy)
@@ -130,6 +148,29 @@ def resume_parser(
         )
         out.print(
             f"parser {safe(parser)} re-opened on {safe(domain)}: {requeued} pages requeued; {then}"
+        )
+
+    async def _reparse(target: Settings) -> None:
+        names = [name.strip() for name in (parsers or "").split(",") if name.strip()]
+        if target.redis_url is None:
+            from crawlfleet.runtime.reparse import resume_reparsing
+
+            settings = load_settings(config, state_dir=target.state_dir)
+            settings.parsers = [*settings.parsers, *names]
+            done = await resume_reparsing(settings, parser, domain)
+            then = "run the crawl again (with the fixed parsers) to fetch them"
+        else:
+            if postgres is None:
+                raise ConfigError("--parsers on a distributed crawl needs --postgres DSN")
+            from crawlfleet.runtime.celery.reparse_jobs import resume_reparsing_distributed
+
+            settings = target.model_copy(update={"parsers": names})
+            done = await resume_reparsing_distributed(settings, postgres, parser, domain)
+            then = "a running dispatcher sends them to the workers (deploy the fixed parsers)"
+        out.print(
+            f"parser {safe(parser)} re-opened on {safe(domain)}: {done.reparsed} pages parsed"
+            f" from the archive ({done.items} items stored, no request made), {done.requeued}"
+            f" pages requeued; {then}"
         )
 
     _run(main())

@@ -10,6 +10,10 @@ state and the fetch strategy slot (the ladder's ``rung``, ``fetcher``, ...; what
 fetcher learned), then one line of what limits dropped, by limit; then, per (parser, domain)
 with expectations, its quality figures and drift mark, and a line per (parser, domain) whose
 drift test fired (``runtime/step/drift.py``).
+
+``--postgres DSN`` with ``--crawl-id``: also (or, without ``--redis``, only) the quality
+scores the crawl's dispatcher last wrote to PostgreSQL (``monitoring/postgres_quality.py``):
+they outlast the crawl's Redis state.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -169,6 +173,43 @@ async def _distributed(ops: Operations, crawl_id: str | None, where: str) -> Non
     out.print(workers)
 
 
+def postgres_quality_table(report: dict[str, Any], crawl_id: str) -> Table:
+    """The quality scores of ``read_quality``: a row per parser (domain ``all``), then per
+    (parser, domain)."""
+    written = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(report["updated_at"]))
+    table = Table(title=f"quality scores of {safe(crawl_id)} in PostgreSQL (written {written} UTC)")
+    for column in ("parser", "domain", "pages", "met", "items/page", "fill rates"):
+        left = column in ("parser", "domain", "fill rates")
+        table.add_column(column, justify="left" if left else "right")
+    for parser, score in report["parsers"].items():
+        rows = [("all", score), *score["domains"].items()]
+        for domain, figures in rows:
+            rates = " ".join(f"{f}:{r:.0%}" for f, r in figures["fill_rates"].items())
+            table.add_row(
+                safe(parser),
+                safe(domain),
+                str(figures["pages"]),
+                f"{figures['met_share'] or 0:.0%}",
+                f"{figures['items_per_page'] or 0:.1f}",
+                safe(rates),
+            )
+    return table
+
+
+async def _postgres_quality(dsn: str, crawl_id: str) -> None:
+    from crawlfleet.monitoring.postgres_quality import PostgresQualityScores
+
+    scores_log = await PostgresQualityScores.open(dsn, crawl_id=crawl_id)
+    try:
+        report = await scores_log.read()
+    finally:
+        await scores_log.close()
+    if report is None:
+        out.print(f"no quality scores of crawl {safe(crawl_id)} in PostgreSQL")
+    else:
+        out.print(postgres_quality_table(report, crawl_id))
+
+
 def status(
     redis: Annotated[
         str | None,
@@ -181,6 +222,13 @@ def status(
     state: Annotated[
         Path | None, typer.Option("--state", help="state directory of an embedded crawl")
     ] = None,
+    postgres: Annotated[
+        str | None,
+        typer.Option(
+            "--postgres",
+            help="PostgreSQL DSN: with --crawl-id, the quality scores its dispatcher wrote",
+        ),
+    ] = None,
 ) -> None:
     """Counts per state, DLQ size and per-domain rows of crawls, and the workers seen."""
     try:
@@ -188,13 +236,24 @@ def status(
             redis = None  # an explicit --state wins over the environment
         if redis is not None and state is not None:
             raise CrawlfleetError("give --redis URL (distributed) or --state DIR, not both")
+        if postgres is not None and state is not None:
+            raise CrawlfleetError("give --state DIR (embedded) or --postgres DSN, not both")
+        settings: Settings | None = None
         if redis is not None:
             settings = Settings(redis_url=check_redis_url(redis))
         elif state is not None:
             settings = Settings(state_dir=state, redis_url=None)
-        else:
-            raise CrawlfleetError("give --redis URL (distributed) or --state DIR (embedded)")
-        asyncio.run(_status(settings, crawl_id))
+        elif postgres is None:
+            raise CrawlfleetError(
+                "give --redis URL (distributed), --state DIR (embedded)"
+                " or --postgres DSN --crawl-id ID (a distributed crawl's quality scores)"
+            )
+        if postgres is not None and crawl_id is None and redis is None:
+            raise CrawlfleetError("--postgres shows a crawl's quality scores: give --crawl-id ID")
+        if settings is not None:
+            asyncio.run(_status(settings, crawl_id))
+        if postgres is not None and crawl_id is not None:
+            asyncio.run(_postgres_quality(postgres, crawl_id))
     except CrawlfleetError as exc:
         fail(exc, err)
 

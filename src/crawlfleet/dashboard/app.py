@@ -8,6 +8,8 @@ Routes:
                                 by error class, items and data quality, workers
 ``GET /crawl/{id}/attempts``    recent attempts, filtered by ``domain``, ``outcome``,
                                 ``status``
+``GET /crawl/{id}/mismatch/{folder}/{name}``  a mismatched page kept for inspection
+                                (``monitoring/samples.py``), sandboxed (CSP ``sandbox``)
 ``GET /api/crawls``             every crawl's figures as JSON
 ``GET /api/crawl/{id}``         one crawl's figures, domains and dead-letter classes (JSON)
 ``POST /crawl/{id}/dead/requeue``  requeue the dead letters of ``error_class``
@@ -57,6 +59,7 @@ from crawlfleet.errors import StateError
 from crawlfleet.frontier.protocols import DeadLetters
 from crawlfleet.monitoring.deadletters import ClassGroup, by_class
 from crawlfleet.monitoring.metrics import Metrics
+from crawlfleet.monitoring.samples import KeptSample, kept_samples, sample_body
 from crawlfleet.ops.protocols import ActionRefused, CrawlReader, Operations
 from crawlfleet.records import AttemptFilter
 
@@ -163,17 +166,42 @@ class Dashboard:
         reader = await self.source.reader(crawl_id)
         now = self.clock.now()
         views = await reader.domains(DOMAIN_ROWS)
+        rows = [domain_row(v, now) for v in views]
         body = pages.crawl_page(
             crawl_id,
             history,
-            domains=[domain_row(v, now) for v in views],
+            domains=rows,
             groups=await classes(reader),
             items=await self.source.items(crawl_id),
             workers=await self.source.workers(),
             actions=self.token is not None,
+            samples=self._samples(crawl_id, {p for row in rows for p in row.drifts}),
+            stored_quality=await self.source.stored_quality(crawl_id),
             flash=self.flashes.pop(request.query_params.get("done", ""), ""),
         )
         return HTMLResponse(body)
+
+    def _samples(self, crawl_id: str, parsers: set[str]) -> dict[str, list[KeptSample]] | None:
+        """The kept pages of each of ``parsers`` (None: this dashboard cannot read them)."""
+        root = self.source.samples_root(crawl_id)
+        if root is None:
+            return None
+        return {parser: kept_samples(root, parser) for parser in sorted(parsers)}
+
+    async def mismatch_page(self, request: Request) -> Response:
+        """A kept mismatched page, shown sandboxed: as the site sent it, with no script run
+        and no access to the dashboard's origin."""
+        crawl_id = request.path_params["crawl_id"]
+        await self.source.reader(crawl_id)  # StateError: no such crawl
+        root = self.source.samples_root(crawl_id)
+        body = None
+        if root is not None:
+            body = sample_body(root, request.path_params["folder"], request.path_params["name"])
+        if body is None:
+            return _message("not found", "no such kept page", 404)
+        return Response(
+            body, media_type="text/html", headers={"content-security-policy": "sandbox"}
+        )
 
     async def attempts(self, request: Request) -> Response:
         crawl_id = request.path_params["crawl_id"]
@@ -317,6 +345,7 @@ def create_app(
         Route("/api/crawl/{crawl_id}", board.api_crawl),
         Route("/crawl/{crawl_id}", board.crawl),
         Route("/crawl/{crawl_id}/attempts", board.attempts),
+        Route("/crawl/{crawl_id}/mismatch/{folder}/{name}", board.mismatch_page),
         Route("/crawl/{crawl_id}/{what:path}", board.act, methods=["POST"]),
     ]
     if metrics is not None:

@@ -56,6 +56,9 @@ class DomainRow:
     strategy: str
     drifts: dict[str, str]
     """Parser -> drift mark on the domain (``frontier/drift_marks.py``)."""
+    drift_fields: dict[str, dict[str, list[float | None]]]
+    """Parser -> expected field -> [fill rate at rest, fill rate in the run that fired], of
+    each drift the domain has (``DriftTest.field_diff``; None: no items to rate)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -77,6 +80,11 @@ def domain_row(view: DomainView, now: float) -> DomainRow:
         block=block_state(view, now),
         strategy=strategy_text(view),
         drifts=drifts(view.strategy),
+        drift_fields={
+            parser: {name: list(rates) for name, rates in view.drift[parser].field_diff().items()}
+            for parser in drifts(view.strategy)
+            if parser in view.drift
+        },
     )
 
 

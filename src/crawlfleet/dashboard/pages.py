@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from html import escape
+from typing import Any
 from urllib.parse import quote, urlencode
 
 import orjson
@@ -14,6 +16,7 @@ from crawlfleet.dashboard.figures import DomainRow, duration
 from crawlfleet.dashboard.sampler import CrawlHistory
 from crawlfleet.monitoring.deadletters import ClassGroup
 from crawlfleet.monitoring.quality_scores import scores
+from crawlfleet.monitoring.samples import KeptSample
 from crawlfleet.monitoring.summary import dropped_line
 from crawlfleet.ops.protocols import ItemSample, WorkerRow
 from crawlfleet.records import Attempt, AttemptFilter, Outcome
@@ -66,6 +69,10 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]], *, numeric: int
         for row in rows
     )  # fmt: skip
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+DIFF_MARK = 0.2
+"""A field whose fill rate moved by this much between the baseline and the drift is bold."""
 
 
 def percent(value: float | None) -> str:
@@ -203,10 +210,19 @@ def items_html(samples: Sequence[ItemSample], stored: dict[str, dict[str, int]])
     return "".join(parts)
 
 
-def drifts_html(crawl_id: str, rows: Sequence[DomainRow], actions: bool) -> str:
-    """A row per (parser, domain) whose drift test fired, with its resume action."""
+def drifts_html(
+    crawl_id: str,
+    rows: Sequence[DomainRow],
+    actions: bool,
+    samples: Mapping[str, Sequence[KeptSample]] | None,
+) -> str:
+    """A row per (parser, domain) whose drift test fired: each expected field's fill rate
+    at rest against the run that fired it, the parser's sample pages (``samples``: parser ->
+    its kept pages; None when this dashboard cannot read them), and the resume action."""
     cells = [
         [text(parser), text(row.domain), text(mark),
+         field_diff_html(row.drift_fields.get(parser, {})),
+         sample_links(crawl_id, samples, parser),
          action(crawl_id, "resume-parser", "resume parser", actions, parser=parser,
                 domain=row.domain)]
         for row in rows
@@ -214,10 +230,40 @@ def drifts_html(crawl_id: str, rows: Sequence[DomainRow], actions: bool) -> str:
     ]  # fmt: skip
     if not cells:
         return ""
+    headers = ("parser", "domain", "drift", "fill rate: baseline → recent", "sample pages", "")
     return (
-        '<h2>parser drifts</h2><p class="muted">fix the parser first (sample pages in '
-        "&lt;state&gt;/mismatch/); resuming requeues its mismatched pages on the domain</p>"
-        f'<div id="drifts">{table(("parser", "domain", "drift", ""), cells)}</div>'
+        '<h2>parser drifts</h2><p class="muted">fix the parser first (its sample pages: the '
+        "first page per missing part, kept in &lt;state&gt;/mismatch/); resuming requeues its "
+        "mismatched pages on the domain</p>"
+        f'<div id="drifts">{table(headers, cells)}</div>'
+    )
+
+
+def field_diff_html(diff: Mapping[str, Sequence[float | None]]) -> str:
+    """``price 100% → 0%`` a field, the changed ones marked."""
+    if not diff:
+        return "-"
+    parts = []
+    for name, (before, after) in diff.items():
+        shown = f"{text(name)} {percent(before)} → {percent(after)}"
+        moved = before is not None and after is not None and abs(before - after) >= DIFF_MARK
+        parts.append(f"<strong>{shown}</strong>" if moved else shown)
+    return '<span class="diff">' + "<br>".join(parts) + "</span>"
+
+
+def sample_links(
+    crawl_id: str, samples: Mapping[str, Sequence[KeptSample]] | None, parser: str
+) -> str:
+    if samples is None:
+        return '<span class="muted">kept by the workers (their --state)</span>'
+    kept = samples.get(parser, ())
+    if not kept:
+        return "-"
+    base = f"/crawl/{quote(crawl_id, safe='')}/mismatch"
+    return "<br>".join(
+        f'<a href="{base}/{quote(s.folder)}/{quote(s.name)}" title="{text(s.url)}">'
+        f"{text(s.reason)}</a>"
+        for s in kept
     )
 
 
@@ -238,6 +284,26 @@ def parsers_html(stats: CrawlStats) -> str:
         '<h2>parsers and their expectations</h2><p class="muted">a drift shows as '
         "<code>drift.PARSER</code> in a domain's strategy; crawlfleet resume-parser re-opens"
         f' it</p><div id="parsers">{table(headers, cells, numeric=1)}</div>'
+    )
+
+
+def stored_quality_html(report: Mapping[str, Any] | None) -> str:
+    """The quality scores the dispatcher wrote to PostgreSQL: a row per parser (``all``),
+    then per (parser, domain)."""
+    if report is None or not report["parsers"]:
+        return ""
+    cells = [
+        [text(parser), text(domain), str(figures["pages"]), percent(figures["met_share"]),
+         "-" if figures["items_per_page"] is None else f"{figures['items_per_page']:.1f}",
+         text(" ".join(f"{f}:{r:.0%}" for f, r in figures["fill_rates"].items()))]
+        for parser, score in report["parsers"].items()
+        for domain, figures in [("all", score), *score["domains"].items()]
+    ]  # fmt: skip
+    written = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(report["updated_at"]))
+    headers = ("parser", "domain", "pages", "met expectations", "items/page", "fill rates")
+    return (
+        f'<h2>quality scores in PostgreSQL</h2><p class="muted">written by the dispatcher,'
+        f' last at {written}</p><div id="stored-quality">{table(headers, cells, numeric=2)}</div>'
     )
 
 
@@ -265,6 +331,8 @@ def crawl_page(
     items: Sequence[ItemSample],
     workers: Sequence[WorkerRow],
     actions: bool,
+    samples: Mapping[str, Sequence[KeptSample]] | None = None,
+    stored_quality: Mapping[str, Any] | None = None,
     flash: str = "",
 ) -> str:
     sample = history.last
@@ -282,7 +350,8 @@ def crawl_page(
         + f'<h2>attempts</h2><p><a href="{attempts}">recent attempts, with filters</a></p>'
         + items_html(items, stored)
         + (parsers_html(sample.stats) if sample else "")
-        + drifts_html(crawl_id, domains, actions)
+        + stored_quality_html(stored_quality)
+        + drifts_html(crawl_id, domains, actions, samples)
         + workers_html(workers)
     )
     return page(f"crawl {crawl_id}", body, refresh_s=5)

@@ -243,4 +243,5 @@ def view(state: DomainState, default: DomainPolicy) -> DomainView:
         queued=state.queued,
         in_flight=state.in_flight,
         stats=CrawlStats(dict(state.counters)),
+        drift={parser: test.copy() for parser, test in record.drift.items()},
     )

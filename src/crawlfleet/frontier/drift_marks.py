@@ -1,9 +1,9 @@
 """The drift marks in a domain's strategy slot: which parsers a drift paused there.
 
 ``drift.<parser>`` is ``paused`` (its pages on the domain are dead-lettered unfetched) or
-``seen`` (a drift was detected with ``on_drift = "continue"``); no key: no drift. The drift
-test that writes them is ``runtime/step/drift.py``; ``status``, the metrics and
-``resume-parser`` read them.
+``seen`` (a drift was detected with ``on_drift = "continue"``); no key: no drift. The store
+writes them when a drift test (``frontier/drift.py``) fires (``QueueStore.observe_drift``);
+``status``, the metrics and ``resume-parser`` read them.
 """
 
 from __future__ import annotations

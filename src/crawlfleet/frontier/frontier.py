@@ -16,6 +16,7 @@ from typing import Protocol
 from crawlfleet.counters import Counters, CrawlStats
 from crawlfleet.errors import ConfigError
 from crawlfleet.frontier.backoff import backoff_s
+from crawlfleet.frontier.drift import DriftPage, DriftRule, DriftTest
 from crawlfleet.frontier.learned import AUTO_PREFIX, lane_for
 from crawlfleet.frontier.offered import OfferedUrls
 from crawlfleet.frontier.protocols import QueueStore
@@ -160,6 +161,12 @@ class Frontier:
     async def set_strategy(self, domain: str, strategy: Mapping[str, str]) -> None:
         """Replace the domain's strategy slot: read it, change your keys, write it all back."""
         await self._store.set_strategy(domain, strategy)
+
+    async def observe_drift(
+        self, domain: str, parser: str, page: DriftPage, rule: DriftRule
+    ) -> DriftTest:
+        """Feed a page to ``parser``'s drift test on ``domain`` (``QueueStore.observe_drift``)."""
+        return await self._store.observe_drift(domain, parser, page, rule)
 
     def redirect(self, parent: CrawlRequest, location: str) -> CrawlRequest | Refusal:
         """The request a redirect leads to (same depth, one more hop), or why it is refused

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
 from crawlfleet.frontier import ladder
+from crawlfleet.frontier.drift import DriftTest
 from crawlfleet.frontier.store_types import (
     BlockRules,
     DelaySource,
@@ -79,6 +80,8 @@ class PolicyRecord:
     block_reason: str = ""
     retry_after_until: float = 0.0
     strategy: dict[str, str] = field(default_factory=dict)
+    drift: dict[str, DriftTest] = field(default_factory=dict)
+    """Parser -> its drift test on the domain (``frontier/drift.py``)."""
 
 
 def base_delay_s(record: PolicyRecord, default: DomainPolicy) -> float:

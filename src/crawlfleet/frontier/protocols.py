@@ -24,6 +24,9 @@ A ``QueueStore`` keeps, for one crawl:
   (ETag, Last-Modified), its content hash and when it is due again. ``revisit`` moves a
   done request whose time has come back to its queue; the seen filter is not touched, so
   discovery of a known URL still admits nothing (decision 0014),
+- the **drift tests** of the parsers with expectations, per (parser, domain)
+  (``observe_drift``), in the domain's record beside its strategy slot, where a test that
+  fires writes its mark,
 - **statistics**: the counters of ``crawlfleet.counters``, per crawl and per domain, and the
   **attempt log** rows, both added in the same atomic step as the lease end they describe.
 
@@ -51,6 +54,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Protocol
 
 from crawlfleet.counters import CrawlStats
+from crawlfleet.frontier.drift import DriftPage, DriftRule, DriftTest
 from crawlfleet.frontier.store_types import (
     Budget,
     DelaySource,
@@ -155,8 +159,8 @@ class RequestQueue(Protocol):
 
 
 class DomainPolicies(Protocol):
-    """The domain policy of every domain: base delay, in-flight cap, fetch strategy, and the
-    view of a domain with its queue and statistics."""
+    """The domain policy of every domain: base delay, in-flight cap, fetch strategy, the
+    drift tests of its parsers, and the view of a domain with its queue and statistics."""
 
     @property
     def default_policy(self) -> DomainPolicy:
@@ -178,6 +182,21 @@ class DomainPolicies(Protocol):
 
     async def set_strategy(self, domain: str, strategy: Mapping[str, str]) -> None:
         """Replace the domain's fetch strategy slot (fetcher kind, proxy tier, ...)."""
+        ...
+
+    async def observe_drift(
+        self, domain: str, parser: str, page: DriftPage, rule: DriftRule
+    ) -> DriftTest:
+        """Feed ``page`` to ``parser``'s drift test on ``domain`` (``frontier/drift.py``);
+        the test as this step left it.
+
+        One atomic step, whichever process calls: the test is created at its first page,
+        started over first when it fired and its drift mark is gone from the domain's
+        strategy slot since (``resume``), and when this page makes it fire
+        (``DriftTest.just_fired``) ``rule.mark`` is written into the strategy slot under
+        ``drift.<parser>`` in the same step. The test is part of the domain's record:
+        ``DomainView.drift`` shows it, and it lasts as long as the crawl's store.
+        """
         ...
 
     async def domain(self, domain: str) -> DomainView:

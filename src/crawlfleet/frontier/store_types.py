@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from crawlfleet.counters import CrawlStats
+from crawlfleet.frontier.drift import DriftTest
 from crawlfleet.records import Attempt
 
 DEFAULT_MAX_CRAWL_DELAY_S = 3600.0
@@ -170,6 +171,8 @@ class DomainView:
     queued: int
     in_flight: int
     stats: CrawlStats
+    drift: Mapping[str, DriftTest] = field(default_factory=dict)
+    """Parser -> its drift test on the domain (``frontier/drift.py``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""What the dashboard reads of a fleet's PostgreSQL: filtered attempts and the latest items.
+"""What the dashboard reads of a fleet's PostgreSQL: filtered attempts, the latest items and
+the quality scores a crawl's dispatcher wrote.
 
 Any crawl id, over one read-only connection (``autocommit``, ``read_only``): it never writes
 and never migrates. A database no worker has migrated yet has no tables: both reads answer
@@ -15,6 +16,7 @@ from psycopg import sql
 
 from crawlfleet.errors import StateError
 from crawlfleet.monitoring.postgres_attempt_log import attempt_from_row
+from crawlfleet.monitoring.postgres_quality import SELECT_SCORES, SELECT_TYPES, quality_of
 from crawlfleet.records import ATTEMPT_COLUMNS as COLUMNS
 from crawlfleet.records import Attempt, AttemptFilter
 from crawlfleet.redact import redact
@@ -63,6 +65,13 @@ class PostgresReader:
         """``(item_type, data)`` of the items of ``crawl_id`` seen last, newest first."""
         rows = await self._fetch(sql.SQL(LATEST_ITEMS), (crawl_id, limit))
         return [(str(item_type), data) for item_type, data in rows]
+
+    async def quality(self, crawl_id: str) -> dict[str, Any] | None:
+        """The quality scores the dispatcher of ``crawl_id`` last wrote (``postgres_quality``);
+        None when it wrote none."""
+        scores = await self._fetch(sql.SQL(SELECT_SCORES), (crawl_id,))
+        types = await self._fetch(sql.SQL(SELECT_TYPES), (crawl_id,))
+        return quality_of(scores, types)
 
     async def close(self) -> None:
         if self._conn is not None:

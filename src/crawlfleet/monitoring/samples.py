@@ -4,7 +4,8 @@
 that part, and ``<reason>.json`` its URL, final URL, status and every part it missed. A
 later page with the same (parser, reason) keeps nothing: the directory stays small however
 long a parser stays broken. Names are made file-safe (``[A-Za-z0-9._-]``, with a short hash
-of the original so two names never meet).
+of the original so two names never meet). ``kept_samples`` and ``sample_body`` read them
+back (the dashboard's drift rows link them).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import hashlib
 import logging
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
@@ -24,6 +26,7 @@ log = logging.getLogger(__name__)
 DIRECTORY = "mismatch"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 MAX_NAME_CHARS = 60
+_SAFE_FILE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 
 
 def safe_name(text: str) -> str:
@@ -73,3 +76,43 @@ class MismatchSamples:
                 continue
             written.append(page)
         return written
+
+
+@dataclass(frozen=True, slots=True)
+class KeptSample:
+    """A page kept for inspection: the reason it was kept for, its URL and where it is
+    (``folder``/``name`` under the samples' root)."""
+
+    reason: str
+    url: str
+    folder: str
+    name: str
+
+
+def kept_samples(root: Path, parser: str) -> list[KeptSample]:
+    """The pages kept for ``parser`` under ``root``, by reason (none when nothing was kept)."""
+    folder = root / safe_name(parser)
+    found = []
+    for meta in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+        try:
+            about = orjson.loads(meta.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            continue  # being written, or not ours
+        page = meta.with_suffix(".html")
+        if page.is_file():
+            found.append(
+                KeptSample(str(about["reason"]), str(about["url"]), folder.name, page.name)
+            )
+    return sorted(found, key=lambda sample: sample.reason)
+
+
+def sample_body(root: Path, folder: str, name: str) -> bytes | None:
+    """The body of the kept page ``folder``/``name`` under ``root``; None when there is no
+    such page (or the names are not those ``MismatchSamples`` writes)."""
+    if not _SAFE_FILE.fullmatch(folder) or not _SAFE_FILE.fullmatch(name):
+        return None
+    page = root / folder / name
+    try:
+        return page.read_bytes() if page.suffix == ".html" else None
+    except OSError:
+        return None

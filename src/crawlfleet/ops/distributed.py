@@ -26,6 +26,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
 
 from redis.exceptions import RedisError
 
@@ -213,6 +215,12 @@ class DistributedOperations:
 
     async def purge_class(self, crawl_id: str, name: str) -> int:
         return await purge_class(await self.reader(crawl_id), name)
+
+    async def stored_quality(self, crawl_id: str) -> dict[str, Any] | None:
+        return await (await self._reader()).quality(crawl_id)
+
+    def samples_root(self, crawl_id: str) -> Path | None:
+        return None
 
     async def resume_parser(self, crawl_id: str, parser: str, domain: str) -> int:
         return await resume(await self.reader(crawl_id), parser, domain)

@@ -18,6 +18,7 @@ import time
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import orjson
@@ -28,6 +29,7 @@ from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.sqlite.reader import SqliteStateReader
 from crawlfleet.monitoring.deadletters import purge_class, requeue_class, resolve_fingerprints
 from crawlfleet.monitoring.metric_snapshot import Beat
+from crawlfleet.monitoring.samples import DIRECTORY as SAMPLES
 from crawlfleet.ops.protocols import (
     ITEM_ROWS,
     ActionRefused,
@@ -201,6 +203,12 @@ class EmbeddedOperations:
     async def resume_parser(self, crawl_id: str, parser: str, domain: str) -> int:
         async with AsyncExitStack() as stack:
             return await resume(await self._store(crawl_id, stack), parser, domain)
+
+    async def stored_quality(self, crawl_id: str) -> dict[str, Any] | None:
+        return None
+
+    def samples_root(self, crawl_id: str) -> Path | None:
+        return self._settings.state_dir / SAMPLES if crawl_id == self.crawl_id else None
 
     async def _store(self, crawl_id: str, stack: AsyncExitStack) -> Frontier:
         await self.reader(crawl_id)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from crawlfleet.clock import Clock
@@ -193,5 +194,17 @@ class Operations(Protocol):
         ...
 
     async def resume_parser(self, crawl_id: str, parser: str, domain: str) -> int: ...
+
+    async def stored_quality(self, crawl_id: str) -> dict[str, Any] | None:
+        """The quality scores kept beside the crawl's items, as last written
+        (``monitoring/postgres_quality.py``); None where there are none (an embedded crawl's
+        are its store's counters, shown already)."""
+        ...
+
+    def samples_root(self, crawl_id: str) -> Path | None:
+        """Where the crawl's mismatched pages are kept (``monitoring/samples.py``), when this
+        dashboard can read them; None when it cannot (a distributed crawl's workers keep
+        theirs in their own ``--state`` directory)."""
+        ...
 
     async def close(self) -> None: ...

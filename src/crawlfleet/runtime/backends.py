@@ -46,6 +46,7 @@ from crawlfleet.errors import ConfigError, StateError
 from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.frontier.store_types import DomainPolicy
 from crawlfleet.monitoring.attempt_log import AttemptLog, AttemptReader
+from crawlfleet.monitoring.quality_copier import QualityWriter
 from crawlfleet.pipeline.export import ITEMS_FILE
 from crawlfleet.pipeline.protocols import Sink
 from crawlfleet.pipeline.rejects import RejectStore
@@ -90,7 +91,8 @@ class Backends:
     ``sink`` and ``rejects`` are None where the process writes no items (dispatcher,
     readers); ``attempts`` is None where the process reads no attempt log (workers,
     readers); ``attempt_log`` is the external log the dispatcher copies the store's pending
-    attempts to (the same object as ``attempts`` there). ``items_file`` is the embedded crawl's items file (exports read it).
+    attempts to (the same object as ``attempts`` there), ``quality`` where it writes the
+    quality scores. ``items_file`` is the embedded crawl's items file (exports read it).
     """
 
     store: QueueStore
@@ -99,6 +101,7 @@ class Backends:
     attempts: AttemptReader | None = None
     attempt_log: AttemptLog | None = None
     items_file: Path | None = None
+    quality: QualityWriter | None = None
 
 
 def runs_distributed(settings: Settings) -> bool:
@@ -174,6 +177,7 @@ async def open_distributed(
     fresh database. The dispatcher (``worker=False``) builds no sink: it writes no item.
     """
     from crawlfleet.monitoring.postgres_attempt_log import PostgresAttemptLog
+    from crawlfleet.monitoring.postgres_quality import PostgresQualityScores
     from crawlfleet.pipeline.sinks.postgres import PostgresRejects, PostgresSink
     from crawlfleet.pipeline.sinks.postgres_schema import migrate
 
@@ -191,9 +195,11 @@ async def open_distributed(
             return Backends(store, sink=sink, rejects=rejects)
         attempts = await PostgresAttemptLog.open(dsn, crawl_id=settings.crawl_id)
         stack.push_async_callback(attempts.close)
+        quality = await PostgresQualityScores.open(dsn, crawl_id=settings.crawl_id)
+        stack.push_async_callback(quality.close)
     except StateError as exc:
         raise StateError(one_line(str(exc))) from None
-    return Backends(store, attempts=attempts, attempt_log=attempts)
+    return Backends(store, attempts=attempts, attempt_log=attempts, quality=quality)
 
 
 async def open_store(settings: Settings, stack: AsyncExitStack, policy: DomainPolicy) -> Backends:

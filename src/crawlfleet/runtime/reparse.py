@@ -12,6 +12,10 @@ With ``jobs`` above 1 the parsers run in that many processes (``_ParseProcesses`
 handed over in batches and their items taken back in the archive's order, while this process
 reads the records and runs the pipeline: a reparse is bound by the parse, which one core
 runs at about the crawl's own pages/s (decision 0049).
+
+``resume_reparsing`` is ``resume-parser --parsers``: after a drift, an embedded crawl's
+mismatched pages parsed again from its archive with the fixed parsers, through the crawl
+step's own wiring (pipeline, admission of links), instead of fetched again.
 """
 
 from __future__ import annotations
@@ -23,26 +27,41 @@ from collections import Counter, deque
 from collections.abc import Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from crawlfleet.archive.protocols import Archived
+from crawlfleet.archive.index import INDEX_FILE, SqliteCaptureIndex
+from crawlfleet.archive.protocols import Archived, CaptureIndex
 from crawlfleet.clock import SystemClock
-from crawlfleet.errors import FetchError, StateError
+from crawlfleet.errors import ConfigError, FetchError, StateError
 from crawlfleet.events import EventBus
 from crawlfleet.fetchers.decoding import decode_body
+from crawlfleet.frontier.drift_marks import drifts
+from crawlfleet.frontier.frontier import Frontier
+from crawlfleet.frontier.protocols import QueueStore
 from crawlfleet.frontier.store_types import Signal
 from crawlfleet.models import CrawlRequest, FetchResult, Item
+from crawlfleet.monitoring.deadletters import letter_class
 from crawlfleet.parsing.budget import ParseBudget
 from crawlfleet.parsing.registry import ParserRegistry
 from crawlfleet.pipeline.pipeline import Pipeline
 from crawlfleet.pipeline.protocols import Sink
 from crawlfleet.pipeline.rejects import RejectStore
+from crawlfleet.records import DeadLetter
+from crawlfleet.runtime.backends import open_embedded
+from crawlfleet.runtime.choice.routing import Router
 from crawlfleet.runtime.options import parse_limits
+from crawlfleet.runtime.policies import domain_policy
+from crawlfleet.runtime.step.attempts import item_counters
+from crawlfleet.runtime.step.drift import resume
 from crawlfleet.runtime.step.judge import StatusClass, classify, judge
-from crawlfleet.runtime.wiring import crawl_parsers, crawl_pipeline
+from crawlfleet.runtime.wiring import build_admitter, build_frontier, crawl_parsers, crawl_pipeline
 from crawlfleet.settings import Settings
+from crawlfleet.statedir import IDENTITY_SETTINGS, recorded_identity, recorded_politeness
 from crawlfleet.urls import UrlRules, fingerprint
+
+DEAD_PAGE = 500  # dead letters read a page at a time
 
 
 @dataclass(slots=True)
@@ -330,3 +349,134 @@ async def _store(
     figures.items["stored"] += outcome.stored
     figures.items["invalid"] += outcome.invalid
     figures.items["dropped"] += sum(outcome.dropped.values())
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class ReparsedResume:
+    """What a reparsing resume did: pages parsed from their capture (and the items they
+    stored), and pages requeued to be fetched again."""
+
+    reparsed: int
+    items: int
+    requeued: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReparseTarget:
+    """A crawl to resume by reparsing: its settings (with the fixed parsers), seeds, store,
+    item sink and rejects, and its archive (capture index and root)."""
+
+    settings: Settings
+    seeds: list[str]
+    store: QueueStore
+    sink: Sink
+    rejects: RejectStore | None
+    index: CaptureIndex
+
+
+async def resume_reparsing(settings: Settings, parser: str, domain: str) -> ReparsedResume:
+    """``reparse_mismatched`` for the embedded crawl of ``settings.state_dir``, with
+    ``settings``' (fixed) parsers. ``StateError`` when the crawl is running (its state
+    directory is locked) or kept no archive."""
+    identity = recorded_identity(settings.state_dir)
+    seeds = [str(seed) for seed in identity["seeds"]]
+    recorded = {name: identity[name] for name in IDENTITY_SETTINGS if name in identity}
+    # the crawl's own politeness too: opening the state directory records it again
+    recorded |= recorded_politeness(settings.state_dir)
+    settings = settings.model_copy(update=recorded)
+    async with AsyncExitStack() as stack:
+        index = SqliteCaptureIndex.existing(settings.state_dir / INDEX_FILE)
+        stack.callback(index.close)
+        backends = await open_embedded(
+            settings, stack, policy=domain_policy(settings), seeds=seeds, fresh=False
+        )
+        assert backends.sink is not None  # an embedded crawl's items file
+        target = ReparseTarget(
+            settings, seeds, backends.store, backends.sink, backends.rejects, index
+        )
+        return await reparse_mismatched(target, parser, domain, stack)
+
+
+async def reparse_mismatched(
+    target: ReparseTarget, parser: str, domain: str, stack: AsyncExitStack
+) -> ReparsedResume:
+    """Re-open ``parser`` on ``domain`` after a drift, parsing its mismatched pages from the
+    crawl's archive with the target's (fixed) parsers instead of fetching them again.
+
+    Each ``mismatch: <parser>`` dead letter of ``domain`` with an archived response goes
+    through the crawl step's parse as if just fetched (its request's context and depth):
+    items through the crawl's pipeline into its sink (counted in its statistics), links
+    offered to its frontier (scope and robots.txt as in the crawl); it then leaves the DLQ
+    (it stays seen). A page without a capture (the breaker buried it unfetched), or that
+    still misses its expectations, is requeued as ``resume`` does; the drift mark is cleared.
+    ``ConfigError`` when no drift of ``parser`` on ``domain``; ``StateError`` when the
+    archive index names no archive.
+    """
+    from crawlfleet.archive.reading import read_capture  # fastwarc: the archive extra
+
+    settings, index = target.settings, target.index
+    root = index.root
+    if root is None:
+        raise StateError("the crawl's archive index names no archive (no page was kept)")
+    clock, events = SystemClock(), EventBus()
+    registry = crawl_parsers(settings)
+    router = Router(registry, settings.domains, settings.browser_wait)
+    frontier = build_frontier(settings, target.store, target.seeds, router)
+    marks = drifts(await frontier.strategy(domain))
+    if parser not in marks:
+        known = ", ".join(f"{p} ({m})" for p, m in sorted(marks.items())) or "none"
+        raise ConfigError(f"no drift of parser {parser!r} on {domain!r} (there: {known})")
+    admitter = await build_admitter(settings, frontier, events=events, clock=clock, stack=stack)
+    pipeline = crawl_pipeline(
+        settings, registry, target.sink, events=events, clock=clock, rejects=target.rejects
+    )
+    budget = ParseBudget(parse_limits(settings))
+    stack.callback(budget.close)
+    rules = UrlRules(settings.strip_query_params, settings.politeness_key)
+    reparsed: list[str] = []
+    items = 0
+    for letter in await _letters(frontier, f"mismatch: {parser}", domain):
+        request = letter.request
+        capture = index.latest(request.url)
+        if capture is None:
+            continue
+        archived = read_capture(root, capture)
+        if _not_a_page(archived) is not None:
+            continue
+        try:
+            result = archived_result(archived, rules, cap_bytes=settings.max_decompressed_bytes)
+        except FetchError:
+            continue
+        result = replace(result, request=request)
+        if classify(result) is not StatusClass.OK or judge(result)[0] is Signal.BLOCK:
+            continue
+        try:
+            parsed, _cut = await budget.parse(registry.select(result.final_url)[1], result)
+        except Exception:  # a parser's bug: the page is fetched and fails in the crawl
+            continue
+        if parsed.unmet:
+            continue
+        await admitter.admit(parsed.links, request)
+        outcome = await pipeline.process(
+            parsed.items, domain, fetched_at=result.fetched_at, page=request.url
+        )
+        await frontier.add_counters(domain, item_counters(outcome))
+        items += outcome.stored
+        reparsed.append(request.fingerprint)
+    if reparsed:
+        await frontier.purge_dead(reparsed)
+    requeued = await resume(frontier, parser, domain)
+    return ReparsedResume(len(reparsed), items, requeued)
+
+
+async def _letters(frontier: Frontier, name: str, domain: str) -> list[DeadLetter]:
+    """Every dead letter of class ``name`` on ``domain``, read before anything moves."""
+    found: list[DeadLetter] = []
+    offset = 0
+    while True:
+        page = await frontier.dead_letters(DEAD_PAGE, offset)
+        found += [x for x in page if letter_class(x) == name and x.request.domain == domain]
+        if len(page) < DEAD_PAGE:
+            return found
+        offset += len(page)

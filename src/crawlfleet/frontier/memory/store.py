@@ -29,6 +29,7 @@ from crawlfleet.frontier.accounting import (
     report_counters,
 )
 from crawlfleet.frontier.domains import DomainSchedule, DomainState
+from crawlfleet.frontier.drift import DriftPage, DriftRule, DriftTest, observe_in
 from crawlfleet.frontier.memory.known import Visits
 from crawlfleet.frontier.memory.lanes import Lanes
 from crawlfleet.frontier.memory.leases import Leases
@@ -272,6 +273,12 @@ class MemoryQueueStore:
 
     async def set_strategy(self, domain: str, strategy: Mapping[str, str]) -> None:
         self._schedule.get(domain).record.strategy = dict(strategy)
+
+    async def observe_drift(
+        self, domain: str, parser: str, page: DriftPage, rule: DriftRule
+    ) -> DriftTest:
+        record = self._schedule.get(domain).record
+        return observe_in(record.drift, record.strategy, parser, page, rule)
 
     async def domain(self, domain: str) -> DomainView:
         return self._schedule.view(domain, self._policy)

@@ -57,7 +57,9 @@ key                             type    contents
                                         (until), ``reason`` (block reason), ``retry_until``
                                         (Retry-After), ``strategy`` (JSON object of
                                         strings: ``rung``, ``fetcher``, ``tier``,
-                                        ``session_epoch``, ...; ``frontier/ladder.py``)
+                                        ``session_epoch``, ...; ``frontier/ladder.py``),
+                                        ``drift`` (JSON object: parser -> its drift
+                                        test, ``frontier/drift.py``; ``drift.lua``)
 ``{p}:stats``                   HASH    counter name -> value (``crawlfleet.counters``,
                                         ``%.17g``), the crawl's
 ``{p}:dstats:<domain>``         HASH    counter name -> value, one domain

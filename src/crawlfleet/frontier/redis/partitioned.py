@@ -36,6 +36,7 @@ import random
 from collections.abc import Collection, Mapping, Sequence
 
 from crawlfleet.counters import CrawlStats
+from crawlfleet.frontier.drift import DriftPage, DriftRule, DriftTest
 from crawlfleet.frontier.redis.crawl_slot import CrawlSlot
 from crawlfleet.frontier.redis.keys import CrawlKeys
 from crawlfleet.frontier.redis.routing import partition_of
@@ -166,6 +167,11 @@ class PartitionedQueueStore:
 
     async def set_strategy(self, domain: str, strategy: Mapping[str, str]) -> None:
         await self._of(domain).set_strategy(domain, strategy)
+
+    async def observe_drift(
+        self, domain: str, parser: str, page: DriftPage, rule: DriftRule
+    ) -> DriftTest:
+        return await self._of(domain).observe_drift(domain, parser, page, rule)
 
     async def domain(self, domain: str) -> DomainView:
         return await self._of(domain).domain(domain)

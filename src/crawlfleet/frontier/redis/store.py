@@ -19,6 +19,14 @@ import orjson
 
 from crawlfleet.counters import CrawlStats
 from crawlfleet.errors import FrontierLost
+from crawlfleet.frontier.drift import (
+    BASELINE_CAP,
+    BASELINE_FLOOR,
+    DRIFT_SHARE,
+    DriftPage,
+    DriftRule,
+    DriftTest,
+)
 from crawlfleet.frontier.recent import SEEN_PREFILTER_CAPACITY, RecentSet
 from crawlfleet.frontier.redis.bloom import SHARD_BITS, BloomGeometry
 from crawlfleet.frontier.redis.crawl import BATCH, RedisCrawl
@@ -283,6 +291,15 @@ class RedisQueueStore:
 
     async def set_strategy(self, domain: str, strategy: Mapping[str, str]) -> None:
         await self._run("set_strategy", domain, orjson.dumps(dict(strategy)).decode())
+
+    async def observe_drift(
+        self, domain: str, parser: str, page: DriftPage, rule: DriftRule
+    ) -> DriftTest:
+        filled = orjson.dumps(dict(page.filled)).decode()
+        args: list[Arg] = [domain, parser, int(page.mismatched), page.items, filled]
+        args += [float(rule.threshold), DRIFT_SHARE, BASELINE_FLOOR, BASELINE_CAP, rule.mark]
+        raw = await self._run("drift", *args)
+        return DriftTest.from_json(orjson.loads(raw), rule.threshold)
 
     async def domain(self, domain: str) -> DomainView:
         return (await self.views([domain]))[0]

@@ -9,6 +9,7 @@ import orjson
 
 from crawlfleet.counters import CrawlStats
 from crawlfleet.frontier.accounting import expired_attempt, expired_counters, report_counters
+from crawlfleet.frontier.drift import DriftTest
 from crawlfleet.frontier.policy import (
     delay_source,
     escalation_reason,
@@ -50,7 +51,14 @@ def domain_view(
         queued=int(record.get("queued", 0)),
         in_flight=int(record.get("inflight", 0)),
         stats=crawl_stats(stats),
+        drift=drift_tests(record.get("drift")),
     )
+
+
+def drift_tests(raw: str | None) -> dict[str, DriftTest]:
+    """Parser -> drift test from a domain record's ``drift`` field (``lua/drift.lua``)."""
+    found = orjson.loads(raw) if raw else {}
+    return {parser: DriftTest.from_json(test) for parser, test in found.items()}
 
 
 def crawl_stats(counters: Mapping[str, str], started_at: str | None = None) -> CrawlStats:

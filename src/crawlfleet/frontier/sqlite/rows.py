@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from crawlfleet.frontier.drift import DriftTest
 from crawlfleet.frontier.policy import PolicyRecord
 from crawlfleet.frontier.sqlite.statements import REQUEST_COLUMN_COUNT
 from crawlfleet.frontier.store_types import DelaySource, Visit
@@ -58,7 +59,9 @@ def attempt_row(a: Attempt) -> tuple[Any, ...]:
 
 def record(row: Sequence[Any]) -> PolicyRecord:
     """A policy record from the ``POLICY_COLUMNS`` of ``row``."""
-    delay_s, source, cap, level, window, streak, cooldown, reason, retry_after, strategy = row
+    delay_s, source, cap, level, window, streak, cooldown, reason, retry_after, strategy, drift = (
+        row
+    )
     return PolicyRecord(
         delay_s,
         DelaySource(source),
@@ -70,6 +73,7 @@ def record(row: Sequence[Any]) -> PolicyRecord:
         reason,
         retry_after,
         json.loads(strategy),
+        {parser: DriftTest.from_json(test) for parser, test in json.loads(drift).items()},
     )
 
 
@@ -77,7 +81,8 @@ def policy_row(domain: str, r: PolicyRecord) -> tuple[Any, ...]:
     """``domain`` and the ``POLICY_COLUMNS`` of its record."""
     head = (domain, r.base_delay_s, r.delay_source.value, r.max_in_flight, r.level, r.window)
     return (*head, r.streak, r.cooldown_until, r.block_reason, r.retry_after_until,
-            json.dumps(r.strategy))  # fmt: skip
+            json.dumps(r.strategy),
+            json.dumps({parser: test.to_json() for parser, test in r.drift.items()}))  # fmt: skip
 
 
 def parse_token(token: str) -> tuple[str, int] | None:

@@ -14,9 +14,10 @@ Tables::
                the crawl default) and delay_source, max_in_flight (NULL = default), level,
                block_window ("b"/"o"/a refused URL's kind mark per judged response),
                streak, cooldown_until,
-               block_reason, retry_after_until, strategy (JSON object of strings); and
+               block_reason, retry_after_until, strategy (JSON object of strings); its
                counters, its ``crawlfleet.counters`` as a JSON object (the crawl's are
-               their sums)
+               their sums); and drift, parser -> its drift test (``frontier/drift.py``,
+               ``DriftTest.to_json``) as a JSON object
     meta       key, value: ``started_at`` (epoch s)
     attempts   the attempt log, one row per lease end or expired lease, written in the
                transaction of the lease change: url, fingerprint, domain, worker, outcome,
@@ -40,7 +41,7 @@ its own step, ``KNOWN_SCHEMA``). ``open_queue_db`` migrates an older file
 in place: a version 1 file keeps a stored delay as the base delay with source ``config``;
 requests stored before version 3 read as GETs without context, body or headers; version 3
 had no attempt columns session_id, proxy_id, tier (``ROUTE_COLUMNS``) and screenshot (NULL
-in older rows).
+in older rows); version 4 had no ``domains.drift`` (the drift tests lived in each process).
 
 The file is guarded by an ``fcntl`` lock on a sibling ``<name>.lock`` file
 (``sqlitedb.FileLock``), so two crawls cannot share one state file; other connections of the
@@ -56,7 +57,7 @@ from crawlfleet import sqlitedb
 from crawlfleet.errors import StateError
 
 QUEUED, LEASED, DONE, DEAD, SEEN = 0, 1, 2, 3, 4
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS requests (
@@ -98,7 +99,8 @@ SCHEMA = (
     block_reason TEXT NOT NULL DEFAULT '',
     retry_after_until REAL NOT NULL DEFAULT 0,
     strategy TEXT NOT NULL DEFAULT '{}',
-    counters TEXT NOT NULL DEFAULT '{}'
+    counters TEXT NOT NULL DEFAULT '{}',
+    drift TEXT NOT NULL DEFAULT '{}'
 ) WITHOUT ROWID""",
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID",
     """CREATE TABLE IF NOT EXISTS attempts (
@@ -163,6 +165,7 @@ ADDED_COLUMNS = {
         "retry_after_until REAL NOT NULL DEFAULT 0",
         "strategy TEXT NOT NULL DEFAULT '{}'",
         "counters TEXT NOT NULL DEFAULT '{}'",
+        "drift TEXT NOT NULL DEFAULT '{}'",
     ),
     "attempts": (
         "fetcher TEXT NOT NULL DEFAULT 'http'",
@@ -187,7 +190,7 @@ def _add_columns(db: sqlite3.Connection, table: str, added: tuple[str, ...]) -> 
 
 
 def _create(db: sqlite3.Connection, version: int) -> None:
-    """Bring a version 0 (new), 1, 2 or 3 file to ``SCHEMA_VERSION``, in one transaction."""
+    """Bring a version 0 (new), 1, 2, 3 or 4 file to ``SCHEMA_VERSION``, in one transaction."""
     with sqlitedb.write(db):
         if version == 1:
             for index in DROPPED_INDEXES:
@@ -209,7 +212,7 @@ def open_queue_db(path: Path) -> tuple[sqlite3.Connection, sqlitedb.FileLock]:
         db = sqlitedb.connect(path, "", what="state file", cache_mib=sqlitedb.STATE_CACHE_MIB)
         try:
             version = db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in (0, 1, 2, 3, SCHEMA_VERSION):
+            if version not in (0, 1, 2, 3, 4, SCHEMA_VERSION):
                 raise StateError(
                     f"state file {path} has schema version {version}, expected {SCHEMA_VERSION}"
                 )

@@ -16,7 +16,7 @@ REQUEST_COLUMNS = (
 REQUEST_COLUMN_COUNT = len(REQUEST_COLUMNS.split(","))
 POLICY_COLUMNS = (
     "delay_s, delay_source, max_in_flight, level, block_window, streak, cooldown_until,"
-    " block_reason, retry_after_until, strategy"
+    " block_reason, retry_after_until, strategy, drift"
 )
 
 FIND_SEEN = "SELECT fp FROM requests WHERE fp IN (SELECT value FROM json_each(?))"
@@ -24,12 +24,13 @@ INSERT_QUEUED = f"INSERT INTO requests ({REQUEST_COLUMNS}, state) VALUES (?, ?, 
 # A domain's whole row, as the store's memory has it (written once a turn: file.py).
 WRITE_DOMAIN = (
     f"INSERT INTO domains (domain, {POLICY_COLUMNS}, ready_at, admitted, counters)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     " ON CONFLICT (domain) DO UPDATE SET delay_s = excluded.delay_s,"
     " delay_source = excluded.delay_source, max_in_flight = excluded.max_in_flight,"
     " level = excluded.level, block_window = excluded.block_window, streak = excluded.streak,"
     " cooldown_until = excluded.cooldown_until, block_reason = excluded.block_reason,"
     " retry_after_until = excluded.retry_after_until, strategy = excluded.strategy,"
+    " drift = excluded.drift,"
     " ready_at = excluded.ready_at, admitted = excluded.admitted, counters = excluded.counters"
 )
 INSERT_ATTEMPT = (

@@ -36,6 +36,7 @@ from crawlfleet.frontier.accounting import (
     report_counters,
 )
 from crawlfleet.frontier.domains import DomainSchedule, DomainState
+from crawlfleet.frontier.drift import DriftPage, DriftRule, DriftTest, observe_in
 from crawlfleet.frontier.policy import PolicyRecord
 from crawlfleet.frontier.recent import SEEN_PREFILTER_CAPACITY, RecentSet
 from crawlfleet.frontier.sqlite import rows
@@ -344,6 +345,18 @@ class SqliteQueueStore:
     async def set_strategy(self, domain: str, strategy: Mapping[str, str]) -> None:
         state = self._schedule.get(domain)
         self._save_policy(state, replace(state.record, strategy=dict(strategy)))
+
+    async def observe_drift(
+        self, domain: str, parser: str, page: DriftPage, rule: DriftRule
+    ) -> DriftTest:
+        state = self._schedule.get(domain)
+        tests = {name: test.copy() for name, test in state.record.drift.items()}
+        record = replace(state.record, strategy=dict(state.record.strategy), drift=tests)
+        test = observe_in(record.drift, record.strategy, parser, page, rule)
+        with self._file.transaction():
+            self._file.domain_changed(state, record=record)
+        state.record = record
+        return test
 
     async def domain(self, domain: str) -> DomainView:
         return self._schedule.view(domain, self._policy)

@@ -15,6 +15,10 @@ Tables:
 - ``archive_captures(crawl_id, url, at, status, digest, file, offset, length, kind, mime)``
   and ``archive_roots(crawl_id, root)``: the capture index of a crawl's archive
   (``archive/postgres_index.py``).
+- ``quality_scores(crawl_id, parser, domain, pages, met, items, filled jsonb, updated_at)``
+  (``domain`` ``''``: the parser's totals) and ``quality_item_types(crawl_id, item_type,
+  stored, invalid, duplicate, updated_at)``: a distributed crawl's quality scores as its
+  dispatcher last wrote them (``monitoring/postgres_quality.py``).
 - ``schema_migrations``: which migrations ran.
 
 Functions: ``crawlfleet_write_pages`` (the sink's write of a batch of pages) and
@@ -154,6 +158,30 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX archive_captures_by_url ON archive_captures (crawl_id, url, at);
     CREATE INDEX archive_captures_by_file ON archive_captures (crawl_id, file);
     CREATE TABLE archive_roots (crawl_id text PRIMARY KEY, root text NOT NULL);
+    """,
+    # 9: a distributed crawl's quality scores, written by its dispatcher
+    # (monitoring/postgres_quality.py, decision 0051).
+    """
+    CREATE TABLE quality_scores (
+        crawl_id   text        NOT NULL,
+        parser     text        NOT NULL,
+        domain     text        NOT NULL,
+        pages      bigint      NOT NULL,
+        met        bigint      NOT NULL,
+        items      bigint      NOT NULL,
+        filled     jsonb       NOT NULL,
+        updated_at timestamptz NOT NULL,
+        PRIMARY KEY (crawl_id, parser, domain)
+    );
+    CREATE TABLE quality_item_types (
+        crawl_id   text        NOT NULL,
+        item_type  text        NOT NULL,
+        stored     bigint      NOT NULL,
+        invalid    bigint      NOT NULL,
+        duplicate  bigint      NOT NULL,
+        updated_at timestamptz NOT NULL,
+        PRIMARY KEY (crawl_id, item_type)
+    );
     """,
 )
 

@@ -24,6 +24,8 @@ from crawlfleet.fetchers.credentials import Credentials
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.monitoring.attempt_copier import AttemptCopier
 from crawlfleet.monitoring.attempt_log import AttemptReader
+from crawlfleet.monitoring.postgres_quality import DOMAINS, WRITE_EVERY_S
+from crawlfleet.monitoring.quality_copier import QualityCopier
 from crawlfleet.parsing.loader import load_parsers
 from crawlfleet.redact import redact
 from crawlfleet.redisdb import RedisClient
@@ -62,6 +64,7 @@ class DispatchedCrawl:
     attempts: AttemptReader
     copier: AttemptCopier
     publishers: dict[str, TaskPublisher]
+    quality: QualityCopier
 
     async def beats(self) -> list[WorkerBeat]:
         """The workers' heartbeats; ``StateError`` when Redis cannot be read."""
@@ -122,9 +125,9 @@ async def open_crawl(
     if await RedisControl(client, crawl_id).state() is RunState.CANCELLED:
         raise StateError(f"crawl {crawl_id!r} was cancelled; start it over with --fresh")
     backends = await open_distributed(settings, stack, policy=domain_policy(settings), worker=False)
-    attempt_log = backends.attempt_log
-    if attempt_log is None:
-        raise StateError("the dispatcher opened no attempt log")
+    attempt_log, quality = backends.attempt_log, backends.quality
+    if attempt_log is None or quality is None:
+        raise StateError("the dispatcher opened no attempt log or quality scores")
     definition = CrawlDefinition(settings, tuple(seeds), uuid.uuid4().hex)
     try:
         await client.set(definition_key(crawl_id), definition.to_json())
@@ -145,4 +148,7 @@ async def open_crawl(
         stack.callback(publisher.close)
         publishers[queue] = publisher
     copier = AttemptCopier(frontier, attempt_log)
-    return DispatchedCrawl(definition, client, frontier, admitter, attempt_log, copier, publishers)
+    scores = QualityCopier(frontier, quality, every_s=WRITE_EVERY_S, domains=DOMAINS)
+    return DispatchedCrawl(
+        definition, client, frontier, admitter, attempt_log, copier, publishers, scores
+    )

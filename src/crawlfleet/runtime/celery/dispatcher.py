@@ -6,7 +6,8 @@ it seeds the frontier (``Admitter``: robots.txt read first, so a ``Crawl-delay``
 before a domain's first URL is queued), then loops until nothing is queued or leased:
 
 1. count expired leases as failed attempts (``reap``);
-2. copy the attempts the store keeps pending to PostgreSQL (``AttemptCopier``);
+2. copy the attempts the store keeps pending to PostgreSQL (``AttemptCopier``), and every
+   few seconds the quality scores (``QualityCopier``; once more when the run ends);
 3. per Celery queue that has due work (of the fetcher kinds it carries, ``QUEUE_KINDS``), keep
    a few tasks of this crawl waiting in the broker, so every crawl with a dispatcher gets its
    share of a shared pool.
@@ -111,6 +112,7 @@ class Dispatcher:
             log.info("%d known URLs due again", revisited)
         counts = await self._loop()
         await self._drain_attempts()
+        await self._write_quality()
         cancelled = self._state is RunState.CANCELLED
         complete = counts.pending == 0 and settings.revisit != "continuous"
         if cancelled or complete:
@@ -167,6 +169,7 @@ class Dispatcher:
         if reaped:
             log.info("%d expired leases counted as failed attempts", reaped)
         await crawl.copier.copy()
+        await crawl.quality.copy(now)
         self._state = await self._control.state()
         if crawl.definition.settings.revisit == "continuous" and self._state is RunState.RUNNING:
             await crawl.frontier.revisit(now)
@@ -210,6 +213,13 @@ class Dispatcher:
         waiting = await asyncio.to_thread(publisher.waiting)
         if waiting < target:
             await asyncio.to_thread(publisher.publish, target - waiting, self._leases_per_task)
+
+    async def _write_quality(self) -> None:
+        """Write the quality scores as the run leaves them."""
+        try:
+            await self._crawl.quality.copy(self._clock.now(), force=True)
+        except (StateError, RedisError) as exc:
+            log.warning("quality scores not written: %s", one_line(str(exc)))
 
     async def _drain_attempts(self) -> None:
         """Copy every attempt still pending, so the log is whole when the run ends."""

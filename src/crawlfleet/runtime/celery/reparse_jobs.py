@@ -15,6 +15,9 @@ When no live worker serves the ``http`` queue (none sent a heartbeat, none consu
 each refuses the crawl's parsers) for ``worker_wait_s`` while files are still waiting, the
 command gives up with ``NoWorkers``, as the dispatcher does, and deletes the definition: a
 worker that takes the tasks later finds none and does nothing.
+
+``resume_reparsing_distributed`` (``resume-parser --parsers`` on a distributed crawl) parses a
+drift's mismatched pages from the archive in the command itself.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,8 +37,9 @@ from redis.exceptions import RedisError
 from crawlfleet.errors import CrawlfleetError, NoWorkers, StateError
 from crawlfleet.redact import redact
 from crawlfleet.redisdb import RedisClient, connect
+from crawlfleet.runtime.backends import open_store
 from crawlfleet.runtime.celery.app import DEFAULT_QUEUE, REPARSE_TASK_NAME, check_broker, make_app
-from crawlfleet.runtime.celery.crawls import no_worker_reason, worker_beats
+from crawlfleet.runtime.celery.crawls import no_worker_reason, read_definition, worker_beats
 from crawlfleet.runtime.celery.definition import (
     CrawlDefinition,
     check_parsers,
@@ -42,7 +47,14 @@ from crawlfleet.runtime.celery.definition import (
     reparse_files_key,
 )
 from crawlfleet.runtime.celery.worker_config import WorkerConfig
-from crawlfleet.runtime.reparse import ReparseFigures, reparse_to_postgres
+from crawlfleet.runtime.policies import domain_policy
+from crawlfleet.runtime.reparse import (
+    ReparsedResume,
+    ReparseFigures,
+    ReparseTarget,
+    reparse_mismatched,
+    reparse_to_postgres,
+)
 from crawlfleet.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -204,3 +216,37 @@ async def reparse_file(
         pipe.expire(files_key, JOB_TTL_S)
         await pipe.execute()
     return result
+
+
+async def resume_reparsing_distributed(
+    settings: Settings, dsn: str, parser: str, domain: str
+) -> ReparsedResume:
+    """``reparse_mismatched`` for the distributed crawl ``settings.crawl_id`` of the Redis at
+    ``settings.redis_url``: the settings of its definition with ``settings``' (fixed)
+    parsers, its items and capture index in the PostgreSQL at ``dsn``. Run by the command,
+    not the workers (a drift's pages are few). ``StateError`` when there is no such crawl."""
+    from crawlfleet.archive.postgres_index import PostgresCaptureIndex
+    from crawlfleet.pipeline.sinks.postgres import PostgresRejects, PostgresSink
+
+    redis_url = settings.redis_url or ""
+    async with AsyncExitStack() as stack:
+        client = connect(redis_url)
+        stack.push_async_callback(client.aclose)
+        try:
+            definition = await read_definition(client, settings.crawl_id)
+        except RedisError as exc:
+            raise StateError(f"Redis at {redact(redis_url)}: {exc}") from None
+        if definition is None:
+            raise StateError(f"no crawl {settings.crawl_id!r} in Redis at {redact(redis_url)}")
+        own = definition.settings.model_copy(
+            update={"redis_url": redis_url, "parsers": list(settings.parsers)}
+        )
+        store = (await open_store(own, stack, domain_policy(own))).store
+        sink = await PostgresSink.open(dsn, crawl_id=own.crawl_id)
+        stack.push_async_callback(sink.close)
+        rejects = await PostgresRejects.open(dsn, crawl_id=own.crawl_id)
+        stack.push_async_callback(rejects.close)
+        index = PostgresCaptureIndex(dsn, own.crawl_id)
+        stack.callback(index.close)
+        target = ReparseTarget(own, list(definition.seeds), store, sink, rejects, index)
+        return await reparse_mismatched(target, parser, domain, stack)

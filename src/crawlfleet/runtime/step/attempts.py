@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from crawlfleet.counters import LIMIT_UNITS, Counters, dropped_counter
 from crawlfleet.events import DomainEscalated, DomainRecovered, EventBus, FetchAttempted
+from crawlfleet.frontier.drift import DriftPage
 from crawlfleet.frontier.store_types import Ended, Signal, Visit
 from crawlfleet.models import FetchResult, Lease, ParseResult, Route
 from crawlfleet.parsing.expect import Expect, filled
@@ -120,6 +121,12 @@ def quality_counters(parser: str, expect: Expect, parsed: ParseResult) -> Counte
     for name in expect.fields:  # 0 too: a field no item fills still has its rate
         counters[f"{prefix}.filled.{name}"] = sum(filled(item, name) for item in parsed.items)
     return counters
+
+
+def drift_page(expect: Expect, parsed: ParseResult) -> DriftPage:
+    """One page's first parse as its parser's drift test takes it."""
+    fields = {name: sum(filled(item, name) for item in parsed.items) for name in expect.fields}
+    return DriftPage(bool(parsed.unmet), len(parsed.items), fields)
 
 
 def limits_note(counters: Counters, links: int) -> str | None:

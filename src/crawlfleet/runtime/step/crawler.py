@@ -29,6 +29,7 @@ from crawlfleet.events import (
 )
 from crawlfleet.fetchers.hooks import Dropped
 from crawlfleet.fetchers.protocols import Fetcher
+from crawlfleet.frontier.drift import DriftPage
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.ladder import BROWSER
 from crawlfleet.frontier.robots import RobotsCache
@@ -49,6 +50,7 @@ from crawlfleet.runtime.step.attempts import (
     Step,
     announce,
     attempt_of,
+    drift_page,
     item_counters,
     limits_note,
     quality_counters,
@@ -313,7 +315,7 @@ class Crawler:
         quality: Counters = {}
         if expect is not None and request.attempt == 0:
             quality = quality_counters(name, expect, parsed)
-            await self._watch(name, request.domain, bool(parsed.unmet))
+            await self._watch(name, request.domain, drift_page(expect, parsed))
         if parsed.unmet:
             await self._mismatch(step, name, parsed.unmet, result, quality)
             return
@@ -332,12 +334,12 @@ class Crawler:
         note = limits_note(counters, len(parsed.links) + cut)
         await self._complete(step, Outcome.OK, None, detail=note, counters=counters, visit=known)
 
-    async def _watch(self, parser: str, domain: str, mismatched: bool) -> None:
+    async def _watch(self, parser: str, domain: str, page: DriftPage) -> None:
         """Feed the pair's drift test; announce its firing."""
         p = self.parts
         if p.drift is None:
             return
-        fired = await p.drift.observe(parser, domain, mismatched)
+        fired = await p.drift.observe(parser, domain, page)
         if fired is not None:
             p.events.emit(ParserDrifted(parser, domain, fired.pages, p.drift.pauses))
 

@@ -1,31 +1,30 @@
-"""Selector drift: a sequential test per (parser, domain) and the circuit breaker it trips.
+"""Selector drift: the circuit breaker the drift tests trip, and ``resume``.
 
-Each parser with expectations (``parsing/expect.py``) is watched on each domain by a
-``DriftTest``: a one-sided Bernoulli CUSUM on "this page missed its expectations", against a
-baseline mismatch share it learns from the pair's pages (decision 0051 has the test, its
-defaults and their measured false-alarm rate and detection delay). Only a page's first
-attempt is observed, so one odd page retried ``max_retries`` times is still one observation.
+Each parser with expectations (``parsing/expect.py``) is watched on each domain by a drift
+test (``frontier/drift.py``: a one-sided Bernoulli CUSUM on "this page missed its
+expectations", against a baseline mismatch share it learns; decision 0051 has its defaults
+and their measured false-alarm rate and detection delay). Only a page's first attempt is
+observed, so one odd page retried ``max_retries`` times is still one observation.
 
-When a test fires, ``DriftWatch`` writes ``drift.<parser>`` into the domain's strategy slot
-(``QueueStore.set_strategy``: the store's per-domain record, read by every process through
-``Strategies``): ``paused`` with ``on_drift = "pause"``, ``seen`` with ``"continue"``. A
-step whose URL belongs to a paused (parser, domain) is not fetched: it is dead-lettered at
-once under ``mismatch: <parser>`` (the crawl goes on, and ends, with everything else).
-``resume`` clears the mark and requeues that class's dead letters of the domain.
-
-The tests themselves live in each process (a worker watches the pages it parsed): with
-``n`` workers sharing a domain a break is seen within about ``n`` times the one-process
-delay. The mark is shared the moment one of them fires.
+The test lives in the store, in the domain's record (``Frontier.observe_drift``): every
+process of a crawl feeds the same test, so n workers sharing a domain catch a break within
+the same number of pages as one, and a resumed or recrawled crawl keeps its baseline. When
+it fires, the store writes ``drift.<parser>`` into the domain's strategy slot in the same
+step (read by every process through ``Strategies``): ``paused`` with ``on_drift = "pause"``,
+``seen`` with ``"continue"``. A step whose URL belongs to a paused (parser, domain) is not
+fetched: it is dead-lettered at once under ``mismatch: <parser>`` (the crawl goes on, and
+ends, with everything else). ``resume`` clears the mark and requeues that class's dead
+letters of the domain; the test then starts over (its baseline kept) at its next page.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
+from crawlfleet.frontier.drift import THRESHOLD, DriftPage, DriftRule, DriftTest
 from crawlfleet.frontier.drift_marks import PAUSED, SEEN, mark_key, paused
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.protocols import DeadLetters
@@ -33,58 +32,6 @@ from crawlfleet.monitoring.deadletters import requeue_class
 from crawlfleet.runtime.choice.strategy import Strategies
 
 log = logging.getLogger("crawlfleet.runtime.drift")  # its name before #36 (decision 0062)
-
-BASELINE_FLOOR = 0.02
-BASELINE_CAP = 0.2
-"""Bounds of the learned baseline share: a perfect history still allows odd pages, and a
-parser broken from its first page still fires."""
-DRIFT_SHARE = 0.5
-"""The mismatch share the test is tuned to detect (half the pages or more)."""
-THRESHOLD = 15.0
-"""The CUSUM level that fires (decision 0051: measured false alarms and delays)."""
-
-
-@dataclass(slots=True)
-class DriftTest:
-    """A one-sided Bernoulli CUSUM on mismatches against a baseline share it learns.
-
-    The statistic climbs by ``log(p1/p0)`` on a mismatch and falls by
-    ``log((1-p0)/(1-p1))`` on a page that met its expectations, never below 0; it fires at
-    ``threshold``. The baseline ``p0`` is the Laplace-smoothed mismatch share of the pages
-    that came while the statistic was at rest (0), within ``BASELINE_FLOOR`` and
-    ``BASELINE_CAP``: a break lifts the statistic at once, so the break does not teach the
-    baseline.
-    """
-
-    threshold: float = THRESHOLD
-    drift_share: float = DRIFT_SHARE
-    pages: int = 0
-    mismatches: int = 0
-    rest_pages: int = 0
-    rest_mismatches: int = 0
-    statistic: float = 0.0
-    fired_at: int | None = field(default=None)
-    """The page (1-based) at which the test fired; None while it has not."""
-
-    @property
-    def baseline(self) -> float:
-        share = (self.rest_mismatches + 1) / (self.rest_pages + 2)
-        return min(max(share, BASELINE_FLOOR), BASELINE_CAP)
-
-    def observe(self, mismatched: bool) -> bool:
-        """Take one page; True when this page makes the test fire (once)."""
-        self.pages += 1
-        self.mismatches += mismatched
-        p0, p1 = self.baseline, self.drift_share
-        if self.statistic == 0.0:
-            self.rest_pages += 1
-            self.rest_mismatches += mismatched
-        step = math.log(p1 / p0) if mismatched else math.log((1 - p1) / (1 - p0))
-        self.statistic = max(0.0, self.statistic + step)
-        if self.fired_at is None and self.statistic >= self.threshold:
-            self.fired_at = self.pages
-            return True
-        return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,13 +43,13 @@ class DriftOptions:
 
 
 class DriftWatch:
-    """This process's drift tests, one per (parser, domain), and the marks they write."""
+    """Feeds the crawl's drift tests (in its store) and reads the marks they write."""
 
     def __init__(self, frontier: Frontier, strategies: Strategies, options: DriftOptions) -> None:
         self._frontier = frontier
         self._strategies = strategies
         self._options = options
-        self._tests: dict[tuple[str, str], DriftTest] = {}
+        self._rule = DriftRule(PAUSED if self.pauses else SEEN, options.threshold)
 
     @property
     def pauses(self) -> bool:
@@ -112,26 +59,21 @@ class DriftWatch:
         """Whether ``parser``'s pages on ``domain`` are paused (as the store had it lately)."""
         return paused(await self._strategies.of(domain), parser)
 
-    async def observe(self, parser: str, domain: str, mismatched: bool) -> DriftTest | None:
+    async def observe(self, parser: str, domain: str, page: DriftPage) -> DriftTest | None:
         """Take a page's first parse; the pair's test when this page made it fire (the mark
         is written by then), else None.
 
-        A test that fired and whose mark was cleared since (``resume``) starts over.
+        Whenever the test has fired (here or in another process) and this process's
+        strategy cache does not show the mark yet, the cache reads it again: a worker
+        learns of another's firing at its next page on the domain, not ``ttl_s`` later.
         """
-        key = (parser, domain)
-        test = self._tests.get(key)
-        resumed = test is not None and test.fired_at is not None
-        if resumed and mark_key(parser) not in await self._strategies.of(domain):
-            test = None
-        if test is None:
-            test = DriftTest(threshold=self._options.threshold)
-            self._tests[key] = test
-        if not test.observe(mismatched):
+        test = await self._frontier.observe_drift(domain, parser, page, self._rule)
+        if test.fired_at is None:
             return None
-        strategy = await self._frontier.strategy(domain)
-        strategy[mark_key(parser)] = PAUSED if self.pauses else SEEN
-        await self._frontier.set_strategy(domain, strategy)
-        self._strategies.wrote(domain, strategy)
+        if test.just_fired or mark_key(parser) not in await self._strategies.of(domain):
+            self._strategies.wrote(domain, await self._frontier.strategy(domain))
+        if not test.just_fired:
+            return None
         log.warning(
             "parser %s drifted on %s after %d pages (%d mismatched; baseline share %.2f): %s",
             parser, domain, test.pages, test.mismatches, test.baseline,
