@@ -179,3 +179,25 @@ def test_a_found_link_is_the_link_its_constructor_builds() -> None:
     ]
     assert found == built
     assert found_link("http://a.test/") == Link("http://a.test/")
+
+
+def test_a_base_after_the_links_still_applies_to_them() -> None:
+    # The first <base href> in the document is the base of every link, before it or after.
+    html = '<a href="x">x</a><base href="/first/"><base href="/second/"><a href="y">y</a>'
+    assert urls(html) == ["https://shop.example/first/x", "https://shop.example/first/y"]
+
+
+def test_a_meta_robots_nofollow_in_the_body_counts() -> None:
+    assert urls('<body><a href="/x">x</a><meta name="robots" content="nofollow"></body>') == []
+
+
+def test_an_href_written_twice_is_followed_if_either_copy_may_be() -> None:
+    html = '<a href="/a#1" rel="nofollow">1</a><a href=" /a#2">2</a><a href="/a">3</a>'
+    assert urls(html) == ["https://shop.example/a"]
+
+
+def test_an_absolute_href_equal_to_a_resolved_one_is_one_link() -> None:
+    html = '<a href="https://shop.example/list/a">1</a><a href="a">2</a><a href="b">3</a>'
+    assert urls(html) == ["https://shop.example/list/a", "https://shop.example/list/b"]
+    html = '<a href="b">1</a><a href="https://shop.example/list/b">2</a>'
+    assert urls(html) == ["https://shop.example/list/b"]
