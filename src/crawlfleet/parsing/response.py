@@ -12,7 +12,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from crawlfleet.errors import ConfigError
 from crawlfleet.models import CrawlRequest, FetchResult, Link
-from crawlfleet.parsing.encoding import html_input, sniff, text_of
+from crawlfleet.parsing.encoding import Encoding, html_input, sniff, text_of
 from crawlfleet.parsing.forms import FieldValue, form_link
 from crawlfleet.parsing.links import RobotsMeta, base_url, extract_links, robots_meta
 from crawlfleet.urls import join
@@ -72,13 +72,17 @@ class Response:
 
     @cached_property
     def tree(self) -> LexborHTMLParser:
-        return LexborHTMLParser(html_input(self.result))
+        return LexborHTMLParser(html_input(self.result, self._sniffed))
 
     @cached_property
     def encoding(self) -> str:
         """The Python codec the body is read with (``parsing.encoding``)."""
+        return self._sniffed.codec
+
+    @cached_property
+    def _sniffed(self) -> Encoding:
         result = self.result
-        return sniff(result.body, result.headers.get("content-type"), html=result.is_html).codec
+        return sniff(result.body, result.headers.get("content-type"), html=result.is_html)
 
     @cached_property
     def base_url(self) -> str:
