@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from crawlfleet.errors import BadUrl
-from crawlfleet.models import Link, found_link
+from crawlfleet.models import CrawlRequest, Link, found_link, link_request
 from crawlfleet.parsing.links import (
     RobotsMeta,
     base_url,
@@ -201,3 +201,15 @@ def test_an_absolute_href_equal_to_a_resolved_one_is_one_link() -> None:
     assert urls(html) == ["https://shop.example/list/a", "https://shop.example/list/b"]
     html = '<a href="b">1</a><a href="https://shop.example/list/b">2</a>'
     assert urls(html) == ["https://shop.example/list/b"]
+
+
+def test_a_link_request_is_the_request_its_constructor_builds() -> None:
+    args = ("http://a.test/x", "f" * 32, "a.test", 2, 3, "browser", "http://a.test/")
+    payload = ({"k": 1}, "POST", "q=1", {"X-A": "b"})
+    built = CrawlRequest(*args[:5], 0, args[5], args[6], 0, *payload)
+    made = link_request(*args, *payload)
+    # An unset slot (a field added to CrawlRequest but not to link_request) would raise here.
+    assert [getattr(made, f.name) for f in fields(CrawlRequest)] == [
+        getattr(built, f.name) for f in fields(CrawlRequest)
+    ]
+    assert made == built

@@ -17,7 +17,7 @@ from crawlfleet.counters import Counters, Filtered, Limit, dropped_counter
 from crawlfleet.errors import BadUrl
 from crawlfleet.frontier.offered import OfferedUrls
 from crawlfleet.frontier.scope import Refusal, Scope
-from crawlfleet.models import CrawlRequest, Link
+from crawlfleet.models import CrawlRequest, Link, link_request
 from crawlfleet.urls import UrlRules, fingerprint, request_fingerprint
 
 Route = Callable[[str, str | None], str]
@@ -81,18 +81,18 @@ def build_requests(
             rejected.append((url, reason))
             continue
         requests.append(
-            CrawlRequest(
-                url=url,
-                fingerprint=request_fingerprint(key, link.method, link.body),
-                domain=politeness_key(url),
-                depth=depth,
-                priority=link.priority,
-                fetcher=route(url, link.fetcher),
-                parent=parent_url,
-                data=dict(link.data),
-                method=link.method,
-                body=link.body,
-                headers=dict(link.headers),
+            link_request(
+                url,
+                request_fingerprint(key, link.method, link.body),
+                politeness_key(url),
+                depth,
+                link.priority,
+                route(url, link.fetcher),
+                parent_url,
+                dict(link.data),
+                link.method,
+                link.body,
+                dict(link.headers),
             )
         )
     return requests, rejected, known
