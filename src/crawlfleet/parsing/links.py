@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from selectolax.lexbor import LexborHTMLParser
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from crawlfleet.models import Link, found_link
 from crawlfleet.urls import C0_CONTROL_OR_SPACE, join
@@ -155,10 +155,7 @@ def extract_links(
             return []
         base = base_url(tree, page_url, encoding)
         anchors = [
-            a.attributes
-            for region in css_regions
-            for r in tree.css(region)
-            for a in r.css(LINK_SELECTOR)
+            a for region in css_regions for r in tree.css(region) for a in r.css(LINK_SELECTOR)
         ]
     else:
         page_parts = _page_parts(tree)
@@ -172,7 +169,8 @@ def extract_links(
     hrefs: set[str] = set()
     seen: set[str] = set()
     links: list[Link] = []
-    for attrs in anchors:
+    for node in anchors:
+        attrs = node.attributes  # one element's at a time: a 6 MB page holds 28,000 links
         rel = attrs.get("rel")
         if rel and "nofollow" in rel.lower().split():
             continue
@@ -192,9 +190,9 @@ def extract_links(
     return links
 
 
-def _page_parts(tree: LexborHTMLParser) -> tuple[str | None, list[dict[str, str | None]]] | None:
-    """The first ``<base href>`` and the attributes of every link of the page, in one walk of
-    the tree (one ~0.2 ms a 100 KB page; three walks took three); None for a page whose
+def _page_parts(tree: LexborHTMLParser) -> tuple[str | None, list[LexborNode]] | None:
+    """The first ``<base href>`` and the link elements of the page, in one walk of the tree
+    (one ~0.2 ms a 100 KB page; three walks took three); None for a page whose
     ``<meta name="robots">`` says ``nofollow``."""
     base_href: str | None = None
     tokens: set[str] = set()
@@ -202,7 +200,7 @@ def _page_parts(tree: LexborHTMLParser) -> tuple[str | None, list[dict[str, str 
     for node in tree.css(_PAGE_SELECTOR):
         tag = node.tag
         if tag == "a" or tag == "area":
-            anchors.append(node.attributes)
+            anchors.append(node)
         elif tag == "base":
             if base_href is None:
                 base_href = node.attributes.get("href")
