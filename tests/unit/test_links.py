@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import fields
+from html import escape
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -213,3 +214,20 @@ def test_a_link_request_is_the_request_its_constructor_builds() -> None:
         getattr(built, f.name) for f in fields(CrawlRequest)
     ]
     assert made == built
+
+
+PAGE_NAME = st.sampled_from(["", "a.html", "b", "x.y", "c-d_e~"])
+DIRECTORY = st.sampled_from(
+    ["https://shop.example/", "http://h.test:8080/docs/api/", "https://shop.example/a/b/c/"]
+)
+
+
+@given(directory=DIRECTORY, first=PAGE_NAME, second=PAGE_NAME, href=HREF | st.text(max_size=8))
+def test_a_directorys_pages_resolve_a_shared_href_as_each_alone_would(
+    directory: str, first: str, second: str, href: str
+) -> None:
+    # Resolutions are cached per directory: the second page's must be its own.
+    html = f'<a href="{escape(href)}">x</a>'
+    for page in (directory + first, directory + second):
+        expected = resolve(page, href)
+        assert urls(html, page) == ([] if expected is None else [expected])

@@ -17,11 +17,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from crawlfleet.models import Link, found_link
-from crawlfleet.urls import C0_CONTROL_OR_SPACE, join
+from crawlfleet.urls import C0_CONTROL_OR_SPACE, URL_CACHE_SIZE, already_canonical, join
 
 LINK_SELECTOR = "a[href], area[href]"
 # What one walk of a page finds: its links, its first <base href>, its <meta name="robots">.
@@ -118,6 +119,21 @@ def _resolved(base: str, href: str, origin: str | None, encoding: str) -> str | 
     return url.partition("#")[0]
 
 
+def _directory_of(base: str) -> str | None:
+    """The directory of a plain http(s) base URL (``urls.already_canonical``: serialized, no
+    query, no dot segment): what an href resolves against unless it is empty or a query;
+    None for other bases."""
+    return base[: base.rfind("/") + 1] if already_canonical(base) else None
+
+
+@lru_cache(maxsize=URL_CACHE_SIZE)
+def _resolved_in(directory: str, href: str, origin: str | None, encoding: str) -> str | None:
+    """``_resolved`` against any base in ``directory`` (``_directory_of``) for an href that is
+    not a query, cached: the pages of a directory share most of their hrefs (navigation,
+    siblings), and a hit (~0.1 µs) saves a WHATWG join (~1.5 µs)."""
+    return _resolved(directory, href, origin, encoding)
+
+
 def _plain(href: str) -> bool:
     """True if ``join`` would give ``href`` but for its serialization (which the frontier
     does) and a root-relative origin."""
@@ -164,6 +180,7 @@ def extract_links(
         base_href, anchors = page_parts
         base = _base_of(base_href, page_url, encoding)
     origin = origin_of(base)
+    directory = _directory_of(base)
     # An href is resolved once a page: most repeat (javadoc's 329 links a page hold 41
     # URLs, the Python docs' 2,454 hold 77, each its fragments apart).
     hrefs: set[str] = set()
@@ -183,7 +200,10 @@ def extract_links(
         hrefs.add(href)
         if not href:  # a fragment-only href
             continue
-        url = _resolved(base, href, origin, encoding)
+        if directory is None or href[0] == "?":
+            url = _resolved(base, href, origin, encoding)
+        else:
+            url = _resolved_in(directory, href, origin, encoding)
         if url is not None and url not in seen:
             seen.add(url)
             links.append(found_link(url, priority, fetcher))
