@@ -162,6 +162,10 @@ class Scope:
         """None when the URL is in scope, else why not."""
         if self.max_depth is not None and depth > self.max_depth:
             return _MAX_DEPTH
+        return self.url_refusal(url)
+
+    def url_refusal(self, url: str) -> Refusal | None:
+        """``reason_to_skip`` but for the depth: what the URL alone decides."""
         trap = self.traps.reason_to_skip(url)
         if trap is not None:
             return trap
