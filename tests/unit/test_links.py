@@ -197,6 +197,17 @@ def test_an_href_written_twice_is_followed_if_either_copy_may_be() -> None:
     assert urls(html) == ["https://shop.example/a"]
 
 
+def test_a_space_before_a_fragment_stays_in_the_url() -> None:
+    # Resolving each href once without its fragment cut "/ #x" to "/ ", which the URL parser
+    # strips to "/"; the space is inside the URL, escaped.
+    html = '<a href="/ #x">1</a><a href="/a\t#y">2</a><a href=" b #">3</a>'
+    assert urls(html) == [
+        "https://shop.example/%20",
+        "https://shop.example/a",
+        "https://shop.example/list/b%20",
+    ]
+
+
 def test_an_absolute_href_equal_to_a_resolved_one_is_one_link() -> None:
     html = '<a href="https://shop.example/list/a">1</a><a href="a">2</a><a href="b">3</a>'
     assert urls(html) == ["https://shop.example/list/a", "https://shop.example/list/b"]

@@ -119,6 +119,14 @@ def _resolved(base: str, href: str, origin: str | None, encoding: str) -> str | 
     return url.partition("#")[0]
 
 
+def _without_fragment(href: str) -> str:
+    """``href`` (stripped) without its fragment, unless a space or control comes before the
+    ``#``: the URL parser keeps that one (``/a #x`` is ``/a%20``), and strips it from an
+    href that ends there (``/a `` is ``/a``)."""
+    cut = href.partition("#")[0]
+    return cut if not cut or cut[-1] > " " else href
+
+
 def _directory_of(base: str) -> str | None:
     """The directory of a plain http(s) base URL (``urls.already_canonical``: serialized, no
     query, no dot segment): what an href resolves against unless it is empty or a query;
@@ -194,7 +202,7 @@ def extract_links(
         href = attrs.get("href")
         if not href:
             continue
-        href = href.strip(C0_CONTROL_OR_SPACE).partition("#")[0]
+        href = _without_fragment(href.strip(C0_CONTROL_OR_SPACE))
         if href in hrefs:
             continue
         hrefs.add(href)
