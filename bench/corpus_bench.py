@@ -255,6 +255,13 @@ def command(
     return [*argv, "--concurrency", str(CONCURRENCY), "--max-pages", str(max_pages), seed]
 
 
+def compile_tree(python: Path) -> None:
+    """Byte-compile this tree's ``src/`` once: crawlfleet runs from it as an installed package
+    does (pip compiles on install, as Scrapy's and Crawlee's venvs are), not compiling ~200
+    modules at every start (~0.13 s of CPU a crawl where ``PYTHONDONTWRITEBYTECODE`` is set)."""
+    subprocess.run([str(python), "-m", "compileall", "-q", str(REPO / "src")], check=True)
+
+
 def max_pages_of(truth: Truth) -> int:
     """The request bound of a run: what the truth allows plus a margin to see a runaway."""
     return (len(truth.required) + len(truth.optional)) * 12 // 10 + 100
@@ -429,6 +436,8 @@ def main() -> None:
         if tool in missing and not missing[tool].exists():
             sys.exit(f"{tool}: nothing at {missing[tool]}; see bench/README.md (one-time setup)")
     machine = describe_machine()
+    if "crawlfleet" in args.tools:
+        compile_tree(args.crawlfleet_python)
     truths = {c.name: prepare(c, args.port) for c in corpora}
     for corpus in corpora:
         print(

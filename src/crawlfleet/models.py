@@ -7,7 +7,7 @@ Redis, PostgreSQL) can turn them into JSON with ``to_dict`` / ``from_dict``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 from urllib.parse import urlencode
 
@@ -59,6 +59,62 @@ class CrawlRequest:
         """The request of ``to_dict``'s output; entries written before the payload fields
         existed read with their defaults."""
         return cls(**data)
+
+
+def _request_builder() -> Callable[..., CrawlRequest]:
+    new = object.__new__
+    (
+        set_url,
+        set_fingerprint,
+        set_domain,
+        set_depth,
+        set_priority,
+        set_attempt,
+        set_fetcher,
+        set_parent,
+        set_hops,
+        set_data,
+        set_method,
+        set_body,
+        set_headers,
+    ) = (getattr(CrawlRequest, f.name).__set__ for f in fields(CrawlRequest))
+
+    def link_request(
+        url: str,
+        fingerprint: str,
+        domain: str,
+        depth: int,
+        priority: int,
+        fetcher: str,
+        parent: str | None,
+        data: dict[str, Any],
+        method: str,
+        body: str,
+        headers: dict[str, str],
+    ) -> CrawlRequest:
+        """``CrawlRequest(...)`` for a link's first try (``frontier/requests.py``) at less
+        than half the cost (1.0 µs, not 2.5: a frozen dataclass sets each field through
+        ``object.__setattr__``); a page offers ~30 (decision 0058). Sets the slots directly."""
+        request: CrawlRequest = new(CrawlRequest)
+        set_url(request, url)
+        set_fingerprint(request, fingerprint)
+        set_domain(request, domain)
+        set_depth(request, depth)
+        set_priority(request, priority)
+        set_attempt(request, 0)
+        set_fetcher(request, fetcher)
+        set_parent(request, parent)
+        set_hops(request, 0)
+        set_data(request, data)
+        set_method(request, method)
+        set_body(request, body)
+        set_headers(request, headers)
+        return request
+
+    return link_request
+
+
+link_request = _request_builder()
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import fields
+from html import escape
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from crawlfleet.errors import BadUrl
-from crawlfleet.models import Link, found_link
+from crawlfleet.models import CrawlRequest, Link, found_link, link_request
 from crawlfleet.parsing.links import (
     RobotsMeta,
     base_url,
@@ -179,3 +180,67 @@ def test_a_found_link_is_the_link_its_constructor_builds() -> None:
     ]
     assert found == built
     assert found_link("http://a.test/") == Link("http://a.test/")
+
+
+def test_a_base_after_the_links_still_applies_to_them() -> None:
+    # The first <base href> in the document is the base of every link, before it or after.
+    html = '<a href="x">x</a><base href="/first/"><base href="/second/"><a href="y">y</a>'
+    assert urls(html) == ["https://shop.example/first/x", "https://shop.example/first/y"]
+
+
+def test_a_meta_robots_nofollow_in_the_body_counts() -> None:
+    assert urls('<body><a href="/x">x</a><meta name="robots" content="nofollow"></body>') == []
+
+
+def test_an_href_written_twice_is_followed_if_either_copy_may_be() -> None:
+    html = '<a href="/a#1" rel="nofollow">1</a><a href=" /a#2">2</a><a href="/a">3</a>'
+    assert urls(html) == ["https://shop.example/a"]
+
+
+def test_a_space_before_a_fragment_stays_in_the_url() -> None:
+    # Resolving each href once without its fragment cut "/ #x" to "/ ", which the URL parser
+    # strips to "/"; the space is inside the URL, escaped.
+    html = '<a href="/ #x">1</a><a href="/a\t#y">2</a><a href=" b #">3</a>'
+    assert urls(html) == [
+        "https://shop.example/%20",
+        "https://shop.example/a",
+        "https://shop.example/list/b%20",
+    ]
+
+
+def test_an_absolute_href_equal_to_a_resolved_one_is_one_link() -> None:
+    html = '<a href="https://shop.example/list/a">1</a><a href="a">2</a><a href="b">3</a>'
+    assert urls(html) == ["https://shop.example/list/a", "https://shop.example/list/b"]
+    html = '<a href="b">1</a><a href="https://shop.example/list/b">2</a>'
+    assert urls(html) == ["https://shop.example/list/b"]
+
+
+def test_a_link_request_is_the_request_its_constructor_builds() -> None:
+    args = ("http://a.test/x", "f" * 32, "a.test", 2, 3, "browser", "http://a.test/")
+    payload = ({"k": 1}, "POST", "q=1", {"X-A": "b"})
+    built = CrawlRequest(*args[:5], 0, args[5], args[6], 0, *payload)
+    made = link_request(*args, *payload)
+    # An unset slot (a field added to CrawlRequest but not to link_request) would raise here.
+    assert [getattr(made, f.name) for f in fields(CrawlRequest)] == [
+        getattr(built, f.name) for f in fields(CrawlRequest)
+    ]
+    assert made == built
+
+
+PAGE_NAME = st.sampled_from(["", "a.html", "b", "x.y", "c-d_e~"])
+DIRECTORY = st.sampled_from(
+    ["https://shop.example/", "http://h.test:8080/docs/api/", "https://shop.example/a/b/c/"]
+)
+
+
+@given(directory=DIRECTORY, first=PAGE_NAME, second=PAGE_NAME, href=HREF | st.text(max_size=8))
+def test_a_directorys_pages_resolve_a_shared_href_as_each_alone_would(
+    directory: str, first: str, second: str, href: str
+) -> None:
+    # Resolutions are cached per directory: the second page's must be its own.
+    html = f'<a href="{escape(href)}">x</a>'
+    node = parse_html(html).css_first("a")
+    read = node.attributes["href"] if node is not None else None  # as the parser reads it
+    for page in (directory + first, directory + second):
+        expected = resolve(page, read)
+        assert urls(html, page) == ([] if expected is None else [expected])

@@ -95,3 +95,12 @@ def test_a_crowded_memo_answers_along_its_probe_chains() -> None:
     memo.add(held)
     assert all(memo.seen(url) for url in held)
     assert not any(memo.seen(f"http://b.test/{n}") for n in range(200))
+
+
+def test_a_link_refused_for_its_depth_is_admitted_from_a_shallower_page() -> None:
+    # What a URL's rules say is kept per URL (decision 0058); the depth is the page's.
+    front = frontier(max_depth=1)
+    deep, _, refused = front.new_requests(["http://shop.test/b"], PAGE)
+    assert (deep, refused) == ([], {"dropped.max_depth": 1})
+    shallow, _, _ = front.new_requests(["http://shop.test/b"], None)
+    assert [(r.url, r.depth) for r in shallow] == [("http://shop.test/b", 0)]

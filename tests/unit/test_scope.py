@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import itertools
+from collections import Counter
+from urllib.parse import urlsplit
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from crawlfleet.counters import Limit
 from crawlfleet.frontier.scope import Scope, TrapLimits
@@ -100,3 +104,24 @@ def test_domain_matching_is_the_suffix_rule_on_generated_hosts() -> None:
     for host in hosts:
         expected = any(host == d or host.endswith("." + d) for d in allowed)
         assert sc.domain_allowed(host) is expected, host
+
+
+def _repeats_by_urlsplit(url: str) -> int:
+    """The most any segment occurs in the path ``urlsplit`` gives: the rule's own measure."""
+    counts = Counter(s for s in urlsplit(url).path.split("/") if s)
+    return max(counts.values(), default=0)
+
+
+URL_TAIL = st.text(alphabet="/?#ab.\t:", max_size=30)
+URL_HEAD = st.sampled_from(["http://h.test", "https://h.test:8080", "file://", "HTTP://h", "x:"])
+
+
+@given(head=URL_HEAD, tail=URL_TAIL)
+def test_the_quick_bound_on_repeated_segments_never_lets_a_trap_through(
+    head: str, tail: str
+) -> None:
+    url = head + tail
+    traps = TrapLimits(max_path_segment_repeats=2)
+    reason = traps.reason_to_skip(url)
+    refused = reason is not None and reason.reason is Limit.MAX_PATH_SEGMENT_REPEATS
+    assert refused == (_repeats_by_urlsplit(url) > 2)

@@ -31,3 +31,8 @@ def test_the_http_fetcher_imports_aiohttp_only_for_a_proxy() -> None:
         "from crawlfleet.fetchers import FetchOptions, HttpFetcher; HttpFetcher(FetchOptions())"
     )
     assert _imported_by(statement, ["aiohttp"]) == []
+
+
+def test_the_cli_loads_without_tldextract() -> None:
+    # tldextract and requests (~35 ms) serve registrable domains only (decision 0058).
+    assert _imported_by("import crawlfleet.cli.main", ["tldextract", "requests"]) == []

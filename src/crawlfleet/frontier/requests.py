@@ -11,14 +11,15 @@ does: the URL a user finds in the pages, the attempt log and the exports.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from functools import lru_cache
+from typing import NamedTuple
 
 from crawlfleet.counters import Counters, Filtered, Limit, dropped_counter
 from crawlfleet.errors import BadUrl
 from crawlfleet.frontier.offered import OfferedUrls
 from crawlfleet.frontier.scope import Refusal, Scope
-from crawlfleet.models import CrawlRequest, Link
-from crawlfleet.urls import UrlRules, fingerprint, request_fingerprint
+from crawlfleet.models import CrawlRequest, Link, link_request
+from crawlfleet.urls import URL_CACHE_SIZE, UrlRules, fingerprint, request_fingerprint
 
 Route = Callable[[str, str | None], str]
 """The fetcher kind of a new request: ``route(request URL, kind its link names or None)``."""
@@ -29,13 +30,34 @@ def default_route(url: str, named: str | None) -> str:
     return named or ("file" if url.startswith("file:") else "http")
 
 
-@dataclass(frozen=True, slots=True)
+class UrlFacts(NamedTuple):
+    """What the crawl's fixed rules say of a link's URL, whichever page links it."""
+
+    url: str  # as requested
+    key: str  # its dedup key
+    fingerprint: str  # of a GET without a body ("" when refused)
+    domain: str  # its politeness key ("" when refused)
+    refusal: Refusal | None  # why the scope refuses it at any depth, if it does
+
+
 class LinkRules:
     """What a link must pass to become a request, and the fetcher kind it gets."""
 
-    rules: UrlRules
-    scope: Scope
-    route: Route
+    def __init__(self, rules: UrlRules, scope: Scope, route: Route) -> None:
+        self.rules = rules
+        self.scope = scope
+        self.route = route
+        # A URL is linked from many pages (javadoc: 300,000 links to 10,000 URLs): what the
+        # URL rules and the scope say of it is worked out once (decision 0058).
+        self.facts = lru_cache(maxsize=URL_CACHE_SIZE)(self._facts)
+
+    def _facts(self, link_url: str) -> UrlFacts:
+        """``UrlFacts`` of a link's URL as the page gave it; raises ``BadUrl``."""
+        url, key = self.rules.target(link_url)
+        refusal = self.scope.url_refusal(url)
+        if refusal is not None:
+            return UrlFacts(url, key, "", "", refusal)
+        return UrlFacts(url, key, fingerprint(key), self.rules.politeness_key(url), None)
 
 
 def build_requests(
@@ -55,9 +77,9 @@ def build_requests(
     requests: list[CrawlRequest] = []
     rejected: list[tuple[str, Refusal]] = []
     known = 0
-    target = link_rules.rules.target
-    politeness_key = link_rules.rules.politeness_key
-    reason_to_skip = link_rules.scope.reason_to_skip
+    facts_of = link_rules.facts
+    scope = link_rules.scope
+    too_deep = scope.max_depth is not None and depth > scope.max_depth
     route = link_rules.route
     for link in links:
         if isinstance(link, str):
@@ -69,30 +91,34 @@ def build_requests(
             known += 1
             continue
         try:
-            url, key = target(link.url)
+            facts = facts_of(link.url)
         except BadUrl as exc:
             rejected.append((link.url, Refusal(Filtered.BAD_URL, str(exc))))
             continue
+        url = facts.url
         if memo is not None and url != link.url and memo.seen(url):
             known += 1
             continue
-        reason = reason_to_skip(url, depth)
+        reason = scope.reason_to_skip(url, depth) if too_deep else facts.refusal
         if reason is not None:
             rejected.append((url, reason))
             continue
+        plain = link.method == "GET" and not link.body
         requests.append(
-            CrawlRequest(
-                url=url,
-                fingerprint=request_fingerprint(key, link.method, link.body),
-                domain=politeness_key(url),
-                depth=depth,
-                priority=link.priority,
-                fetcher=route(url, link.fetcher),
-                parent=parent_url,
-                data=dict(link.data),
-                method=link.method,
-                body=link.body,
-                headers=dict(link.headers),
+            link_request(
+                url,
+                facts.fingerprint
+                if plain
+                else request_fingerprint(facts.key, link.method, link.body),
+                facts.domain,
+                depth,
+                link.priority,
+                route(url, link.fetcher),
+                parent_url,
+                dict(link.data),
+                link.method,
+                link.body,
+                dict(link.headers),
             )
         )
     return requests, rejected, known

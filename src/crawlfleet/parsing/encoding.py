@@ -468,12 +468,13 @@ def text_of(result: FetchResult) -> str:
     return decode(result.body, result.headers.get("content-type"), html=result.is_html)
 
 
-def html_input(result: FetchResult) -> str | bytes:
+def html_input(result: FetchResult, encoding: Encoding | None = None) -> str | bytes:
     """What to hand lexbor for a fetched body: the body itself when it is UTF-8 without a BOM,
-    else the text ``text_of`` gives (sniffed once). lexbor reads bytes as UTF-8 and replaces
-    a bad sequence as ``decode`` does; a decode, and selectolax's encode of the text back to
-    UTF-8, cost ~40 µs on a 28 KB page (decision 0028)."""
-    encoding = sniff(result.body, result.headers.get("content-type"), html=result.is_html)
+    else the text ``text_of`` gives. lexbor reads bytes as UTF-8 and replaces a bad sequence
+    as ``decode`` does; a decode, and selectolax's encode of the text back to UTF-8, cost
+    ~40 µs on a 28 KB page (decision 0028). ``encoding``: the body's, when already sniffed."""
+    if encoding is None:
+        encoding = sniff(result.body, result.headers.get("content-type"), html=result.is_html)
     if encoding.name == "utf-8" and encoding.source != "bom":
         return result.body
     return _decode(result.body, encoding)

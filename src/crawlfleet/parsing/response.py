@@ -3,22 +3,51 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
-from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, overload
 
 import orjson
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from crawlfleet.errors import ConfigError
 from crawlfleet.models import CrawlRequest, FetchResult, Link
-from crawlfleet.parsing.encoding import html_input, sniff, text_of
+from crawlfleet.parsing.encoding import Encoding, html_input, sniff, text_of
 from crawlfleet.parsing.forms import FieldValue, form_link
 from crawlfleet.parsing.links import RobotsMeta, base_url, extract_links, robots_meta
 from crawlfleet.urls import join
 
 if TYPE_CHECKING:
     from parsel import Selector, SelectorList
+
+T = TypeVar("T")
+
+
+class lazy(Generic[T]):
+    """``functools.cached_property`` without its lock: Python 3.11's is one lock per property
+    for every instance, so a page's tree built in a parse thread (lexbor lets the GIL go)
+    held every other page's, the event loop's included, until it was done (decision 0058).
+    A ``Response`` is read by one thread at a time."""
+
+    def __init__(self, func: Callable[[Any], T]) -> None:
+        self.func = func
+        self.name = func.__name__
+        self.__doc__ = func.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> Self: ...
+
+    @overload
+    def __get__(self, instance: object, owner: type | None = None) -> T: ...
+
+    def __get__(self, instance: object, owner: type | None = None) -> T | Self:
+        if instance is None:
+            return self
+        value = self.func(instance)
+        instance.__dict__[self.name] = value  # found before this descriptor from now on
+        return value
 
 
 class Response:
@@ -50,7 +79,7 @@ class Response:
         """The request fetched (its method, body, headers), when the fetcher had one."""
         return self.result.request
 
-    @cached_property
+    @lazy
     def context(self) -> dict[str, Any]:
         """The ``data`` of the link that led here (``Link(url, data={...})``); empty for a
         seed. A copy: changing it changes nothing stored."""
@@ -65,30 +94,34 @@ class Response:
     def body(self) -> bytes:
         return self.result.body
 
-    @cached_property
+    @lazy
     def text(self) -> str:
         """The body decoded as a browser would (``parsing.encoding``: BOM, header, meta)."""
         return text_of(self.result)
 
-    @cached_property
+    @lazy
     def tree(self) -> LexborHTMLParser:
-        return LexborHTMLParser(html_input(self.result))
+        return LexborHTMLParser(html_input(self.result, self._sniffed))
 
-    @cached_property
+    @lazy
     def encoding(self) -> str:
         """The Python codec the body is read with (``parsing.encoding``)."""
-        result = self.result
-        return sniff(result.body, result.headers.get("content-type"), html=result.is_html).codec
+        return self._sniffed.codec
 
-    @cached_property
+    @lazy
+    def _sniffed(self) -> Encoding:
+        result = self.result
+        return sniff(result.body, result.headers.get("content-type"), html=result.is_html)
+
+    @lazy
     def base_url(self) -> str:
         return base_url(self.tree, self.final_url, self.encoding)
 
-    @cached_property
+    @lazy
     def robots(self) -> RobotsMeta:
         return robots_meta(self.tree)
 
-    @cached_property
+    @lazy
     def selector(self) -> Selector:
         """The page as a parsel ``Selector``; raises ``ConfigError`` without parsel."""
         try:
@@ -110,7 +143,7 @@ class Response:
         """The body as JSON (decoded once); ``ValueError`` naming the URL when it is not."""
         return self._document
 
-    @cached_property
+    @lazy
     def _document(self) -> Any:
         try:
             return orjson.loads(self.result.body)
