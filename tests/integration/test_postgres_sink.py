@@ -322,7 +322,7 @@ async def test_a_write_chosen_as_a_deadlock_victim_is_tried_again(postgres_dsn: 
                 [Item("page", {"v": n}, key=k, fetched_at=200.0) for n, k in enumerate("bc")]
             )
         )
-        await asyncio.sleep(0.3)  # the write has locked c and waits for b
+        await _waiting_for_a_lock(postgres_dsn)  # the write has locked c and waits for b
         await other.execute(
             "UPDATE items SET last_seen = now() WHERE crawl_id = 'dl' AND item_key = 'c'"
         )
@@ -335,3 +335,19 @@ async def test_a_write_chosen_as_a_deadlock_victim_is_tried_again(postgres_dsn: 
         ("b", {"v": 0}),
         ("c", {"v": 1}),
     ]
+
+
+async def _waiting_for_a_lock(dsn: str) -> None:
+    """Until a session of the database waits for a row lock (the sink's write waiting for
+    key b), so the test's next statement closes the deadlock whatever the machine's load."""
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as watcher:
+        for _ in range(200):
+            cursor = await watcher.execute(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            )
+            row = await cursor.fetchone()
+            if row is not None and row[0] > 0:
+                return
+            await asyncio.sleep(0.05)
+    raise AssertionError("the sink's write never waited for the other transaction's row")
