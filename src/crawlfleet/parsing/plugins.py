@@ -131,7 +131,7 @@ class ParserSpec:
     regex after ``re:``. ``source`` names where it was loaded from, for messages.
     ``fetcher`` fetches the pages it claims (``http``, ``browser``, ``auto``; None: a follow
     rule's, the domain's, else HTTP); ``wait`` is their browser wait rule
-    (``settings.browser.wait_rule_problem``; None: the crawl's ``browser_wait``).
+    (``wait_rules.wait_rule_problem``; None: the crawl's ``browser_wait``).
     ``expect``: what each of its pages must hold (``parsing/expect.py``; its parser checks it).
     """
 

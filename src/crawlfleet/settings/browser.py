@@ -6,19 +6,11 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator
 
+from crawlfleet.wait_rules import wait_rule_problem
+
 ResourceType = Literal["image", "font", "media", "stylesheet"]
 """Resource types a browser page may be kept from loading (``browser_block``)."""
 DEFAULT_BLOCKED: tuple[ResourceType, ...] = ("image", "font", "media")
-
-WAIT_EVENTS = ("load", "domcontentloaded", "networkidle")
-CSS_PREFIX = "css:"
-
-
-def wait_rule_problem(rule: str) -> str | None:
-    """Why ``rule`` is not a browser wait rule (an event, or ``css:SELECTOR``), or None."""
-    if rule in WAIT_EVENTS or (rule.startswith(CSS_PREFIX) and rule[len(CSS_PREFIX) :].strip()):
-        return None
-    return f"wait rule {rule!r} is not one of {', '.join(WAIT_EVENTS)} or css:SELECTOR"
 
 
 def _known_wait_rule(value: str) -> str:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from crawlfleet.errors import ConfigError
-from crawlfleet.settings.browser import CSS_PREFIX, wait_rule_problem
+from crawlfleet.wait_rules import CSS_PREFIX, wait_rule_problem
 
 Event = Literal["load", "domcontentloaded", "networkidle"]
 _EVENTS: dict[str, Event] = {
