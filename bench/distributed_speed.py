@@ -561,6 +561,7 @@ def main() -> None:
     manifest = ensure_site(WORK / "site", args.pages, args.hosts, args.port)
     svc = start_services(WORK / "site", manifest)
     runs: list[Run] = []
+    labels = [tree_label(src) for src in args.src]  # once: a commit during the runs keeps them
     try:
         for run in range(1, args.runs + 1):
             for index, src in enumerate(args.src):
@@ -570,7 +571,7 @@ def main() -> None:
                     tag = f"-tree{index}" if len(args.src) > 1 else ""
                     result = run_mode(mode, run, args, manifest, svc, tag)
                     if len(args.src) > 1:
-                        result.tree = tree_label(src)
+                        result.tree = labels[index]
                     print(describe(result), flush=True)
                     runs.append(result)
     finally:
