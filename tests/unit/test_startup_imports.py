@@ -52,3 +52,11 @@ def test_a_crawl_loads_playwright_only_when_its_browser_fetches(tmp_path: Path) 
     assert _imported_by(statement, ["playwright", "crawlfleet.runtime.choice.browser_lane"]) == [
         "crawlfleet.runtime.choice.browser_lane"
     ]
+
+
+def test_a_crawl_seeded_by_addresses_or_bare_hosts_does_not_load_tldextract() -> None:
+    # Their registrable domain is the host itself (decision 0058): the corpus benchmark's
+    # seeds are loopback addresses.
+    seeds = ["http://127.0.0.21:18421/", "http://[::1]:8000/", "http://intranet/"]
+    statement = f"from crawlfleet.frontier.scope import Scope; Scope.for_seeds({seeds!r})"
+    assert _imported_by(statement, ["tldextract"]) == []
