@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import ipaddress
 import re
 from functools import cache, lru_cache
 from typing import TYPE_CHECKING, NamedTuple
@@ -102,14 +103,32 @@ def request_fingerprint(key: str, method: str = "GET", body: str = "") -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()[:32]
 
 
+# The label separators tldextract splits a host on (its ``SCHEME_RE`` neighbours in
+# ``tldextract.tldextract``): a host with none of them is one label.
+_LABEL_DOTS = frozenset(".\u3002\uff0e\uff61")
+
+
 @lru_cache(maxsize=HOST_CACHE_SIZE)
 def registrable_domain(host: str) -> str:
     """``shop.example.co.uk`` -> ``example.co.uk``; IPs and bare names are returned as given.
 
-    Uses tldextract's bundled public-suffix snapshot: no network.
+    Uses tldextract's bundled public-suffix snapshot: no network. An IP address or a single
+    label is answered without it (tldextract answers those with the host too, as
+    ``tests/unit/test_urls.py`` checks), so a crawl seeded by addresses or bare hosts never
+    loads the list (decision 0058).
     """
+    if _LABEL_DOTS.isdisjoint(host) or _is_ip_address(host):
+        return host
     parts = _suffixes()(host)
     return parts.top_domain_under_public_suffix or host
+
+
+def _is_ip_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 @lru_cache(maxsize=HOST_CACHE_SIZE)

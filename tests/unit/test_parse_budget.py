@@ -227,6 +227,12 @@ async def test_non_html_is_not_scanned(budget: ParseBudget) -> None:
         (b"<p>" * 10_000 + b"<li>" * 10_000 + b"<br><img src=x>" * 10_000, False),
         (b"<table><tr><td>cell" * 101, True),
         (b"<!-- < < < < --> a < b" * 1000, False),
+        # Around the counting bounds (100 ``<`` or fewer; then the ``</`` taken off):
+        (b"<div>" * 100 + b"</div>", False),
+        (b"<div>" * 100 + b"</span><b>", True),
+        (b"<div>" * 100 + b"<!-- a < b -->", False),
+        (b"<div>" * 99 + b"<script>if (a < b) {}</script>", False),
+        (b"<div>" * 100 + b"<script>if (a<b) {}</script>", True),  # as the scan reads it
     ],
 )
 def test_nesting_scan(html: bytes, deep: bool) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 
 def _imported_by(statement: str, modules: list[str]) -> list[str]:
@@ -36,3 +37,26 @@ def test_the_http_fetcher_imports_aiohttp_only_for_a_proxy() -> None:
 def test_the_cli_loads_without_tldextract() -> None:
     # tldextract and requests (~35 ms) serve registrable domains only (decision 0058).
     assert _imported_by("import crawlfleet.cli.main", ["tldextract", "requests"]) == []
+
+
+def test_a_crawl_loads_playwright_only_when_its_browser_fetches(tmp_path: Path) -> None:
+    # The browser lane is built wherever the strategy ladder keeps the browser rung, as by
+    # default; Playwright (~37 ms) is loaded with the lane's first page (decision 0058).
+    page = tmp_path / "index.html"
+    page.write_text("<a href='other.html'>other</a>")
+    settings = f"Settings(state_dir={str(tmp_path / 'state')!r}, max_pages=1)"
+    statement = (
+        "from crawlfleet import Crawl, Settings; "
+        f"Crawl({settings}, seeds=[{page.as_uri()!r}]).run()"
+    )
+    assert _imported_by(statement, ["playwright", "crawlfleet.runtime.choice.browser_lane"]) == [
+        "crawlfleet.runtime.choice.browser_lane"
+    ]
+
+
+def test_a_crawl_seeded_by_addresses_or_bare_hosts_does_not_load_tldextract() -> None:
+    # Their registrable domain is the host itself (decision 0058): the corpus benchmark's
+    # seeds are loopback addresses.
+    seeds = ["http://127.0.0.21:18421/", "http://[::1]:8000/", "http://intranet/"]
+    statement = f"from crawlfleet.frontier.scope import Scope; Scope.for_seeds({seeds!r})"
+    assert _imported_by(statement, ["tldextract"]) == []

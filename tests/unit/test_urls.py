@@ -7,7 +7,14 @@ import pytest
 from crawlfleet.errors import BadUrl
 from crawlfleet.fetchers.target import target_of
 from crawlfleet.settings import DEFAULT_STRIP_PARAMS
-from crawlfleet.urls import UrlRules, fingerprint, host_of, join, request_fingerprint
+from crawlfleet.urls import (
+    UrlRules,
+    fingerprint,
+    host_of,
+    join,
+    registrable_domain,
+    request_fingerprint,
+)
 
 RULES = UrlRules(DEFAULT_STRIP_PARAMS)
 
@@ -77,6 +84,33 @@ def test_politeness_key_is_the_host_or_the_registrable_domain() -> None:
     assert by_host.politeness_key(url) == "www.shop.example.co.uk"
     assert by_domain.politeness_key(url) == "example.co.uk"
     assert by_host.politeness_key("file:///tmp/page.html") == "file"
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "127.0.0.21",
+        "10.0.0.255",
+        "::1",
+        "2001:db8::1",
+        "::ffff:1.2.3.4",
+        "localhost",
+        "intranet",
+        "com",
+        "xn--p1ai",
+        "1.2.3",
+        "999.1.1.1",
+        "shop.example.co.uk",
+        "example\u3002co\u3002uk",
+        "example\uff0ecom",
+    ],
+)
+def test_registrable_domains_without_the_suffix_list_are_tldextract_s(host: str) -> None:
+    # Addresses and single labels are answered without loading tldextract (decision 0058).
+    import tldextract
+
+    extract = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
+    assert registrable_domain(host) == (extract(host).top_domain_under_public_suffix or host)
 
 
 # Defects of issue #33 (URLs), each failing before the request URL and the key were split.

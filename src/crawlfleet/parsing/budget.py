@@ -67,8 +67,9 @@ _CLOSED_RUN = re.compile(_closed_run(1).encode())
 # One re.sub call holds the GIL throughout: runs are cut this many bytes at a time.
 _PIECE_BYTES = 256 * 1024
 # Real pages spend more bytes than this on a tag: a page shorter than the limit times this
-# is first bounded by counting its start tags, a longer one goes straight to the runs.
-_BYTES_PER_TAG = 32
+# is first bounded by counting its start tags, a longer one goes straight to the runs
+# (32 to 64 measured over the three corpora of decision 0059; 48 the cheapest).
+_BYTES_PER_TAG = 48
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,10 +96,13 @@ def nested_deeper_than(html: bytes, max_depth: int) -> bool:
     (``_CLOSED_RUN``, replaced by a space so no new tag forms), and the tags left decide it
     unless they come within ``_RUN_LEVELS`` of the limit.
     """
-    if len(html) <= _BYTES_PER_TAG * max_depth and _start_tags_at_most(html) <= max_depth:
+    if (
+        len(html) <= _BYTES_PER_TAG * max_depth
+        and _start_tags_at_most(html, max_depth) <= max_depth
+    ):
         return False
     rest = _cut_closed_runs(html)
-    if _start_tags_at_most(rest) + _RUN_LEVELS <= max_depth:
+    if _start_tags_at_most(rest, max_depth - _RUN_LEVELS) + _RUN_LEVELS <= max_depth:
         return False
     depth = _deepest(rest, max_depth)
     if depth > max_depth:
@@ -125,9 +129,17 @@ def _cut_closed_runs(html: bytes) -> bytes:
     return b"".join(pieces)
 
 
-def _start_tags_at_most(html: bytes) -> int:
-    """A bound on the start tags of ``html`` counting bytes (~0.9 ns a byte, C speed)."""
-    return html.count(b"<") - html.count(b"</")
+def _start_tags_at_most(html: bytes, enough: int) -> int:
+    """A bound on the start tags of ``html`` from counting bytes, at C speed.
+
+    Each tag the scan counts begins with a ``<``, a start tag with one that no ``/``
+    follows. The ``<`` alone (~0.35 ns a byte) bound it when that is ``enough``; otherwise
+    the ``</`` are taken off (~0.75 ns a byte more). No count of end tags can bound the depth
+    itself: an end tag closes nothing unless its name is open (``<div></span>`` repeated
+    nests as deep as it is long).
+    """
+    opening = html.count(b"<")
+    return opening if opening <= enough else opening - html.count(b"</")
 
 
 def _deepest(html: bytes, stop_above: int) -> int:

@@ -209,7 +209,7 @@ async def build_crawl(
     pool_figures: PoolFigures | None = None
     if wants_browser:
         browser = build_browser(settings, clock, router, archive)
-        pool_figures = browser.pool.stats
+        pool_figures = browser.stats
         stack.push_async_callback(browser.close)
         fetchers["browser"] = browser_lane(
             browser if link is None else link(browser, own_jar=True),

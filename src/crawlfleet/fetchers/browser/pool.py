@@ -44,8 +44,9 @@ from crawlfleet.fetchers.browser.slots import (
 class BrowserPool:
     """Pages of one Chromium (``executable``) under ``limits``, requests through ``guard``.
 
-    ``user_agent_token`` is appended to Chromium's own User-Agent (the crawler names itself).
-    Create, use and ``close`` it in one event loop.
+    ``user_agent_token`` is appended to Chromium's own User-Agent (the crawler names itself);
+    ``stats``: where it counts (None: counts of its own). Create, use and ``close`` it in one
+    event loop.
     """
 
     def __init__(
@@ -55,10 +56,11 @@ class BrowserPool:
         guard: RequestGuard,
         *,
         user_agent_token: str = "",
+        stats: PoolStats | None = None,
     ) -> None:
         self.executable = executable
         self.limits = limits
-        self.stats = PoolStats()
+        self.stats = PoolStats() if stats is None else stats
         self._chromium = Chromium(executable, limits, self.stats, user_agent_token)
         self._requests = Interceptor(guard)
         self._free = [Slot(index) for index in range(limits.pages)]

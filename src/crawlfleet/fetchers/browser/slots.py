@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from playwright.async_api import Browser, BrowserContext, Page
+if TYPE_CHECKING:  # PoolStats is built before Playwright is loaded (browser_lane.py)
+    from playwright.async_api import Browser, BrowserContext, Page
 
 RESTART_REASONS = ("start", "pages", "memory", "crash")
 """Why a browser was launched: the first page, the page limit, the memory cap, a crash."""

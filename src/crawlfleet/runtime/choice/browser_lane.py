@@ -1,18 +1,21 @@
 """The browser lane of a crawl process: the pool, its fetcher, and the adaptive wrapper.
 
-Playwright is imported here only when a browser lane is built (a process that serves no
-browser work never imports it, nor starts a Chromium: the pool launches one on its first
-page).
+Playwright is imported only when the lane fetches its first page (``BrowserOnFirstFetch``): a
+crawl builds the lane wherever its strategy ladder keeps the ``browser`` rung, and most never
+climb it; loading Playwright cost ~37 ms of every such crawl's start-up CPU (decision 0058).
+Chromium starts with the first page too (the pool launches it).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from crawlfleet.archive.protocols import ResponseKeeper
 from crawlfleet.clock import Clock
 from crawlfleet.fetchers.addresses import is_forbidden_address
-from crawlfleet.fetchers.protocols import Fetcher
+from crawlfleet.fetchers.browser.slots import PoolStats
+from crawlfleet.fetchers.protocols import Fetcher, Via
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.parsing.budget import ParseBudget
 from crawlfleet.parsing.registry import ParserRegistry
@@ -22,16 +25,51 @@ from crawlfleet.settings import Settings
 
 if TYPE_CHECKING:
     from crawlfleet.fetchers.browser.fetcher import BrowserFetcher
+    from crawlfleet.models import CrawlRequest, FetchResult
 
 SCREENSHOTS_DIR = "screenshots"
 """Under the state directory: the failed pages' screenshots (``browser_screenshots``)."""
 
 
+class BrowserOnFirstFetch:
+    """A ``BrowserFetcher`` built by ``build`` on the first fetch; its pool counts in
+    ``stats`` from the start (the crawl's metrics hold them before any page)."""
+
+    def __init__(self, build: Callable[[PoolStats], BrowserFetcher]) -> None:
+        self.stats = PoolStats()
+        self._build = build
+        self._fetcher: BrowserFetcher | None = None
+
+    async def fetch(self, request: CrawlRequest, *, via: Via | None = None) -> FetchResult:
+        if self._fetcher is None:
+            self._fetcher = self._build(self.stats)
+        return await self._fetcher.fetch(request, via=via)
+
+    async def close(self) -> None:
+        """Close the fetcher, if one was built."""
+        if self._fetcher is not None:
+            await self._fetcher.close()
+
+
 def build_browser(
     settings: Settings, clock: Clock, router: Router, keeper: ResponseKeeper | None = None
-) -> BrowserFetcher:
-    """The crawl's ``BrowserFetcher`` over a new (not yet launched) ``BrowserPool``;
+) -> BrowserOnFirstFetch:
+    """The crawl's browser fetcher, built on its first fetch (``BrowserOnFirstFetch``).
     ``keeper``: the archive its rendered pages go to."""
+    return BrowserOnFirstFetch(
+        lambda stats: _browser_fetcher(settings, clock, router, keeper, stats)
+    )
+
+
+def _browser_fetcher(
+    settings: Settings,
+    clock: Clock,
+    router: Router,
+    keeper: ResponseKeeper | None,
+    stats: PoolStats,
+) -> BrowserFetcher:
+    """A ``BrowserFetcher`` over a new (not yet launched) ``BrowserPool`` counting in
+    ``stats``."""
     from crawlfleet.fetchers.browser.fetcher import BrowserFetcher
     from crawlfleet.fetchers.browser.guard import RequestGuard
     from crawlfleet.fetchers.browser.pool import BrowserPool
@@ -49,6 +87,7 @@ def build_browser(
         ),
         RequestGuard(forbidden, settings.browser_block),
         user_agent_token=settings.user_agent,
+        stats=stats,
     )
     screenshots = settings.state_dir / SCREENSHOTS_DIR if settings.browser_screenshots else None
     return BrowserFetcher(
