@@ -73,7 +73,7 @@ def open_archive(settings: Settings, stack: AsyncExitStack) -> Archive | None:
         on_closed=on_closed,
     )
     if settings.redis_url is None:
-        batch = IndexBatch(index)
+        batch = IndexBatch(index, alone=True)  # the state directory is locked
     else:  # a worker's loop stops between tasks: each row written before its lease ends
         batch = IndexBatch(index, max_rows=1, threaded=True)
     archive = Archive(files, batch, crawl_id=settings.crawl_id)
