@@ -77,7 +77,7 @@ class IndexBatch:
     locked). When it then holds no capture at the start (a first crawl), ``latest`` asks it
     only about URLs this batch added: a Bloom filter (``_MINE_BITS`` bits, two a URL) of
     them answers "never captured" for the others without a query (4-8 µs a page, decision
-    0049). Past a million URLs the filter fills and more of them are asked (1 in 25 at a
+    0049). Past a million URLs the filter fills and more of them are asked (1 in 22 at a
     million): slower, never wrong.
     """
 
