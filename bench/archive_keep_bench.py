@@ -44,7 +44,9 @@ SENT_HEADERS = {
 async def one_run(pages: list[tuple[str, bytes]], work: Path) -> float:
     """µs of CPU a page to keep ``pages`` in a fresh archive under ``work`` (empty)."""
     files = WarcFiles(work / "warc", crawl_id="bench")
-    archive = Archive(files, IndexBatch(SqliteCaptureIndex(work / "a.sqlite")), crawl_id="bench")
+    archive = Archive(
+        files, IndexBatch(SqliteCaptureIndex(work / "a.sqlite"), alone=True), crawl_id="bench"
+    )
     fetched = []
     for n, (url, body) in enumerate(pages):
         request = CrawlRequest(url=url, fingerprint=str(n), domain="bench")

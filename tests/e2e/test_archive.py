@@ -446,6 +446,7 @@ def test_reparse_in_parse_processes_gives_the_same_items_and_errors_in_order(
         assert result.exit_code == 0, result.output
         assert "1 parse error" in result.output
         assert "page 2 breaks this parser" in result.output  # the first error, named
+        assert ("starting parse processes" in result.output) == (jobs == "2")  # not timed
         outputs.append(out.read_bytes())
     assert outputs[0] == outputs[1]
     assert outputs[0].count(b'"type":"page"') >= 3

@@ -201,8 +201,13 @@ def _report(figures: ReparseFigures) -> None:
     skipped = ", ".join(f"{n} {why}" for why, n in sorted(figures.skipped.items())) or "none"
     err.print(
         f"reparsed {figures.pages} pages of {figures.records} records in "
-        f"{figures.elapsed_s:.1f} s ({rate:.0f} pages/s, {cpu_ms:.2f} CPU ms a page), "
-        "no request made; "
+        f"{figures.elapsed_s:.1f} s ({rate:.0f} pages/s, {cpu_ms:.2f} CPU ms a page)"
+        + (
+            f" after {figures.startup_s:.1f} s starting parse processes"
+            if figures.startup_s
+            else ""
+        )
+        + ", no request made; "
         f"items: {figures.items['stored']} stored, {figures.items['invalid']} invalid, "
         f"{figures.items['dropped']} dropped; {figures.links} links found (not crawled); "
         f"not parsed: {skipped}",

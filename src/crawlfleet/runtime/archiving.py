@@ -72,10 +72,10 @@ def open_archive(settings: Settings, stack: AsyncExitStack) -> Archive | None:
         max_file_bytes=settings.archive_file_bytes,
         on_closed=on_closed,
     )
-    if layout.row_at_a_time:
+    if layout.row_at_a_time:  # a worker's loop stops between tasks: each row before its lease ends
         batch = IndexBatch(index, max_rows=1, threaded=True)
     else:
-        batch = IndexBatch(index)
+        batch = IndexBatch(index, alone=True)  # the state directory is locked: one writer
     archive = Archive(files, batch, crawl_id=settings.crawl_id)
     stack.push_async_callback(archive.close)  # before the uploads are waited for (LIFO)
     return archive
