@@ -354,6 +354,7 @@ def run_scrapy_redis(
     cpu_s = sum(u.ru_utime + u.ru_stime for u in usages.values())
     others = busy_cpu_s() - busy_before - cpu_s - services_cpu_s
     stats = client.info("commandstats")
+    redis_reads = int(client.info("stats")["total_reads_processed"])
     client.close()
     raw = svc.nginx.access_log.read_text(errors="replace").splitlines()
     last_s = max(float(line.split("\t")[0]) for line in raw) if raw else started_wall
@@ -366,6 +367,7 @@ def run_scrapy_redis(
         worker_rss_mb=[u.ru_maxrss / 1024 for u in usages.values()],
         commands={k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in stats.items()},
         redis_usec=sum(int(v["usec"]) for v in stats.values()),
+        redis_reads=redis_reads,
         exit_code=next((p.returncode for p in running if p.returncode), 0),
         timed_out=timed_out,
     )
