@@ -382,11 +382,7 @@ def run_once(
         + (f"\n{'':12}{distributed_details(measured)}" if measured else "")
         + f"\n{'':12}{'EXACT' if exact.ok else 'NOT EXACT'}: {exact.summary()}"
         + "".join(f"\n{'':14}{e}" for e in exact.examples)
-        + (
-            ""
-            if exact.ok
-            else f"\n{'':12}the crawler's last words: {last_lines(run_dir / 'output.log')}"
-        ),
+        + ("" if exact.ok else f"\n{'':12}the crawler's last words: {last_lines(run_dir)}"),
         flush=True,
     )
     return result
@@ -410,8 +406,13 @@ def distributed_details(m: Measured) -> str:
     return text
 
 
-def last_lines(log: Path, count: int = 3) -> str:
-    """The crawler's own closing lines (its summary), to set beside a failed check."""
+def last_lines(run_dir: Path, count: int = 3) -> str:
+    """The crawler's own closing lines (its summary), to set beside a failed check: the
+    crawler's log, the dispatcher's, or the first scrapy-redis process's."""
+    names = ("output.log", "dispatcher.log", "scrapy-0.log")
+    log = next((run_dir / n for n in names if (run_dir / n).exists()), None)
+    if log is None:
+        return "(no log)"
     lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
     return " / ".join(line[:200] for line in lines[-count:])
 
