@@ -599,7 +599,8 @@ def main() -> None:
         section, title = "corpus-distributed", "Distributed on the corpora"
     body = (
         f"## {title}\n\n"
-        f"{machine} {versions()}.\n\n{sites}\n\n"
+        f"{machine}{f' {versions()}.' if {'spider-rs', 'crawlee'} & set(args.tools) else ''}\n\n"
+        f"{sites}\n\n"
         f"Each crawler: {CONCURRENCY} concurrent requests (overall and per host), no delay, "
         "robots.txt obeyed, a bound of 1.2x the truth's URLs + 100 requests, "
         f"{args.timeout_s:.0f} s time limit; one at a time, alternately, {args.runs} run(s) "
