@@ -13,6 +13,15 @@ else, nothing robots.txt disallows).
     .venv/bin/python bench/corpus_bench.py                          # every corpus and tool, 1 run
     .venv/bin/python bench/corpus_bench.py --corpora python-docs --tools crawlfleet scrapy
     .venv/bin/python bench/corpus_bench.py --corpora rustdoc --tools crawlfleet --profile
+
+The distributed tools (``crawlfleet-dist1``, ``crawlfleet-dist2``: N ``crawlfleet worker``
+processes and the dispatcher; ``scrapy-redis2``: two scrapy-redis processes) run against a
+private redis-server and PostgreSQL started for the whole run (``distributed_runs.py``, as
+``distributed_speed.py`` runs them); their CPU is that of the whole system (crawler processes,
+redis-server, PostgreSQL). With any of them the table goes to its own section of RESULTS.md:
+
+    .venv/bin/python bench/corpus_bench.py --corpora javadoc --runs 2 \
+        --tools crawlfleet crawlfleet-dist1 crawlfleet-dist2 scrapy-redis2
 """
 
 from __future__ import annotations
@@ -29,8 +38,13 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.fixtures
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))  # this checkout's
+
 import corpus_truth
 from corpus_truth import Robots, Truth, request_key
+from distributed_runs import Cluster, Measured, Services, run_cluster, run_scrapy_redis
+from distributed_runs import start_services as start_cluster_services
 from machine import busy_cpu_s, describe_machine
 from measure import ProcessUsage, run_measured
 from nginx_server import LogLine, NginxServer, read_log
@@ -45,6 +59,7 @@ SCRAPY_PYTHON = WORK / "scrapy-venv" / "bin" / "python"
 CRAWLEE_PYTHON = WORK / "crawlee-venv" / "bin" / "python"
 SPIDER_RS_DIR = WORK / "spider-rs"
 TOOLS = ("crawlfleet", "scrapy", "spider-rs", "crawlee")
+DISTRIBUTED = ("crawlfleet-dist1", "crawlfleet-dist2", "scrapy-redis2")  # need Redis, PostgreSQL
 CONCURRENCY = 64
 # Frames every stack starts with (interpreter start, CLI, thread pool, event loop): dropped
 # from the profile so that its inclusive shares rank the crawl's own work.
@@ -152,6 +167,11 @@ class RunResult:
     exact: Exactness
     others_cpu_s: float  # CPU the rest of the machine (nginx included) used during the run
     load_1m: float  # the machine's 1-minute load average when the run started
+    # The distributed tools: redis-server's and PostgreSQL's CPU during the run (counted in
+    # the CPU a page) and the rest of what the run measured (``usage`` then holds the
+    # crawler processes' CPU, user and sys together, as ``user_s``).
+    services_cpu_s: float = 0.0
+    measured: Measured | None = None
 
     @property
     def pages_per_s(self) -> float:
@@ -159,7 +179,7 @@ class RunResult:
 
     @property
     def cpu_ms_per_page(self) -> float:
-        return 1000 * self.usage.cpu_s / max(1, self.exact.responses)
+        return 1000 * (self.usage.cpu_s + self.services_cpu_s) / max(1, self.exact.responses)
 
 
 def check(truth: Truth, robots: Robots, log: list[LogLine]) -> Exactness:
@@ -267,25 +287,91 @@ def max_pages_of(truth: Truth) -> int:
     return (len(truth.required) + len(truth.optional)) * 12 // 10 + 100
 
 
+def run_distributed(
+    corpus: Corpus,
+    truth: Truth,
+    tool: str,
+    run_dir: Path,
+    svc: Services,
+    args: argparse.Namespace,
+) -> tuple[list[str], Measured]:
+    """One run of a distributed tool on ``corpus``; its argv (the dispatcher's, or a
+    scrapy-redis process's) and figures."""
+    name = run_dir.name
+    if tool == "scrapy-redis2":
+        spider = [str(SCRAPY_PYTHON), str(BENCH / "scrapy_redis_spider.py")]
+        spider += ["--idle-s", str(args.idle_s), corpus.ip]
+        key = name.replace("-", "")
+        measured = run_scrapy_redis(
+            spider, svc, run_dir, key, [truth.seed], timeout_s=args.timeout_s
+        )
+        return spider, measured
+    config = run_dir / "crawl.toml"
+    config.write_text(f'[crawl]\nallowed_domains = ["{corpus.ip}"]\n')
+    crawlfleet = ["env", f"PYTHONPATH={REPO / 'src'}", str(args.crawlfleet_python), "-m"]
+    crawlfleet.append("crawlfleet")
+    spy = (
+        (args.py_spy or Path(args.crawlfleet_python).parent / "py-spy")
+        if args.profile_workers
+        else None
+    )
+    cluster = Cluster(crawlfleet, BENCH / "bench_parsers.py", py_spy=spy)
+    crawl_args = [truth.seed, "--config", str(config)]
+    crawl_args += ["--concurrency", str(CONCURRENCY), "--per-domain-concurrency", str(CONCURRENCY)]
+    crawl_args += ["--delay", "0", "--allow-private-addresses", "--max-pages"]
+    crawl_args.append(str(max_pages_of(truth)))
+    measured, _ = run_cluster(
+        cluster, svc, run_dir, name, crawl_args, workers=int(tool[-1]), timeout_s=args.timeout_s
+    )
+    return [*crawlfleet, "crawl", *crawl_args], measured
+
+
 def run_once(
-    corpus: Corpus, truth: Truth, tool: str, run: int, nginx: NginxServer, args: argparse.Namespace
+    corpus: Corpus,
+    truth: Truth,
+    tool: str,
+    run: int,
+    nginx: NginxServer,
+    args: argparse.Namespace,
+    svc: Services | None,
 ) -> RunResult:
     run_dir = CORPUS_WORK / "runs" / f"{corpus.name}-{tool}-{run}"
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
-    argv = command(tool, corpus, truth.seed, run_dir, max_pages_of(truth), args.crawlfleet_python)
     nginx.clear_log()
     load_1m = os.getloadavg()[0]
-    busy_before_s = busy_cpu_s()
-    usage = run_measured(argv, timeout_s=args.timeout_s, log_path=run_dir / "output.log")
-    others_cpu_s = busy_cpu_s() - busy_before_s - usage.cpu_s
+    measured = None
+    if tool in DISTRIBUTED:
+        assert svc is not None
+        argv, measured = run_distributed(corpus, truth, tool, run_dir, svc, args)
+        others_cpu_s = measured.others_cpu_s
+        usage = ProcessUsage(
+            wall_s=measured.wall_s,
+            user_s=measured.crawler_cpu_s,
+            sys_s=0.0,
+            peak_rss_mb=max(measured.worker_rss_mb, default=0.0),
+            exit_code=measured.exit_code,
+            timed_out=measured.timed_out,
+        )
+    else:
+        argv = command(
+            tool, corpus, truth.seed, run_dir, max_pages_of(truth), args.crawlfleet_python
+        )
+        busy_before_s = busy_cpu_s()
+        usage = run_measured(argv, timeout_s=args.timeout_s, log_path=run_dir / "output.log")
+        others_cpu_s = busy_cpu_s() - busy_before_s - usage.cpu_s
     shutil.copy(nginx.access_log, run_dir / "access.log")
     lines = [line for line in read_log(nginx.access_log) if line.host == corpus.ip]
     exact = check(truth, Robots(corpus.disallow), lines)
-    result = RunResult(corpus.name, tool, run, usage, exact, others_cpu_s, load_1m)
+    services_cpu_s = measured.redis_cpu_s + measured.postgres_cpu_s if measured else 0.0
+    result = RunResult(
+        corpus.name, tool, run, usage, exact, others_cpu_s, load_1m, services_cpu_s, measured
+    )
     record = {"corpus": corpus.name, "tool": tool, "run": run, "argv": argv}
     record |= {"others_cpu_s": others_cpu_s, "load_1m": load_1m}
     record |= {"usage": asdict(usage), "exactness": asdict(exact)}
+    if measured is not None:
+        record |= {"distributed": asdict(measured)}
     (run_dir / "result.json").write_text(json.dumps(record, indent=1))
     status = "TIMED OUT" if usage.timed_out else f"exit {usage.exit_code}"
     print(
@@ -293,20 +379,40 @@ def run_once(
         f"{usage.wall_s:.1f} s = {result.pages_per_s:.1f} pages/s, {usage.cpu_s:.1f} CPU s "
         f"({result.cpu_ms_per_page:.2f} ms/page), peak RSS {usage.peak_rss_mb:.0f} MB, {status}; "
         f"others used {others_cpu_s:.1f} CPU s meanwhile, load {load_1m:.1f} at start"
-        f"\n{'':12}{'EXACT' if exact.ok else 'NOT EXACT'}: {exact.summary()}"
+        + (f"\n{'':12}{distributed_details(measured)}" if measured else "")
+        + f"\n{'':12}{'EXACT' if exact.ok else 'NOT EXACT'}: {exact.summary()}"
         + "".join(f"\n{'':14}{e}" for e in exact.examples)
-        + (
-            ""
-            if exact.ok
-            else f"\n{'':12}the crawler's last words: {last_lines(run_dir / 'output.log')}"
-        ),
+        + ("" if exact.ok else f"\n{'':12}the crawler's last words: {last_lines(run_dir)}"),
         flush=True,
     )
     return result
 
 
-def last_lines(log: Path, count: int = 3) -> str:
-    """The crawler's own closing lines (its summary), to set beside a failed check."""
+def distributed_details(m: Measured) -> str:
+    """The split of a distributed run's CPU, its Redis traffic and PostgreSQL commits."""
+    top = sorted(m.commands.items(), key=lambda kv: -kv[1])[:6]
+    text = (
+        f"CPU {m.crawler_cpu_s:.1f} s crawler processes (dispatcher {m.dispatcher_cpu_s:.1f} s)"
+        f" + {m.redis_cpu_s:.1f} s Redis + {m.postgres_cpu_s:.1f} s PostgreSQL; Redis calls: "
+        + ", ".join(f"{k} {v}" for k, v in top)
+        + f"; {m.redis_reads} reads (round trips)"
+    )
+    if m.postgres_commits:
+        voluntary, preempted = m.worker_switches
+        text += (
+            f"; PostgreSQL {m.postgres_commits} commits; workers' context switches "
+            f"{voluntary} voluntary, {preempted} preempted; {m.expired} expired leases"
+        )
+    return text
+
+
+def last_lines(run_dir: Path, count: int = 3) -> str:
+    """The crawler's own closing lines (its summary), to set beside a failed check: the
+    crawler's log, the dispatcher's, or the first scrapy-redis process's."""
+    names = ("output.log", "dispatcher.log", "scrapy-0.log")
+    log = next((run_dir / n for n in names if (run_dir / n).exists()), None)
+    if log is None:
+        return "(no log)"
     lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
     return " / ".join(line[:200] for line in lines[-count:])
 
@@ -379,23 +485,19 @@ def table(results: list[RunResult], corpora: list[Corpus], tools: list[str]) -> 
 
 def ratios(results: list[RunResult], corpora: list[Corpus], tools: list[str]) -> str:
     """crawlfleet against each other tool, medians, with issue 34's targets."""
-    rows = ["| corpus | crawlfleet vs | pages/s | CPU a page | peak RSS | target |"]
-    rows.append("| --- | --- | --- | --- | --- | --- |")
-    targets = {
-        "scrapy": "≥ 10x pages/s, ≤ 0.1x CPU a page",
-        "spider-rs": "CPU a page ≤ 1.5x",
-        "crawlee": "≥ 5x pages/s",
-    }
+    rows = ["| corpus | tool | vs | pages/s | CPU a page | peak RSS | target |"]
+    rows.append("| --- | --- | --- | --- | --- | --- | --- |")
     for corpus in corpora:
-        ours = {k: median(results, corpus.name, "crawlfleet", k) for k in KEYS}
-        for tool in (t for t in tools if t != "crawlfleet"):
-            theirs = {k: median(results, corpus.name, tool, k) for k in KEYS}
+        for ours, theirs, target in PAIRS:
+            if ours not in tools or theirs not in tools:
+                continue
             cells = []
             for key in KEYS:
-                mine, other = ours[key], theirs[key]
+                mine = median(results, corpus.name, ours, key)
+                other = median(results, corpus.name, theirs, key)
                 cells.append(f"{mine / other:.2f}x" if mine is not None and other else "n/a")
             rows.append(
-                f"| {corpus.name} | {tool} | " + " | ".join(cells) + f" | {targets[tool]} |"
+                f"| {corpus.name} | {ours} | {theirs} | " + " | ".join(cells) + f" | {target} |"
             )
     rss = [r.usage.peak_rss_mb for r in results if r.tool == "crawlfleet"]
     if rss:
@@ -404,6 +506,15 @@ def ratios(results: list[RunResult], corpora: list[Corpus], tools: list[str]) ->
 
 
 KEYS = ("pages_per_s", "cpu_ms_per_page", "usage.peak_rss_mb")
+# The ratios the table gives (medians), with issue 34's targets.
+PAIRS = (
+    ("crawlfleet", "scrapy", "≥ 10x pages/s, ≤ 0.1x CPU a page"),
+    ("crawlfleet", "spider-rs", "CPU a page ≤ 1.5x"),
+    ("crawlfleet", "crawlee", "≥ 5x pages/s"),
+    ("crawlfleet-dist1", "crawlfleet", "≥ 0.9x pages/s"),
+    ("crawlfleet-dist2", "scrapy-redis2", "≥ 5x pages/s"),
+    ("crawlfleet-dist2", "crawlfleet", ""),
+)
 
 
 def versions() -> str:
@@ -432,11 +543,12 @@ def main() -> None:
         "crawlee": CRAWLEE_PYTHON,
         "spider-rs": SPIDER_RS_DIR / "node_modules" / "@spider-rs" / "spider-rs",
     }
+    missing["scrapy-redis2"] = SCRAPY_PYTHON
     for tool in args.tools:
         if tool in missing and not missing[tool].exists():
             sys.exit(f"{tool}: nothing at {missing[tool]}; see bench/README.md (one-time setup)")
     machine = describe_machine()
-    if "crawlfleet" in args.tools:
+    if any(t.startswith("crawlfleet") for t in args.tools):
         compile_tree(args.crawlfleet_python)
     truths = {c.name: prepare(c, args.port) for c in corpora}
     for corpus in corpora:
@@ -447,19 +559,30 @@ def main() -> None:
         )
     results: list[RunResult] = []
     profiles: dict[str, str] = {}
-    with NginxServer(
+    nginx = NginxServer(
         CORPUS_WORK / "site", CORPUS_WORK / "nginx", [c.ip for c in corpora], args.port
-    ) as nginx:
+    )
+    distributed = [t for t in args.tools if t in DISTRIBUTED]
+    svc = start_cluster_services(CORPUS_WORK, nginx) if distributed else None
+    if svc is None:
+        nginx.start()
+    try:
         for corpus in corpora:
             for run in range(1, args.runs + 1):
                 for tool in args.tools:
-                    results.append(run_once(corpus, truths[corpus.name], tool, run, nginx, args))
+                    truth = truths[corpus.name]
+                    results.append(run_once(corpus, truth, tool, run, nginx, args, svc))
             if args.profile:
                 profiles[corpus.name] = profile(corpus, truths[corpus.name], nginx, args)
                 print(
                     f"\nprofile of crawlfleet on {corpus.name}:\n{profiles[corpus.name]}",
                     flush=True,
                 )
+    finally:
+        if svc is not None:
+            svc.stop()
+        else:
+            nginx.stop()
     text = table(results, corpora, args.tools)
     print("\n" + text)
     if args.no_results:
@@ -471,9 +594,13 @@ def main() -> None:
         for c in corpora
     )
     rerun = "    .venv/bin/python bench/corpus_bench.py " + " ".join(sys.argv[1:])
+    section, title = "corpus", "Corpus: real documentation sites"
+    if distributed:
+        section, title = "corpus-distributed", "Distributed on the corpora"
     body = (
-        "## Corpus: real documentation sites\n\n"
-        f"{machine} {versions()}.\n\n{sites}\n\n"
+        f"## {title}\n\n"
+        f"{machine}{f' {versions()}.' if {'spider-rs', 'crawlee'} & set(args.tools) else ''}\n\n"
+        f"{sites}\n\n"
         f"Each crawler: {CONCURRENCY} concurrent requests (overall and per host), no delay, "
         "robots.txt obeyed, a bound of 1.2x the truth's URLs + 100 requests, "
         f"{args.timeout_s:.0f} s time limit; one at a time, alternately, {args.runs} run(s) "
@@ -483,19 +610,30 @@ def main() -> None:
         '(ParselCrawler, HTTP). "exact" = every required URL once, optional ones at most '
         'once, nothing else, nothing robots.txt disallows; "others\' CPU" = CPU seconds the '
         "rest of the machine (nginx included) used during the run, and the 1-minute load "
-        "average at its start (a shared 2-core machine: CPU figures are noisy).\n\n"
-        f"{text}\n\nRerun:\n\n{rerun.rstrip()}\n"
+        "average at its start (a shared 2-core machine: CPU figures are noisy)."
+        + (
+            " crawlfleet-distN: N `crawlfleet worker --concurrency 64` processes and the "
+            "dispatcher (`crawl --redis --postgres`, the same flags), scrapy-redis2: two "
+            "bench/scrapy_redis_spider.py processes, all on a private redis-server (AOF, "
+            "appendfsync everysec) and PostgreSQL; their CPU a page counts the whole system "
+            "(crawler processes, redis-server, PostgreSQL), their peak RSS is the largest "
+            "process's; scrapy-redis' wall time ends at its last response.\n\n"
+            if distributed
+            else "\n\n"
+        )
+        + f"{text}\n\nRerun:\n\n{rerun.rstrip()}\n"
     )
     for name, summary in profiles.items():
         body += f"\nProfile of crawlfleet on {name} (py-spy --threads, 200 Hz):\n\n```\n{summary}\n```\n"
-    write_section(args.results, "corpus", body)
+    write_section(args.results, section, body)
     print(f"\nwrote {args.results}")
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpora", nargs="+", choices=list(CORPORA), default=list(CORPORA))
-    parser.add_argument("--tools", nargs="+", choices=TOOLS, default=list(TOOLS))
+    parser.add_argument("--tools", nargs="+", choices=[*TOOLS, *DISTRIBUTED], default=list(TOOLS))
+    parser.add_argument("--idle-s", type=int, default=3, help="scrapy-redis idle close")
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--port", type=int, default=18421)
     parser.add_argument("--timeout-s", type=float, default=900.0, help="per crawl run")
@@ -510,6 +648,15 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument(
         "--profile", action="store_true", help="and one crawlfleet crawl under py-spy"
+    )
+    parser.add_argument(
+        "--profile-workers",
+        action="store_true",
+        help="py-spy (raw samples in the run's directory) the first worker and the "
+        "dispatcher of every crawlfleet-distN run",
+    )
+    parser.add_argument(
+        "--py-spy", type=Path, help="py-spy for --profile-workers (default: beside the Python)"
     )
     parser.add_argument("--top", type=int, default=30, help="functions shown by --profile")
     parser.add_argument("--results", type=Path, default=BENCH / "RESULTS.md")

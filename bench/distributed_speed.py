@@ -45,8 +45,7 @@ import signal
 import statistics
 import subprocess
 import sys
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,17 +53,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.fixture
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))  # this checkout's
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the bench's flat imports
 
-import psycopg
-import redis
 from crawl_bench import ensure_site
+from distributed_runs import KILLS, Cluster, Measured, Services, run_cluster, run_scrapy_redis
+from distributed_runs import start_services as start_cluster_services
 from machine import busy_cpu_s, describe_machine
-from measure import descendants, high_water_mb, run_measured
+from measure import run_measured
 from nginx_server import NginxServer, read_log
 from verify import Verdict, verify
-
-from crawlfleet.frontier.store_types import LEASE_EXPIRED
-from tests.fixtures.postgres_server import PostgresServer, _bindir
-from tests.fixtures.redis_server import RedisServer
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
@@ -74,67 +69,14 @@ CRAWLFLEET = BIN / "crawlfleet"
 SCRAPY_PYTHON = BENCH / "_work" / "scrapy-venv" / "bin" / "python"
 PARSERS = BENCH / "bench_parsers.py"
 MODES = ("embedded", "dist1", "dist2", "dist4", "kill2", "scrapy-redis2")
-FLAGS = ["--concurrency", "64", "--per-domain-concurrency", "64"]
-FLAGS += ["--allow-private-addresses", "--parsers", str(PARSERS)]
-TICKS = os.sysconf("SC_CLK_TCK")
-KILLS = 3
+FLAGS = ["--concurrency", "64", "--per-domain-concurrency", "64", "--allow-private-addresses"]
 
 
-def switches(pid: int) -> tuple[int, int]:
-    """Context switches of ``pid`` so far: voluntary (it waited), involuntary (preempted)."""
-    try:
-        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
-    except OSError:
-        return (0, 0)
-    fields = dict(line.split(":\t", 1) for line in lines if ":\t" in line)
-    return int(fields["voluntary_ctxt_switches"]), int(fields["nonvoluntary_ctxt_switches"])
-
-
-def proc_cpu_s(pid: int, *, children: bool = False) -> float:
-    """CPU seconds of ``pid`` (user + sys), with its reaped children's when asked; 0 if gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    ticks = int(fields[11]) + int(fields[12])  # utime, stime
-    if children:
-        ticks += int(fields[13]) + int(fields[14])  # cutime, cstime
-    return ticks / TICKS
-
-
-@dataclass
-class Services:
-    redis: RedisServer
-    postgres: PostgresServer
-    nginx: NginxServer
-    redis_pid: int
-    postmaster_pid: int
-
-    def cpu_s(self) -> tuple[float, float]:
-        """CPU of redis-server, and of PostgreSQL (postmaster, live and reaped backends)."""
-        pg = proc_cpu_s(self.postmaster_pid, children=True)
-        pg += sum(proc_cpu_s(p) for p in descendants(self.postmaster_pid)[1:])
-        return proc_cpu_s(self.redis_pid, children=True), pg
-
-
-@dataclass
-class Run:
+@dataclass(kw_only=True)
+class Run(Measured):
     mode: str
     run: int
-    wall_s: float
-    crawler_cpu_s: float  # workers + dispatcher, or the embedded / scrapy processes
-    redis_cpu_s: float
-    postgres_cpu_s: float
     verdict: Verdict
-    others_cpu_s: float
-    worker_rss_mb: list[float] = field(default_factory=list)
-    expired: int = 0
-    commands: dict[str, int] = field(default_factory=dict)
-    redis_usec: int = 0
-    dispatcher_cpu_s: float = 0.0
-    postgres_commits: int = 0
-    redis_reads: int = 0  # socket reads Redis served: about one per round trip
-    worker_switches: tuple[int, int] = (0, 0)  # voluntary, involuntary: every worker's
     tree: str = ""  # which ``--src`` tree ran, when several are compared
 
     @property
@@ -166,48 +108,6 @@ class Run:
         return 1000 * self.cpu_s / max(1, self.pages)
 
 
-class Worker:
-    """One ``crawlfleet worker`` process; its CPU counts from when it said ready."""
-
-    def __init__(self, run_dir: Path, n: int, redis_url: str, dsn: str) -> None:
-        self.log_path = run_dir / f"worker-{n}.log"
-        self._log = self.log_path.open("wb")
-        argv = [str(CRAWLFLEET), "worker", "--redis", redis_url, "--postgres", dsn]
-        argv += ["--concurrency", "64", "--parsers", str(PARSERS), "--loglevel", "INFO"]
-        self.process = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT)
-        self.start_cpu_s = 0.0
-        self.cpu_s = 0.0
-        self.start_switches = (0, 0)
-        self.switches = (0, 0)
-        self.rss_mb = 0.0
-
-    def wait_ready(self, timeout_s: float = 120.0) -> None:
-        deadline = time.monotonic() + timeout_s
-        while "ready." not in self.log_path.read_text(errors="replace"):
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"worker did not start; see {self.log_path}")
-            time.sleep(0.05)
-        self.start_cpu_s = proc_cpu_s(self.process.pid)
-        self.start_switches = switches(self.process.pid)
-
-    def sample(self) -> None:
-        self.cpu_s = proc_cpu_s(self.process.pid) - self.start_cpu_s
-        now = switches(self.process.pid)
-        if now != (0, 0):  # still running
-            self.switches = (now[0] - self.start_switches[0], now[1] - self.start_switches[1])
-        self.rss_mb = high_water_mb(self.process.pid)
-
-    def stop(self, sig: int = signal.SIGTERM) -> None:
-        self.sample()
-        self.process.send_signal(sig)
-        try:
-            self.process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self._log.close()
-
-
 def run_distributed(
     mode: str,
     run: int,
@@ -216,122 +116,28 @@ def run_distributed(
     svc: Services,
     tag: str = "",
 ) -> Run:
-    n_workers = int(mode[-1])
-    kills = KILLS if mode.startswith("kill") else 0
     run_dir = fresh_dir(f"{mode}-{run}{tag}")
-    database = f"{mode}_{run}{tag}".replace("-", "_")
-    svc.postgres.psql(f"CREATE DATABASE {database}")
-    dsn = svc.postgres.dsn(database)
-    workers = [Worker(run_dir, n, svc.redis.url, dsn) for n in range(n_workers)]
-    for worker in workers:
-        worker.wait_ready()
-    client = redis.Redis.from_url(svc.redis.url)
-    client.config_resetstat()
-    svc.nginx.clear_log()
-    commits_before = commits(dsn, database)
-    spy = None
-    if args.profile:  # py-spy on the first worker; its CPU then counts py-spy's pauses too
-        spy_argv = [str(BIN / "py-spy"), "record", "--pid", str(workers[0].process.pid)]
-        spy_argv += ["--rate", "200", "--format", "raw", "-o", str(run_dir / "worker-0.txt")]
-        spy = subprocess.Popen(spy_argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    crawl_id = f"speed-{mode}-{run}{tag}"
-    argv = [str(CRAWLFLEET), "crawl", *manifest["seeds"], *FLAGS, "--delay", str(args.delay_s)]
-    argv += ["--redis", svc.redis.url, "--postgres", dsn, "--crawl-id", crawl_id, "--fresh"]
-    if args.profile:
-        spy_argv = [str(BIN / "py-spy"), "record", "--rate", "200", "--format", "raw"]
-        argv = [*spy_argv, "-o", str(run_dir / "dispatcher.txt"), "--", *argv]
-    services_before = svc.cpu_s()
-    busy_before = busy_cpu_s()
-    dispatcher = subprocess.Popen(
-        argv,
-        stdout=(run_dir / "dispatcher.log").open("wb"),
-        stderr=subprocess.STDOUT,
-        env={**os.environ, **lease_env(args)},
+    env = {"CRAWLFLEET_LEASE_S": str(args.lease_s)} if args.lease_s else {}
+    cluster = Cluster([str(CRAWLFLEET)], PARSERS, env, BIN / "py-spy" if args.profile else None)
+    crawl_args = [*manifest["seeds"], *FLAGS, "--delay", str(args.delay_s)]
+    measured, rows = run_cluster(
+        cluster,
+        svc,
+        run_dir,
+        f"{mode}-{run}{tag}",
+        crawl_args,
+        workers=int(mode[-1]),
+        kills=KILLS if mode.startswith("kill") else 0,
+        kill_every_s=args.kill_every_s,
+        timeout_s=args.timeout_s,
     )
-    started = time.monotonic()
-    killed: list[Worker] = []
-    next_kill = started + args.kill_every_s
-    while True:
-        pid, status, usage = os.wait4(dispatcher.pid, os.WNOHANG)
-        if pid:
-            break
-        if kills and time.monotonic() >= next_kill:
-            victim = workers[len(killed) % len(workers)]
-            victim.stop(signal.SIGKILL)
-            killed.append(victim)
-            workers[workers.index(victim)] = replacement = Worker(
-                run_dir, n_workers + len(killed) - 1, svc.redis.url, dsn
-            )
-            replacement.wait_ready()
-            kills -= 1
-            next_kill = time.monotonic() + args.kill_every_s
-        time.sleep(0.02)
-    wall_s = time.monotonic() - started
-    dispatcher.returncode = os.waitstatus_to_exitcode(status)
-    for worker in workers:
-        worker.sample()
-    redis_cpu_s, postgres_cpu_s = (b - a for a, b in zip(services_before, svc.cpu_s(), strict=True))
-    services_cpu_s = redis_cpu_s + postgres_cpu_s
-    dispatcher_cpu_s = usage.ru_utime + usage.ru_stime
-    workers_cpu_s = sum(w.cpu_s for w in [*workers, *killed])
-    others_cpu_s = busy_cpu_s() - busy_before - dispatcher_cpu_s - workers_cpu_s - services_cpu_s
-    stats = client.info("commandstats")
-    redis_reads = int(client.info("stats")["total_reads_processed"])
-    for worker in workers:
-        worker.stop()
-    postgres_commits = commits(dsn, database) - commits_before
-    if spy is not None:
-        spy.wait(timeout=60)
-    if dispatcher.returncode != 0:
-        print(f"  dispatcher exit {dispatcher.returncode}; see {run_dir}", flush=True)
+    if measured.exit_code != 0:
+        print(f"  dispatcher exit {measured.exit_code}; see {run_dir}", flush=True)
     items = run_dir / "items.jsonl"
-    with psycopg.connect(dsn) as db:
-        rows = db.execute("SELECT data FROM items WHERE crawl_id = %s", [crawl_id]).fetchall()
-        expired = db.execute(
-            "SELECT count(*) FROM attempts WHERE crawl_id = %s AND error = %s",
-            [crawl_id, LEASE_EXPIRED],
-        ).fetchone()
-    items.write_text("".join(json.dumps({**r[0], "type": "product"}) + "\n" for r in rows))
+    items.write_text("".join(json.dumps({**r, "type": "product"}) + "\n" for r in rows))
     shutil.copy(svc.nginx.access_log, run_dir / "access.log")
     verdict = verify(manifest, read_log(svc.nginx.access_log), items)
-    commands = {k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in stats.items()}
-    usec = sum(int(v["usec"]) for v in stats.values())
-    client.close()
-    return Run(
-        mode,
-        run,
-        wall_s,
-        dispatcher_cpu_s + workers_cpu_s,
-        redis_cpu_s,
-        postgres_cpu_s,
-        verdict,
-        others_cpu_s,
-        worker_rss_mb=[w.rss_mb for w in [*workers, *killed]],
-        expired=int(expired[0]) if expired else 0,
-        commands=commands,
-        redis_usec=usec,
-        dispatcher_cpu_s=dispatcher_cpu_s,
-        postgres_commits=postgres_commits,
-        redis_reads=redis_reads,
-        worker_switches=(
-            sum(w.switches[0] for w in [*workers, *killed]),
-            sum(w.switches[1] for w in [*workers, *killed]),
-        ),
-    )
-
-
-def commits(dsn: str, database: str) -> int:
-    """Transactions committed in ``database`` so far (as the statistics have them)."""
-    with psycopg.connect(dsn, autocommit=True) as db:
-        db.execute("SELECT pg_stat_clear_snapshot()")
-        row = db.execute(
-            "SELECT xact_commit FROM pg_stat_database WHERE datname = %s", [database]
-        ).fetchone()
-    return int(row[0]) if row else 0
-
-
-def lease_env(args: argparse.Namespace) -> dict[str, str]:
-    return {"CRAWLFLEET_LEASE_S": str(args.lease_s)} if args.lease_s else {}
+    return Run(**vars(measured), mode=mode, run=run, verdict=verdict)
 
 
 def run_embedded(
@@ -339,6 +145,7 @@ def run_embedded(
 ) -> Run:
     run_dir = fresh_dir(f"embedded-{run}{tag}")
     argv = [str(CRAWLFLEET), "crawl", *manifest["seeds"], *FLAGS, "--delay", str(args.delay_s)]
+    argv += ["--parsers", str(PARSERS)]
     argv += ["--state", str(run_dir / "state"), "--fresh", "-o", str(run_dir / "items.jsonl")]
     svc.nginx.clear_log()
     busy_before = busy_cpu_s()
@@ -347,54 +154,25 @@ def run_embedded(
     shutil.copy(svc.nginx.access_log, run_dir / "access.log")
     verdict = verify(manifest, read_log(svc.nginx.access_log), run_dir / "items.jsonl")
     return Run(
-        "embedded", run, usage.wall_s, usage.cpu_s, 0.0, 0.0, verdict, others,
-        worker_rss_mb=[usage.peak_rss_mb],
+        usage.wall_s, usage.cpu_s, 0.0, 0.0, others, worker_rss_mb=[usage.peak_rss_mb],
+        mode="embedded", run=run, verdict=verdict,
     )  # fmt: skip
 
 
-def run_scrapy_redis(
+def run_scrapy_redis2(
     run: int, args: argparse.Namespace, manifest: dict[str, Any], svc: Services, tag: str = ""
 ) -> Run:
     run_dir = fresh_dir(f"scrapy-redis2-{run}{tag}")
-    client = redis.Redis.from_url(svc.redis.url)
-    key = f"scrapyredis{run}{tag}"
-    client.delete(f"{key}:requests", f"{key}:dupefilter", f"{key}:start_urls")
-    client.rpush(f"{key}:start_urls", *(json.dumps({"url": s}) for s in manifest["seeds"]))
-    client.config_resetstat()
-    svc.nginx.clear_log()
-    hosts = sorted(manifest["hosts"])
-    services_before = svc.cpu_s()
-    busy_before = busy_cpu_s()
-    started_wall = time.time()
-    started = time.monotonic()
-    processes = []
-    for n in range(2):
-        argv = [str(SCRAPY_PYTHON), str(BENCH / "scrapy_redis_spider.py")]
-        argv += ["--out", str(run_dir / f"items-{n}.jsonl"), "--redis", svc.redis.url]
-        argv += ["--key", key, "--idle-s", str(args.idle_s), *hosts]
-        log = (run_dir / f"scrapy-{n}.log").open("wb")
-        processes.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT))
-    usages = [os.wait4(p.pid, 0)[2] for p in processes]
-    process_wall_s = time.monotonic() - started
-    redis_cpu_s, postgres_cpu_s = (b - a for a, b in zip(services_before, svc.cpu_s(), strict=True))
-    services_cpu_s = redis_cpu_s + postgres_cpu_s
-    cpu_s = sum(u.ru_utime + u.ru_stime for u in usages)
-    others = busy_cpu_s() - busy_before - cpu_s - services_cpu_s
-    stats = client.info("commandstats")
-    client.close()
-    raw = svc.nginx.access_log.read_text(errors="replace").splitlines()
-    last_s = max(float(line.split("\t")[0]) for line in raw) if raw else started_wall
-    wall_s = min(process_wall_s, last_s - started_wall)
+    spider = [str(SCRAPY_PYTHON), str(BENCH / "scrapy_redis_spider.py")]
+    spider += ["--idle-s", str(args.idle_s), *sorted(manifest["hosts"])]
+    measured = run_scrapy_redis(
+        spider, svc, run_dir, f"scrapyredis{run}{tag}", manifest["seeds"], timeout_s=args.timeout_s
+    )
     items = run_dir / "items.jsonl"
     items.write_text("".join((run_dir / f"items-{n}.jsonl").read_text() for n in range(2)))
     shutil.copy(svc.nginx.access_log, run_dir / "access.log")
     verdict = verify(manifest, read_log(svc.nginx.access_log), items)
-    commands = {k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in stats.items()}
-    return Run(
-        "scrapy-redis2", run, wall_s, cpu_s, redis_cpu_s, postgres_cpu_s, verdict, others,
-        worker_rss_mb=[u.ru_maxrss / 1024 for u in usages], commands=commands,
-        redis_usec=sum(int(v["usec"]) for v in stats.values()),
-    )  # fmt: skip
+    return Run(**vars(measured), mode="scrapy-redis2", run=run, verdict=verdict)
 
 
 def fresh_dir(name: str) -> Path:
@@ -417,7 +195,7 @@ def run_mode(
     if mode == "embedded":
         return run_embedded(run, args, manifest, svc, tag)
     if mode == "scrapy-redis2":
-        return run_scrapy_redis(run, args, manifest, svc, tag)
+        return run_scrapy_redis2(run, args, manifest, svc, tag)
     return run_distributed(mode, run, args, manifest, svc, tag)
 
 
@@ -509,20 +287,8 @@ def tree_label(src: Path) -> str:
 
 
 def start_services(site: Path, manifest: dict[str, Any]) -> Services:
-    bindir = _bindir()
-    if bindir is None:
-        raise SystemExit("PostgreSQL binaries not found")
-    shutil.rmtree(WORK / "redis", ignore_errors=True)  # no AOF of an earlier run to load
-    redis_server = RedisServer(WORK / "redis", extra_args=("--appendfsync", "everysec"))
-    postgres = PostgresServer(bindir)
     nginx = NginxServer(site, WORK / "nginx", list(manifest["hosts"]), manifest["port"])
-    redis_server.start()
-    postgres.init()
-    nginx.start()
-    with redis.Redis.from_url(redis_server.url) as client:
-        redis_pid = int(client.info("server")["process_id"])
-    postmaster = int((postgres.data / "postmaster.pid").read_text().split()[0])
-    return Services(redis_server, postgres, nginx, redis_pid, postmaster)
+    return start_cluster_services(WORK, nginx)
 
 
 def main() -> None:
@@ -575,9 +341,7 @@ def main() -> None:
                     print(describe(result), flush=True)
                     runs.append(result)
     finally:
-        svc.nginx.stop()
-        svc.postgres.destroy()
-        svc.redis.stop()
+        svc.stop()
     print("\n" + table(runs, args.modes))
 
 
