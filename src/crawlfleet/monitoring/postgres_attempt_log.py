@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import psycopg
 
 from crawlfleet.errors import StateError
+from crawlfleet.monitoring.postgres_link import PostgresLink
 from crawlfleet.pipeline.text import strip_nul
 from crawlfleet.records import ATTEMPT_COLUMNS as COLUMNS
 from crawlfleet.records import Attempt, Outcome, attempt_of
@@ -41,42 +42,26 @@ SELECT coalesce(error, ''), count(*) FROM attempts WHERE crawl_id = %s AND outco
 GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT %s
 """
 
-Connection = psycopg.AsyncConnection[tuple[object, ...]]
-
 
 class PostgresAttemptLog:
     """The attempts of one crawl in the ``attempts`` table."""
 
     def __init__(self, dsn: str, *, crawl_id: str) -> None:
-        self._dsn = dsn
         self.crawl_id = crawl_id
-        self._conn: Connection | None = None
+        self._link = PostgresLink(dsn)
         self._lock = asyncio.Lock()  # one connection: one statement at a time
 
     @classmethod
     async def open(cls, dsn: str, *, crawl_id: str) -> PostgresAttemptLog:
         """Connect now, so a wrong DSN is a start-up error (``StateError``)."""
         log = cls(dsn, crawl_id=crawl_id)
-        await log._connection()
+        await log._link.connection()
         return log
-
-    def _error(self, exc: psycopg.Error) -> StateError:
-        return StateError(redact(f"PostgreSQL at {self._dsn}: {exc}".strip(), self._dsn))
-
-    async def _connection(self) -> Connection:
-        if self._conn is None or self._conn.closed or self._conn.broken:
-            try:
-                self._conn = await psycopg.AsyncConnection.connect(
-                    self._dsn, connect_timeout=10, autocommit=True
-                )
-            except psycopg.Error as exc:
-                raise self._error(exc) from None
-        return self._conn
 
     async def _fetch(self, sql: str, params: tuple[object, ...]) -> list[tuple[object, ...]]:
         """Run a query; a connection lost since the last call (a restart) is replaced once."""
         for retry in (True, False):
-            conn = await self._connection()
+            conn = await self._link.connection()
             try:
                 async with self._lock, conn.cursor() as cur:
                     await cur.execute(sql, params)
@@ -84,11 +69,11 @@ class PostgresAttemptLog:
             except psycopg.OperationalError as exc:
                 await conn.close()
                 if not retry:
-                    raise self._error(exc) from None
+                    raise self._link.error(exc) from None
             except psycopg.Error as exc:
                 await conn.close()
-                raise self._error(exc) from None
-        raise StateError(f"PostgreSQL at {redact(self._dsn)}: unreachable")
+                raise self._link.error(exc) from None
+        raise StateError(f"PostgreSQL at {redact(self._link.dsn)}: unreachable")
 
     async def record(self, attempts: Sequence[Attempt]) -> None:
         if not attempts:
@@ -116,13 +101,13 @@ class PostgresAttemptLog:
             for a in attempts
         ]
         columns = [list(column) for column in zip(*rows, strict=True)]
-        conn = await self._connection()
+        conn = await self._link.connection()
         try:
             async with self._lock, conn.cursor() as cur:
                 await cur.execute(INSERT, (self.crawl_id, *columns))
         except psycopg.Error as exc:
             await conn.close()
-            raise self._error(exc) from None
+            raise self._link.error(exc) from None
 
     async def recent(self, limit: int = 100, url: str | None = None) -> list[Attempt]:
         if url is None:
@@ -136,9 +121,7 @@ class PostgresAttemptLog:
         return [(str(error), int(str(count))) for error, count in rows]
 
     async def close(self) -> None:
-        if self._conn is not None:
-            await self._conn.close()
-            self._conn = None
+        await self._link.close()
 
 
 def attempt_from_row(row: tuple[object, ...]) -> Attempt:

@@ -23,6 +23,7 @@ from psycopg.types.json import Jsonb
 
 from crawlfleet.counters import CrawlStats
 from crawlfleet.errors import StateError
+from crawlfleet.monitoring.postgres_link import Connection, PostgresLink
 from crawlfleet.monitoring.quality_scores import ParserScore, item_type_scores, scores
 from crawlfleet.redact import redact
 
@@ -51,23 +52,20 @@ SELECT item_type, stored, invalid, duplicate FROM quality_item_types
 WHERE crawl_id = %s ORDER BY item_type
 """
 
-Connection = psycopg.AsyncConnection[tuple[Any, ...]]
-
 
 class PostgresQualityScores:
     """The quality scores of one crawl in PostgreSQL (written by its dispatcher)."""
 
     def __init__(self, dsn: str, *, crawl_id: str) -> None:
-        self._dsn = dsn
         self.crawl_id = crawl_id
-        self._conn: Connection | None = None
+        self._link = PostgresLink(dsn)
         self._lock = asyncio.Lock()
 
     @classmethod
     async def open(cls, dsn: str, *, crawl_id: str) -> PostgresQualityScores:
         """Connect now, so a wrong DSN is a start-up error (``StateError``)."""
         scores_log = cls(dsn, crawl_id=crawl_id)
-        await scores_log._connection()
+        await scores_log._link.connection()
         return scores_log
 
     async def write(self, total: CrawlStats, domains: Mapping[str, CrawlStats]) -> None:
@@ -80,7 +78,7 @@ class PostgresQualityScores:
             (self.crawl_id, name, t["stored"], t["invalid"], t["duplicate"], at)
             for name, t in item_type_scores(total).items()
         ]
-        conn = await self._connection()
+        conn = await self._link.connection()
         try:
             async with self._lock, conn.transaction(), conn.cursor() as cur:
                 await cur.execute(DELETE_SCORES, (self.crawl_id,))
@@ -91,31 +89,16 @@ class PostgresQualityScores:
                     await cur.executemany(INSERT_TYPE, types)
         except psycopg.Error as exc:
             await conn.close()
-            raise self._error(exc) from None
+            raise self._link.error(exc) from None
 
     async def read(self) -> dict[str, Any] | None:
         """The crawl's scores as ``read_quality`` gives them."""
-        conn = await self._connection()
+        conn = await self._link.connection()
         async with self._lock:
-            return await read_quality(conn, self.crawl_id, self._dsn)
+            return await read_quality(conn, self.crawl_id, self._link.dsn)
 
     async def close(self) -> None:
-        if self._conn is not None:
-            await self._conn.close()
-            self._conn = None
-
-    def _error(self, exc: psycopg.Error) -> StateError:
-        return StateError(redact(f"PostgreSQL at {self._dsn}: {exc}".strip(), self._dsn))
-
-    async def _connection(self) -> Connection:
-        if self._conn is None or self._conn.closed or self._conn.broken:
-            try:
-                self._conn = await psycopg.AsyncConnection.connect(
-                    self._dsn, connect_timeout=10, autocommit=True
-                )
-            except psycopg.Error as exc:
-                raise self._error(exc) from None
-        return self._conn
+        await self._link.close()
 
 
 async def read_quality(conn: Connection, crawl_id: str, dsn: str) -> dict[str, Any] | None:
