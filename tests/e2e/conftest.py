@@ -34,6 +34,21 @@ READY_TIMEOUT_S = 30.0
 
 DELAY_S = 0.05
 FAST = ["--allow-private-addresses", "--delay", str(DELAY_S)]
+PICKY_LADDER = """\
+[crawl]
+allow = ["/picky/"]
+ladder = ["slow", "impersonate"]
+block_window = 4
+block_min_samples = 2
+block_threshold = 0.5
+block_cooldown_s = 0.1
+max_retries = 20
+backoff_base_s = 0.02
+backoff_max_s = 0.1
+"""
+"""A crawl of the demo's picky pages (they answer only a browser's client hints) whose domain
+climbs the ladder to the impersonate fetcher quickly."""
+
 ItemKeys = set[tuple[str, str]]
 
 

@@ -21,6 +21,7 @@ from crawlfleet.cli.main import app
 from crawlfleet.demosite import ThreadedDemoSite
 from crawlfleet.demosite.jsapp import JS_ITEMS, item_name
 from crawlfleet.demosite.picky import PICKY_PAGES
+from tests.e2e.conftest import PICKY_LADDER
 
 runner = CliRunner(env={"COLUMNS": "300"})
 FAST = ["--allow-private-addresses", "--delay", "0", "--concurrency", "8"]
@@ -363,27 +364,13 @@ def test_no_credential_goes_into_the_archive(site: ThreadedDemoSite, tmp_path: P
     assert 200 in statuses  # the page behind Basic auth was fetched with it
 
 
-PICKY = """\
-[crawl]
-allow = ["/picky/"]
-ladder = ["slow", "impersonate"]
-block_window = 4
-block_min_samples = 2
-block_threshold = 0.5
-block_cooldown_s = 0.1
-max_retries = 20
-backoff_base_s = 0.02
-backoff_max_s = 0.1
-"""
-
-
 def test_the_impersonate_fetchers_responses_are_archived_as_the_server_sent_them(
     site: ThreadedDemoSite, tmp_path: Path
 ) -> None:
     """The picky pages answer only a browser's client hints: the domain climbs to the
     impersonate fetcher (tests/e2e/test_strategy_ladder.py), whose responses are archived."""
     config, archive = tmp_path / "crawl.toml", tmp_path / "warc"
-    config.write_text(PICKY)
+    config.write_text(PICKY_LADDER)
     crawl(
         tmp_path / "state",
         site.url("lab", "/picky/"),

@@ -19,29 +19,17 @@ from crawlfleet.cli.main import app
 from crawlfleet.demosite import ThreadedDemoSite
 from crawlfleet.demosite.picky import PICKY_PAGES
 from tests.e2e.conftest import FAST as DISTRIBUTED_FAST
-from tests.e2e.conftest import Workers, dispatch
+from tests.e2e.conftest import PICKY_LADDER, Workers, dispatch
 
 runner = CliRunner(env={"COLUMNS": "300"})
 FAST = ["--allow-private-addresses", "--delay", "0", "--concurrency", "4", "--ignore-robots"]
-CONFIG = """\
-[crawl]
-allow = ["/picky/"]
-ladder = ["slow", "impersonate"]
-block_window = 4
-block_min_samples = 2
-block_threshold = 0.5
-block_cooldown_s = 0.1
-max_retries = 20
-backoff_base_s = 0.02
-backoff_max_s = 0.1
-"""
 
 
 def test_a_host_refusing_plain_http_is_crawled_through_the_impersonate_rung(
     site: ThreadedDemoSite, tmp_path: Path
 ) -> None:
     config = tmp_path / "crawl.toml"
-    config.write_text(CONFIG)
+    config.write_text(PICKY_LADDER)
     state = str(tmp_path / "state")
     seed = site.url("lab", "/picky/")
     crawled = runner.invoke(app, ["crawl", seed, "--config", str(config), "--state", state, *FAST])
@@ -71,7 +59,7 @@ def test_the_fleet_climbs_the_ladder_in_redis_and_an_http_worker_impersonates(
     tmp_path: Path,
 ) -> None:
     config = tmp_path / "crawl.toml"
-    config.write_text(CONFIG)
+    config.write_text(PICKY_LADDER)
     site.clear_log()
     workers.start(redis_url, postgres_dsn, concurrency=4)  # --queues http: both kinds
     seed = site.url("lab", "/picky/")
