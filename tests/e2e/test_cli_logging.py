@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 from crawlfleet.demosite import ThreadedDemoSite
-from tests.e2e.test_strategy_ladder import CONFIG, FAST
+from tests.e2e.conftest import PICKY_LADDER
+from tests.e2e.test_strategy_ladder import FAST
 from tests.fixtures.cli import assert_one_line_error, run_cli
 
 LADDER_LINE = "INFO crawlfleet.runtime.attempts: domain 127.0.0.4 escalated to level 1, rung slow"
@@ -18,7 +19,7 @@ def ladder_crawl(
 ) -> tuple[int, str]:
     tmp_path.mkdir(exist_ok=True)
     config = tmp_path / "crawl.toml"
-    config.write_text(CONFIG)
+    config.write_text(PICKY_LADDER)
     state = str(tmp_path / "state")
     seed = site.url("lab", "/picky/")
     args = ["crawl", seed, "--config", str(config), "--state", state, *FAST]
