@@ -14,7 +14,14 @@ want_all=0
 [ "${1:-}" = "--all" ] && want_all=1
 
 need=()
-command -v python3 >/dev/null || need+=(python3 python3-venv)
+# Python's headers and a C compiler build the nesting pre-check's scan (decision 0063).
+has_headers='import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'
+if ! command -v python3 >/dev/null; then
+    need+=(python3 python3-venv python3-dev)
+elif ! python3 -c "$has_headers"; then
+    need+=(python3-dev)
+fi
+command -v gcc >/dev/null || need+=(gcc libc6-dev)
 if [ "$want_all" = 1 ]; then
     command -v redis-server >/dev/null || need+=(redis-server)
     command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)

@@ -83,7 +83,7 @@ wait_port() {  # wait_port HOST PORT WHAT
 step "building the wheel in $work"
 mkdir -p "$work/tree"
 tar -C "$src" --exclude=./.venv --exclude=./.git --exclude=./build --exclude='*.egg-info' \
-    --exclude=./bench/_work --exclude='__pycache__' -cf - . | tar -C "$work/tree" -xf -
+    --exclude=./bench/_work --exclude='__pycache__' --exclude='*.so' -cf - . | tar -C "$work/tree" -xf -
 "$python" -m pip wheel -q --no-deps -w "$work/dist" "$work/tree" >"$work/wheel.log" 2>&1 ||
     fail "pip wheel"
 wheel=$(ls "$work"/dist/crawlfleet-*.whl)

@@ -268,6 +268,8 @@ def test_dockerfile_builds_slim_non_root_images_with_the_pinned_extras() -> None
     for stage in ("browser", "worker"):
         body = dockerfile.split(f" AS {stage}\n", 1)[1].split("\nFROM ", 1)[0]
         assert "USER 10001:10001" in body, stage
+    build = dockerfile.split(" AS build\n", 1)[1].split("\nFROM ", 1)[0]
+    assert "--no-install-recommends gcc libc6-dev" in build  # the C of the nesting scan
     browser = dockerfile.split(" AS browser\n", 1)[1].split("\nFROM ", 1)[0]
     assert "install -y --no-install-recommends chromium" in browser
     assert '"crawlfleet[distributed,dashboard,browser,archive]"' in browser
