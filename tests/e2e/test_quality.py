@@ -86,6 +86,15 @@ def items(state: Path) -> dict[str, dict[str, str]]:
         return {key: orjson.loads(data) for key, data in rows}
 
 
+def assert_every_item_right(site: ThreadedDemoSite, stored: dict[str, dict[str, str]]) -> None:
+    """Both catalogues' items stored once each, with the name and price their pages show."""
+    assert len(stored) == 2 * CATALOG_ITEMS
+    for role in ("catalog", "redesign"):
+        for number in range(1, CATALOG_ITEMS + 1):
+            item = stored[site.url(role, f"/item/{number}")]
+            assert (item["name"], item["price"]) == (item_name(number), item_price(number))
+
+
 def test_a_redesign_pauses_its_parser_there_and_a_fixed_parser_completes_the_crawl(
     site: ThreadedDemoSite, tmp_path: Path
 ) -> None:
@@ -150,11 +159,7 @@ def test_a_redesign_pauses_its_parser_there_and_a_fixed_parser_completes_the_cra
     assert code == 0, output
 
     stored = items(state)
-    assert len(stored) == 2 * CATALOG_ITEMS
-    for role in ("catalog", "redesign"):
-        for number in range(1, CATALOG_ITEMS + 1):
-            item = stored[site.url(role, f"/item/{number}")]
-            assert (item["name"], item["price"]) == (item_name(number), item_price(number))
+    assert_every_item_right(site, stored)
     code, output = cli("status", "--state", str(state))
     assert "drift:" not in output
     code, output = cli("dlq", "classes", "--state", str(state))
@@ -196,11 +201,7 @@ def test_with_an_archive_resume_parser_parses_the_mismatched_pages_again_unfetch
     fetched = {r.path for r in site.log if r.role == "redesign"}
     assert not fetched & mismatched  # parsed from the archive, never fetched again
     stored = items(state)
-    assert len(stored) == 2 * CATALOG_ITEMS
-    for role in ("catalog", "redesign"):
-        for number in range(1, CATALOG_ITEMS + 1):
-            item = stored[site.url(role, f"/item/{number}")]
-            assert (item["name"], item["price"]) == (item_name(number), item_price(number))
+    assert_every_item_right(site, stored)
     code, output = cli("dlq", "classes", "--state", str(state))
     assert "mismatch" not in output
 
@@ -313,11 +314,7 @@ def test_the_breaker_pauses_the_fleet_and_resume_parser_reopens_it_distributed(
     assert second.returncode == 0, second.stdout
 
     stored = postgres_item_data(postgres_dsn)
-    assert len(stored) == 2 * CATALOG_ITEMS
-    for role in ("catalog", "redesign"):
-        for number in range(1, CATALOG_ITEMS + 1):
-            item = stored[site.url(role, f"/item/{number}")]
-            assert (item["name"], item["price"]) == (item_name(number), item_price(number))
+    assert_every_item_right(site, stored)
 
 
 @pytest.mark.redis
@@ -357,11 +354,7 @@ def test_with_an_archive_a_distributed_resume_parser_parses_the_pages_again_unfe
     fetched = {r.path for r in site.log if r.role == "redesign"}
     assert not fetched & mismatched  # parsed from the archive, never fetched again
     stored = postgres_item_data(postgres_dsn)
-    assert len(stored) == 2 * CATALOG_ITEMS
-    for role in ("catalog", "redesign"):
-        for number in range(1, CATALOG_ITEMS + 1):
-            item = stored[site.url(role, f"/item/{number}")]
-            assert (item["name"], item["price"]) == (item_name(number), item_price(number))
+    assert_every_item_right(site, stored)
 
 
 def postgres_item_data(dsn: str) -> dict[str, dict[str, str]]:
