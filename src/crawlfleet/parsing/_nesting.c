@@ -88,6 +88,19 @@ static int grow(Table *t) {
     return 0;
 }
 
+/* The table every scan starts from, NOT_NESTING in it: filled once, at import. */
+static Slot FIRST_SLOTS[FIRST_CAPACITY];
+
+static void fill_first_slots(void) {
+    Table t = {FIRST_SLOTS, FIRST_CAPACITY - 1, 0};
+    for (size_t k = 0; k < N_NOT_NESTING; k++) {
+        const unsigned char *name = (const unsigned char *)NOT_NESTING[k];
+        Py_ssize_t n = (Py_ssize_t)strlen(NOT_NESTING[k]);
+        uint64_t h = hash_name(name, n);
+        *find(&t, name, n, h) = (Slot){name, n, h, NEVER_OPENS};
+    }
+}
+
 /* Empties a slot, moving back each later slot of its cluster whose home is not after the
  * hole (else a lookup would stop at the hole before reaching it). */
 static void remove_slot(Table *t, Slot *slot) {
@@ -109,15 +122,9 @@ static void remove_slot(Table *t, Slot *slot) {
 
 /* The deepest nesting, or the first depth above stop_above; -1 when memory ran out. */
 static Py_ssize_t scan(const unsigned char *p, const unsigned char *end, Py_ssize_t stop_above) {
-    Table t = {calloc(FIRST_CAPACITY, sizeof(Slot)), FIRST_CAPACITY - 1, 0};
+    Table t = {malloc(sizeof FIRST_SLOTS), FIRST_CAPACITY - 1, N_NOT_NESTING};
     if (t.slots == NULL) return -1;
-    for (size_t k = 0; k < N_NOT_NESTING; k++) {
-        const unsigned char *name = (const unsigned char *)NOT_NESTING[k];
-        Py_ssize_t n = (Py_ssize_t)strlen(NOT_NESTING[k]);
-        uint64_t h = hash_name(name, n);
-        *find(&t, name, n, h) = (Slot){name, n, h, NEVER_OPENS};
-        t.used++;
-    }
+    memcpy(t.slots, FIRST_SLOTS, sizeof FIRST_SLOTS);
     Py_ssize_t depth = 0, deepest = 0;
     while ((p = memchr(p, '<', (size_t)(end - p))) != NULL) {
         p++;
@@ -176,4 +183,7 @@ static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "crawlfleet.parsing._nesting", NULL, 0, methods, NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__nesting(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__nesting(void) {
+    fill_first_slots();
+    return PyModule_Create(&module);
+}
