@@ -19,6 +19,7 @@ from aiohttp import web
 from crawlfleet.errors import FetchError, ForbiddenAddress, TooLarge
 from crawlfleet.fetchers import HttpFetcher
 from crawlfleet.fetchers.addresses import AddressPredicate
+from crawlfleet.fetchers.http import INLINE_DECODE_BYTES
 from crawlfleet.fetchers.options import FetchOptions
 from crawlfleet.models import CrawlRequest
 from crawlfleet.settings import Settings
@@ -26,6 +27,7 @@ from tests.fixtures.clock import FakeClock
 from tests.loop_lag import max_loop_lag_s
 
 PAGE = b"<!doctype html><html><body><p>hello</p></body></html>"
+LARGE_PAGE = b"".join(b"<p>%d</p>" % n for n in range(60_000))  # 0.5 MB: decoded in a thread
 BOMB_BYTES = 100 * 1024 * 1024
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -128,6 +130,12 @@ def _app(site: Site, bombs: dict[str, bytes]) -> web.Application:
         header = {"deflate-raw": "deflate", "corrupt": "gzip", "br,gzip": "br, gzip"}
         headers = {"Content-Encoding": header.get(coding, coding)}
         return web.Response(body=body, headers=headers, content_type="text/html")
+
+    @routes.get("/encoded-large/{coding}")
+    async def encoded_large(request: web.Request) -> web.Response:
+        coding = request.match_info["coding"]
+        body = gzip.compress(LARGE_PAGE) if coding == "gzip" else brotli.compress(LARGE_PAGE)
+        return web.Response(body=body, headers={"Content-Encoding": coding})
 
     @routes.get("/bomb/{coding}")
     async def bomb(request: web.Request) -> web.Response:
@@ -457,6 +465,23 @@ async def test_streamed_too_large_is_refused(server: Site) -> None:
 async def test_encoded_bodies_are_decoded(fetcher: HttpFetcher, server: Site, coding: str) -> None:
     result = await fetcher.fetch(_request(server.url(f"/encoded/{coding}")))
     assert result.body == PAGE
+
+
+@pytest.mark.parametrize("coding", ["gzip", "br"])
+async def test_a_body_larger_than_the_inline_decode_is_decoded_whole(
+    server: Site, coding: str
+) -> None:
+    assert len(LARGE_PAGE) > INLINE_DECODE_BYTES
+    fetcher = HttpFetcher(_options())
+    try:
+        result = await fetcher.fetch(_request(server.url(f"/encoded-large/{coding}")))
+        cut = await fetcher.fetch(
+            _request(server.url(f"/encoded-large/{coding}")), truncate_at_bytes=300_000
+        )
+    finally:
+        await fetcher.close()
+    assert result.body == LARGE_PAGE
+    assert cut.body == LARGE_PAGE[:300_000]
 
 
 async def test_unknown_encoding_is_left_as_is(fetcher: HttpFetcher, server: Site) -> None:

@@ -4,7 +4,8 @@ Each decoder asks for at most ``cap + 1`` bytes of output, so a compression bomb
 (or cut, for a caller that asked to truncate) after producing about ``cap`` bytes, never its
 full expansion. At most ``MAX_CODINGS`` codings are undone: nobody stacks more, except to
 multiply a bomb's cost. Every member of a gzip stream is decoded; a stream that stops before
-its end is an error naming its coding, never a page cut short in silence. Decoding 10 MiB takes 60-90 ms of CPU: ``HttpFetcher`` runs it in a
+its end is an error naming its coding, never a page cut short in silence. Decoding 10 MiB
+takes 60-90 ms of CPU: ``HttpFetcher`` decodes a body larger than ``INLINE_DECODE_BYTES`` in a
 worker thread (zlib and brotli release the GIL), not on the event loop.
 """
 

@@ -37,6 +37,12 @@ REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _HTTP_SCHEMES = frozenset({"http", "https"})
 
 
+INLINE_DECODE_BYTES = 256 * 1024
+"""A body that decodes to at most this is decoded on the event loop (at most ~0.6 ms of CPU):
+the hop to a worker thread cost more than decoding a page of the bench site (decision 0064).
+A larger one (up to 90 ms of CPU per 10 MiB, ``fetchers.decoding``) is decoded in a thread."""
+
+
 class HttpFetcher:
     """Fetches http(s) URLs; a ``Fetcher``.
 
@@ -169,18 +175,20 @@ class HttpFetcher:
     async def _decoded(
         self, body: bytes, encoding: str, url: str, truncate_at_bytes: int | None
     ) -> bytes:
-        """``body`` with its content codings undone, within the decompressed cap."""
+        """``body`` with its content codings undone, within the decompressed cap: on the
+        event loop when it decodes to at most ``INLINE_DECODE_BYTES``, else in a thread."""
         cap_bytes = self._options.max_decompressed_bytes
         if truncate_at_bytes is not None:
             cap_bytes = min(cap_bytes, truncate_at_bytes)
-        # Off the loop: up to 90 ms of CPU per 10 MiB (see fetchers.decoding).
+        truncate = truncate_at_bytes is not None
+        if cap_bytes <= INLINE_DECODE_BYTES:
+            return decode_body(body, encoding, cap_bytes=cap_bytes, url=url, truncate=truncate)
+        try:
+            return decode_body(body, encoding, cap_bytes=INLINE_DECODE_BYTES, url=url)
+        except FetchError:
+            pass  # larger, cut or corrupt: decoded again in a thread, which says which
         return await asyncio.to_thread(
-            decode_body,
-            body,
-            encoding,
-            cap_bytes=cap_bytes,
-            url=url,
-            truncate=truncate_at_bytes is not None,
+            decode_body, body, encoding, cap_bytes=cap_bytes, url=url, truncate=truncate
         )
 
     def _next_hop(self, current: str, location: str, chain: list[str]) -> str:
