@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gzip
 import tempfile
 import time
 from pathlib import Path
@@ -41,8 +42,9 @@ SENT_HEADERS = {
 }
 
 
-async def one_run(pages: list[tuple[str, bytes]], work: Path) -> float:
-    """µs of CPU a page to keep ``pages`` in a fresh archive under ``work`` (empty)."""
+async def one_run(pages: list[tuple[str, bytes]], work: Path, headers: dict[str, str]) -> float:
+    """µs of CPU a page to keep ``pages`` (sent with ``headers``) in a fresh archive under
+    ``work`` (empty)."""
     files = WarcFiles(work / "warc", crawl_id="bench")
     archive = Archive(
         files, IndexBatch(SqliteCaptureIndex(work / "a.sqlite"), alone=True), crawl_id="bench"
@@ -51,7 +53,7 @@ async def one_run(pages: list[tuple[str, bytes]], work: Path) -> float:
     for n, (url, body) in enumerate(pages):
         request = CrawlRequest(url=url, fingerprint=str(n), domain="bench")
         result = FetchResult(
-            url, url, 200, HEADERS, body, 0.001, fetched_at=time.time(), request=request
+            url, url, 200, headers, body, 0.001, fetched_at=time.time(), request=request
         )
         fetched.append((result, Sent("GET", SENT_HEADERS, None, body, address="127.0.0.12")))
     started = time.process_time()
@@ -65,20 +67,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pages", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--gzip", action="store_true", help="the pages as sent gzip-compressed (level 1)"
+    )
     args = parser.parse_args()
     paths = sorted(SITE.glob("*/p/*.html"))[: args.pages]
     if not paths:
         raise SystemExit(f"no product pages under {SITE}: run bench/crawl_bench.py first")
     pages = [(f"http://{p.parent.parent.name}/p/{p.name}", p.read_bytes()) for p in paths]
+    headers = dict(HEADERS)
+    if args.gzip:
+        pages = [(url, gzip.compress(body, 1)) for url, body in pages]
+        del headers["content-length"]
+        headers["content-encoding"] = "gzip"
     mean_kb = sum(len(body) for _, body in pages) / len(pages) / 1000
     with tempfile.TemporaryDirectory(prefix="keep-bench-") as tmp:
         runs = []
         for run in range(args.runs):
             work = Path(tmp) / str(run)
             work.mkdir()
-            runs.append(asyncio.run(one_run(pages, work)))
+            runs.append(asyncio.run(one_run(pages, work, headers)))
     print(
-        f"Archive.keep, {len(pages)} pages of {mean_kb:.1f} KB: "
+        f"Archive.keep, {len(pages)} pages of {mean_kb:.1f} KB{' as gzip' if args.gzip else ''}: "
         + " ".join(f"{r:.0f}" for r in runs)
         + f" µs of CPU a page; best {min(runs):.0f}"
     )

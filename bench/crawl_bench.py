@@ -222,6 +222,9 @@ def main() -> None:
     parser.add_argument(
         "--docs", action="store_true", help="the docs-like site of large pages (gen_docs.py)"
     )
+    parser.add_argument(
+        "--gzip", action="store_true", help="nginx sends HTML gzip-compressed (level 1)"
+    )
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--timeout-s", type=float, default=900.0, help="per crawl run")
     parser.add_argument("--tools", nargs="+", choices=TOOLS, default=list(TOOLS))
@@ -240,7 +243,8 @@ def main() -> None:
         site, args.pages, args.hosts, args.port, small=args.small_pages, docs=args.docs
     )
     results: list[RunResult] = []
-    with NginxServer(site, WORK / "nginx", list(manifest["hosts"]), args.port) as nginx:
+    hosts = list(manifest["hosts"])
+    with NginxServer(site, WORK / "nginx", hosts, args.port, gzip=args.gzip) as nginx:
         for run in range(1, args.runs + 1):
             for tool in args.tools:
                 results.append(run_once(tool, run, manifest, nginx, args))
@@ -256,7 +260,8 @@ def main() -> None:
         )
         body = (
             f"## Crawl{' (docs-like site)' if args.docs else ''}: crawlfleet embedded vs Scrapy\n\n"
-            f"{machine}\n\nSite: {shape}, seed 1), served by a private nginx; both crawlers with 64 "
+            f"{machine}\n\nSite: {shape}, seed 1), served by a private nginx"
+            f"{' sending HTML gzip-compressed' if args.gzip else ''}; both crawlers with 64 "
             f"concurrent requests overall and per host, no delay, robots.txt obeyed; crawlfleet "
             f"with {parsers}. Runs alternate, one crawler at a time.\n\n"
             f"{text}\n\nRerun:\n\n{rerun.rstrip()}\n"

@@ -29,8 +29,11 @@ class LogLine:
     uri: str
 
 
-def render_config(site: Path, work_dir: Path, hosts: list[str], port: int) -> str:
-    """An nginx.conf with one server per host, each rooted at ``site/<ip>``."""
+def render_config(
+    site: Path, work_dir: Path, hosts: list[str], port: int, *, gzip: bool = False
+) -> str:
+    """An nginx.conf with one server per host, each rooted at ``site/<ip>``; ``gzip``: HTML is
+    sent compressed (gzip level 1) to a client that accepts it, as most servers do."""
     servers = "\n".join(
         f"""    server {{
         listen {ip}:{port};
@@ -55,6 +58,8 @@ http {{
     tcp_nopush on;
     keepalive_requests 100000;
     keepalive_timeout 60s;
+    gzip {"on" if gzip else "off"};
+    gzip_comp_level 1;
     log_format bench "{LOG_FORMAT}";
     access_log {w}/access.log bench;
     client_body_temp_path {w}/tmp/body;
@@ -70,7 +75,10 @@ http {{
 class NginxServer:
     """Start with ``start()``, stop with ``stop()``; ``access_log`` is the path to read."""
 
-    def __init__(self, site: Path, work_dir: Path, hosts: list[str], port: int) -> None:
+    def __init__(
+        self, site: Path, work_dir: Path, hosts: list[str], port: int, *, gzip: bool = False
+    ) -> None:
+        self._gzip = gzip
         self._site = site
         self._work_dir = work_dir
         self._hosts = hosts
@@ -82,7 +90,9 @@ class NginxServer:
         binary = shutil.which("nginx") or "/usr/sbin/nginx"
         (self._work_dir / "tmp").mkdir(parents=True, exist_ok=True)
         conf = self._work_dir / "nginx.conf"
-        conf.write_text(render_config(self._site, self._work_dir, self._hosts, self._port))
+        conf.write_text(
+            render_config(self._site, self._work_dir, self._hosts, self._port, gzip=self._gzip)
+        )
         subprocess.run([binary, "-t", "-q", "-c", str(conf.resolve())], check=True)
         self._process = subprocess.Popen(
             [binary, "-c", str(conf.resolve())], stdin=subprocess.DEVNULL

@@ -17,6 +17,7 @@ import pytest
 from typer.testing import CliRunner
 from warcio.archiveiterator import ArchiveIterator
 
+from crawlfleet.archive.index import INDEX_FILE, SqliteCaptureIndex
 from crawlfleet.cli.main import app
 from crawlfleet.demosite import ThreadedDemoSite
 from crawlfleet.demosite.jsapp import JS_ITEMS, item_name
@@ -119,6 +120,27 @@ def test_a_content_coded_page_is_kept_as_sent_and_read_back_decoded(
             if r.rec_type == "response" and r.rec_headers["WARC-Target-URI"] == seed
         ]
     assert b"<div><div><div>" in decoded[0]
+    index = SqliteCaptureIndex.existing(tmp_path / "state" / INDEX_FILE)
+    [capture] = index.find(seed)
+    index.close()
+    with (archive / capture.file).open("rb") as handle:
+        handle.seek(capture.offset)
+        member = handle.read(capture.length)
+    assert member[10] >> 1 & 3 == 0  # compressed by the server: stored, not deflated again
+    assert gzip.decompress(member).count(sent_by(seed)) == 1
+
+
+def test_a_plain_page_is_deflated_in_the_archive(site: ThreadedDemoSite, tmp_path: Path) -> None:
+    archive, seed = tmp_path / "warc", site.url("lab", "/page/1")
+    crawl(tmp_path / "state", seed, "--archive", str(archive), "--max-depth", "0")
+    index = SqliteCaptureIndex.existing(tmp_path / "state" / INDEX_FILE)
+    [capture] = index.find(seed)
+    index.close()
+    with (archive / capture.file).open("rb") as handle:
+        handle.seek(capture.offset)
+        member = handle.read(capture.length)
+    assert member[10] >> 1 & 3 != 0
+    assert len(member) < len(gzip.decompress(member))
 
 
 def test_a_recrawl_writes_unchanged_pages_as_revisits(

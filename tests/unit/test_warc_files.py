@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import io
 import random
 import time
@@ -10,7 +11,14 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from crawlfleet.archive.warc import WarcFiles, record_id, warc_date, warc_fields, warc_record
+from crawlfleet.archive.warc import (
+    WarcFiles,
+    record_id,
+    stored_member,
+    warc_date,
+    warc_fields,
+    warc_record,
+)
 
 
 def payload(n: int, size_bytes: int) -> bytes:
@@ -75,3 +83,33 @@ def test_a_record_built_here_reads_back_in_warcio_with_its_fields_and_block() ->
 def test_a_field_value_with_a_line_break_is_refused() -> None:
     with pytest.raises(ValueError, match="line break"):
         warc_fields([("WARC-Target-URI", "http://a.test/\r\nWARC-Type: resource")])
+
+
+@pytest.mark.parametrize("size_bytes", [0, 1, 65_535, 65_536, 200_000])
+def test_a_stored_member_is_one_gzip_member_of_uncompressed_blocks(size_bytes: int) -> None:
+    data = payload(size_bytes, size_bytes)
+    member = stored_member(data)
+    assert gzip.decompress(member) == data
+    assert member[10] >> 1 & 3 == 0  # the first block's type: stored
+    blocks = max(1, -(-size_bytes // 65_535))
+    assert len(member) == 10 + 5 * blocks + size_bytes + 8
+
+
+def test_records_written_stored_read_back_in_warcio_next_to_deflated_ones(tmp_path: Path) -> None:
+    files = WarcFiles(tmp_path, crawl_id="c1")
+    records = [resource(n, 70_000) for n in range(3)]
+    places = files.write(records, stored=(1,))
+    files.close()
+    [path] = tmp_path.iterdir()
+    kinds = []
+    with path.open("rb") as handle:
+        for place in places:
+            handle.seek(place.offset)
+            member = handle.read(place.length)
+            kinds.append(member[10] >> 1 & 3)
+            read = [r.content_stream().read() for r in ArchiveIterator(io.BytesIO(member))]
+            assert read == [payload(len(kinds) - 1, 70_000)]
+    assert [kind == 0 for kind in kinds] == [False, True, False]
+    with path.open("rb") as handle:
+        uris = [r.rec_headers["WARC-Target-URI"] for r in ArchiveIterator(handle)][1:]
+    assert uris == [f"http://a.test/{n}" for n in range(3)]

@@ -44,6 +44,18 @@ FETCH_HEADER = "X-Crawlfleet-Fetch"
 by a reparse)."""
 
 
+_LAST = (1,)
+_UNCODED = frozenset({"", "identity"})
+
+
+def _server_coded(result: FetchResult, sent: Sent) -> bool:
+    """Whether the payload kept is the body compressed by the server (``Content-Encoding``):
+    its record is stored without deflating it again (decision 0064)."""
+    if sent.decoded or result.fetcher == "browser":
+        return False
+    return result.headers.get("content-encoding", "").strip().lower() not in _UNCODED
+
+
 _MINE_BITS = 1 << 23
 _MINE_MASK = _MINE_BITS - 1
 
@@ -197,6 +209,7 @@ class Archive:
         digest = payload_digest(sent.body)
         earlier = await self._index.latest(url) if status in (200, NOT_MODIFIED) else None
         revisit = earlier is not None and (status == NOT_MODIFIED or earlier.digest == digest)
+        coded = not revisit and _server_coded(result, sent)
         date = warc_date(result.fetched_at)
         common = self._common(result, sent)
         response_id = record_id()
@@ -207,7 +220,7 @@ class Archive:
         else:
             response = self._response(result, sent, digest, response_id, date, common)
         request = self._request(result, sent, response_id, date, common)
-        _, written = self._files.write([request, response])
+        _, written = self._files.write([request, response], stored=_LAST if coded else ())
         kind = "revisit" if revisit else "response"
         mime = result.content_type
         await self._index.add(
