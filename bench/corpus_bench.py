@@ -560,7 +560,11 @@ def main() -> None:
     results: list[RunResult] = []
     profiles: dict[str, str] = {}
     nginx = NginxServer(
-        CORPUS_WORK / "site", CORPUS_WORK / "nginx", [c.ip for c in corpora], args.port
+        CORPUS_WORK / "site",
+        CORPUS_WORK / "nginx",
+        [c.ip for c in corpora],
+        args.port,
+        gzip=args.gzip,
     )
     distributed = [t for t in args.tools if t in DISTRIBUTED]
     svc = start_cluster_services(CORPUS_WORK, nginx) if distributed else None
@@ -597,11 +601,18 @@ def main() -> None:
     section, title = "corpus", "Corpus: real documentation sites"
     if distributed:
         section, title = "corpus-distributed", "Distributed on the corpora"
+    if args.gzip:
+        section, title = f"{section}-gzip", f"{title}, sent gzip-compressed"
     body = (
         f"## {title}\n\n"
         f"{machine}{f' {versions()}.' if {'spider-rs', 'crawlee'} & set(args.tools) else ''}\n\n"
         f"{sites}\n\n"
-        f"Each crawler: {CONCURRENCY} concurrent requests (overall and per host), no delay, "
+        + (
+            "nginx sends the HTML gzip-compressed (level 1), as most servers do.\n\n"
+            if args.gzip
+            else ""
+        )
+        + f"Each crawler: {CONCURRENCY} concurrent requests (overall and per host), no delay, "
         "robots.txt obeyed, a bound of 1.2x the truth's URLs + 100 requests, "
         f"{args.timeout_s:.0f} s time limit; one at a time, alternately, {args.runs} run(s) "
         "each. crawlfleet with bench/bench_parsers.py (links only, no item on these pages); "
@@ -635,6 +646,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--tools", nargs="+", choices=[*TOOLS, *DISTRIBUTED], default=list(TOOLS))
     parser.add_argument("--idle-s", type=int, default=3, help="scrapy-redis idle close")
     parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument(
+        "--gzip", action="store_true", help="nginx sends HTML gzip-compressed (level 1)"
+    )
     parser.add_argument("--port", type=int, default=18421)
     parser.add_argument("--timeout-s", type=float, default=900.0, help="per crawl run")
     default_python = REPO / ".venv" / "bin" / "python"
