@@ -44,7 +44,6 @@ FETCH_HEADER = "X-Crawlfleet-Fetch"
 by a reparse)."""
 
 
-_LAST = (1,)
 _UNCODED = frozenset({"", "identity"})
 
 
@@ -202,46 +201,90 @@ class Archive:
         self._index = index
         self._crawl_id = crawl_id
         self._fetch = fetch
+        self._batch: tuple[list[tuple[FetchResult, Sent]], asyncio.Future[None]] | None = None
+        """The pages kept in this turn, and the future their keeps wait for."""
+        self._writes: set[asyncio.Task[None]] = set()
 
     async def keep(self, result: FetchResult, sent: Sent) -> None:
-        url = result.final_url
-        status = result.status
-        digest = payload_digest(sent.body)
-        earlier = await self._index.latest(url) if status in (200, NOT_MODIFIED) else None
-        revisit = earlier is not None and (status == NOT_MODIFIED or earlier.digest == digest)
-        coded = not revisit and _server_coded(result, sent)
-        date = warc_date(result.fetched_at)
-        common = self._common(result, sent)
-        response_id = record_id()
-        if revisit:
-            assert earlier is not None
-            digest = earlier.digest
-            response = self._revisit(result, earlier, response_id, date, common)
+        """Archive ``result``; returns once its records are handed to the OS and its capture
+        is on its way to the index (``IndexBatch``), or raises why not (``StateError``).
+
+        The responses kept in one turn of the event loop (17 on average in a bench crawl)
+        are written together when it ends, in one batch: digests, records and gzip members
+        one after the other and one ``write``, which cost half as much CPU a page as one
+        page at a time between the crawl's other work (decision 0064).
+        """
+        if self._batch is None:
+            self._batch = ([], asyncio.get_running_loop().create_future())
+            task = asyncio.ensure_future(self._write_pending())
+            self._writes.add(task)
+            task.add_done_callback(self._writes.discard)
+        pages, written = self._batch
+        pages.append((result, sent))
+        await asyncio.shield(written)  # one page's step cancelled: the batch goes on
+
+    async def _write_pending(self) -> None:
+        assert self._batch is not None
+        (pages, written), self._batch = self._batch, None  # later keeps: the next batch
+        try:
+            await self._write(pages)
+        except asyncio.CancelledError:
+            written.cancel()
+            raise
+        except Exception as exc:  # every page of the batch raises it
+            written.set_exception(exc)
         else:
-            response = self._response(result, sent, digest, response_id, date, common)
-        request = self._request(result, sent, response_id, date, common)
-        _, written = self._files.write([request, response], stored=_LAST if coded else ())
-        kind = "revisit" if revisit else "response"
-        mime = result.content_type
-        await self._index.add(
-            Capture(
-                url,
-                result.fetched_at,
-                status,
-                digest,
-                written.file,
-                written.offset,
-                written.length,
-                kind,
-                mime,
+            written.set_result(None)
+
+    async def _write(self, pages: list[tuple[FetchResult, Sent]]) -> None:
+        records: list[bytes] = []
+        stored: set[int] = set()
+        captures = []
+        for result, sent in pages:
+            url = result.final_url
+            status = result.status
+            digest = payload_digest(sent.body)
+            earlier = await self._index.latest(url) if status in (200, NOT_MODIFIED) else None
+            revisit = earlier is not None and (status == NOT_MODIFIED or earlier.digest == digest)
+            date = warc_date(result.fetched_at)
+            common = self._common(result, sent)
+            response_id = record_id()
+            records.append(self._request(result, sent, response_id, date, common))
+            if revisit:
+                assert earlier is not None
+                digest = earlier.digest
+                records.append(self._revisit(result, earlier, response_id, date, common))
+            else:
+                if _server_coded(result, sent):
+                    stored.add(len(records))
+                records.append(self._response(result, sent, digest, response_id, date, common))
+            kind = "revisit" if revisit else "response"
+            captures.append((url, result.fetched_at, status, digest, kind, result.content_type))
+        places = self._files.write(records, stored=stored)
+        for (url, at, status, digest, kind, mime), written in zip(
+            captures, places[1::2], strict=True
+        ):
+            await self._index.add(
+                Capture(
+                    url,
+                    at,
+                    status,
+                    digest,
+                    written.file,
+                    written.offset,
+                    written.length,
+                    kind,
+                    mime,
+                )
             )
-        )
 
     @property
     def side(self) -> Archive:
         return Archive(self._files, self._index, crawl_id=self._crawl_id, fetch="side")
 
     async def close(self) -> None:
+        if self._writes:
+            await asyncio.gather(*self._writes, return_exceptions=True)
         try:
             self._files.close()
         finally:
