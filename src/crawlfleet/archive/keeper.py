@@ -4,10 +4,11 @@ a ``revisit`` when the page is unchanged since its last capture.
 A 304, or a 200 whose payload digest equals the URL's newest capture's, is written as a
 ``revisit`` record (profile identical-payload-digest) holding only the response's head and
 pointing at that capture (``WARC-Refers-To-Target-URI``/``-Date``): an unchanged page is
-not stored twice. Every record is written to its file (and handed to the OS) before ``keep``
-returns, so before the crawl step that fetched it completes its lease. Index rows are written
-in batches (``IndexBatch``; the distributed runtime's of one row): a process killed mid-crawl
-may leave its last second of captures in the files but not in the index.
+not stored twice. The responses kept in one turn of the event loop are written together
+when it ends (``Archive.keep``), and every record is written to its file (handed to the OS)
+before ``keep`` returns, so before the crawl step that fetched it completes its lease. Index
+rows are written in batches (``IndexBatch``; the distributed runtime's of one row): a process
+killed mid-crawl may leave its last second of captures in the files but not in the index.
 """
 
 from __future__ import annotations
