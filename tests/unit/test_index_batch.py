@@ -5,6 +5,7 @@ captures before."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 
 from crawlfleet.archive.index import SqliteCaptureIndex
@@ -56,3 +57,22 @@ def test_an_index_with_earlier_captures_is_asked_about_every_url(tmp_path: Path)
         await batch.close()
 
     asyncio.run(run())
+
+
+def test_captures_added_together_are_written_in_one_call(tmp_path: Path) -> None:
+    calls: list[int] = []
+
+    class Recording(SqliteCaptureIndex):
+        def add(self, captures: Sequence[Capture]) -> None:
+            calls.append(len(captures))
+            super().add(captures)
+
+    async def run() -> None:
+        batch = IndexBatch(Recording(tmp_path / "a.sqlite"), max_rows=1)
+        await batch.add(*(capture(f"http://a.test/{n}", float(n)) for n in range(5)))
+        await batch.add(capture("http://a.test/9", 9.0))
+        await batch.close()
+
+    asyncio.run(run())
+    assert calls == [5, 1]
+    assert len(SqliteCaptureIndex(tmp_path / "a.sqlite").find()) == 6

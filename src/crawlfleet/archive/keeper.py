@@ -114,14 +114,18 @@ class IndexBatch:
         self._writes: set[asyncio.Task[None]] = set()
         self._failure: BaseException | None = None
 
-    async def add(self, capture: Capture) -> None:
+    async def add(self, *captures: Capture) -> None:
+        """Add ``captures``; written together when they fill the batch (``max_rows=1``: at
+        once, in one transaction)."""
         if self._failure is not None:
             raise self._failure
         if self._timer is None:
             loop = asyncio.get_running_loop()
             self._timer = loop.call_later(self._max_age_s, self._flush_soon)
-        self._rows.append(capture)
-        if capture.kind == "response":
+        self._rows.extend(captures)
+        for capture in captures:
+            if capture.kind != "response":
+                continue
             self._pending[capture.url] = capture
             if self._mine is not None:
                 h = hash(capture.url)
@@ -262,22 +266,14 @@ class Archive:
             kind = "revisit" if revisit else "response"
             captures.append((url, result.fetched_at, status, digest, kind, result.content_type))
         places = self._files.write(records, stored=stored)
-        for (url, at, status, digest, kind, mime), written in zip(
-            captures, places[1::2], strict=True
-        ):
-            await self._index.add(
-                Capture(
-                    url,
-                    at,
-                    status,
-                    digest,
-                    written.file,
-                    written.offset,
-                    written.length,
-                    kind,
-                    mime,
+        await self._index.add(
+            *(
+                Capture(url, at, status, digest, w.file, w.offset, w.length, kind, mime)
+                for (url, at, status, digest, kind, mime), w in zip(
+                    captures, places[1::2], strict=True
                 )
             )
+        )
 
     @property
     def side(self) -> Archive:
