@@ -16,7 +16,7 @@ from crawlfleet.errors import StateError
 from crawlfleet.frontier.sqlite import SqliteQueueStore
 from crawlfleet.frontier.store_types import Budget, DelaySource, DomainPolicy, Signal
 from crawlfleet.records import QueueCounts
-from crawlfleet.sqlite_turns import writing_beside
+from crawlfleet.sqlite_turns import COMMIT_EVERY_S, writing_beside
 from tests.contract.test_queue_store import (
     FREE,
     KINDS,
@@ -303,7 +303,7 @@ async def test_a_lease_end_is_not_committed_when_the_items_of_its_turn_fail(
     store.commit_after(sink.write_in_turns())
     await store.add([req("1"), req("2")], NO_BUDGET)
     first, _second = await claim(store, 2)
-    await asyncio.sleep(0)
+    await asyncio.sleep(COMMIT_EVERY_S)  # committed; the next turn commits when it ends
     await sink.write_page([Item("product", {"n": 1}, key="1")], first.request.url, [])
     assert await complete(store, first)
     with pytest.raises(StateError, match="disk full"):

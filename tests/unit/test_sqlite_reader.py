@@ -14,6 +14,7 @@ from crawlfleet.frontier.sqlite.reader import SqliteStateReader
 from crawlfleet.frontier.store_types import Budget, DelaySource, DomainPolicy, Report
 from crawlfleet.models import CrawlRequest, Lease
 from crawlfleet.records import Attempt, AttemptFilter, Outcome
+from crawlfleet.sqlite_turns import COMMIT_EVERY_S
 
 T0 = 1_000_000.0
 POLICY = DomainPolicy(delay_s=0.0, max_in_flight=3)
@@ -54,7 +55,7 @@ async def test_the_reader_sees_the_stores_counts_stats_and_domains_while_it_hold
     store = await busy_store(path)
     reader = SqliteStateReader.open(path, POLICY)
     try:
-        await asyncio.sleep(0)  # the store commits when the event loop's turn ends
+        await asyncio.sleep(COMMIT_EVERY_S)  # the store commits at most this often
         assert await reader.counts() == await store.counts()
         assert await reader.stats() == await store.stats()
         assert await reader.domains(10) == await store.domains(10)
@@ -62,7 +63,7 @@ async def test_the_reader_sees_the_stores_counts_stats_and_domains_while_it_hold
         # the store keeps writing while the reader is open
         more = await store.claim(1, T0 + 5, 60.0, ("http",))
         await store.complete(more[0], Report(attempt(more[0], Outcome.OK, 200, T0 + 6)))
-        await asyncio.sleep(0)  # the store commits when the event loop's turn ends
+        await asyncio.sleep(COMMIT_EVERY_S)  # the store commits at most this often
         assert await reader.counts() == await store.counts()
         assert await reader.domains(1) == await store.domains(1)
     finally:
