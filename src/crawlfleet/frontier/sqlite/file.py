@@ -3,9 +3,10 @@
 The file is locked to its store (``sqlitedb.FileLock``), which lets the store keep the
 per-domain schedule (ready times, in-flight and queued counts per lane, policy records,
 statistics counters) and the state counts in memory, rebuilt from the tables when it opens.
-The writes of one event-loop turn are one transaction, committed when the turn ends
-(``sqlite_turns.TurnWriter``, decision 0027): a killed process loses at most its last
-turn's writes, and the pages whose lease ends those were are fetched again.
+The writes of one event-loop turn are one transaction, committed when the turn ends, or
+with the next turns' when the last commit is less than 0.1 s old (``sqlite_turns.TurnWriter``,
+decisions 0027, 0065): a killed process loses at most its last 0.1 s of writes, and the
+pages whose lease ends those were are fetched again.
 
 A domain's row mirrors the store's memory and is read only when the store opens: a write
 that changes it names its new values (``domain_changed``), and each changed row is written

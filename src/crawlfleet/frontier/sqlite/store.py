@@ -4,8 +4,8 @@ The stdlib ``sqlite3`` runs synchronously inside the async methods: each call is
 millisecond, cheaper than a thread hop, and the lack of awaits makes every method atomic
 within the event loop. A lease end writes its request row, its attempt row and its domain's
 row (ready time, policy record, counters) together; the writes of one event-loop turn are
-committed together when it ends (decision 0027), so a killed process loses at most that
-turn's writes, as if it had died a turn earlier.
+committed together when it ends, or with the next turns' within 0.1 s (decisions 0027, 0065),
+so a killed process loses at most those writes, as if it had died that much earlier.
 
 The store writes through its ``StateFile`` (``file.py``: the connection, its lock and the
 turns) and keeps what the file's lock lets it keep in memory: the per-domain schedule
