@@ -120,7 +120,11 @@ class TurnWriter:
 
     def commit(self) -> None:
         """Commit the turn, the ``first`` writers' before; never raises (the loop calls it):
-        see ``failure``."""
+        see ``failure``. Called before its time (a reader of this process that must see every
+        write: ``SqliteAttemptLog``'s ``settle``), it takes the pending commit's place."""
+        if self._pending is not None:
+            self._pending.cancel()
+            self._pending = None
         for writer in self.first:
             writer.commit()
             if writer.failure is not None and self.failure is None:

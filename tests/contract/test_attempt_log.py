@@ -202,3 +202,30 @@ async def test_sqlite_reader_refuses_a_file_that_is_not_a_database(tmp_path: Pat
     path.write_bytes(b"not a database" * 500)
     with pytest.raises(StateError, match=str(path)):
         await SqliteAttemptLog.open(path)
+
+
+async def test_a_reader_that_settles_sees_what_the_store_has_not_committed_yet(
+    tmp_path: Path,
+) -> None:
+    """The store commits at most every ``COMMIT_EVERY_S`` (decision 0065); the crawl's summary
+    reads through ``settle`` and sees every attempt at once."""
+    path = tmp_path / "state.sqlite"
+    store = await SqliteQueueStore.open(path, policy=FREE)
+    settled = await SqliteAttemptLog.open(path, settle=store.commit_now)
+    plain = await SqliteAttemptLog.open(path)
+    try:
+        await store.add([req("1")], NO_BUDGET)
+        [lease] = await store.claim(10, T0, LEASE_S, ("http",))
+        await asyncio.sleep(0)  # the first commit: at the turn's end
+        r = lease.request
+        row = attempt("1", Outcome.PARSE_ERROR, at=T0, error="E")
+        row = Attempt(**{**row.to_dict(), "url": r.url, "fingerprint": r.fingerprint,
+                         "outcome": Outcome.PARSE_ERROR})  # fmt: skip
+        assert await store.complete(lease, Report(row))
+        await asyncio.sleep(0)  # within the window: (normally) not committed at this turn's end
+        assert await settled.top_errors(Outcome.PARSE_ERROR) == [("E", 1)]
+        assert [a.url for a in await plain.recent()] == [r.url]  # committed by the settle
+    finally:
+        await settled.close()
+        await plain.close()
+        await store.close()

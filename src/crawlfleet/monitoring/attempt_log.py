@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -95,19 +95,28 @@ TOP_ERRORS = (
 class SqliteAttemptLog:
     """Reads the ``attempts`` table the SQLite queue store writes in the state file.
 
-    Use ``await SqliteAttemptLog.open(path)`` after the store has created the file.
+    Use ``await SqliteAttemptLog.open(path)`` after the store has created the file. ``settle``:
+    called before each read, to commit what the store of this process wrote and has not
+    committed yet (``SqliteQueueStore.commit_now``: the crawl's summary reads every attempt).
     """
 
-    def __init__(self, path: Path, db: sqlite3.Connection) -> None:
+    def __init__(
+        self, path: Path, db: sqlite3.Connection, settle: Callable[[], None] | None = None
+    ) -> None:
         self.path = path
         self._db = db
+        self._settle = settle
 
     @classmethod
-    async def open(cls, path: Path) -> SqliteAttemptLog:
+    async def open(
+        cls, path: Path, *, settle: Callable[[], None] | None = None
+    ) -> SqliteAttemptLog:
         """Open the state file; ``StateError`` naming it if it is unusable."""
-        return cls(path, sqlitedb.connect(path, "", what="state file"))
+        return cls(path, sqlitedb.connect(path, "", what="state file"), settle)
 
     async def recent(self, limit: int = 100, url: str | None = None) -> list[Attempt]:
+        if self._settle is not None:
+            self._settle()
         if url is None:
             rows = self._db.execute(RECENT, (limit,)).fetchall()
         else:
@@ -115,6 +124,8 @@ class SqliteAttemptLog:
         return [attempt_of(row) for row in rows]
 
     async def top_errors(self, outcome: Outcome, limit: int = 5) -> list[tuple[str, int]]:
+        if self._settle is not None:
+            self._settle()
         rows = self._db.execute(TOP_ERRORS, (outcome.value, limit)).fetchall()
         return [(str(error), int(count)) for error, count in rows]
 

@@ -159,7 +159,7 @@ async def open_embedded(
         state_file, policy=policy, keep_attempts=settings.attempt_log_max_rows
     )
     stack.push_async_callback(store.close)
-    attempts = await SqliteAttemptLog.open(state_file)
+    attempts = await SqliteAttemptLog.open(state_file, settle=store.commit_now)
     stack.push_async_callback(attempts.close)
     sink = await SqliteSink.open(items_file, crawl_id=settings.crawl_id)
     stack.push_async_callback(sink.close)

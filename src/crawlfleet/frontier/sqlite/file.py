@@ -100,6 +100,11 @@ class StateFile:
         items file's: a lease end is in the file only once its page's items are)."""
         self._turns.first.append(first)
 
+    def commit_now(self) -> None:
+        """Commit the writes waiting for their commit (decision 0065) now; never raises (a
+        failed commit breaks the file as at a turn's end)."""
+        self._turns.commit()
+
     def close(self) -> None:
         """Commit, close the file and release its lock; its store is unusable afterwards.
 
