@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import math
 import os
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
@@ -85,7 +86,7 @@ class TurnWriter:
         self.failure: StateError | None = None
         self._closed = False
         self._pending: asyncio.Handle | None = None
-        self._committed_at = 0.0
+        self._committed_at = -math.inf  # the first turn commits when it ends
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:

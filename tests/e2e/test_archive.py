@@ -98,6 +98,17 @@ def test_every_response_is_archived_with_the_bytes_the_server_sent(
             assert headers["WARC-IP-Address"] == "127.0.0.4"  # the lab host's address
 
 
+def gzip_member_of(state: Path, archive: Path, url: str) -> bytes:
+    """The gzip member of ``url``'s one capture, as the index of the crawl at ``state`` places
+    it in ``archive``."""
+    index = SqliteCaptureIndex.existing(state / INDEX_FILE)
+    [capture] = index.find(url)
+    index.close()
+    with (archive / capture.file).open("rb") as handle:
+        handle.seek(capture.offset)
+        return handle.read(capture.length)
+
+
 def test_a_content_coded_page_is_kept_as_sent_and_read_back_decoded(
     site: ThreadedDemoSite, tmp_path: Path
 ) -> None:
@@ -120,12 +131,7 @@ def test_a_content_coded_page_is_kept_as_sent_and_read_back_decoded(
             if r.rec_type == "response" and r.rec_headers["WARC-Target-URI"] == seed
         ]
     assert b"<div><div><div>" in decoded[0]
-    index = SqliteCaptureIndex.existing(tmp_path / "state" / INDEX_FILE)
-    [capture] = index.find(seed)
-    index.close()
-    with (archive / capture.file).open("rb") as handle:
-        handle.seek(capture.offset)
-        member = handle.read(capture.length)
+    member = gzip_member_of(tmp_path / "state", archive, seed)
     assert member[10] >> 1 & 3 == 0  # compressed by the server: stored, not deflated again
     assert gzip.decompress(member).count(sent_by(seed)) == 1
 
@@ -133,12 +139,7 @@ def test_a_content_coded_page_is_kept_as_sent_and_read_back_decoded(
 def test_a_plain_page_is_deflated_in_the_archive(site: ThreadedDemoSite, tmp_path: Path) -> None:
     archive, seed = tmp_path / "warc", site.url("lab", "/page/1")
     crawl(tmp_path / "state", seed, "--archive", str(archive), "--max-depth", "0")
-    index = SqliteCaptureIndex.existing(tmp_path / "state" / INDEX_FILE)
-    [capture] = index.find(seed)
-    index.close()
-    with (archive / capture.file).open("rb") as handle:
-        handle.seek(capture.offset)
-        member = handle.read(capture.length)
+    member = gzip_member_of(tmp_path / "state", archive, seed)
     assert member[10] >> 1 & 3 != 0
     assert len(member) < len(gzip.decompress(member))
 

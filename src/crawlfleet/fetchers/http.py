@@ -183,10 +183,11 @@ class HttpFetcher:
         truncate = truncate_at_bytes is not None
         if cap_bytes <= INLINE_DECODE_BYTES:
             return decode_body(body, encoding, cap_bytes=cap_bytes, url=url, truncate=truncate)
-        try:
-            return decode_body(body, encoding, cap_bytes=INLINE_DECODE_BYTES, url=url)
-        except FetchError:
-            pass  # larger, cut or corrupt: decoded again in a thread, which says which
+        if len(body) <= INLINE_DECODE_BYTES:  # a larger body sent decodes larger still
+            try:
+                return decode_body(body, encoding, cap_bytes=INLINE_DECODE_BYTES, url=url)
+            except FetchError:
+                pass  # larger, cut or corrupt: decoded again in a thread, which says which
         return await asyncio.to_thread(
             decode_body, body, encoding, cap_bytes=cap_bytes, url=url, truncate=truncate
         )
