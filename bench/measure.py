@@ -103,9 +103,10 @@ def descendants(root: int) -> list[int]:
     while todo:
         pid = todo.pop()
         found.append(pid)
-        for children in Path(f"/proc/{pid}/task").glob("*/children"):
-            with contextlib.suppress(OSError):
-                todo.extend(int(child) for child in children.read_text().split())
+        with contextlib.suppress(OSError):  # the process may be gone meanwhile
+            for children in Path(f"/proc/{pid}/task").glob("*/children"):
+                with contextlib.suppress(OSError):
+                    todo.extend(int(child) for child in children.read_text().split())
     return found
 
 

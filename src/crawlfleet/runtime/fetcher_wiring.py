@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from crawlfleet.archive.protocols import ResponseKeeper
 from crawlfleet.clock import Clock
@@ -32,6 +33,9 @@ from crawlfleet.runtime.fetching.side_fetch import SessionSideFetcher
 from crawlfleet.runtime.options import fetch_options
 from crawlfleet.settings import Settings
 from crawlfleet.urls import UrlRules, fingerprint
+
+if TYPE_CHECKING:
+    from crawlfleet.fetchers.impersonate import ImpersonateFetcher
 
 
 def build_transport(settings: Settings, stack: AsyncExitStack) -> Transport:
@@ -75,20 +79,28 @@ def build_fetchers(
         "file": FileFetcher(options, clock=clock),
     }
     if IMPERSONATE in BASE_KINDS:
-        try:
-            from crawlfleet.fetchers.impersonate import ImpersonateFetcher  # the stealth extra
-        except ImportError as exc:  # installed but broken (its libcurl, cffi)
-            raise ConfigError(
-                f"the impersonate fetcher cannot be loaded ({exc}); "
-                "reinstall it: pip install 'crawlfleet[stealth]'"
-            ) from None
-        browser_like = ImpersonateFetcher(
+        browser_like = impersonate_fetcher()(
             options, clock=clock, credentials=credentials, keeper=keeper
         )
         fetchers[IMPERSONATE] = hooked(
             cached(logged_in(routed(browser_like)), settings, clock), settings
         )
     return fetchers
+
+
+def impersonate_fetcher() -> type[ImpersonateFetcher]:
+    """The impersonate fetcher's class, imported on first use: the stealth extra's
+    ``curl_cffi`` takes ~30 ms to import, which only a crawl's fetchers need (a worker
+    imports it when it starts: ``runtime.celery.worker.assemble``). ``ConfigError`` when it is
+    installed but broken (its libcurl, cffi)."""
+    try:
+        from crawlfleet.fetchers.impersonate import ImpersonateFetcher
+    except ImportError as exc:
+        raise ConfigError(
+            f"the impersonate fetcher cannot be loaded ({exc}); "
+            "reinstall it: pip install 'crawlfleet[stealth]'"
+        ) from None
+    return ImpersonateFetcher
 
 
 def robots_fetch(

@@ -16,7 +16,9 @@ answers a list, one reply a call (``finish.lua``: a worker's pages end their lea
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -31,6 +33,7 @@ from crawlfleet.redisdb import RedisClient
 _KEY_LINE = re.compile(r"^-- KEYS\[(\d+)\] (\w+)\s*$", re.MULTILINE)
 _FUNCTION = re.compile(r"^local function (\w+)", re.MULTILINE)
 _KEY_USE = re.compile(r"\bK\.(\w+)")
+_CALL = re.compile(r"\b(\w+)\(")
 _COMMENT = re.compile(r"--[^\n]*")
 _LIB = "_lib.lua"
 GROUPED = frozenset({"finish"})
@@ -45,14 +48,26 @@ class LuaSource:
     key_names: tuple[str, ...]
 
 
-def read_sources(folder: Traversable | None = None) -> dict[str, LuaSource]:
+def read_sources(folder: Traversable | None = None) -> Mapping[str, LuaSource]:
     """Every script in ``folder`` (default ``lua/``) except the helpers, ready to load.
 
     ``ValueError`` when a header's ``KEYS`` are not numbered 1..n, name a key that
     ``keys.py`` does not list, or miss a key the script uses.
     """
     if folder is None:
-        folder = resources.files("crawlfleet.frontier.redis") / "lua"
+        return _packaged()
+    return _read(folder)
+
+
+@functools.cache
+def _packaged() -> Mapping[str, LuaSource]:
+    """The package's own scripts, read and checked once a process: ~15 ms of regular
+    expressions, which every store a process opened paid again (a worker's first task, the
+    dispatcher's start)."""
+    return _read(resources.files("crawlfleet.frontier.redis") / "lua")
+
+
+def _read(folder: Traversable) -> dict[str, LuaSource]:
     lib = (folder / _LIB).read_text(encoding="utf-8")
     lib_keys = _helper_keys(_COMMENT.sub("", lib))
     sources: dict[str, LuaSource] = {}
@@ -104,7 +119,7 @@ def _helper_keys(lib: str) -> dict[str, set[str]]:
 
 
 def _called(body: str, helpers: dict[str, Any]) -> set[str]:
-    return {name for name in helpers if re.search(rf"\b{name}\(", body)}
+    return set(_CALL.findall(body)) & helpers.keys()
 
 
 def _uses(body: str, lib_keys: dict[str, set[str]]) -> set[str]:

@@ -3,7 +3,9 @@
 Over a crawl ``open_crawl`` opened and defined (``dispatched.py``: some worker can serve
 every fetcher kind it names, its definition is stored in Redis, the crawl marked active),
 it seeds the frontier (``Admitter``: robots.txt read first, so a ``Crawl-delay`` is in force
-before a domain's first URL is queued), then loops until nothing is queued or leased:
+before a domain's first URL is queued), then loops until nothing is queued or leased (when
+the crawl may end before the next tick, it reads the counts every ``END_POLL_S`` meanwhile,
+so it ends as soon as the last page does):
 
 1. count expired leases as failed attempts (``reap``);
 2. copy the attempts the store keeps pending to PostgreSQL (``AttemptCopier``), and every
@@ -57,6 +59,9 @@ log = logging.getLogger(__name__)
 
 TICK_S = 0.5
 END_TICK_S = 0.1
+END_POLL_S = 0.02
+"""How often the dispatcher reads the counts while the crawl may end before its next tick
+(``may_end_within``): one pipelined read of two keys, ~0.2 ms of CPU (decision 0066)."""
 FEW_PENDING = 256
 SAMPLE_EVERY_S = 0.5
 LEASES_PER_TASK = 4096
@@ -126,6 +131,7 @@ class Dispatcher:
         last_sample = 0.0
         outage_since: float | None = None
         counts = QueueCounts(0, 0, 0, 0, 0)
+        rate = EndRate()
         while not self.stop.is_set():
             try:
                 counts = await self._tick()
@@ -159,7 +165,12 @@ class Dispatcher:
                 await self._watch_workers()
             else:
                 self._served_at = time.monotonic()
-            await self._wait(tick_s(counts, self._state))
+            wait_s = tick_s(counts, self._state)
+            per_s = rate.observe(time.monotonic(), counts)
+            if continuous or not may_end_within(counts, self._state, per_s, wait_s):
+                await self._wait(wait_s)
+            else:
+                await self._watch_end(wait_s)
         return counts
 
     async def _tick(self) -> QueueCounts:
@@ -229,11 +240,50 @@ class Dispatcher:
         except (StateError, RedisError) as exc:
             log.warning("attempts left to copy on the next run: %s", one_line(str(exc)))
 
+    async def _watch_end(self, seconds: float) -> None:
+        """Wait ``seconds``, or less: until the frontier's counts say nothing is pending
+        (one read every ``END_POLL_S``), so the run ends as soon as its last page does rather
+        than on the next tick (decision 0066); a failed read only ends the wait."""
+        until = time.monotonic() + seconds
+        while not self.stop.is_set():
+            left = until - time.monotonic()
+            if left <= 0:
+                return
+            await self._wait(min(END_POLL_S, left))
+            try:
+                if (await self._crawl.frontier.counts()).pending == 0:
+                    return
+            except (StateError, RedisError, OSError):
+                return  # the tick reads the counts again and handles the outage
+
     async def _wait(self, seconds: float) -> None:
         try:
             await asyncio.wait_for(self.stop.wait(), timeout=seconds)
         except TimeoutError:
             return
+
+
+class EndRate:
+    """Requests finished (done or dead-lettered) a second, between the last two ticks."""
+
+    def __init__(self) -> None:
+        self._at: float | None = None
+        self._finished = 0
+
+    def observe(self, at: float, counts: QueueCounts) -> float:
+        finished = counts.done + counts.dead
+        last_at, self._at = self._at, at
+        last, self._finished = self._finished, finished
+        if last_at is None or at <= last_at:
+            return 0.0
+        return max(0, finished - last) / (at - last_at)
+
+
+def may_end_within(counts: QueueCounts, state: RunState, per_s: float, wait_s: float) -> bool:
+    """Whether a running crawl could finish what is pending before the next tick, at twice
+    the rate it finished requests since the last one: then the dispatcher reads the counts
+    every ``END_POLL_S`` meanwhile. A 500-page crawl is over in about two ticks."""
+    return state is RunState.RUNNING and 0 < counts.pending <= 2 * per_s * wait_s
 
 
 def tick_s(counts: QueueCounts, state: RunState) -> float:

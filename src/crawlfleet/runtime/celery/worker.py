@@ -3,7 +3,8 @@
 ``assemble`` checks everything a worker needs before it takes a task, each failure one line
 (``ConfigError`` or ``StateError``): the queues it serves (a kind this machine cannot run),
 the parser modules it may load, its PostgreSQL DSN and Redis URL, the broker, Redis's
-safety and the PostgreSQL migrations (``worker_config.check_backends``). ``CeleryWorker.run``
+safety and the PostgreSQL migrations (``worker_config.check_backends``); then it imports the
+impersonate fetcher, which a crawl's first task would otherwise wait for. ``CeleryWorker.run``
 registers the tasks over one ``WorkerRuntime`` (``executor.py``) and the idle heartbeat
 (``health.py``), and runs ``celery worker`` with the solo pool (one process, N pages in
 flight) until it stops.
@@ -26,7 +27,8 @@ from crawlfleet.runtime.celery.executor import WorkerRuntime
 from crawlfleet.runtime.celery.health import add_idle_heartbeat
 from crawlfleet.runtime.celery.tasks import register as register_tasks
 from crawlfleet.runtime.celery.worker_config import WorkerConfig, check_backends
-from crawlfleet.runtime.choice.kinds import check_queues
+from crawlfleet.runtime.choice.kinds import BASE_KINDS, IMPERSONATE, check_queues
+from crawlfleet.runtime.fetcher_wiring import impersonate_fetcher
 
 if TYPE_CHECKING:  # prometheus-client is imported only when metrics are served
     from crawlfleet.monitoring.metrics import Metrics
@@ -102,4 +104,6 @@ def assemble(
     check_broker(broker)
     app = make_app(broker, TaskLimits(batch_s=batch_s))
     check_backends(config)
+    if IMPERSONATE in BASE_KINDS:  # imported now, not in the first task (decision 0066)
+        impersonate_fetcher()
     return CeleryWorker(config, app)
