@@ -8,11 +8,11 @@ the crawl may end before the next tick, it reads the counts every ``END_POLL_S``
 so it ends as soon as the last page does):
 
 1. count expired leases as failed attempts (``reap``);
-2. copy the attempts the store keeps pending to PostgreSQL (``AttemptCopier``), and every
-   few seconds the quality scores (``QualityCopier``; once more when the run ends);
-3. per Celery queue that has due work (of the fetcher kinds it carries, ``QUEUE_KINDS``), keep
+2. per Celery queue that has due work (of the fetcher kinds it carries, ``QUEUE_KINDS``), keep
    a few tasks of this crawl waiting in the broker, so every crawl with a dispatcher gets its
-   share of a shared pool.
+   share of a shared pool;
+3. copy the attempts the store keeps pending to PostgreSQL (``AttemptCopier``), and every
+   few seconds the quality scores (``QualityCopier``; once more when the run ends).
 
 A recrawl (``revisit = "pass"``, ``--recrawl``) first queues the known URLs that are due
 (``Frontier.revisit``) and ends as above; a continuous crawl (``"continuous"``) queues what
@@ -179,8 +179,6 @@ class Dispatcher:
         reaped = await crawl.frontier.reap(now)
         if reaped:
             log.info("%d expired leases counted as failed attempts", reaped)
-        await crawl.copier.copy()
-        await crawl.quality.copy(now)
         self._state = await self._control.state()
         if crawl.definition.settings.revisit == "continuous" and self._state is RunState.RUNNING:
             await crawl.frontier.revisit(now)
@@ -193,6 +191,8 @@ class Dispatcher:
                 next_at = await crawl.frontier.next_ready_at(now, QUEUE_KINDS[queue])
                 if next_at is not None and next_at <= now:
                     await self._top_up(queue, publisher, now)
+        await crawl.copier.copy()  # after the top-up: workers need not wait for it
+        await crawl.quality.copy(now)
         return counts
 
     async def _watch_workers(self) -> None:
