@@ -14,7 +14,8 @@ want_all=0
 [ "${1:-}" = "--all" ] && want_all=1
 
 need=()
-# Python's headers and a C compiler build the nesting pre-check's scan (decision 0063).
+# Python's headers and a C compiler build the nesting pre-check's scan and the memo of offered
+# URLs (decisions 0063, 0067).
 has_headers='import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'
 if ! command -v python3 >/dev/null; then
     need+=(python3 python3-venv python3-dev)

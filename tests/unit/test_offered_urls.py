@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from crawlfleet.frontier.frontier import Frontier
 from crawlfleet.frontier.memory import MemoryQueueStore
 from crawlfleet.frontier.offered import OfferedUrls
@@ -104,3 +106,21 @@ def test_a_link_refused_for_its_depth_is_admitted_from_a_shallower_page() -> Non
     assert (deep, refused) == ([], {"dropped.max_depth": 1})
     shallow, _, _ = front.new_requests(["http://shop.test/b"], None)
     assert [(r.url, r.depth) for r in shallow] == [("http://shop.test/b", 0)]
+
+
+def test_the_memo_holds_a_url_with_a_lone_surrogate_and_refuses_what_is_not_a_str() -> None:
+    memo = OfferedUrls(first_slots=8)
+    memo.add(["http://shop.test/a\udcff", "http://shop.test/b"])  # bytes a page could not decode
+    assert memo.seen("http://shop.test/a\udcff")
+    assert not memo.seen("http://shop.test/a")
+    with pytest.raises(TypeError, match="must be a str, not bytes"):
+        memo.seen(b"http://shop.test/b")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="must be a str, not int"):
+        memo.add(["http://shop.test/c", 1])  # type: ignore[list-item]
+    assert len(memo) == 3  # what came before the bad one is held
+
+
+@pytest.mark.parametrize(("first", "most"), [(6, 64), (0, 64), (16, 8)])
+def test_the_table_sizes_must_be_a_power_of_two_and_in_order(first: int, most: int) -> None:
+    with pytest.raises(ValueError, match="power of two"):
+        OfferedUrls(first_slots=first, max_slots=most)

@@ -1,0 +1,13 @@
+from collections.abc import Iterable
+
+FIRST_SLOTS: int
+MAX_SLOTS: int
+
+class OfferedUrls:
+    """URLs offered to the store, held as hashes; grows up to ``max_slots``."""
+
+    max_slots: int
+    def __init__(self, first_slots: int = ..., max_slots: int = ...) -> None: ...
+    def seen(self, url: str, /) -> bool: ...
+    def add(self, urls: Iterable[str], /) -> None: ...
+    def __len__(self) -> int: ...
