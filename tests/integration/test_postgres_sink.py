@@ -10,6 +10,7 @@ from typing import Any
 import psycopg
 import pydantic
 import pytest
+from psycopg import sql
 
 from crawlfleet.errors import StateError
 from crawlfleet.events import EventBus
@@ -305,13 +306,24 @@ async def test_a_group_with_other_work_than_page_writes_is_one_transaction(
 async def test_a_write_chosen_as_a_deadlock_victim_is_tried_again(postgres_dsn: str) -> None:
     """Another transaction holds key b (inserted, not committed) and then waits for key c,
     which the sink's write has locked while it waits for b: PostgreSQL aborts one of the two
-    (``deadlock detected``), here the write, which waited first. The write is tried again
-    once the other commits, instead of failing the page (seen in a run of 8 writers)."""
+    (``deadlock detected``), here the write. The write is tried again once the other
+    commits, instead of failing the page (seen in a run of 8 writers).
+
+    A session looks for a deadlock once, ``deadlock_timeout`` after it began to wait: the
+    write's sessions look after 3 s, the other's after 60, so the write is the victim however
+    slowly the other comes to wait (with both at the default 1 s, a CI run whose other
+    session waited over a second later had that one aborted instead)."""
     migrate(postgres_dsn)
+    with psycopg.connect(postgres_dsn, autocommit=True) as admin:
+        name = admin.execute("SELECT current_database()").fetchone()
+        assert name is not None
+        statement = sql.SQL("ALTER DATABASE {} SET deadlock_timeout = '3s'")
+        admin.execute(statement.format(sql.Identifier(name[0])))
     sink = await PostgresSink.open(postgres_dsn, crawl_id="dl", clock=FakeClock(1000.0))
     await sink.write([Item("page", {"v": 0}, key="c", fetched_at=100.0)])
     other = await psycopg.AsyncConnection.connect(postgres_dsn)
     try:
+        await other.execute("SET deadlock_timeout = '60s'")
         await other.execute(
             "INSERT INTO items (crawl_id, item_type, item_key, data, content_hash, fetched_at,"
             " first_seen, last_seen, last_changed)"
