@@ -143,8 +143,6 @@ class TurnWriter:
     def close(self) -> None:
         """Commit what is pending and refuse later writes; StateError if that commit fails."""
         failed = self.failure
-        if self._pending is not None:
-            self._pending.cancel()
         self.commit()
         self._closed = True
         if self.failure is not None and self.failure is not failed:

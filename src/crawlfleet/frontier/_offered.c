@@ -95,10 +95,9 @@ static int put(Memo *memo, uint64_t key, uint32_t tag) {
     return 1;
 }
 
-/* Double the slots and place every entry again: 1, 0 at max_slots, -1 out of memory. */
-static int grow(Memo *memo) {
-    Py_ssize_t slots = memo->slots * 2;
-    if (slots > memo->max_slots) return 0;
+/* Zeroed arrays of slots in place of the memo's, the old ones (NULL at first) in *old_keys
+ * and *old_tags: 0, or -1 out of memory (the memo unchanged). */
+static int new_table(Memo *memo, Py_ssize_t slots, uint64_t **old_keys, uint32_t **old_tags) {
     uint64_t *keys = PyMem_Calloc((size_t)slots, sizeof(uint64_t));
     uint32_t *tags = PyMem_Calloc((size_t)slots, sizeof(uint32_t));
     if (keys == NULL || tags == NULL) {
@@ -107,12 +106,21 @@ static int grow(Memo *memo) {
         PyErr_NoMemory();
         return -1;
     }
-    uint64_t *old_keys = memo->keys;
-    uint32_t *old_tags = memo->tags;
-    Py_ssize_t old_slots = memo->slots;
+    *old_keys = memo->keys;
+    *old_tags = memo->tags;
     memo->keys = keys;
     memo->tags = tags;
     memo->slots = slots;
+    return 0;
+}
+
+/* Double the slots and place every entry again: 1, 0 at max_slots, -1 out of memory. */
+static int grow(Memo *memo) {
+    Py_ssize_t old_slots = memo->slots;
+    if (old_slots * 2 > memo->max_slots) return 0;
+    uint64_t *old_keys;
+    uint32_t *old_tags;
+    if (new_table(memo, old_slots * 2, &old_keys, &old_tags) < 0) return -1;
     for (Py_ssize_t i = 0; i < old_slots; i++) {
         if (old_keys[i]) put(memo, old_keys[i], old_tags[i]);
     }
@@ -133,19 +141,11 @@ static int memo_init(Memo *self, PyObject *args, PyObject *kwargs) {
                         "first_slots must be a power of two, and max_slots at least as many");
         return -1;
     }
-    uint64_t *keys = PyMem_Calloc((size_t)first, sizeof(uint64_t));
-    uint32_t *tags = PyMem_Calloc((size_t)first, sizeof(uint32_t));
-    if (keys == NULL || tags == NULL) {
-        PyMem_Free(keys);
-        PyMem_Free(tags);
-        PyErr_NoMemory();
-        return -1;
-    }
-    PyMem_Free(self->keys);
-    PyMem_Free(self->tags);
-    self->keys = keys;
-    self->tags = tags;
-    self->slots = first;
+    uint64_t *old_keys;
+    uint32_t *old_tags;
+    if (new_table(self, first, &old_keys, &old_tags) < 0) return -1;
+    PyMem_Free(old_keys);
+    PyMem_Free(old_tags);
     self->count = 0;
     self->max_slots = max_slots;
     return 0;
@@ -255,9 +255,7 @@ PyMODINIT_FUNC PyInit__offered(void) {
     if (PyType_Ready(&MemoType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
-    if (PyModule_AddIntConstant(m, "FIRST_SLOTS", FIRST_SLOTS) < 0 ||
-        PyModule_AddIntConstant(m, "MAX_SLOTS", MAX_SLOTS) < 0 ||
-        PyModule_AddObjectRef(m, "OfferedUrls", (PyObject *)&MemoType) < 0) {
+    if (PyModule_AddObjectRef(m, "OfferedUrls", (PyObject *)&MemoType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

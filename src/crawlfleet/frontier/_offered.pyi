@@ -1,8 +1,5 @@
 from collections.abc import Iterable
 
-FIRST_SLOTS: int
-MAX_SLOTS: int
-
 class OfferedUrls:
     """URLs offered to the store, held as hashes; grows up to ``max_slots``."""
 

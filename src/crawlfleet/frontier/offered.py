@@ -17,7 +17,7 @@ at most 3/4 full): Python's 64-bit ``hash`` (SipHash, keyed per process) and a C
 hashes match one of the n held: odds n / 2**96 a lookup, ~1e-16 over a 1,000,000-page
 crawl's 30,000,000 links (a fingerprint collision of the store: n**2 / 2**129).
 
-Bounded: past ``MAX_SLOTS`` (4,194,304 slots, 50 MB, 3,145,728 URLs) it stops growing and
+Bounded: past ``max_slots`` (4,194,304 slots, 50 MB, 3,145,728 URLs) it stops growing and
 remembers no more; later URLs are answered by the store, as every miss is.
 
 The table is C (``_offered.c``): the same arrays and hashes, ~60 ns a lookup where the
@@ -28,6 +28,4 @@ from __future__ import annotations
 
 from crawlfleet.frontier import _offered
 
-FIRST_SLOTS = _offered.FIRST_SLOTS
-MAX_SLOTS = _offered.MAX_SLOTS
 OfferedUrls = _offered.OfferedUrls

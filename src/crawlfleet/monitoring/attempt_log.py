@@ -105,7 +105,7 @@ class SqliteAttemptLog:
     ) -> None:
         self.path = path
         self._db = db
-        self._settle = settle
+        self._settle = settle or _nothing
 
     @classmethod
     async def open(
@@ -115,8 +115,7 @@ class SqliteAttemptLog:
         return cls(path, sqlitedb.connect(path, "", what="state file"), settle)
 
     async def recent(self, limit: int = 100, url: str | None = None) -> list[Attempt]:
-        if self._settle is not None:
-            self._settle()
+        self._settle()
         if url is None:
             rows = self._db.execute(RECENT, (limit,)).fetchall()
         else:
@@ -124,10 +123,13 @@ class SqliteAttemptLog:
         return [attempt_of(row) for row in rows]
 
     async def top_errors(self, outcome: Outcome, limit: int = 5) -> list[tuple[str, int]]:
-        if self._settle is not None:
-            self._settle()
+        self._settle()
         rows = self._db.execute(TOP_ERRORS, (outcome.value, limit)).fetchall()
         return [(str(error), int(count)) for error, count in rows]
 
     async def close(self) -> None:
         self._db.close()
+
+
+def _nothing() -> None:
+    """The ``settle`` of a log no writer of this process holds back."""
